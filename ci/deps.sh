@@ -1,0 +1,40 @@
+#!/bin/bash
+# ci/deps.sh build|test — install the Debian 12 packages kaas needs that are
+# missing.  Idempotent: when everything is present it only runs dpkg queries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PKGS=(gcc make pkg-config libc6-dev
+	libuv1-dev libjansson-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
+	libnfs-dev libisal-dev check)
+# What the test suites start or drive: servers, real Kafka clients, fault tools.
+TEST_PKGS=(clang libclang-rt-14-dev iproute2 procps psmisc util-linux e2fsprogs
+	nfs-ganesha nfs-ganesha-vfs nfs-ganesha-mem rpcbind libnfs-utils
+	kcat librdkafka-dev python3 python3-confluent-kafka python3-kafka
+	eatmydata golang-go golang-github-shopify-sarama-dev nodejs npm)
+
+want=("${BUILD_PKGS[@]}")
+[ "${1:-build}" = test ] && want+=("${TEST_PKGS[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node/npm may come from elsewhere than Debian on some machines; accept that.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+	m2=(); for p in "${missing[@]}"; do case $p in nodejs|npm) ;; *) m2+=("$p");; esac; done
+	missing=("${m2[@]+"${m2[@]}"}")
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "ci/deps.sh: missing packages: ${missing[*]} (run as root, or install them)" >&2
+	exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt() { apt-get -o DPkg::Lock::Timeout=600 -y --no-install-recommends install "$@"; }
+if ! apt "${missing[@]}"; then
+	apt-get -o DPkg::Lock::Timeout=600 update
+	apt "${missing[@]}"
+fi

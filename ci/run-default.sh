@@ -1,0 +1,7 @@
+#!/bin/bash
+# ci/run-default.sh — the job `make run` runs on its embedded default: qualify
+# a local directory (./var/data) with kaas-conform and print the verdict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p var/data
+exec "${BIN:-bin}/kaas-conform" check ./var/data --actors 4 --stamp

@@ -1,0 +1,149 @@
+/*
+ * storage.h — the partition log on a shared volume.
+ *
+ * A partition is a directory DATA/<topic>/<partition>/ holding epoch-named
+ * segments (docs/storage.md).  Only the partition's leader holds descriptors:
+ * kaas_partition_open() only stats; kaas_partition_take_over() opens handles,
+ * recovers the tail and rolls a segment named with the new epoch;
+ * kaas_partition_relinquish() persists manifest + producer snapshot and closes
+ * every handle.
+ *
+ * Threading: every function may be called from any thread; a partition has
+ * its own lock.  kaas_partition_flush() runs its fsync without holding the
+ * append path, so appends continue while a group commit is in flight.
+ *
+ * Errors: functions return 0 or a negative errno.  A failed write, fsync or
+ * rename poisons the partition (LMDB-style): from then on appends and reads
+ * answer KERR_KAFKA_STORAGE_ERROR until the partition is taken over again;
+ * nothing is served from memory that the disk may not hold.
+ */
+#ifndef KAAS_STORAGE_H
+#define KAAS_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sub.h"
+
+typedef struct kaas_log_config {
+	int64_t segment_bytes;          /* roll at this size (Kafka default 1 GiB) */
+	int64_t segment_ms;             /* roll when the active segment is this old (7 days) */
+	int64_t retention_ms;           /* -1 = keep forever (default 7 days) */
+	int64_t retention_bytes;        /* -1 = unlimited (default) */
+	int32_t max_message_bytes;      /* largest batch accepted (1048588) */
+	int32_t index_interval_bytes;   /* bytes between sparse index entries (4096) */
+	int32_t timestamp_type;         /* 0 CreateTime (default), 1 LogAppendTime */
+} kaas_log_config;
+
+void kaas_log_config_defaults(kaas_log_config *cfg);
+
+typedef struct kaas_partition kaas_partition;
+
+enum kaas_partition_state {
+	KAAS_PART_FOLLOWER = 0, /* open: metadata only, no descriptors */
+	KAAS_PART_LEADER,       /* taken over: handles open, accepts appends */
+	KAAS_PART_POISONED,     /* a write/fsync/rename failed: storage error until re-taken */
+};
+
+/* Opens DATA-relative `dir` ("orders/3") on vfs, creating it when `create`.
+ * Reads names, sizes and the manifest; opens no descriptors.  topic_id (a
+ * 36-character UUID string, or NULL to skip the check) must match the one in
+ * the manifest when there is one: -ESTALE means the directory belongs to an
+ * earlier incarnation of the topic. */
+int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int create,
+			const kaas_log_config *cfg, kaas_partition **out);
+
+/* Becomes leader at `epoch`: opens handles, restores the producer snapshot,
+ * recovers the newest live segment, reconciles the manifest and rolls a new
+ * segment <epoch>-<logEndOffset>.  -ESTALE when a segment of a higher epoch
+ * exists (someone newer leads: we are fenced). */
+int kaas_partition_take_over(kaas_partition *p, int32_t epoch);
+
+/* Persists manifest + producer snapshot, then closes every handle. */
+int kaas_partition_relinquish(kaas_partition *p);
+
+/* Relinquishes if leader, then frees.  NULL-safe. */
+void kaas_partition_close(kaas_partition *p);
+
+void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg);
+
+typedef struct kaas_append_result {
+	int16_t error;           /* Kafka error code (KERR_*), KERR_NONE when appended */
+	int duplicate;           /* an idempotent retry: offsets are the original's */
+	int64_t base_offset;     /* offset of the first record (-1 on error) */
+	int64_t last_offset;
+	int64_t log_append_time; /* -1 unless the topic uses LogAppendTime */
+	int64_t log_start_offset;
+	int32_t batch_index;     /* on INVALID_RECORD etc.: which batch (0-based) */
+	const char *message;     /* static text explaining error, or NULL */
+} kaas_append_result;
+
+/* Appends one or more v2 record batches (the `records` field of a Produce
+ * request).  Validates every batch (length, magic 2, CRC-32C, record count,
+ * timestamps, size limit, producer sequence) before writing any; assigns
+ * offsets by rewriting baseOffset and partitionLeaderEpoch in place (outside
+ * the CRC); compressed payloads are stored as they are.
+ *
+ * Returns 0 with res->error set for anything the client did wrong (nothing
+ * written), or a negative errno when the volume failed (partition poisoned,
+ * res->error = KERR_KAFKA_STORAGE_ERROR).  Not leader: KERR_NOT_LEADER_OR_FOLLOWER.
+ * Written is not durable: see kaas_partition_flush(). */
+int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_append_result *res);
+
+/* Group commit: fsyncs everything appended so far and advances the durable
+ * offset.  Concurrent callers share one fsync.  *durable (may be NULL) gets
+ * the durable offset afterwards. */
+int kaas_partition_flush(kaas_partition *p, int64_t *durable);
+
+/* Offsets.  The high watermark is the durable offset: a consumer never sees a
+ * record a crash could take back, so offsets are never reused for different
+ * data. */
+int64_t kaas_partition_log_start(kaas_partition *p);
+int64_t kaas_partition_log_end(kaas_partition *p);
+int64_t kaas_partition_high_watermark(kaas_partition *p);
+int kaas_partition_state_of(kaas_partition *p, int32_t *epoch);
+
+/* A read for Fetch: whole batches from the one containing `offset`, up to
+ * max_bytes (but at least one whole batch, KIP-74), never past the high
+ * watermark.  The plan holds references that keep its segment files open
+ * (even if retention unlinks them meanwhile) until released. */
+#define KAAS_READ_MAX_RANGES 4
+typedef struct kaas_read_range {
+	sub_file *file;
+	uint64_t pos;
+	uint32_t len;
+} kaas_read_range;
+
+typedef struct kaas_read_plan {
+	int16_t error;             /* KERR_OFFSET_OUT_OF_RANGE, KERR_NOT_LEADER_OR_FOLLOWER, ... */
+	int64_t high_watermark;
+	int64_t log_start_offset;
+	int64_t last_stable_offset;
+	int n;                     /* ranges below, in file order */
+	kaas_read_range r[KAAS_READ_MAX_RANGES];
+	uint32_t total;            /* sum of r[].len */
+	void *refs[KAAS_READ_MAX_RANGES]; /* private: segment references */
+} kaas_read_plan;
+
+#define KAAS_READ_PLAN_INIT {0}
+
+int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, kaas_read_plan *plan);
+void kaas_read_plan_release(kaas_read_plan *plan); /* safe to repeat */
+
+/* ListOffsets: timestamp -1 = latest (high watermark), -2 = earliest;
+ * otherwise the first offset whose batch max timestamp is >= ts, with
+ * *found_ts its timestamp; offset -1 when none. */
+#define KAAS_TS_LATEST (-1)
+#define KAAS_TS_EARLIEST (-2)
+int kaas_partition_offset_for_time(kaas_partition *p, int64_t ts, int64_t *offset, int64_t *found_ts);
+
+/* DeleteRecords: advance the log start offset to `offset` (-1 = high
+ * watermark), persisted in the manifest before returning; whole segments below
+ * it are unlinked.  OFFSET_OUT_OF_RANGE beyond the high watermark. */
+int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *low_watermark, int16_t *error);
+
+/* Periodic work on the leader: roll by segment.ms, delete by retention.ms and
+ * retention.bytes.  Returns the number of segments deleted or -errno. */
+int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms);
+
+#endif
