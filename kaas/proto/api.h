@@ -15,6 +15,8 @@
  *   - returns KAAS_HANDLED when resp is complete, or KAAS_DEFERRED after
  *     arranging for kaas_req_complete() to be called later (from any thread)
  *     with the response body; the request stays valid until then;
+ *   - returns KAAS_NO_RESPONSE when the request gets no response at all
+ *     (Produce with acks=0);
  *   - returns -EBADMSG when the request cannot be parsed: the server logs the
  *     field and closes the connection, as Kafka does; other negative values
  *     are internal errors and also close the connection.
@@ -56,7 +58,7 @@ enum kaas_api_key {
 	KAAS_API_OFFSET_DELETE = 47,
 };
 
-enum { KAAS_HANDLED = 0, KAAS_DEFERRED = 1 };
+enum { KAAS_HANDLED = 0, KAAS_DEFERRED = 1, KAAS_NO_RESPONSE = 2 };
 
 /* The request as a handler sees it.  Defined by the server (kaas/server/). */
 typedef struct kaas_req kaas_req;
