@@ -1,0 +1,13 @@
+#!/bin/bash
+# substrates/local/start.sh STATE — a plain directory on the local root
+# filesystem (ext4 here).  One kernel, so the actors are processes on one host:
+# the positive single-host control of the matrix.
+set -euo pipefail
+SUB_NAME=local
+. "$(dirname "$0")/../substrate-lib.sh"
+sub_init "$1"
+mkdir -p "$STATE/data"
+fstype=$(findmnt -no FSTYPE -T "$STATE/data")
+SUB_URL=$STATE/data
+SUB_INFO="directory on the local root filesystem ($fstype)"
+sub_publish

@@ -1,0 +1,156 @@
+# substrate-lib.sh — shared by the start/stop scripts of the test substrates
+# under substrates/<name>/ (sourced, not run).
+#
+# The contract every substrate follows:
+#
+#   substrates/<name>/start.sh STATE   bring the substrate up; STATE is an
+#                                      existing empty directory owned by the
+#                                      caller.  On success prints, and writes
+#                                      to STATE/env, shell assignments:
+#        SUB_URL=...        the URL (or path) the conformance tool checks
+#        SUB_MOUNTS=...     further URLs of the same share, one per extra
+#                           client, space separated (may be empty)
+#        SUB_CRASH_CMD=...  a command that simulates a crash of the storage
+#                           (empty when the substrate has none)
+#        SUB_WRAP=...       a prefix to run the tool under (empty, eatmydata)
+#        SUB_INFO=...       one line: what was started (versions, options)
+#   substrates/<name>/stop.sh STATE    tear down whatever start managed to set
+#                                      up; safe to run twice, after a failed
+#                                      start, or while a check is running.
+#
+# start.sh records every resource in STATE/resources before creating it
+# ("mount PATH", "pid PIDFILE", "netns NAME", "loop DEV"); sub_teardown undoes
+# them newest first, so a half-finished start is cleaned up like a full one.
+
+SUB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+sub_log() { echo "[$(date +%H:%M:%S)] ${SUB_NAME:-substrate}: $*" >&2; }
+sub_die() { sub_log "error: $*"; exit 1; }
+
+# sub_wait SECONDS CMD... — poll CMD every 50 ms until it succeeds.
+sub_wait() {
+	local deadline=$(( $(date +%s%N) + $1 * 1000000000 )); shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+
+# sub_init STATE — check the state directory and make sure the caller's
+# failure paths tear down what was started so far.
+sub_init() {
+	STATE=${1:?usage: start.sh STATE_DIR}
+	[ -d "$STATE" ] || sub_die "state directory $STATE does not exist"
+	STATE=$(cd "$STATE" && pwd)
+	: >>"$STATE/resources"
+	SUB_URL= SUB_MOUNTS= SUB_CRASH_CMD= SUB_WRAP= SUB_INFO=
+}
+
+# Used by start.sh: on any failure, undo everything recorded so far.
+sub_start_guard() {
+	trap 'rc=$?; if [ $rc != 0 ]; then sub_log "start failed (exit $rc), tearing down"; sub_teardown "$STATE"; fi' EXIT
+	trap 'exit 130' INT TERM
+}
+
+sub_record() { echo "$1 $2" >>"$STATE/resources"; }
+
+# sub_publish — write STATE/env and print it.
+sub_publish() {
+	{
+		printf 'SUB_URL=%q\n' "$SUB_URL"
+		printf 'SUB_MOUNTS=%q\n' "$SUB_MOUNTS"
+		printf 'SUB_CRASH_CMD=%q\n' "$SUB_CRASH_CMD"
+		printf 'SUB_WRAP=%q\n' "$SUB_WRAP"
+		printf 'SUB_INFO=%q\n' "$SUB_INFO"
+	} >"$STATE/env.tmp"
+	mv "$STATE/env.tmp" "$STATE/env"
+	cat "$STATE/env"
+}
+
+# sub_free_port — a TCP port nobody listens on, picked at random so that
+# runs side by side rarely collide (the bind that follows is the real test).
+sub_free_port() {
+	local p i
+	for i in $(seq 1 100); do
+		p=$(( 20000 + RANDOM % 30000 ))
+		ss -Htan "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# sub_netns NAME — a network namespace with only loopback.  glibc's
+# AI_ADDRCONFIG ignores 127.0.0.1, so daemons that resolve their bind address
+# need a second loopback address to find one at all.
+sub_netns() {
+	sub_record netns "$1"
+	ip netns add "$1"
+	ip netns exec "$1" ip link set lo up
+	ip netns exec "$1" ip addr add 127.0.0.2/8 dev lo
+}
+
+# sub_in_ns NS CMD... — run CMD in the network namespace but in the caller's
+# mount namespace ("ip netns exec" would hide FUSE mounts made inside it).
+sub_in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
+
+sub_is_mounted() { mountpoint -q "$1" 2>/dev/null; }
+
+sub_unmount() {
+	local m=$1 i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		# a dead FUSE daemon leaves a mount that mountpoint(1) cannot stat
+		grep -qs " $m " /proc/self/mountinfo || return 0
+		fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true
+		grep -qs " $m " /proc/self/mountinfo || return 0
+		sleep 0.2
+	done
+	sub_log "unmounting $m lazily (still busy)"
+	fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+}
+
+# sub_kill PID [SECONDS] — SIGTERM, wait, then SIGKILL.
+sub_kill() {
+	local p=$1 t=${2:-10}
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
+	kill -TERM "$p" 2>/dev/null || true
+	sub_wait "$t" sh -c "! kill -0 $p" || { sub_log "pid $p ignored SIGTERM, killing"; kill -KILL "$p" 2>/dev/null || true; }
+	sub_wait 5 sh -c "! kill -0 $p" || true
+}
+
+sub_pid_of() { [ -s "$1" ] && tr -dc '0-9' <"$1"; }
+
+# sub_teardown STATE — undo every recorded resource, newest first.
+sub_teardown() {
+	local st=$1 kind what
+	[ -f "$st/resources" ] || return 0
+	tac "$st/resources" | while read -r kind what; do
+		case $kind in
+		mount) sub_unmount "$what" ;;
+		pid) sub_kill "$(sub_pid_of "$what")" ;;
+		pidnow) sub_kill "$what" ;;
+		netns)
+			if [ -e "/run/netns/$what" ]; then
+				for p in $(ip netns pids "$what" 2>/dev/null); do sub_kill "$p" 5; done
+				ip netns del "$what" 2>/dev/null || sub_log "could not delete netns $what"
+			fi ;;
+		loop)
+			losetup "$what" >/dev/null 2>&1 && losetup -d "$what" 2>/dev/null || true ;;
+		esac
+	done
+	mv -f "$st/resources" "$st/resources.done"
+}
+
+# sub_check_clean STATE — fail loudly if anything recorded is still there.
+sub_check_clean() {
+	local st=$1 kind what bad=0
+	[ -f "$st/resources.done" ] || return 0
+	while read -r kind what; do
+		case $kind in
+		mount) grep -qs " $what " /proc/self/mountinfo && { sub_log "still mounted: $what"; bad=1; } ;;
+		pid) p=$(sub_pid_of "$what"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && { sub_log "still running: $p ($what)"; bad=1; } ;;
+		pidnow) kill -0 "$what" 2>/dev/null && { sub_log "still running: $what"; bad=1; } ;;
+		netns) [ -e "/run/netns/$what" ] && { sub_log "netns left: $what"; bad=1; } ;;
+		loop) losetup "$what" 2>/dev/null | grep -q "$st" && { sub_log "loop device left: $what"; bad=1; } ;;
+		esac
+	done <"$st/resources.done"
+	return $bad
+}
