@@ -1,0 +1,256 @@
+/*
+ * topics.h — the topic registry: which topics exist, their topic IDs,
+ * partition counts and configs.
+ *
+ * The registry lives on the cluster volume, one file per topic,
+ * CLUSTER/topics/<name>.json, claimed with sub_create_excl (two creators on
+ * any hosts: exactly one wins) and rewritten with sub_write_atomic.  Each
+ * topic directory on the data volume is stamped with the topic's ID in
+ * DATA/<topic>/.topic-id.json, so a directory left over from an earlier topic
+ * of the same name is recognised and reclaimed instead of being inherited
+ * (names are not identities).  docs/topics.md describes the life cycle and
+ * what is guaranteed; docs/formats.md the files.
+ *
+ * Lookups are served from memory and cheap (one read lock, a hash probe).
+ * The memory view follows the volume: a lookup that misses re-reads that one
+ * name (at most every miss_ttl_ms), and kaas_topics_tick() re-reads the
+ * registry directory, so topics created, changed or deleted by other brokers
+ * appear and disappear here too.
+ *
+ * The registry never touches partitions itself: it tells the broker through
+ * two hooks (topic appeared/grew/changed; topic goes away) and the broker's
+ * partition table opens, takes over, reconfigures or relinquishes them.
+ *
+ * Kafka-facing operations return a Kafka error code (KERR_*, KERR_NONE on
+ * success) and a message for the client in msg; other functions return 0 or
+ * a negative errno.  Every function is thread-safe.  A name that breaks
+ * Kafka's rules is refused with KERR_INVALID_TOPIC_EXCEPTION before anything
+ * on either volume is touched.
+ */
+#ifndef KAAS_TOPICS_H
+#define KAAS_TOPICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "storage/storage.h"
+#include "sub.h"
+
+#define KAAS_TOPIC_NAME_MAX 249         /* Kafka's limit */
+#define KAAS_TOPIC_ID_LEN 36            /* "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx" */
+#define KAAS_TOPIC_PARTITIONS_MAX 10000 /* per topic; more is INVALID_PARTITIONS */
+
+typedef struct kaas_topics kaas_topics;
+
+/* ---- names ------------------------------------------------------------------
+ * Kafka's rules: 1..249 characters from [a-zA-Z0-9._-], not "." or "..".
+ * Returns KERR_NONE or KERR_INVALID_TOPIC_EXCEPTION with a message. */
+int16_t kaas_topic_name_check(const char *name, int32_t len, char *msg, size_t msglen);
+
+/* ---- topic configs -------------------------------------------------------------
+ * The topic-level settings kaas knows.  Values are Kafka's strings; every
+ * other name is INVALID_CONFIG ("Unknown topic config name"), as in Kafka. */
+enum kaas_tcfg {
+	KAAS_TC_CLEANUP_POLICY = 0,      /* delete (compact is refused: no compaction) */
+	KAAS_TC_COMPRESSION_TYPE,        /* producer (batches are stored as produced) */
+	KAAS_TC_INDEX_INTERVAL_BYTES,
+	KAAS_TC_MAX_MESSAGE_BYTES,
+	KAAS_TC_MESSAGE_TIMESTAMP_TYPE,  /* CreateTime | LogAppendTime */
+	KAAS_TC_MIN_INSYNC_REPLICAS,     /* accepted, no effect (one copy on the volume) */
+	KAAS_TC_RETENTION_BYTES,
+	KAAS_TC_RETENTION_MS,
+	KAAS_TC_SEGMENT_BYTES,
+	KAAS_TC_SEGMENT_MS,
+	KAAS_TC_UNCLEAN_LEADER_ELECTION_ENABLE, /* accepted, no effect */
+	KAAS_TC_COUNT
+};
+
+/* A name/value pair as decoded from a request (value.len < 0: null). */
+typedef struct kaas_config_kv {
+	kaas_str name;
+	kaas_str value;
+} kaas_config_kv;
+
+/* Kafka name of a config ("retention.ms") and of its broker-level synonym
+ * ("log.retention.ms", NULL when none). */
+const char *kaas_tcfg_name(int tc);
+const char *kaas_tcfg_broker_name(int tc);
+
+/* Validates a config set (names known, values well-formed and in range, no
+ * name twice).  KERR_NONE or KERR_INVALID_CONFIG with a message naming the
+ * key.  Touches nothing. */
+int16_t kaas_topic_configs_check(const kaas_config_kv *kv, size_t n, char *msg, size_t msglen);
+
+/* ---- what a lookup returns ------------------------------------------------------ */
+typedef struct kaas_topic_info {
+	char name[KAAS_TOPIC_NAME_MAX + 1];
+	char id[KAAS_TOPIC_ID_LEN + 1]; /* the topic ID, UUIDv4 string */
+	uint8_t id_bytes[16];           /* the same, as Kafka's wire uuid */
+	int32_t partitions;
+	int16_t replication_factor;     /* always 1: the volume is the only copy */
+	int64_t created_ms;             /* wall clock of the creating broker */
+	kaas_log_config cfg;            /* effective: broker defaults + topic overrides */
+	uint32_t overrides;             /* bit (1u << KAAS_TC_*) per config set on the topic */
+} kaas_topic_info;
+
+/* ---- the broker's side -------------------------------------------------------------
+ * Called without registry locks held, from the thread doing the operation
+ * (a handler, the tick).  They must not call back into the registry's
+ * mutating functions. */
+typedef struct kaas_topics_hooks {
+	void *arg;
+	/* A topic exists (created here or seen on the volume), grew, or its
+	 * effective config changed: open/take over the partitions not yet open,
+	 * apply t->cfg to the open ones.  DATA/<topic>/ is already stamped with
+	 * t->id.  0 or -errno; a failure is retried at the next tick. */
+	int (*topic_changed)(void *arg, const kaas_topic_info *t);
+	/* A topic goes away (deleted here or by another broker): relinquish and
+	 * close every partition of topic `name` (incarnation topic_id); return 0
+	 * only once no descriptor under DATA/<name>/ is open in this process.
+	 * The directory is removed afterwards.  0 when nothing was open. */
+	int (*topic_dropped)(void *arg, const char *name, const char *topic_id);
+} kaas_topics_hooks;
+
+typedef struct kaas_topics_options {
+	sub_vfs *cluster;              /* CLUSTER root (registry under topics/) */
+	sub_vfs *data;                 /* DATA root (topic directories) */
+	kaas_log_config defaults;      /* the broker's log.* settings */
+	int32_t num_partitions;        /* num.partitions: CreateTopics -1 and auto-create */
+	int16_t default_replication_factor; /* default.replication.factor (reported only) */
+	/* A top-level DATA name kaas uses itself ("__cluster" when the cluster dir
+	 * is DATA/__cluster); creating a topic of that name is refused.  NULL: none. */
+	const char *reserved_name;
+	int64_t miss_ttl_ms;           /* a missing name is re-read at most this often (1000) */
+	int64_t claim_grace_ms;        /* an incomplete registry file unchanged this long
+	                                  is abandoned and reclaimed (30000) */
+	kaas_topics_hooks hooks;       /* may be left zero (no partitions: tests, tools) */
+} kaas_topics_options;
+
+/* Kafka's defaults for the log settings; num.partitions 1; the timings above. */
+void kaas_topics_options_init(kaas_topics_options *o);
+
+/* Reads the registry, then runs the start-up sweep: finishes interrupted
+ * deletes, removes reclaimed directories, warns about orphaned ones (never
+ * deleting a directory it cannot prove belongs to a deleted topic).  Does not
+ * call topic_changed for the existing topics: list them and start the
+ * partition table with them.  0 or -errno (the cluster volume unreadable). */
+int kaas_topics_open(const kaas_topics_options *o, kaas_topics **out);
+void kaas_topics_close(kaas_topics *reg); /* NULL-safe */
+
+/* The broker defaults the registry was opened with. */
+const kaas_log_config *kaas_topics_defaults(const kaas_topics *reg);
+
+/* ---- reads -------------------------------------------------------------------------
+ * lookup: 0, -ENOENT (no such topic), -EINVAL (invalid name), or -errno
+ * (the volume failed while re-reading a missed name). */
+int kaas_topics_lookup(kaas_topics *reg, const char *name, int32_t len, kaas_topic_info *out);
+
+/* Every topic, sorted by name; *out is malloc'd (free()).  0 or -ENOMEM. */
+int kaas_topics_list(kaas_topics *reg, kaas_topic_info **out, size_t *n);
+
+/* ---- Kafka-facing operations ----------------------------------------------------- */
+
+typedef struct kaas_topic_spec {
+	kaas_str name;
+	int32_t partitions;            /* >= 1, or -1 for num.partitions */
+	int16_t replication_factor;    /* >= 1, or -1 for the default; reported as 1 */
+	const kaas_config_kv *configs;
+	size_t nconfigs;
+} kaas_topic_spec;
+
+/* CreateTopics.  KERR_NONE (out filled when not NULL), INVALID_TOPIC_EXCEPTION,
+ * INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG,
+ * TOPIC_ALREADY_EXISTS (also while another creator's claim is being written),
+ * UNKNOWN_SERVER_ERROR (the volume failed; msg says how).  validate_only
+ * checks everything, including existence, and writes nothing. */
+int16_t kaas_topics_create(kaas_topics *reg, const kaas_topic_spec *spec, int validate_only,
+			   kaas_topic_info *out, char *msg, size_t msglen);
+
+/* Metadata's auto-create: the topic with num.partitions and no overrides.
+ * KERR_NONE when it exists now (created here or by someone else; out
+ * filled), INVALID_TOPIC_EXCEPTION, LEADER_NOT_AVAILABLE while another
+ * creator's claim is incomplete or the volume failed (clients retry). */
+int16_t kaas_topics_auto_create(kaas_topics *reg, kaas_str name, kaas_topic_info *out);
+
+/* DeleteTopics.  KERR_NONE once the registry entry is gone (the topic no
+ * longer exists for clients); relinquishing its partitions and removing
+ * DATA/<name>/ follow at once and are re-driven by kaas_topics_tick() if they
+ * fail.  UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
+ * UNKNOWN_SERVER_ERROR. */
+int16_t kaas_topics_delete(kaas_topics *reg, kaas_str name, char *msg, size_t msglen);
+
+/* CreatePartitions: grows the topic to `count` partitions.
+ * INVALID_PARTITIONS unless count > current (and <= the maximum),
+ * UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_SERVER_ERROR. */
+int16_t kaas_topics_add_partitions(kaas_topics *reg, kaas_str name, int32_t count, int validate_only,
+				   char *msg, size_t msglen);
+
+/* AlterConfigs (non-incremental, as Kafka's: the given set replaces every
+ * override; unspecified keys revert to the broker default).  INVALID_CONFIG,
+ * UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR. */
+int16_t kaas_topics_alter_configs(kaas_topics *reg, kaas_str name, const kaas_config_kv *kv, size_t n,
+				  int validate_only, char *msg, size_t msglen);
+
+/* ---- DescribeConfigs -------------------------------------------------------------- */
+
+enum kaas_config_source {            /* Kafka's ConfigSource numbers */
+	KAAS_CFG_SRC_UNKNOWN = 0,
+	KAAS_CFG_SRC_TOPIC = 1,          /* DYNAMIC_TOPIC_CONFIG */
+	KAAS_CFG_SRC_DYNAMIC_BROKER = 2,
+	KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER = 3,
+	KAAS_CFG_SRC_STATIC_BROKER = 4,  /* set in the broker's config file/flags/env */
+	KAAS_CFG_SRC_DEFAULT = 5,        /* Kafka's default */
+};
+
+typedef struct kaas_config_synonym {
+	const char *name;                /* static string */
+	char *value;                     /* malloc'd */
+	int8_t source;
+} kaas_config_synonym;
+
+typedef struct kaas_config_entry {
+	const char *name;                /* static string */
+	char *value;                     /* malloc'd; NULL = null (sensitive) */
+	int8_t source;
+	int read_only;
+	int sensitive;
+	int nsyn;                        /* synonyms, most specific first */
+	kaas_config_synonym syn[2];
+} kaas_config_entry;
+
+typedef struct kaas_config_list {
+	kaas_config_entry *v;
+	size_t n, cap;
+	int oom;                         /* sticky allocation failure */
+} kaas_config_list;
+#define KAAS_CONFIG_LIST_INIT {NULL, 0, 0, 0}
+
+/* Appends an entry (copies value); sets l->oom on allocation failure. */
+kaas_config_entry *kaas_config_list_add(kaas_config_list *l, const char *name, const char *value,
+					int8_t source, int read_only);
+void kaas_config_list_free(kaas_config_list *l); /* safe to repeat */
+
+/* Every topic config kaas knows with its effective value, source and
+ * synonyms (topic override, then the broker setting).  KERR_NONE,
+ * UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR. */
+int16_t kaas_topics_describe_configs(kaas_topics *reg, kaas_str name, kaas_config_list *out,
+				     char *msg, size_t msglen);
+
+/* ---- upkeep --------------------------------------------------------------------------- */
+
+/* Makes DATA/<name>/ exist and carry this topic's stamp: reclaims a
+ * directory stamped with another topic ID (an earlier incarnation), adopts an
+ * unstamped one.  Idempotent and cheap once done (remembered per topic ID).
+ * Create does it already; the partition table may call it before opening
+ * partitions to re-drive a create whose stamping failed. */
+int kaas_topics_prepare_dir(kaas_topics *reg, const kaas_topic_info *t);
+
+/* Periodic upkeep, on a worker thread (every few seconds): re-reads the
+ * registry directory (topics created/changed/deleted elsewhere reach the
+ * hooks), re-drives interrupted creates and deletes, removes reclaimed
+ * directories, reclaims abandoned registry claims.  0 or the first -errno
+ * (everything is still attempted). */
+int kaas_topics_tick(kaas_topics *reg);
+
+#endif
