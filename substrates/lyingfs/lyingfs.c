@@ -1,0 +1,572 @@
+/*
+ * lyingfs.c — a FUSE passthrough that can lie about durability, for testing
+ * the conformance tool's fsync-honesty check.
+ *
+ *   kaas-lyingfs [--lying] BACKING_DIR MOUNTPOINT [FUSE options]
+ *
+ * Every operation is forwarded to BACKING_DIR.  In honest mode (the default)
+ * writes go straight to the backing file and fsync is a real fsync, so data
+ * survives a SIGKILL of this daemon.  In lying mode (--lying, or LYING=1 in
+ * the environment) written data is kept in this process's memory until the
+ * file is closed, and fsync returns success without doing anything: killing
+ * the daemon loses everything written since the last close, including data
+ * whose fsync "succeeded".  Closing a file publishes its data (FLUSH is
+ * synchronous with close(2)), so close-to-open, rename and exclusive create
+ * stay correct in both modes: only durability lies.
+ *
+ * Kernel attribute and entry caching are off and unlinked-but-open files are
+ * really unlinked (hard_remove), so the honest mode is a coherent filesystem
+ * that the tool must pass.
+ */
+#define FUSE_USE_VERSION 31
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse3/fuse.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* The data a lying mount holds back for one inode, shared by every handle
+ * that has it open. */
+typedef struct lf_held {
+	dev_t dev;
+	ino_t ino;
+	int refs;          /* open handles that use it */
+	int fd;            /* a writable descriptor to publish through */
+	char *buf;
+	size_t len, cap;
+	struct lf_held *next;
+} lf_held;
+
+typedef struct lf_file {
+	int fd;
+	int writable;
+	pid_t owner;       /* process (thread group) that opened it */
+	lf_held *held;     /* lying mode, after the first write */
+} lf_file;
+
+static int g_root = -1;   /* directory descriptor of the backing tree */
+static int g_lying;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static lf_held *g_held;   /* all held inodes (few: one per open written file) */
+
+/* FUSE paths start with '/'; the backing calls take them relative to g_root. */
+static const char *rel(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+/* The thread group of the task behind the current request: FUSE reports
+ * the calling thread, and any thread of the opener may close the file. */
+static pid_t caller_tgid(void)
+{
+	pid_t tid = fuse_get_context()->pid, tgid = tid;
+	char path[64], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return tid;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Tgid:", 5) == 0) {
+			tgid = (pid_t)atoi(line + 5);
+			break;
+		}
+	fclose(f);
+	return tgid;
+}
+
+static lf_file *file_of(struct fuse_file_info *fi)
+{
+	return (lf_file *)(uintptr_t)fi->fh;
+}
+
+static lf_held *held_find(dev_t dev, ino_t ino)
+{
+	for (lf_held *h = g_held; h; h = h->next)
+		if (h->dev == dev && h->ino == ino)
+			return h;
+	return NULL;
+}
+
+static int held_reserve(lf_held *h, size_t need)
+{
+	if (need <= h->cap)
+		return 0;
+	size_t cap = h->cap ? h->cap : 65536;
+	while (cap < need)
+		cap *= 2;
+	char *nb = realloc(h->buf, cap);
+	if (!nb)
+		return -ENOMEM;
+	memset(nb + h->cap, 0, cap - h->cap);
+	h->buf = nb;
+	h->cap = cap;
+	return 0;
+}
+
+/* Called with g_lock held: attach the handle to the inode's held data,
+ * loading the current backing contents the first time. */
+static int held_attach(lf_file *f)
+{
+	struct stat st;
+	if (f->held)
+		return 0;
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	lf_held *h = held_find(st.st_dev, st.st_ino);
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		h->dev = st.st_dev;
+		h->ino = st.st_ino;
+		h->fd = dup(f->fd);
+		if (h->fd < 0 || held_reserve(h, (size_t)st.st_size + 1) < 0) {
+			int err = h->fd < 0 ? -errno : -ENOMEM;
+			if (h->fd >= 0)
+				close(h->fd);
+			free(h);
+			return err;
+		}
+		size_t got = 0;
+		while (got < (size_t)st.st_size) {
+			ssize_t n = pread(f->fd, h->buf + got, (size_t)st.st_size - got, (off_t)got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		h->len = got;
+		h->next = g_held;
+		g_held = h;
+	}
+	h->refs++;
+	f->held = h;
+	return 0;
+}
+
+/* Called with g_lock held: write the held bytes to the backing file (no
+ * fsync: a close is not a durability point either). */
+static int held_publish(lf_held *h)
+{
+	size_t done = 0;
+	while (done < h->len) {
+		ssize_t n = pwrite(h->fd, h->buf + done, h->len - done, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	if (ftruncate(h->fd, (off_t)h->len) < 0)
+		return -errno;
+	return 0;
+}
+
+static void held_detach(lf_file *f)
+{
+	lf_held *h = f->held;
+	if (!h)
+		return;
+	f->held = NULL;
+	if (--h->refs > 0)
+		return;
+	for (lf_held **pp = &g_held; *pp; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	close(h->fd);
+	free(h->buf);
+	free(h);
+}
+
+/* A lying mount reports the size of the data it holds, not the backing
+ * file's, or the kernel would read short. */
+static void held_patch_stat(struct stat *st)
+{
+	if (!g_lying || !S_ISREG(st->st_mode))
+		return;
+	pthread_mutex_lock(&g_lock);
+	lf_held *h = held_find(st->st_dev, st->st_ino);
+	if (h) {
+		st->st_size = (off_t)h->len;
+		st->st_blocks = (blkcnt_t)((h->len + 511) / 512);
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void *lf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	(void)conn;
+	cfg->use_ino = 1;
+	cfg->nullpath_ok = 1;
+	cfg->hard_remove = 1;
+	cfg->entry_timeout = 0;
+	cfg->attr_timeout = 0;
+	cfg->negative_timeout = 0;
+	return NULL;
+}
+
+static int lf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	int rc = fi ? fstat(file_of(fi)->fd, st)
+		    : fstatat(g_root, rel(path), st, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0)
+		return -errno;
+	held_patch_stat(st);
+	return 0;
+}
+
+static int lf_readlink(const char *path, char *buf, size_t size)
+{
+	ssize_t n = readlinkat(g_root, rel(path), buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int lf_mkdir(const char *path, mode_t mode)
+{
+	return mkdirat(g_root, rel(path), mode) < 0 ? -errno : 0;
+}
+
+static int lf_unlink(const char *path)
+{
+	return unlinkat(g_root, rel(path), 0) < 0 ? -errno : 0;
+}
+
+static int lf_rmdir(const char *path)
+{
+	return unlinkat(g_root, rel(path), AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static int lf_symlink(const char *target, const char *path)
+{
+	return symlinkat(target, g_root, rel(path)) < 0 ? -errno : 0;
+}
+
+static int lf_rename(const char *from, const char *to, unsigned int flags)
+{
+	return renameat2(g_root, rel(from), g_root, rel(to), flags) < 0 ? -errno : 0;
+}
+
+static int lf_link(const char *from, const char *to)
+{
+	return linkat(g_root, rel(from), g_root, rel(to), 0) < 0 ? -errno : 0;
+}
+
+static int lf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	int rc = fi ? fchmod(file_of(fi)->fd, mode) : fchmodat(g_root, rel(path), mode, 0);
+	return rc < 0 ? -errno : 0;
+}
+
+static int lf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	int rc = fi ? fchown(file_of(fi)->fd, uid, gid)
+		    : fchownat(g_root, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+	return rc < 0 ? -errno : 0;
+}
+
+static int lf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	int fd = fi ? file_of(fi)->fd : openat(g_root, rel(path), O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	struct stat st;
+	pthread_mutex_lock(&g_lock);
+	if (ftruncate(fd, size) < 0)
+		rc = -errno;
+	else if (g_lying && fstat(fd, &st) == 0) {
+		lf_held *h = held_find(st.st_dev, st.st_ino);
+		if (h && (rc = held_reserve(h, (size_t)size + 1)) == 0) {
+			if ((size_t)size > h->len)
+				memset(h->buf + h->len, 0, (size_t)size - h->len);
+			h->len = (size_t)size;
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (!fi)
+		close(fd);
+	return rc;
+}
+
+static int lf_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	int rc = fi ? futimens(file_of(fi)->fd, tv)
+		    : utimensat(g_root, rel(path), tv, AT_SYMLINK_NOFOLLOW);
+	return rc < 0 ? -errno : 0;
+}
+
+static int open_common(const char *path, int flags, mode_t mode, struct fuse_file_info *fi)
+{
+	lf_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	/* The kernel supplies the offset of every write, O_APPEND included;
+	 * pwrite on an O_APPEND descriptor would ignore it. */
+	f->fd = openat(g_root, rel(path), (flags & ~O_APPEND) | O_CLOEXEC, mode);
+	if (f->fd < 0) {
+		int err = -errno;
+		free(f);
+		return err;
+	}
+	f->writable = (flags & O_ACCMODE) != O_RDONLY;
+	f->owner = g_lying ? caller_tgid() : 0;
+	fi->fh = (uint64_t)(uintptr_t)f;
+	return 0;
+}
+
+static int lf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	return open_common(path, fi->flags | O_CREAT, mode, fi);
+}
+
+static int lf_open(const char *path, struct fuse_file_info *fi)
+{
+	return open_common(path, fi->flags, 0, fi);
+}
+
+static int lf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)path;
+	lf_file *f = file_of(fi);
+	if (g_lying) {
+		struct stat st;
+		int served = 0;
+		size_t n = 0;
+		pthread_mutex_lock(&g_lock);
+		lf_held *h = f->held;
+		if (!h && fstat(f->fd, &st) == 0)
+			h = held_find(st.st_dev, st.st_ino);
+		if (h) {
+			served = 1;
+			if ((size_t)off < h->len) {
+				n = h->len - (size_t)off;
+				if (n > size)
+					n = size;
+				memcpy(buf, h->buf + off, n);
+			}
+		}
+		pthread_mutex_unlock(&g_lock);
+		if (served)
+			return (int)n;
+	}
+	ssize_t n = pread(f->fd, buf, size, off);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int lf_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)path;
+	lf_file *f = file_of(fi);
+	if (!g_lying) {
+		ssize_t n = pwrite(f->fd, buf, size, off);
+		return n < 0 ? -errno : (int)n;
+	}
+	pthread_mutex_lock(&g_lock);
+	int rc = held_attach(f);
+	if (rc == 0)
+		rc = held_reserve(f->held, (size_t)off + size + 1);
+	if (rc == 0) {
+		lf_held *h = f->held;
+		if ((size_t)off > h->len)
+			memset(h->buf + h->len, 0, (size_t)off - h->len);
+		memcpy(h->buf + off, buf, size);
+		if ((size_t)off + size > h->len)
+			h->len = (size_t)off + size;
+		rc = (int)size;
+	}
+	pthread_mutex_unlock(&g_lock);
+	return rc;
+}
+
+static int lf_statfs(const char *path, struct statvfs *st)
+{
+	(void)path;
+	return fstatvfs(g_root, st) < 0 ? -errno : 0;
+}
+
+/* close(2) by the opener: the data becomes visible to other clients, honest
+ * or not.  Every close of a copy of the descriptor also sends FLUSH, in
+ * particular the exec of a child the writer forks (close-on-exec), e.g. the
+ * crash command itself; those are not the writer closing its file, so the
+ * data stays held. */
+static int lf_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	lf_file *f = file_of(fi);
+	int rc = 0;
+	if (!g_lying)
+		return 0;
+	pid_t who = caller_tgid();
+	pthread_mutex_lock(&g_lock);
+	if (f->held && who == f->owner)
+		rc = held_publish(f->held);
+	pthread_mutex_unlock(&g_lock);
+	return rc;
+}
+
+static int lf_release(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	lf_file *f = file_of(fi);
+	pthread_mutex_lock(&g_lock);
+	if (f->held)
+		held_publish(f->held);
+	held_detach(f);
+	pthread_mutex_unlock(&g_lock);
+	close(f->fd);
+	free(f);
+	return 0;
+}
+
+static int lf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)path;
+	if (g_lying)
+		return 0; /* the lie */
+	int fd = file_of(fi)->fd;
+	return (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
+}
+
+static int lf_opendir(const char *path, struct fuse_file_info *fi)
+{
+	int fd = openat(g_root, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+static int lf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	(void)path;
+	(void)off;
+	(void)flags;
+	DIR *d = (DIR *)(uintptr_t)fi->fh;
+	rewinddir(d);
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = de->d_ino;
+		st.st_mode = (mode_t)DTTOIF(de->d_type);
+		if (fill(buf, de->d_name, &st, 0, 0))
+			break;
+	}
+	return errno ? -errno : 0;
+}
+
+static int lf_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	closedir((DIR *)(uintptr_t)fi->fh);
+	return 0;
+}
+
+static int lf_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)path;
+	if (g_lying)
+		return 0;
+	int fd = dirfd((DIR *)(uintptr_t)fi->fh);
+	return (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
+}
+
+static const struct fuse_operations lf_ops = {
+	.init = lf_init,
+	.getattr = lf_getattr,
+	.readlink = lf_readlink,
+	.mkdir = lf_mkdir,
+	.unlink = lf_unlink,
+	.rmdir = lf_rmdir,
+	.symlink = lf_symlink,
+	.rename = lf_rename,
+	.link = lf_link,
+	.chmod = lf_chmod,
+	.chown = lf_chown,
+	.truncate = lf_truncate,
+	.utimens = lf_utimens,
+	.create = lf_create,
+	.open = lf_open,
+	.read = lf_read,
+	.write = lf_write,
+	.statfs = lf_statfs,
+	.flush = lf_flush,
+	.release = lf_release,
+	.fsync = lf_fsync,
+	.opendir = lf_opendir,
+	.readdir = lf_readdir,
+	.releasedir = lf_releasedir,
+	.fsyncdir = lf_fsyncdir,
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: kaas-lyingfs [--lying] BACKING_DIR MOUNTPOINT [FUSE options]\n"
+		     "  honest passthrough by default; --lying (or LYING=1) makes fsync a\n"
+		     "  no-op and holds written data in memory until the file is closed\n");
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	const char *env = getenv("LYING");
+	g_lying = env && strcmp(env, "0") != 0 && *env;
+	if (i < argc && strcmp(argv[i], "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (i < argc && strcmp(argv[i], "--lying") == 0) {
+		g_lying = 1;
+		i++;
+	}
+	if (argc - i < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *back = argv[i++];
+	g_root = open(back, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (g_root < 0) {
+		fprintf(stderr, "kaas-lyingfs: cannot open backing directory %s: %s\n", back,
+			strerror(errno));
+		return 1;
+	}
+	/* fuse_main gets: program, mountpoint, then the caller's options. */
+	char **fargv = calloc((size_t)(argc - i) + 2, sizeof(char *));
+	if (!fargv)
+		return 1;
+	int fargc = 0;
+	fargv[fargc++] = argv[0];
+	while (i < argc)
+		fargv[fargc++] = argv[i++];
+	fprintf(stderr, "kaas-lyingfs: %s mode over %s\n", g_lying ? "LYING" : "honest", back);
+	umask(0);
+	int rc = fuse_main(fargc, fargv, &lf_ops, NULL);
+	free(fargv);
+	close(g_root);
+	return rc;
+}
