@@ -95,9 +95,10 @@ typedef struct kaas_topic_info {
 } kaas_topic_info;
 
 /* ---- the broker's side -------------------------------------------------------------
- * Called without registry locks held, from the thread doing the operation
- * (a handler, the tick).  They must not call back into the registry's
- * mutating functions. */
+ * Called from the thread doing the operation (a handler, the tick), with no
+ * lookup lock held but with the registry's mutation lock held: a hook may
+ * look topics up, but must not create, delete or alter topics, nor call
+ * kaas_topics_tick() or kaas_topics_prepare_dir(). */
 typedef struct kaas_topics_hooks {
 	void *arg;
 	/* A topic exists (created here or seen on the volume), grew, or its

@@ -1,0 +1,774 @@
+/*
+ * test_registry.c — the topic registry on a posix volume: create, delete,
+ * recreate, reclaim and adoption of directories, racing creators, incomplete
+ * claims, interrupted deletes, configs and partition growth, and what one
+ * registry sees of another's changes.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sub.h"
+#include "topics/tconfig.h"
+#include "topics/topics.h"
+#include "util/kerr.h"
+
+static char tmpdir[256];
+static sub_vfs *data, *cluster;
+
+/* What the hooks saw. */
+static struct {
+	int changed, dropped;
+	kaas_topic_info last;
+	char dropped_name[256], dropped_id[64];
+	int dir_existed_at_drop;
+	int fail_changed;
+} hk;
+
+static int on_changed(void *arg, const kaas_topic_info *t)
+{
+	(void)arg;
+	hk.changed++;
+	hk.last = *t;
+	return hk.fail_changed ? -EIO : 0;
+}
+
+static int on_dropped(void *arg, const char *name, const char *id)
+{
+	(void)arg;
+	sub_stat st;
+	hk.dropped++;
+	snprintf(hk.dropped_name, sizeof(hk.dropped_name), "%s", name);
+	snprintf(hk.dropped_id, sizeof(hk.dropped_id), "%s", id);
+	hk.dir_existed_at_drop = sub_stat_path(data, name, &st) == 0;
+	return 0;
+}
+
+static void open_vfs(const char *sub, sub_vfs **v)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, sub);
+	mkdir(path, 0755);
+	ck_assert_int_eq(sub_open_url(path, v, err, sizeof(err)), 0);
+}
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-topics.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	open_vfs("data", &data);
+	open_vfs("cluster", &cluster);
+	memset(&hk, 0, sizeof(hk));
+}
+
+static void teardown(void)
+{
+	sub_destroy(data);
+	sub_destroy(cluster);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static kaas_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
+{
+	kaas_topics_options o;
+	kaas_topics_options_init(&o);
+	o.cluster = c;
+	o.data = d;
+	o.num_partitions = 3;
+	o.claim_grace_ms = grace;
+	o.miss_ttl_ms = 0;
+	o.hooks.topic_changed = on_changed;
+	o.hooks.topic_dropped = on_dropped;
+	kaas_topics *reg;
+	ck_assert_int_eq(kaas_topics_open(&o, &reg), 0);
+	return reg;
+}
+
+static kaas_topics *open_reg(void) { return open_reg_on(cluster, data, 30000); }
+
+static kaas_str S(const char *s)
+{
+	kaas_str x = {s, s ? (int32_t)strlen(s) : -1};
+	return x;
+}
+
+static kaas_config_kv KV(const char *n, const char *v)
+{
+	kaas_config_kv x = {S(n), S(v)};
+	return x;
+}
+
+static int16_t create(kaas_topics *reg, const char *name, int32_t parts, kaas_topic_info *out)
+{
+	char msg[256];
+	kaas_topic_spec spec = {S(name), parts, 1, NULL, 0};
+	return kaas_topics_create(reg, &spec, 0, out, msg, sizeof(msg));
+}
+
+static int16_t del(kaas_topics *reg, const char *name)
+{
+	char msg[256];
+	return kaas_topics_delete(reg, S(name), msg, sizeof(msg));
+}
+
+static int exists(sub_vfs *v, const char *path)
+{
+	sub_stat st;
+	return sub_stat_path(v, path, &st) == 0;
+}
+
+static int count(sub_vfs *v, const char *dir)
+{
+	char **names;
+	size_t n;
+	if (sub_list(v, dir, &names, &n))
+		return -1;
+	sub_names_free(names, n);
+	return (int)n;
+}
+
+static int count_prefix(sub_vfs *v, const char *dir, const char *prefix)
+{
+	char **names;
+	size_t n;
+	int c = 0;
+	if (sub_list(v, dir, &names, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		c += strncmp(names[i], prefix, strlen(prefix)) == 0;
+	sub_names_free(names, n);
+	return c;
+}
+
+static void read_stamp(const char *topic, char id[64])
+{
+	char path[512], *buf;
+	size_t len;
+	snprintf(path, sizeof(path), "%s/.topic-id.json", topic);
+	ck_assert_int_eq(sub_read_file(data, path, 4096, &buf, &len), 0);
+	json_t *j = json_loads(buf, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert(json_is_integer(json_object_get(j, "created_ms")));
+	snprintf(id, 64, "%s", json_string_value(json_object_get(j, "topic_id")));
+	json_decref(j);
+	free(buf);
+}
+
+static void write_stamp(const char *topic, const char *id)
+{
+	char path[512], buf[200];
+	snprintf(path, sizeof(path), "%s/.topic-id.json", topic);
+	int n = snprintf(buf, sizeof(buf), "{\"topic_id\":\"%s\",\"created_ms\":1}", id);
+	ck_assert_int_eq(sub_write_atomic(data, path, buf, (size_t)n), 0);
+}
+
+static void put_file(sub_vfs *v, const char *path, const char *content)
+{
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		ck_assert_int_eq(sub_mkdirs(v, dir, 0755), 0);
+	}
+	ck_assert_int_eq(sub_write_atomic(v, path, content, strlen(content)), 0);
+}
+
+START_TEST(create_lookup_and_stamp)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t, l;
+	ck_assert_int_eq(create(reg, "orders", 4, &t), KERR_NONE);
+	ck_assert_str_eq(t.name, "orders");
+	ck_assert_int_eq(t.partitions, 4);
+	ck_assert_int_eq(t.replication_factor, 1);
+	ck_assert_uint_eq(strlen(t.id), 36);
+
+	ck_assert(exists(cluster, "topics/orders.json"));
+	char sid[64];
+	read_stamp("orders", sid);
+	ck_assert_str_eq(sid, t.id);
+
+	ck_assert_int_eq(kaas_topics_lookup(reg, "orders", 6, &l), 0);
+	ck_assert_str_eq(l.id, t.id);
+	ck_assert_int_eq(l.partitions, 4);
+	ck_assert_int_eq(l.cfg.segment_bytes, 1073741824);
+
+	/* The hook heard about it, with the stamp already in place. */
+	ck_assert_int_eq(hk.changed, 1);
+	ck_assert_str_eq(hk.last.id, t.id);
+
+	/* Default partitions (-1), and a second create of the same name. */
+	ck_assert_int_eq(create(reg, "dflt", -1, &t), KERR_NONE);
+	ck_assert_int_eq(t.partitions, 3);
+	ck_assert_int_eq(create(reg, "orders", 1, NULL), KERR_TOPIC_ALREADY_EXISTS);
+
+	kaas_topic_info *all;
+	size_t n;
+	ck_assert_int_eq(kaas_topics_list(reg, &all, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(all[0].name, "dflt");
+	ck_assert_str_eq(all[1].name, "orders");
+	free(all);
+
+	/* A new registry instance (a restart) reads the same state. */
+	kaas_topics_close(reg);
+	reg = open_reg();
+	ck_assert_int_eq(kaas_topics_lookup(reg, "orders", -1, &l), 0);
+	ck_assert_int_eq(l.partitions, 4);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(invalid_requests_touch_nothing)
+{
+	kaas_topics *reg = open_reg();
+	int c0 = count(cluster, "topics"), d0 = count(data, "");
+	const char *bad[] = {"../x", "", ".", "..", "a/b", "caf\xc3\xa9", "x y"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(create(reg, bad[i], 1, NULL), KERR_INVALID_TOPIC_EXCEPTION);
+		ck_assert_int_eq(del(reg, bad[i]), KERR_INVALID_TOPIC_EXCEPTION);
+	}
+	char longname[251];
+	memset(longname, 'a', 250);
+	longname[250] = '\0';
+	ck_assert_int_eq(create(reg, longname, 1, NULL), KERR_INVALID_TOPIC_EXCEPTION);
+	longname[249] = '\0';
+	ck_assert_int_eq(create(reg, longname, 1, NULL), KERR_NONE); /* 249 is fine */
+	ck_assert_int_eq(del(reg, longname), KERR_NONE);
+	kaas_topics_tick(reg);
+
+	ck_assert_int_eq(create(reg, "__cluster", 1, NULL), KERR_INVALID_TOPIC_EXCEPTION);
+	ck_assert_int_eq(create(reg, "p0", 0, NULL), KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(create(reg, "p0", -2, NULL), KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(create(reg, "p0", KAAS_TOPIC_PARTITIONS_MAX + 1, NULL), KERR_INVALID_PARTITIONS);
+	char msg[256];
+	kaas_topic_spec rf0 = {S("rf"), 1, 0, NULL, 0};
+	ck_assert_int_eq(kaas_topics_create(reg, &rf0, 0, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
+	kaas_config_kv cfg = KV("cleanup.policy", "compact");
+	kaas_topic_spec comp = {S("comp"), 1, 3, &cfg, 1};
+	ck_assert_int_eq(kaas_topics_create(reg, &comp, 0, NULL, msg, sizeof(msg)), KERR_INVALID_CONFIG);
+	ck_assert_ptr_nonnull(strstr(msg, "compact"));
+	/* validate_only: everything checked, nothing written. */
+	kaas_topic_spec vo = {S("vo"), 2, 3, NULL, 0};
+	ck_assert_int_eq(kaas_topics_create(reg, &vo, 1, NULL, msg, sizeof(msg)), KERR_NONE);
+
+	ck_assert_int_eq(count(cluster, "topics"), c0);
+	ck_assert_int_eq(count(data, ""), d0);
+	ck_assert_int_eq(hk.changed, 1); /* only the 249-character topic */
+
+	/* Replication factor 3 is accepted and reported as 1. */
+	kaas_topic_info t;
+	kaas_topic_spec rf3 = {S("rf3"), 1, 3, NULL, 0};
+	ck_assert_int_eq(kaas_topics_create(reg, &rf3, 0, &t, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(t.replication_factor, 1);
+	/* Names that differ only in '.' and '_' collide, as in Kafka. */
+	ck_assert_int_eq(create(reg, "a.b", 1, NULL), KERR_NONE);
+	ck_assert_int_eq(create(reg, "a_b", 1, NULL), KERR_INVALID_TOPIC_EXCEPTION);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(delete_and_recreate_gives_new_id_and_empty_dir)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t1, t2;
+	for (int round = 0; round < 3; round++) {
+		ck_assert_int_eq(create(reg, "events", 2, &t1), KERR_NONE);
+		/* What a broker would leave behind: partition data. */
+		ck_assert_int_eq(sub_mkdirs(data, "events/0", 0755), 0);
+		put_file(data, "events/0/manifest.json", "{\"topic_id\":\"old\"}");
+		put_file(data, "events/0/0000000001-00000000000000000000.log", "data");
+
+		hk.dropped = 0;
+		ck_assert_int_eq(del(reg, "events"), KERR_NONE);
+		ck_assert_int_eq(hk.dropped, 1);
+		ck_assert_str_eq(hk.dropped_name, "events");
+		ck_assert_str_eq(hk.dropped_id, t1.id);
+		ck_assert(hk.dir_existed_at_drop); /* partitions closed before the directory goes */
+		ck_assert(!exists(cluster, "topics/events.json"));
+		ck_assert(!exists(data, "events"));
+		ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
+		ck_assert_int_eq(count(cluster, "deleted-topics"), 0);
+		kaas_topic_info l;
+		ck_assert_int_eq(kaas_topics_lookup(reg, "events", -1, &l), -ENOENT);
+		ck_assert_int_eq(del(reg, "events"), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+
+		ck_assert_int_eq(create(reg, "events", 1, &t2), KERR_NONE);
+		ck_assert_str_ne(t1.id, t2.id);
+		ck_assert_int_eq(count(data, "events"), 1); /* only the new stamp */
+		char sid[64];
+		read_stamp("events", sid);
+		ck_assert_str_eq(sid, t2.id);
+		ck_assert_int_eq(del(reg, "events"), KERR_NONE);
+	}
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(old_incarnation_is_reclaimed_unstamped_is_adopted)
+{
+	/* DATA/old: stamped by an earlier topic of that name, with data. */
+	ck_assert_int_eq(sub_mkdirs(data, "old/0", 0755), 0);
+	write_stamp("old", "11111111-2222-4333-8444-555555555555");
+	put_file(data, "old/0/0000000001-00000000000000000000.log", "stale records");
+	/* DATA/loose: no stamp at all (copied in by hand, or pre-dating stamps). */
+	ck_assert_int_eq(sub_mkdirs(data, "loose/0", 0755), 0);
+	put_file(data, "loose/0/keep.log", "precious");
+	/* DATA/bad: a stamp nobody can read. */
+	ck_assert_int_eq(sub_mkdirs(data, "bad", 0755), 0);
+	put_file(data, "bad/.topic-id.json", "garbage");
+	put_file(data, "bad/keep", "x");
+
+	kaas_topics *reg = open_reg();
+	/* Opening the registry deletes none of them: none is registered. */
+	ck_assert(exists(data, "old/0/0000000001-00000000000000000000.log"));
+	ck_assert(exists(data, "loose/0/keep.log"));
+	kaas_topics_tick(reg);
+	ck_assert(exists(data, "old/0/0000000001-00000000000000000000.log"));
+
+	kaas_topic_info t;
+	char sid[64];
+	ck_assert_int_eq(create(reg, "old", 1, &t), KERR_NONE);
+	ck_assert_int_eq(count(data, "old"), 1);
+	read_stamp("old", sid);
+	ck_assert_str_eq(sid, t.id);
+	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
+
+	ck_assert_int_eq(create(reg, "loose", 1, &t), KERR_NONE);
+	ck_assert(exists(data, "loose/0/keep.log"));
+	read_stamp("loose", sid);
+	ck_assert_str_eq(sid, t.id);
+
+	ck_assert_int_eq(create(reg, "bad", 1, &t), KERR_NONE);
+	ck_assert(exists(data, "bad/keep"));
+	read_stamp("bad", sid);
+	ck_assert_str_eq(sid, t.id);
+
+	/* A file where the directory should be: left alone, create still
+	 * registers the topic (the directory is re-driven). */
+	put_file(data, "afile", "x");
+	ck_assert_int_eq(create(reg, "afile", 1, &t), KERR_NONE);
+	ck_assert(exists(data, "afile"));
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(delete_leaves_other_identities_alone)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t;
+	/* Deleted while its directory carries no stamp: the directory stays. */
+	ck_assert_int_eq(create(reg, "u", 1, &t), KERR_NONE);
+	ck_assert_int_eq(sub_unlink(data, "u/.topic-id.json"), 0);
+	put_file(data, "u/keep", "x");
+	ck_assert_int_eq(del(reg, "u"), KERR_NONE);
+	ck_assert(exists(data, "u/keep"));
+	/* Deleted while a newer incarnation's stamp is on the directory. */
+	ck_assert_int_eq(create(reg, "v", 1, &t), KERR_NONE);
+	write_stamp("v", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee");
+	ck_assert_int_eq(del(reg, "v"), KERR_NONE);
+	ck_assert(exists(data, "v/.topic-id.json"));
+	ck_assert_int_eq(count(cluster, "deleted-topics"), 0);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+/* Two registries on two vfs handles race to create the same names. */
+typedef struct racer {
+	kaas_topics *reg;
+	pthread_barrier_t *bar;
+	int rounds;
+	int wins, exists;
+	char ids[64][40];
+} racer;
+
+static void *race_main(void *arg)
+{
+	racer *r = arg;
+	for (int i = 0; i < r->rounds; i++) {
+		char name[32], msg[256];
+		snprintf(name, sizeof(name), "race-%d", i);
+		kaas_topic_spec spec = {S(name), 2, 1, NULL, 0};
+		kaas_topic_info t;
+		pthread_barrier_wait(r->bar);
+		int16_t err = kaas_topics_create(r->reg, &spec, 0, &t, msg, sizeof(msg));
+		if (err == KERR_NONE) {
+			r->wins++;
+			snprintf(r->ids[i], sizeof(r->ids[i]), "%s", t.id);
+		} else if (err == KERR_TOPIC_ALREADY_EXISTS) {
+			r->exists++;
+			r->ids[i][0] = '\0';
+		}
+	}
+	return NULL;
+}
+
+START_TEST(racing_creators_exactly_one_wins)
+{
+	sub_vfs *c2, *d2;
+	open_vfs("cluster", &c2);
+	open_vfs("data", &d2);
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	racer a = {open_reg_on(cluster, data, 30000), &bar, 40, 0, 0, {{0}}};
+	racer b = {open_reg_on(c2, d2, 30000), &bar, 40, 0, 0, {{0}}};
+	pthread_t ta, tb;
+	pthread_create(&ta, NULL, race_main, &a);
+	pthread_create(&tb, NULL, race_main, &b);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	ck_assert_int_eq(a.wins + b.wins, 40);
+	ck_assert_int_eq(a.exists + b.exists, 40);
+	for (int i = 0; i < 40; i++) {
+		const char *id = a.ids[i][0] ? a.ids[i] : b.ids[i];
+		ck_assert(!(a.ids[i][0] && b.ids[i][0]));
+		char name[32], sid[64];
+		snprintf(name, sizeof(name), "race-%d", i);
+		read_stamp(name, sid);
+		ck_assert_str_eq(sid, id); /* the directory carries the winner's ID */
+		kaas_topic_info la, lb;
+		ck_assert_int_eq(kaas_topics_lookup(a.reg, name, -1, &la), 0);
+		ck_assert_int_eq(kaas_topics_lookup(b.reg, name, -1, &lb), 0);
+		ck_assert_str_eq(la.id, id);
+		ck_assert_str_eq(lb.id, id);
+	}
+	kaas_topics_close(a.reg);
+	kaas_topics_close(b.reg);
+	pthread_barrier_destroy(&bar);
+	sub_destroy(c2);
+	sub_destroy(d2);
+}
+END_TEST
+
+START_TEST(incomplete_claim_blocks_until_abandoned)
+{
+	/* A creator that died between the exclusive create and its write. */
+	put_file(cluster, "topics/half.json", "");
+	put_file(cluster, "topics/short.json", "{\"version\":1,\"na");
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "half", -1, &t), -ENOENT);
+	char msg[256];
+	kaas_topic_spec spec = {S("half"), 1, 1, NULL, 0};
+	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_TOPIC_ALREADY_EXISTS);
+	ck_assert_ptr_nonnull(strstr(msg, "being created"));
+	ck_assert_int_eq(kaas_topics_auto_create(reg, S("half"), &t), KERR_LEADER_NOT_AVAILABLE);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert(exists(cluster, "topics/half.json")); /* within the grace period: untouched */
+	kaas_topics_close(reg);
+
+	/* Once abandoned (grace 0 here), the next creator reclaims the name. */
+	reg = open_reg_on(cluster, data, 0);
+	ck_assert_int_eq(create(reg, "half", 1, &t), KERR_NONE);
+	kaas_topic_info l;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "half", -1, &l), 0);
+	ck_assert_str_eq(l.id, t.id);
+	/* ... and the tick reclaims the other one. */
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert(!exists(cluster, "topics/short.json"));
+	ck_assert_int_eq(count_prefix(cluster, "topics", "~"), 0);
+	ck_assert_int_eq(create(reg, "short", 1, &t), KERR_NONE);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(corrupt_entry_is_never_reclaimed)
+{
+	put_file(cluster, "topics/weird.json", "{\"version\":1,\"name\":\"weird\",\"topic_id\":\"x\"}");
+	kaas_topics *reg = open_reg_on(cluster, data, 0);
+	kaas_topic_info t;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "weird", -1, &t), -ENOENT);
+	ck_assert_int_eq(create(reg, "weird", 1, NULL), KERR_TOPIC_ALREADY_EXISTS);
+	kaas_topics_tick(reg);
+	ck_assert(exists(cluster, "topics/weird.json"));
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(abandoned_aside_file_is_settled)
+{
+	/* A reclaimer crashed after moving a claim aside that turned out to be
+	 * complete: the tick puts it back under its name. */
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t;
+	ck_assert_int_eq(create(reg, "back", 2, &t), KERR_NONE);
+	kaas_topics_close(reg);
+	ck_assert_int_eq(sub_rename(cluster, "topics/back.json", "topics/~abandoned-0123456789abcdef"), 0);
+	put_file(cluster, "topics/~abandoned-fedcba9876543210", "");
+	reg = open_reg_on(cluster, data, 0);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(count_prefix(cluster, "topics", "~"), 0);
+	kaas_topic_info l;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "back", -1, &l), 0);
+	ck_assert_str_eq(l.id, t.id);
+	ck_assert_int_eq(l.partitions, 2);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(interrupted_delete_is_redriven)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t;
+	ck_assert_int_eq(create(reg, "gone", 1, &t), KERR_NONE);
+	put_file(data, "gone/seg", "x");
+	kaas_topics_close(reg);
+	/* A broker wrote the tombstone and died before anything else. */
+	char path[256], buf[256];
+	snprintf(path, sizeof(path), "deleted-topics/%s.json", t.id);
+	snprintf(buf, sizeof(buf), "{\"version\":1,\"name\":\"gone\",\"topic_id\":\"%s\",\"deleted_ms\":1}", t.id);
+	put_file(cluster, path, buf);
+
+	reg = open_reg();
+	ck_assert(!exists(cluster, "topics/gone.json"));
+	ck_assert(!exists(data, "gone"));
+	ck_assert(!exists(cluster, path));
+	kaas_topic_info l;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "gone", -1, &l), -ENOENT);
+	/* The renamed directory is removed by the first tick. */
+	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 1);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
+
+	/* A tombstone of an older incarnation must not touch the new one. */
+	kaas_topic_info t2;
+	ck_assert_int_eq(create(reg, "gone", 1, &t2), KERR_NONE);
+	put_file(cluster, path, buf); /* tombstone of t, not t2 */
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert(exists(cluster, "topics/gone.json"));
+	char sid[64];
+	read_stamp("gone", sid);
+	ck_assert_str_eq(sid, t2.id);
+	ck_assert(!exists(cluster, path));
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(orphaned_stamped_dir_is_kept)
+{
+	ck_assert_int_eq(sub_mkdirs(data, "orphan/0", 0755), 0);
+	write_stamp("orphan", "99999999-2222-4333-8444-555555555555");
+	put_file(data, "orphan/0/x.log", "x");
+	ck_assert_int_eq(sub_mkdirs(data, "__cluster", 0755), 0);
+	kaas_topics *reg = open_reg();
+	kaas_topics_tick(reg);
+	ck_assert(exists(data, "orphan/0/x.log"));
+	ck_assert(exists(data, "__cluster"));
+	kaas_topic_info t;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "orphan", -1, &t), -ENOENT);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(partitions_only_grow)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t, l;
+	char msg[256];
+	ck_assert_int_eq(create(reg, "g", 2, &t), KERR_NONE);
+	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 2, 0, msg, sizeof(msg)), KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 1, 0, msg, sizeof(msg)), KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 5, 1, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(l.partitions, 2); /* validate_only */
+	hk.changed = 0;
+	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 5, 0, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(hk.changed, 1);
+	ck_assert_int_eq(hk.last.partitions, 5);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(l.partitions, 5);
+	ck_assert_str_eq(l.id, t.id);
+	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("nope"), 5, 0, msg, sizeof(msg)),
+			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
+
+	/* A stale rewrite elsewhere shows fewer partitions: never shrink. */
+	char buf[512];
+	snprintf(buf, sizeof(buf), "{\"version\":1,\"name\":\"g\",\"topic_id\":\"%s\",\"partitions\":2,"
+		 "\"created_ms\":1,\"generation\":9,\"configs\":{}}", t.id);
+	put_file(cluster, "topics/g.json", buf);
+	kaas_topics_tick(reg);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(l.partitions, 5);
+	/* ... and the next rewrite from here restores the count on the volume. */
+	kaas_config_kv c = KV("retention.ms", "5");
+	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("g"), &c, 1, 0, msg, sizeof(msg)), KERR_NONE);
+	kaas_topics_close(reg);
+	reg = open_reg();
+	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(l.partitions, 5);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(alter_configs_replaces_the_whole_set)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t, l;
+	char msg[256];
+	kaas_config_kv cfg[2] = {KV("retention.ms", "1000"), KV("segment.bytes", "100000")};
+	kaas_topic_spec spec = {S("c"), 1, 1, cfg, 2};
+	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(t.cfg.retention_ms, 1000);
+	ck_assert_int_eq(t.cfg.segment_bytes, 100000);
+	ck_assert_uint_eq(t.overrides, (1u << KAAS_TC_RETENTION_MS) | (1u << KAAS_TC_SEGMENT_BYTES));
+
+	kaas_config_kv alt = KV("segment.ms", "60000");
+	hk.changed = 0;
+	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("c"), &alt, 1, 0, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(hk.changed, 1);
+	ck_assert_int_eq(hk.last.cfg.segment_ms, 60000);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "c", -1, &l), 0);
+	ck_assert_int_eq(l.cfg.segment_ms, 60000);
+	ck_assert_int_eq(l.cfg.retention_ms, 604800000); /* reverted to the default */
+	ck_assert_int_eq(l.cfg.segment_bytes, 1073741824);
+	ck_assert_str_eq(l.id, t.id);
+
+	/* Refused and validate-only changes leave the file as it was. */
+	char *before, *after;
+	size_t blen, alen;
+	ck_assert_int_eq(sub_read_file(cluster, "topics/c.json", 65536, &before, &blen), 0);
+	kaas_config_kv bad = KV("cleanup.policy", "compact");
+	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("c"), &bad, 1, 0, msg, sizeof(msg)), KERR_INVALID_CONFIG);
+	kaas_config_kv vo = KV("retention.ms", "1");
+	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("c"), &vo, 1, 1, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(sub_read_file(cluster, "topics/c.json", 65536, &after, &alen), 0);
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("none"), &vo, 1, 0, msg, sizeof(msg)),
+			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
+
+	/* Describe shows the override with its synonyms. */
+	kaas_config_list list = KAAS_CONFIG_LIST_INIT;
+	ck_assert_int_eq(kaas_topics_describe_configs(reg, S("c"), &list, msg, sizeof(msg)), KERR_NONE);
+	int found = 0;
+	for (size_t i = 0; i < list.n; i++) {
+		if (strcmp(list.v[i].name, "segment.ms") == 0) {
+			found = 1;
+			ck_assert_str_eq(list.v[i].value, "60000");
+			ck_assert_int_eq(list.v[i].source, KAAS_CFG_SRC_TOPIC);
+		}
+		if (strcmp(list.v[i].name, "retention.ms") == 0)
+			ck_assert_int_eq(list.v[i].source, KAAS_CFG_SRC_DEFAULT);
+	}
+	ck_assert(found);
+	kaas_config_list_free(&list);
+	ck_assert_int_eq(kaas_topics_describe_configs(reg, S("none"), &list, msg, sizeof(msg)),
+			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(other_registries_changes_are_seen)
+{
+	sub_vfs *c2, *d2;
+	open_vfs("cluster", &c2);
+	open_vfs("data", &d2);
+	kaas_topics *a = open_reg();
+	kaas_topics *b = open_reg_on(c2, d2, 30000);
+	kaas_topic_info t, l;
+	char msg[256];
+	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), -ENOENT);
+	ck_assert_int_eq(create(a, "shared", 2, &t), KERR_NONE);
+	/* b finds it on a miss (miss_ttl 0 here), and its tick syncs it. */
+	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), 0);
+	ck_assert_str_eq(l.id, t.id);
+	hk.changed = 0;
+	ck_assert_int_eq(kaas_topics_tick(b), 0);
+	ck_assert_int_eq(hk.changed, 1);
+
+	kaas_config_kv c = KV("retention.ms", "42");
+	ck_assert_int_eq(kaas_topics_alter_configs(a, S("shared"), &c, 1, 0, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kaas_topics_add_partitions(a, S("shared"), 4, 0, msg, sizeof(msg)), KERR_NONE);
+	hk.changed = 0;
+	ck_assert_int_eq(kaas_topics_tick(b), 0);
+	ck_assert_int_eq(hk.changed, 1);
+	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), 0);
+	ck_assert_int_eq(l.cfg.retention_ms, 42);
+	ck_assert_int_eq(l.partitions, 4);
+
+	/* Deleted by a: b's tick drops it. */
+	ck_assert_int_eq(del(a, "shared"), KERR_NONE);
+	hk.dropped = 0;
+	ck_assert_int_eq(kaas_topics_tick(b), 0);
+	ck_assert_int_eq(hk.dropped, 1);
+	ck_assert_str_eq(hk.dropped_id, t.id);
+	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), -ENOENT);
+	kaas_topics_close(a);
+	kaas_topics_close(b);
+	sub_destroy(c2);
+	sub_destroy(d2);
+}
+END_TEST
+
+START_TEST(failed_hook_is_retried_by_tick)
+{
+	kaas_topics *reg = open_reg();
+	hk.fail_changed = 1;
+	kaas_topic_info t;
+	ck_assert_int_eq(create(reg, "h", 1, &t), KERR_NONE);
+	ck_assert_int_eq(hk.changed, 1);
+	ck_assert_int_ne(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(hk.changed, 2);
+	hk.fail_changed = 0;
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(hk.changed, 3);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(hk.changed, 3); /* settled: not called again */
+	kaas_topics_close(reg);
+}
+END_TEST
+
+START_TEST(auto_create_uses_defaults)
+{
+	kaas_topics *reg = open_reg();
+	kaas_topic_info t, l;
+	ck_assert_int_eq(kaas_topics_auto_create(reg, S("auto"), &t), KERR_NONE);
+	ck_assert_int_eq(t.partitions, 3);
+	ck_assert_int_eq(kaas_topics_auto_create(reg, S("auto"), &l), KERR_NONE);
+	ck_assert_str_eq(l.id, t.id);
+	ck_assert_int_eq(kaas_topics_auto_create(reg, S("../x"), &l), KERR_INVALID_TOPIC_EXCEPTION);
+	ck_assert(!exists(data, "x"));
+	kaas_topics_close(reg);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("topics-registry");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, create_lookup_and_stamp);
+	tcase_add_test(tc, invalid_requests_touch_nothing);
+	tcase_add_test(tc, delete_and_recreate_gives_new_id_and_empty_dir);
+	tcase_add_test(tc, old_incarnation_is_reclaimed_unstamped_is_adopted);
+	tcase_add_test(tc, delete_leaves_other_identities_alone);
+	tcase_add_test(tc, racing_creators_exactly_one_wins);
+	tcase_add_test(tc, incomplete_claim_blocks_until_abandoned);
+	tcase_add_test(tc, corrupt_entry_is_never_reclaimed);
+	tcase_add_test(tc, abandoned_aside_file_is_settled);
+	tcase_add_test(tc, interrupted_delete_is_redriven);
+	tcase_add_test(tc, orphaned_stamped_dir_is_kept);
+	tcase_add_test(tc, partitions_only_grow);
+	tcase_add_test(tc, alter_configs_replaces_the_whole_set);
+	tcase_add_test(tc, other_registries_changes_are_seen);
+	tcase_add_test(tc, failed_hook_is_retried_by_tick);
+	tcase_add_test(tc, auto_create_uses_defaults);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
