@@ -1,0 +1,146 @@
+/*
+ * coord.h — the group coordinator and the producer-ID allocator.
+ *
+ * One kaas_coord per broker.  It answers the consumer-group APIs (classic
+ * protocol, as a Kafka 2.x broker does), keeps committed offsets in
+ * CLUSTER/groups/<group>.json and hands out producer IDs from blocks claimed
+ * under CLUSTER/pid-blocks/ (docs/groups.md, docs/formats.md).
+ *
+ * Wiring into the broker (kaas/server):
+ *   - after b->cluster is open:   kaas_coord_open(b, &b->coord)
+ *   - dispatch rows: the kaas_h_* functions below, one per API, with the
+ *     version ranges of DESIGN §8 (KAAS_COORD_API_ROWS lists them);
+ *   - at SIGTERM, after the listener stopped accepting and before the
+ *     server drains: kaas_coord_close(b->coord) — it flushes pending offset
+ *     commits, answers every parked JoinGroup/SyncGroup with NOT_COORDINATOR
+ *     (clients look for the coordinator again) and stops its threads.
+ *
+ * Threads: the coordinator runs two of its own — a timer thread (session
+ * expiry, rebalance and initial delays) and a flusher (offset files).  The
+ * handlers may be called from any number of worker threads at once.
+ */
+#ifndef KAAS_COORD_H
+#define KAAS_COORD_H
+
+#include <stdint.h>
+
+#include "proto/api.h"
+#include "proto/buf.h"
+#include "sub.h"
+
+typedef struct kaas_coord kaas_coord;
+struct kaas_broker;
+
+/* Settings (Kafka's names in docs/groups.md). */
+typedef struct kaas_coord_config {
+	int32_t broker_id;
+	const char *host;                   /* advertised endpoint (FindCoordinator) */
+	int32_t port;
+	int64_t initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms (3000) */
+	int64_t min_session_timeout_ms;     /* group.min.session.timeout.ms (6000) */
+	int64_t max_session_timeout_ms;     /* group.max.session.timeout.ms (1800000) */
+	int32_t max_group_size;             /* group.max.size (2147483647) */
+	int64_t offsets_retention_ms;       /* offsets.retention.minutes * 60000 (7 days) */
+	int32_t offset_metadata_max_bytes;  /* offset.metadata.max.bytes (4096) */
+	int64_t new_member_join_timeout_ms; /* a new member must rejoin within (300000) */
+	int64_t coordinator_epoch;          /* stamped into group files; 0 on a single broker */
+	/* Tests: no threads; time comes from now_ms(); kaas_coord_tick() and
+	 * kaas_coord_flush() do the threads' work. */
+	int manual;
+	int64_t (*now_ms)(void *arg);
+	void *now_arg;
+} kaas_coord_config;
+
+void kaas_coord_config_defaults(kaas_coord_config *cfg);
+
+/* "Does partition topic/partition exist?" — OffsetCommit answers
+ * UNKNOWN_TOPIC_OR_PARTITION for the ones that do not.  Returns a Kafka
+ * error code (KERR_NONE when it exists). */
+typedef int16_t (*kaas_coord_topic_fn)(void *arg, kaas_str topic, int32_t partition);
+
+/* Opens a coordinator on the cluster volume.  Creates groups/ and
+ * pid-blocks/ when missing.  Nothing is read eagerly: a group's file is read
+ * when a request first names it. */
+int kaas_coord_create(sub_vfs *cluster, const kaas_coord_config *cfg, kaas_coord **out);
+void kaas_coord_set_topic_check(kaas_coord *c, kaas_coord_topic_fn fn, void *arg);
+
+/* The broker's way in: settings from b->cfg, volume b->cluster, topic
+ * existence from b->parts.  Starts the threads. */
+int kaas_coord_open(struct kaas_broker *b, kaas_coord **out);
+
+/* Flushes pending commits (their requests are answered), answers parked
+ * requests with NOT_COORDINATOR, stops the threads, frees.  NULL-safe. */
+void kaas_coord_close(kaas_coord *c);
+
+/* Which broker coordinates key (a group id, or a transactional id when
+ * key_type is 1)?  On one broker: this one.  The cluster work drives this
+ * from the assignment's coordinator shards.  Returns KERR_NONE and fills
+ * node/host/port, or a Kafka error code. */
+int16_t kaas_coord_owner(kaas_coord *c, int8_t key_type, kaas_str key, int32_t *node,
+			 const char **host, int32_t *port);
+
+/* ---- the Kafka APIs (kaas_handler_fn; the broker's dispatch table) ---------- */
+int kaas_h_find_coordinator(kaas_req *req, kaas_rd *body, kaas_wr *resp); /* 10: v0-2 */
+int kaas_h_join_group(kaas_req *req, kaas_rd *body, kaas_wr *resp);       /* 11: v0-5 */
+int kaas_h_heartbeat(kaas_req *req, kaas_rd *body, kaas_wr *resp);        /* 12: v0-3 */
+int kaas_h_leave_group(kaas_req *req, kaas_rd *body, kaas_wr *resp);      /* 13: v0-3 */
+int kaas_h_sync_group(kaas_req *req, kaas_rd *body, kaas_wr *resp);       /* 14: v0-3 */
+int kaas_h_describe_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp);  /* 15: v0-4 */
+int kaas_h_list_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp);      /* 16: v0-2 */
+int kaas_h_delete_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 42: v0-1 */
+int kaas_h_offset_commit(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 8: v0-7 */
+int kaas_h_offset_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp);     /* 9: v0-7, flexible 6+ */
+int kaas_h_offset_delete(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 47: v0 */
+int kaas_h_init_producer_id(kaas_req *req, kaas_rd *body, kaas_wr *resp); /* 22: v0-4, flexible 2+ */
+
+/* The dispatch rows, for the table in kaas/server: {key, min, max, flexible_from, name, handler}. */
+#define KAAS_COORD_API_ROWS                                                                    \
+	{KAAS_API_OFFSET_COMMIT, 0, 7, -1, "OffsetCommit", kaas_h_offset_commit},              \
+	{KAAS_API_OFFSET_FETCH, 0, 7, 6, "OffsetFetch", kaas_h_offset_fetch},                  \
+	{KAAS_API_FIND_COORDINATOR, 0, 2, -1, "FindCoordinator", kaas_h_find_coordinator},     \
+	{KAAS_API_JOIN_GROUP, 0, 5, -1, "JoinGroup", kaas_h_join_group},                       \
+	{KAAS_API_HEARTBEAT, 0, 3, -1, "Heartbeat", kaas_h_heartbeat},                         \
+	{KAAS_API_LEAVE_GROUP, 0, 3, -1, "LeaveGroup", kaas_h_leave_group},                    \
+	{KAAS_API_SYNC_GROUP, 0, 3, -1, "SyncGroup", kaas_h_sync_group},                       \
+	{KAAS_API_DESCRIBE_GROUPS, 0, 4, -1, "DescribeGroups", kaas_h_describe_groups},        \
+	{KAAS_API_LIST_GROUPS, 0, 2, -1, "ListGroups", kaas_h_list_groups},                    \
+	{KAAS_API_INIT_PRODUCER_ID, 0, 4, 2, "InitProducerId", kaas_h_init_producer_id},       \
+	{KAAS_API_DELETE_GROUPS, 0, 1, -1, "DeleteGroups", kaas_h_delete_groups},              \
+	{KAAS_API_OFFSET_DELETE, 0, 0, -1, "OffsetDelete", kaas_h_offset_delete}
+
+/* ---- the same without a server (unit tests, tools) ---------------------------- */
+
+/* Completion of a KAAS_DEFERRED call: takes over resp (resets it). */
+typedef void (*kaas_coord_done_fn)(void *ctx, kaas_wr *resp);
+
+typedef struct kaas_coord_call {
+	int16_t api_key;
+	int16_t version;
+	int flex;                /* the body uses flexible encodings */
+	kaas_str client_id;      /* len -1 when null */
+	const char *client_host; /* as DescribeGroups shows it: "/127.0.0.1" */
+	kaas_coord_done_fn done; /* for KAAS_DEFERRED answers */
+	void *ctx;
+} kaas_coord_call;
+
+/* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)
+ * or arranges for call->done(call->ctx, resp) later (KAAS_DEFERRED).
+ * -EBADMSG when the body does not parse (body->err names the field). */
+int kaas_coord_handle(kaas_coord *c, const kaas_coord_call *call, kaas_rd *body, kaas_wr *resp);
+
+/* manual mode: one pass of the timer thread's work at now_ms(); one flush of
+ * every group with pending changes.  Both deliver completions before they
+ * return. */
+void kaas_coord_tick(kaas_coord *c);
+void kaas_coord_flush(kaas_coord *c);
+
+/* Counters for tests and the bench. */
+typedef struct kaas_coord_stats {
+	uint64_t commits;        /* OffsetCommit requests that changed offsets */
+	uint64_t group_writes;   /* group files written */
+	uint64_t write_failures;
+	uint64_t pid_blocks;     /* producer-ID blocks claimed */
+} kaas_coord_stats;
+void kaas_coord_get_stats(kaas_coord *c, kaas_coord_stats *st);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * glue.c — the coordinator as the broker sees it: kaas_coord_open() from the
+ * broker's settings and volumes, and one kaas_handler_fn per API that turns
+ * a kaas_req into a kaas_coord_call.  Everything else in kaas/coord/ works
+ * without a server, which is how the unit tests drive it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coord/coord.h"
+#include "server/broker.h"
+#include "server/ptable.h"
+#include "util/kerr.h"
+
+static int16_t topic_exists(void *arg, kaas_str topic, int32_t partition)
+{
+	kaas_broker *b = arg;
+	char name[256];
+	int32_t leader, epoch;
+	if (!b->parts || topic.len < 0)
+		return KERR_NONE;
+	if (topic.len == 0 || topic.len >= (int32_t)sizeof(name))
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION; /* longer than any valid topic name */
+	memcpy(name, topic.s, (size_t)topic.len);
+	name[topic.len] = '\0';
+	int16_t err = kaas_ptable_leader(b->parts, name, partition, &leader, &epoch);
+	return err == KERR_UNKNOWN_TOPIC_OR_PARTITION ? err : KERR_NONE;
+}
+
+int kaas_coord_open(kaas_broker *b, kaas_coord **out)
+{
+	kaas_coord_config cfg;
+	kaas_coord_config_defaults(&cfg);
+	cfg.broker_id = b->id;
+	cfg.host = b->host;
+	cfg.port = b->port;
+	cfg.initial_rebalance_delay_ms = b->cfg.group_initial_rebalance_delay_ms;
+	cfg.min_session_timeout_ms = b->cfg.group_min_session_timeout_ms;
+	cfg.max_session_timeout_ms = b->cfg.group_max_session_timeout_ms;
+	cfg.max_group_size = b->cfg.group_max_size;
+	cfg.offsets_retention_ms = b->cfg.offsets_retention_minutes * 60000;
+	int rc = kaas_coord_create(b->cluster, &cfg, out);
+	if (!rc)
+		kaas_coord_set_topic_check(*out, topic_exists, b);
+	return rc;
+}
+
+static void req_done(void *ctx, kaas_wr *resp) { kaas_req_complete((kaas_req *)ctx, resp); }
+
+/* "1.2.3.4:5678" / "[::1]:5678" -> "/1.2.3.4" / "/::1", as Kafka shows it. */
+static void client_host(const char *peer, char *out, size_t len)
+{
+	const char *p = peer ? peer : "";
+	size_t n = strlen(p);
+	const char *colon = strrchr(p, ':');
+	if (colon && strchr(p, ':') != colon)
+		colon = p[0] == '[' ? strrchr(p, ']') : NULL; /* bare IPv6: no port */
+	if (colon)
+		n = (size_t)(colon - p);
+	if (p[0] == '[') {
+		p++;
+		n = n ? n - 1 : 0;
+	}
+	snprintf(out, len, "/%.*s", (int)n, p);
+}
+
+static int handle(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+{
+	kaas_coord *c = req->broker ? req->broker->coord : NULL;
+	if (!c)
+		return -ENOTCONN; /* the broker did not open a coordinator */
+	char host[128];
+	client_host(req->peer, host, sizeof(host));
+	kaas_coord_call call = {
+		.api_key = req->api_key,
+		.version = req->api_version,
+		.flex = req->flex,
+		.client_id = req->client_id,
+		.client_host = host,
+		.done = req_done,
+		.ctx = req,
+	};
+	return kaas_coord_handle(c, &call, body, resp);
+}
+
+int kaas_h_find_coordinator(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_join_group(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_heartbeat(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_leave_group(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_sync_group(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_describe_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_list_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_delete_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_offset_commit(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_offset_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_offset_delete(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kaas_h_init_producer_id(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }

@@ -1,0 +1,304 @@
+/*
+ * group_admin.c — the group APIs that look at groups rather than belong to
+ * one: FindCoordinator v0-2, DescribeGroups v0-4, ListGroups v0-2,
+ * DeleteGroups v0-1.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord/coord_int.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+/* ---- FindCoordinator ------------------------------------------------------------ */
+
+int kc_api_find_coordinator(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+{
+	int16_t v = call->version;
+	kaas_str key;
+	int8_t key_type = 0;
+	KRD_STR(rd, 0, &key);
+	if (v >= 1)
+		KRD_I8(rd, &key_type);
+
+	int32_t node = -1, port = -1;
+	const char *host = "";
+	const char *msg = NULL;
+	int16_t err;
+	if (key.len < 0) {
+		err = KERR_INVALID_REQUEST;
+		msg = "the coordinator key is null";
+	} else {
+		err = kaas_coord_owner(c, key_type, key, &node, &host, &port);
+		if (err == KERR_INVALID_REQUEST)
+			msg = "unknown coordinator key type (0 = group, 1 = transaction)";
+	}
+	if (err) {
+		node = -1;
+		port = -1;
+		host = "";
+	}
+	if (v >= 1) {
+		kaas_wr_i32(w, 0);
+		kaas_wr_i16(w, err);
+		kaas_wr_str(w, 0, msg);
+	} else {
+		kaas_wr_i16(w, err);
+	}
+	kaas_wr_i32(w, node);
+	kaas_wr_str(w, 0, host);
+	kaas_wr_i32(w, port);
+	return KAAS_HANDLED;
+err_parse:
+	return -EBADMSG;
+}
+
+/* ---- DescribeGroups --------------------------------------------------------------- */
+
+/* Kafka's ACL operation bits a group has: READ (3), DELETE (6), DESCRIBE (8).
+ * kaas has no ACLs, so a client may do all of them. */
+#define KC_GROUP_OPS ((1 << 3) | (1 << 6) | (1 << 8))
+
+int kc_api_describe_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+{
+	int16_t v = call->version;
+	int32_t n;
+	int8_t include_ops = 0;
+	kaas_str *ids = NULL;
+	int rc;
+	KRD_ARRAY(rd, 0, 2, &n);
+	if (n < 0)
+		n = 0;
+	ids = calloc((size_t)n + 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++)
+		KRD_STR(rd, 0, &ids[i]);
+	if (v >= 3)
+		KRD_I8(rd, &include_ops);
+
+	if (v >= 1)
+		kaas_wr_i32(w, 0);
+	kaas_wr_array(w, 0, n);
+	pthread_mutex_lock(&c->mu);
+	for (int32_t i = 0; i < n; i++) {
+		kc_group *g = NULL;
+		int16_t err = kc_group_status(c, ids[i], 1);
+		if (!err)
+			err = kc_group_get(c, ids[i], 0, &g);
+		kaas_wr_i16(w, err);
+		kaas_wr_kstr(w, 0, ids[i]);
+		if (err || !g) {
+			kaas_wr_str(w, 0, err ? "" : "Dead");
+			kaas_wr_str(w, 0, "");
+			kaas_wr_str(w, 0, "");
+			kaas_wr_array(w, 0, 0);
+		} else {
+			int stable = g->state == KC_STABLE;
+			kaas_wr_str(w, 0, kc_state_name(g->state));
+			kaas_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
+				     g->protocol_type.len > 0 ? g->protocol_type.len : 0);
+			kaas_wr_strn(w, 0, stable && g->protocol.len > 0 ? g->protocol.s : "",
+				     stable && g->protocol.len > 0 ? g->protocol.len : 0);
+			kc_describe_members(g, v, w);
+		}
+		if (v >= 3)
+			kaas_wr_i32(w, include_ops ? KC_GROUP_OPS : INT32_MIN);
+	}
+	pthread_mutex_unlock(&c->mu);
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	rc = -EBADMSG;
+out:
+	free(ids);
+	return rc;
+}
+
+/* ---- ListGroups -------------------------------------------------------------------- */
+
+/* Group ids of the files under groups/ (read outside c->mu). */
+static int ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
+{
+	char **names = NULL;
+	size_t n = 0, k = 0;
+	*out = NULL;
+	*nout = 0;
+	int rc = sub_list(c->vfs, "groups", &names, &n);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	kc_str *ids = calloc(n + 1, sizeof(*ids));
+	if (!ids) {
+		sub_names_free(names, n);
+		return -ENOMEM;
+	}
+	char buf[KC_GNAME_MAX + 64];
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(names[i]);
+		if (names[i][0] == '.' || len <= 5 || strcmp(names[i] + len - 5, ".json") != 0)
+			continue; /* temp files of writes in flight, strangers */
+		if (len - 5 >= sizeof(buf))
+			continue;
+		memcpy(buf, names[i], len - 5);
+		buf[len - 5] = '\0';
+		char id[KC_GNAME_MAX + 1];
+		size_t idlen;
+		int d = kc_gname_decode(buf, id, sizeof(id), &idlen);
+		ids[k].len = -1;
+		if (d == 0) {
+			if (kc_str_set(&ids[k], id, (int32_t)idlen) == 0)
+				k++;
+		} else if (d == -ENOTUNIQ) {
+			/* A long id: only the file knows it. */
+			char path[SUB_PATH_MAX], *data = NULL;
+			size_t dlen;
+			kc_loaded l;
+			memset(&l, 0, sizeof(l));
+			l.protocol_type.len = -1;
+			snprintf(path, sizeof(path), "groups/%s", names[i]);
+			if (sub_read_file(c->vfs, path, 64 << 20, &data, &dlen) == 0 &&
+			    kc_group_file_parse(data, dlen, &ids[k], &l) == 0)
+				k++;
+			else
+				KLOG_WARN("coord", "groups/%s: cannot read the group id from it", names[i]);
+			kc_loaded_free(&l);
+			free(data);
+		}
+	}
+	sub_names_free(names, n);
+	*out = ids;
+	*nout = k;
+	return 0;
+}
+
+int kc_api_list_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+{
+	(void)rd; /* v0-2 have an empty body */
+	int16_t v = call->version;
+	kc_str *ids = NULL;
+	size_t nids = 0;
+	int16_t err = KERR_NONE;
+	int rc = ids_on_volume(c, &ids, &nids);
+	if (rc) {
+		KLOG_WARN("coord", "ListGroups: cannot list groups/: %s", sub_strerror(rc));
+		err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	}
+	if (v >= 1)
+		kaas_wr_i32(w, 0);
+	kaas_wr_i16(w, err);
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; !err && i < nids; i++) {
+		kc_group *g;
+		int32_t node;
+		const char *host;
+		int32_t port;
+		if (kaas_coord_owner(c, 0, kc_k(&ids[i]), &node, &host, &port) || node != c->cfg.broker_id)
+			continue;
+		if (kc_group_get(c, kc_k(&ids[i]), 0, &g))
+			KLOG_WARN("coord", "ListGroups: group '%s' cannot be loaded", ids[i].s);
+	}
+	if (err) {
+		kaas_wr_array(w, 0, 0);
+	} else {
+		size_t at = w->len;
+		int32_t cnt = 0;
+		kaas_wr_array(w, 0, 0);
+		for (size_t b = 0; b < c->tabsize; b++) {
+			for (kc_group *g = c->tab[b]; g; g = g->hnext) {
+				if (!g->loaded || kc_group_is_idle(g))
+					continue;
+				kaas_wr_kstr(w, 0, kc_k(&g->id));
+				kaas_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
+					     g->protocol_type.len > 0 ? g->protocol_type.len : 0);
+				cnt++;
+			}
+		}
+		kaas_wr_patch_i32(w, at, cnt);
+	}
+	pthread_mutex_unlock(&c->mu);
+	for (size_t i = 0; i < nids; i++)
+		kc_str_free(&ids[i]);
+	free(ids);
+	return KAAS_HANDLED;
+}
+
+/* ---- DeleteGroups --------------------------------------------------------------------- */
+
+static int16_t delete_one(kaas_coord *c, kaas_str id, kc_outbox *ob)
+{
+	kc_group *g = NULL;
+	int16_t err = kc_group_status(c, id, 1);
+	if (!err)
+		err = kc_group_get(c, id, 0, &g);
+	if (err)
+		return err;
+	if (!g || g->deleting)
+		return KERR_GROUP_ID_NOT_FOUND;
+	if (g->nmembers || g->npending)
+		return KERR_NON_EMPTY_GROUP;
+	g->deleting = 1;
+	/* Commits not yet written will not be: their clients retry. */
+	kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+	while (g->writing)
+		pthread_cond_wait(&c->state_cv, &c->mu);
+	char path[SUB_PATH_MAX];
+	int rc = kc_group_path(kc_k(&g->id), path, sizeof(path));
+	g->refs++;
+	pthread_mutex_unlock(&c->mu);
+	if (!rc)
+		rc = sub_unlink(c->vfs, path);
+	if (rc == -ENOENT)
+		rc = 0;
+	pthread_mutex_lock(&c->mu);
+	g->refs--;
+	g->deleting = 0;
+	if (rc) {
+		KLOG_WARN("coord", "DeleteGroups '%s': cannot remove %s: %s", g->id.s, path,
+			  sub_strerror(rc));
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	}
+	kc_offsets_clear(g);
+	g->file_exists = 0;
+	if (g->nmembers == 0 && g->npending == 0)
+		kc_group_maybe_drop(c, g);
+	return KERR_NONE;
+}
+
+int kc_api_delete_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+{
+	(void)call;
+	int32_t n;
+	kaas_str *ids = NULL;
+	int rc;
+	KRD_ARRAY(rd, 0, 2, &n);
+	if (n < 0)
+		n = 0;
+	ids = calloc((size_t)n + 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++)
+		KRD_STR(rd, 0, &ids[i]);
+	kaas_wr_i32(w, 0);
+	kaas_wr_array(w, 0, n);
+	kc_outbox ob;
+	kc_outbox_init(&ob);
+	pthread_mutex_lock(&c->mu);
+	for (int32_t i = 0; i < n; i++) {
+		int16_t err = delete_one(c, ids[i], &ob);
+		kaas_wr_kstr(w, 0, ids[i]);
+		kaas_wr_i16(w, err);
+	}
+	pthread_mutex_unlock(&c->mu);
+	kc_outbox_deliver(&ob);
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	rc = -EBADMSG;
+out:
+	free(ids);
+	return rc;
+}

@@ -1,0 +1,8 @@
+# kaas/coord/ — group coordinator (classic protocol), committed offsets,
+# producer-ID blocks.  glue.c is the only file that knows the server.
+MODULES += coord
+coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_admin.c \
+	kaas/coord/offsets.c kaas/coord/groupfile.c kaas/coord/gname.c kaas/coord/pid.c \
+	kaas/coord/glue.c
+coord_USES := proto sub util
+coord_TESTS := kaas/coord/test/test_gname.c
