@@ -87,8 +87,8 @@ int kaas_ptable_drop_topic(kaas_ptable *t, const char *topic);
 int kaas_ptable_set_config(kaas_ptable *t, const char *topic, const kaas_log_config *cfg);
 
 /* The data-path lookup.  Returns KERR_NONE with *ref filled, or a Kafka error:
- * UNKNOWN_TOPIC_OR_PARTITION (no such topic/partition here),
- * NOT_LEADER_OR_FOLLOWER (another broker leads it, or it is being dropped),
+ * UNKNOWN_TOPIC_OR_PARTITION (no such topic/partition here, or being dropped),
+ * NOT_LEADER_OR_FOLLOWER (another broker leads it, or a newer epoch fenced us),
  * KAFKA_STORAGE_ERROR (take-over failed or the partition is poisoned). */
 int16_t kaas_ptable_get(kaas_ptable *t, kaas_str topic, int32_t partition, kaas_pref *ref);
 void kaas_pref_put(kaas_pref *ref); /* NULL-safe, safe to repeat */
@@ -127,6 +127,10 @@ void kaas_ptable_unwatch(kaas_ptable *t, kaas_watch *w);
 /* Periodic work (called by the server's housekeeping timer on a worker):
  * retention and segment.ms rolls, re-driving failed or poisoned partitions. */
 void kaas_ptable_housekeep(kaas_ptable *t);
+
+/* SIGTERM has arrived: every parked watch fires now (long polls answer with
+ * what they have) and later watches fire at once. */
+void kaas_ptable_wake_all(kaas_ptable *t);
 
 /* SIGTERM: flushes, then relinquishes every partition (manifest + producer
  * snapshot, then close).  Waits for held references.  Returns 0 or the first

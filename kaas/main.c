@@ -1,0 +1,439 @@
+/*
+ * main.c — the kaas broker: configuration, the qualification gate, start-up
+ * and the SIGTERM drain.
+ *
+ * Start-up order: settings (defaults < --config file < KAAS_* environment <
+ * flags) -> volumes -> qualification gate + self-check -> cluster id -> topic
+ * registry -> partition table (take over every partition at a fresh epoch)
+ * -> coordinator -> listen.  Shutdown (SIGTERM/SIGINT): stop accepting,
+ * finish the requests in flight, answer parked ones, relinquish every
+ * partition (manifest + producer snapshot, then close), exit 0.
+ *
+ * Exit codes: 0 clean shutdown, 1 runtime failure, 2 bad flag/setting/volume
+ * path, 78 (EX_CONFIG) the volume is not qualified.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conformance/stamp.h"
+#include "coord/coord.h"
+#include "server/broker.h"
+#include "server/config.h"
+#include "server/ptable.h"
+#include "server/server.h"
+#include "topics/admin.h"
+#include "topics/topics.h"
+#include "util/log.h"
+
+#define EXIT_USAGE 2
+#define EXIT_UNQUALIFIED 78
+#define DEFAULT_CLUSTER_SUBDIR "__cluster"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: kaas --data DIR [--cluster-dir DIR] [--listen HOST:PORT] [--advertise HOST:PORT]\n"
+		"            [--broker-id N] [--config FILE] [--override KEY=VALUE ...] [--trust-unqualified]\n"
+		"       kaas --apis | --help\n"
+		"\n"
+		"A Kafka-compatible broker that keeps every partition on one shared volume.\n"
+		"\n"
+		"flags (each also a KAAS_* environment variable; flags win over the environment,\n"
+		"which wins over the --config file, which wins over the defaults):\n"
+		"  --data DIR             the data volume: a path or substrate URL (KAAS_DATA; file: log.dirs)\n"
+		"  --cluster-dir DIR      cluster directory (KAAS_CLUSTER_DIR; file: kaas.cluster.dir;\n"
+		"                         default DATA/__cluster)\n"
+		"  --listen HOST:PORT     listen address (KAAS_LISTEN; file: listeners; default 0.0.0.0:9092;\n"
+		"                         port 0 picks a free port, logged at start-up)\n"
+		"  --advertise HOST:PORT  endpoint given to clients (KAAS_ADVERTISE; file: advertised.listeners)\n"
+		"  --broker-id N          node id (KAAS_BROKER_ID; file: broker.id; default 1)\n"
+		"  --config FILE          Kafka-style key=value settings file (KAAS_CONFIG)\n"
+		"  --override KEY=VALUE   one setting, as in the file (repeatable)\n"
+		"  --trust-unqualified    start even without a passing qualification stamp for the\n"
+		"                         volume (KAAS_TRUST_UNQUALIFIED=1): logs a loud warning\n"
+		"  --apis                 print the APIs and versions this broker serves, then exit\n"
+		"  --help                 this text\n"
+		"\n"
+		"The broker refuses to start (exit 78) unless CLUSTER/qualification.json holds a passing\n"
+		"stamp for the data volume; create one with: kaas-conform check DATA --stamp\n"
+		"\n"
+		"settings (--config file and --override keys):\n");
+	kaas_config_help(out);
+	fprintf(out, "\nenvironment: KAAS_LOG_LEVEL=error|warn|info|debug (default info)\n"
+		     "exit codes: 0 clean shutdown, 1 runtime failure, 2 bad usage or setting, 78 unqualified volume\n");
+}
+
+static void print_apis(void)
+{
+	for (size_t i = 0; i < kaas_dispatch_table_len; i++) {
+		const kaas_api *a = &kaas_dispatch_table[i];
+		if (!a->handler)
+			continue;
+		if (a->flexible_from >= 0 && a->flexible_from <= a->max)
+			printf("%d %s %d-%d flexible-from %d\n", a->key, a->name, a->min, a->max, a->flexible_from);
+		else
+			printf("%d %s %d-%d\n", a->key, a->name, a->min, a->max);
+	}
+}
+
+static void warn_cb(const char *msg) { KLOG_WARN("config", "%s", msg); }
+
+static int die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int die(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "kaas: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(code);
+}
+
+/* One flag or environment value, routed through the settings table so every
+ * source is validated the same way. */
+static void apply(kaas_config *cfg, const char *what, const char *key, const char *value)
+{
+	char err[512];
+	if (kaas_config_set(cfg, key, value, err, sizeof(err)))
+		die(EXIT_USAGE, "%s: %s", what, err);
+}
+
+static int is_url(const char *s)
+{
+	const char *colon = strchr(s, ':'), *slash = strchr(s, '/');
+	return colon && (!slash || colon < slash) && strncmp(s, "posix:", 6) != 0;
+}
+
+/* DATA/__cluster as a substrate URL: a sub-path of the data URL. */
+static void default_cluster_url(const char *data, char *out, size_t len)
+{
+	const char *q = strchr(data, '?');
+	size_t base = q ? (size_t)(q - data) : strlen(data);
+	while (base > 0 && data[base - 1] == '/' && base > 1)
+		base--;
+	snprintf(out, len, "%.*s/%s%s", (int)base, data, DEFAULT_CLUSTER_SUBDIR, q ? q : "");
+}
+
+static int load_cluster_id(kaas_broker *b)
+{
+	/* The first broker to start on a cluster directory names it (O_EXCL). */
+	uint8_t u[16];
+	FILE *r = fopen("/dev/urandom", "r");
+	if (!r || fread(u, 1, sizeof(u), r) != sizeof(u)) {
+		if (r)
+			fclose(r);
+		return -EIO;
+	}
+	fclose(r);
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	char id[32];
+	int k = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (int i = 0; i < 16; i++) {
+		acc = (acc << 8) | u[i];
+		bits += 8;
+		while (bits >= 6) {
+			id[k++] = b64[(acc >> (bits - 6)) & 63];
+			bits -= 6;
+		}
+	}
+	if (bits > 0)
+		id[k++] = b64[(acc << (6 - bits)) & 63];
+	id[k] = 0;
+	char doc[128];
+	snprintf(doc, sizeof(doc), "{\"cluster_id\": \"%s\"}\n", id);
+	int rc = sub_create_excl(b->cluster, "cluster-id.json", doc, strlen(doc));
+	if (rc && rc != -EEXIST)
+		return rc;
+	for (int attempt = 0; attempt < 50; attempt++) {
+		char *buf = NULL;
+		size_t len = 0;
+		rc = sub_read_file(b->cluster, "cluster-id.json", 4096, &buf, &len);
+		if (rc)
+			return rc;
+		json_t *j = json_loadb(buf, len, 0, NULL);
+		free(buf);
+		const char *s = json_string_value(json_object_get(j, "cluster_id"));
+		if (s && *s && strlen(s) < sizeof(b->cluster_id)) {
+			snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", s);
+			json_decref(j);
+			return 0;
+		}
+		json_decref(j);
+		usleep(20000); /* another broker's claim is still being written */
+	}
+	return -EBADMSG;
+}
+
+static void gate(kaas_broker *b, int explicit_cluster)
+{
+	sub_identity id;
+	char why[512];
+	int rc = sub_identity_of(b->data, &id);
+	if (rc)
+		snprintf(why, sizeof(why), "cannot identify the data volume: %s", sub_strerror(rc));
+	else
+		rc = kc_stamp_verify(b->cluster, &id, why, sizeof(why));
+	if (rc) {
+		if (!b->cfg.trust_unqualified) {
+			fprintf(stderr,
+				"kaas: refusing to start: the data volume %s is not qualified (%s).\n"
+				"kaas: qualify it first:  kaas-conform check %s --stamp%s%s\n"
+				"kaas: (or start with --trust-unqualified at your own risk)\n",
+				b->cfg.data_url, why, b->cfg.data_url, explicit_cluster ? " --cluster-dir " : "",
+				explicit_cluster ? b->cfg.cluster_url : "");
+			exit(EXIT_UNQUALIFIED);
+		}
+		KLOG_WARN("gate", "*******************************************************************");
+		KLOG_WARN("gate", "* --trust-unqualified: starting on a volume WITHOUT a passing     *");
+		KLOG_WARN("gate", "* qualification (%s).", why);
+		KLOG_WARN("gate", "* Acknowledged writes may be lost or corrupted if the filesystem  *");
+		KLOG_WARN("gate", "* breaks the substrate contract. Run: kaas-conform check %s --stamp", b->cfg.data_url);
+		KLOG_WARN("gate", "*******************************************************************");
+	} else {
+		KLOG_INFO("gate", "the data volume has a passing qualification stamp");
+	}
+	/* Every start: a sub-second probe of O_EXCL and rename on the volume(s). */
+	rc = kc_selfcheck(b->cluster, "", why, sizeof(why));
+	if (!rc && explicit_cluster)
+		rc = kc_selfcheck(b->data, "", why, sizeof(why));
+	if (rc) {
+		if (!b->cfg.trust_unqualified) {
+			fprintf(stderr, "kaas: refusing to start: the start-up self-check failed: %s\n"
+					"kaas: re-qualify the volume: kaas-conform check %s --stamp\n",
+				why, b->cfg.data_url);
+			exit(EXIT_UNQUALIFIED);
+		}
+		KLOG_WARN("gate", "start-up self-check FAILED (%s); continuing because of --trust-unqualified", why);
+	} else {
+		KLOG_INFO("gate", "start-up self-check passed (O_EXCL, rename)");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	kaas_log_init_from_env();
+	signal(SIGPIPE, SIG_IGN);
+
+	static kaas_broker broker;
+	kaas_broker *b = &broker;
+	kaas_config *cfg = &b->cfg;
+	kaas_config_defaults(cfg);
+
+	enum { O_DATA = 256, O_CLUSTER, O_LISTEN, O_ADVERTISE, O_ID, O_CONFIG, O_OVERRIDE, O_TRUST, O_APIS, O_HELP };
+	static const struct option opts[] = {
+		{"data", required_argument, 0, O_DATA},
+		{"cluster-dir", required_argument, 0, O_CLUSTER},
+		{"listen", required_argument, 0, O_LISTEN},
+		{"advertise", required_argument, 0, O_ADVERTISE},
+		{"broker-id", required_argument, 0, O_ID},
+		{"config", required_argument, 0, O_CONFIG},
+		{"override", required_argument, 0, O_OVERRIDE},
+		{"trust-unqualified", no_argument, 0, O_TRUST},
+		{"apis", no_argument, 0, O_APIS},
+		{"help", no_argument, 0, O_HELP},
+		{0, 0, 0, 0},
+	};
+	/* Pass 1: --config, --help, --apis and syntax errors. */
+	const char *config_file = getenv("KAAS_CONFIG");
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_CONFIG:
+			config_file = optarg;
+			break;
+		case O_HELP:
+			usage(stdout);
+			return 0;
+		case O_APIS:
+			print_apis();
+			return 0;
+		case '?':
+			if (optopt)
+				die(EXIT_USAGE, "%s needs a value (see --help)", argv[optind - 1]);
+			die(EXIT_USAGE, "unknown option %s (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+	char err[1024];
+	if (config_file && kaas_config_load_file(cfg, config_file, err, sizeof(err), warn_cb))
+		die(EXIT_USAGE, "%s", err);
+
+	/* Environment. */
+	static const struct {
+		const char *env, *key;
+	} envs[] = {
+		{"KAAS_DATA", "log.dirs"},          {"KAAS_CLUSTER_DIR", "kaas.cluster.dir"},
+		{"KAAS_LISTEN", "listeners"},       {"KAAS_ADVERTISE", "advertised.listeners"},
+		{"KAAS_BROKER_ID", "broker.id"},
+	};
+	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+		const char *v = getenv(envs[i].env);
+		if (v && *v)
+			apply(cfg, envs[i].env, envs[i].key, v);
+	}
+	const char *tu = getenv("KAAS_TRUST_UNQUALIFIED");
+	if (tu && *tu) {
+		if (strcmp(tu, "1") == 0 || strcmp(tu, "true") == 0)
+			cfg->trust_unqualified = 1;
+		else if (strcmp(tu, "0") != 0 && strcmp(tu, "false") != 0)
+			die(EXIT_USAGE, "KAAS_TRUST_UNQUALIFIED: invalid value '%s' (use 1 or 0)", tu);
+	}
+
+	/* Pass 2: flags. */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_DATA:
+			apply(cfg, "--data", "log.dirs", optarg);
+			break;
+		case O_CLUSTER:
+			apply(cfg, "--cluster-dir", "kaas.cluster.dir", optarg);
+			break;
+		case O_LISTEN:
+			apply(cfg, "--listen", "listeners", optarg);
+			break;
+		case O_ADVERTISE:
+			apply(cfg, "--advertise", "advertised.listeners", optarg);
+			break;
+		case O_ID:
+			apply(cfg, "--broker-id", "broker.id", optarg);
+			break;
+		case O_OVERRIDE: {
+			char kv[8192];
+			snprintf(kv, sizeof(kv), "%s", optarg);
+			char *eq = strchr(kv, '=');
+			if (!eq)
+				die(EXIT_USAGE, "--override %s: expected KEY=VALUE", optarg);
+			*eq = 0;
+			if (kaas_config_set(cfg, kv, eq + 1, err, sizeof(err)))
+				die(EXIT_USAGE, "--override: %s", err);
+			break;
+		}
+		case O_TRUST:
+			cfg->trust_unqualified = 1;
+			break;
+		}
+	}
+	if (!cfg->data_url[0])
+		die(EXIT_USAGE, "--data is required (or KAAS_DATA, or log.dirs in the --config file); see --help");
+	if (cfg->group_min_session_timeout_ms > cfg->group_max_session_timeout_ms)
+		die(EXIT_USAGE, "group.min.session.timeout.ms is larger than group.max.session.timeout.ms");
+
+	/* Volumes. */
+	int explicit_cluster = cfg->cluster_url[0] != 0;
+	int rc = sub_open_url(cfg->data_url, &b->data, err, sizeof(err));
+	if (rc)
+		die(EXIT_USAGE, "--data %s: %s", cfg->data_url, err);
+	if (!explicit_cluster) {
+		if (is_url(cfg->data_url))
+			default_cluster_url(cfg->data_url, cfg->cluster_url, sizeof(cfg->cluster_url));
+		else
+			snprintf(cfg->cluster_url, sizeof(cfg->cluster_url), "%s/%s", cfg->data_url,
+				 DEFAULT_CLUSTER_SUBDIR);
+		rc = sub_mkdirs(b->data, DEFAULT_CLUSTER_SUBDIR, 0755);
+		if (rc)
+			die(1, "creating %s: %s", cfg->cluster_url, sub_strerror(rc));
+	}
+	rc = sub_open_url(cfg->cluster_url, &b->cluster, err, sizeof(err));
+	if (rc)
+		die(EXIT_USAGE, "--cluster-dir %s: %s", cfg->cluster_url, err);
+	b->id = cfg->broker_id;
+
+	gate(b, explicit_cluster);
+
+	rc = load_cluster_id(b);
+	if (rc)
+		die(1, "reading or creating the cluster id (cluster-id.json in %s): %s", cfg->cluster_url,
+		    sub_strerror(rc));
+
+	/* Topic registry, then the partitions of every topic at fresh epochs. */
+	kaas_topics_options to;
+	kaas_topics_options_init(&to);
+	to.cluster = b->cluster;
+	to.data = b->data;
+	to.defaults = cfg->log;
+	to.num_partitions = cfg->num_partitions;
+	to.default_replication_factor = cfg->default_replication_factor;
+	to.reserved_name = explicit_cluster ? NULL : DEFAULT_CLUSTER_SUBDIR;
+	kaas_topics_ptable_hooks(b, &to.hooks);
+	rc = kaas_topics_open(&to, &b->topics);
+	if (rc)
+		die(1, "opening the topic registry in %s: %s", cfg->cluster_url, sub_strerror(rc));
+	rc = kaas_ptable_create(b, &b->parts);
+	if (rc)
+		die(1, "partition table: %s", strerror(-rc));
+	kaas_topic_info *list = NULL;
+	size_t ntopics = 0;
+	rc = kaas_topics_list(b->topics, &list, &ntopics);
+	if (rc)
+		die(1, "listing topics: %s", strerror(-rc));
+	kaas_topic_desc *descs = calloc(ntopics ? ntopics : 1, sizeof(*descs));
+	if (!descs)
+		die(1, "out of memory");
+	int32_t nparts = 0;
+	for (size_t i = 0; i < ntopics; i++) {
+		kaas_topics_prepare_dir(b->topics, &list[i]);
+		descs[i] = (kaas_topic_desc){list[i].name, list[i].id, list[i].partitions, list[i].cfg};
+		nparts += list[i].partitions;
+	}
+	rc = kaas_ptable_start(b->parts, descs, ntopics);
+	if (rc)
+		die(1, "recording leadership epochs in %s/assignment.json: %s", cfg->cluster_url,
+		    sub_strerror(rc));
+	free(descs);
+	free(list);
+	KLOG_INFO("kaas", "leading %zu topic(s), %d partition(s)", ntopics, nparts);
+
+	kaas_server *srv = NULL;
+	rc = kaas_server_create(b, &srv, err, sizeof(err));
+	if (rc)
+		die(rc == -EADDRINUSE || rc == -EACCES || rc == -EINVAL ? EXIT_USAGE : 1, "%s", err);
+	/* The advertised endpoint: explicit, else the listener (its bound port). */
+	static char host[256];
+	if (cfg->advertise_host[0]) {
+		snprintf(host, sizeof(host), "%s", cfg->advertise_host);
+		b->port = cfg->advertise_port;
+	} else {
+		const char *lh = cfg->listen_host;
+		if (!*lh || strcmp(lh, "0.0.0.0") == 0 || strcmp(lh, "::") == 0) {
+			if (gethostname(host, sizeof(host) - 1))
+				snprintf(host, sizeof(host), "localhost");
+		} else {
+			snprintf(host, sizeof(host), "%s", lh);
+		}
+		b->port = kaas_server_port(srv);
+	}
+	b->host = host;
+
+	rc = kaas_coord_open(b, &b->coord);
+	if (rc)
+		die(1, "group coordinator: %s", strerror(-rc));
+
+	KLOG_INFO("kaas", "broker %d listening on %s:%d, advertised as %s:%d (cluster %s)", b->id,
+		  cfg->listen_host, kaas_server_port(srv), b->host, b->port, b->cluster_id);
+	kaas_server_run(srv);
+
+	KLOG_INFO("kaas", "stopping: relinquishing partitions");
+	kaas_coord_close(b->coord);
+	b->coord = NULL;
+	int src = kaas_ptable_shutdown(b->parts);
+	kaas_server_destroy(srv);
+	kaas_topics_close(b->topics);
+	kaas_ptable_destroy(b->parts);
+	sub_destroy(b->cluster);
+	sub_destroy(b->data);
+	KLOG_INFO("kaas", "stopped%s", src ? " (some partitions failed to relinquish)" : "");
+	return src ? 1 : 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * config.h — the table of broker settings behind kaas_config_set() (broker.h):
+ * one row per key with its type, bounds, default (as text, for --help) and
+ * help line.
+ */
+#ifndef KAAS_SERVER_CONFIG_H
+#define KAAS_SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum kaas_config_type {
+	KCFG_I16,
+	KCFG_I32,
+	KCFG_I64,
+	KCFG_BOOL,
+	KCFG_MINUTES,  /* stored in ms */
+	KCFG_HOURS,    /* stored in ms */
+	KCFG_TSTYPE,   /* CreateTime | LogAppendTime */
+	KCFG_PATH,
+	KCFG_LISTENER, /* PLAINTEXT://host:port */
+};
+
+typedef struct kaas_config_key {
+	const char *key;
+	enum kaas_config_type type;
+	size_t off;
+	int64_t min, max;
+	const char *dflt;
+	const char *help;
+} kaas_config_key;
+
+extern const kaas_config_key kaas_config_keys[]; /* ends with a NULL key */
+
+/* "PLAINTEXT://host:port", "host:port", "[::1]:port".  0 or -1. */
+int kaas_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port);
+
+/* One line per setting, for --help. */
+void kaas_config_help(FILE *out);
+
+#endif
