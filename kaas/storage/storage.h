@@ -33,6 +33,11 @@ typedef struct kaas_log_config {
 	int32_t max_message_bytes;      /* largest batch accepted (1048588) */
 	int32_t index_interval_bytes;   /* bytes between sparse index entries (4096) */
 	int32_t timestamp_type;         /* 0 CreateTime (default), 1 LogAppendTime */
+	/* Added by the storage engine (docs/storage.md): */
+	int64_t timestamp_difference_max_ms; /* message.timestamp.difference.max.ms, -1 = unlimited (default) */
+	int32_t validate_compressed;    /* decompress compressed batches to check their records (1) */
+	int64_t producer_expiration_ms; /* forget idle producer ids after this (7 days) */
+	int64_t checkpoint_ms;          /* housekeep rewrites the manifest's high watermark this often (60 s) */
 } kaas_log_config;
 
 void kaas_log_config_defaults(kaas_log_config *cfg);
@@ -142,8 +147,14 @@ int kaas_partition_offset_for_time(kaas_partition *p, int64_t ts, int64_t *offse
  * it are unlinked.  OFFSET_OUT_OF_RANGE beyond the high watermark. */
 int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *low_watermark, int16_t *error);
 
-/* Periodic work on the leader: roll by segment.ms, delete by retention.ms and
- * retention.bytes.  Returns the number of segments deleted or -errno. */
+/* Called (from the thread that ran the flush, without the partition lock)
+ * whenever the high watermark advances, e.g. to wake parked long polls. */
+typedef void (*kaas_hw_listener)(void *arg, kaas_partition *p, int64_t hw);
+void kaas_partition_set_listener(kaas_partition *p, kaas_hw_listener fn, void *arg);
+
+/* Periodic work on the leader: flush, roll by segment.ms, delete by
+ * retention.ms and retention.bytes, remove zombie and stray files, checkpoint
+ * the manifest.  Returns the number of segments deleted or -errno. */
 int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms);
 
 #endif

@@ -1,0 +1,384 @@
+/*
+ * append.c — the write path: validate, check producer sequences, assign
+ * offsets, one pwrite per request, sparse index entries; segment roll; and
+ * the group commit that turns written into durable.
+ *
+ * Group commit: one caller at a time runs the fsyncs, without the partition
+ * lock, so appends continue meanwhile; callers arriving during an fsync wait
+ * for it and, if their data came too late for it, one of them runs the next
+ * one for everybody.  The high watermark is the durable offset.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+#define STACK_BATCHES 16
+
+int p_roll(kaas_partition *p, int64_t now_ms)
+{
+	(void)now_ms;
+	kseg *old = p->nsegs ? p->segs[p->nsegs - 1] : NULL;
+	int rc = p_fence_check(p);
+	if (rc)
+		return rc;
+	/* The producer state as of the new segment's base, written by the
+	 * flush that makes the old segment durable. */
+	uint8_t *snap;
+	size_t slen;
+	if ((rc = kp_encode(&p->prod, p->epoch, p->leo, &snap, &slen)))
+		return rc;
+	kseg *s = seg_new(p->epoch, p->leo);
+	if (!s) {
+		free(snap);
+		return -ENOMEM;
+	}
+	for (int k = SEG_LOG; k <= SEG_TIMEINDEX && rc == 0; k++) {
+		char path[SUB_PATH_MAX];
+		sub_file **f = k == SEG_LOG ? &s->log : k == SEG_INDEX ? &s->idx : &s->tidx;
+		if ((rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)) == 0)
+			rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, f);
+	}
+	if (rc == 0 && p->nsegs == p->capsegs) {
+		size_t nc = p->capsegs ? p->capsegs * 2 : 16;
+		kseg **nv = realloc(p->segs, nc * sizeof(*nv));
+		if (!nv)
+			rc = -ENOMEM;
+		else {
+			p->segs = nv;
+			p->capsegs = nc;
+		}
+	}
+	if (rc) {
+		seg_unref(s);
+		free(snap);
+		return rc;
+	}
+	s->active = 1;
+	s->meta = 1;
+	p->segs[p->nsegs++] = s;
+	if (old) {
+		old->active = 0;
+		old->sync_pending = 1;
+	}
+	p->dir_dirty = 1;
+	p->ring_n = p->ring_head = 0;
+	free(p->snap_buf);
+	p->snap_buf = snap;
+	p->snap_len = slen;
+	p->snap_off = p->leo;
+	return 0;
+}
+
+static void ring_push(kaas_partition *p, int64_t base, int64_t last, uint64_t pos, uint32_t size)
+{
+	uint32_t slot = (p->ring_head + p->ring_n) % RING;
+	if (p->ring_n == RING) {
+		p->ring_head = (p->ring_head + 1) % RING;
+		slot = (p->ring_head + RING - 1) % RING;
+	} else {
+		p->ring_n++;
+	}
+	p->ring[slot] = (kring){base, last, pos, size};
+}
+
+/* Producer entries touched by one request, checked and updated before the
+ * table itself is. */
+typedef struct overlay {
+	kp_entry e;
+	int known;  /* e holds a copy of a table entry */
+} overlay;
+
+static overlay *ov_get(kaas_partition *p, overlay *ov, int *nov, int64_t pid)
+{
+	for (int i = 0; i < *nov; i++)
+		if (ov[i].e.pid == pid)
+			return &ov[i];
+	overlay *o = &ov[(*nov)++];
+	kp_entry *e = kp_find(&p->prod, pid);
+	memset(o, 0, sizeof(*o));
+	if (e) {
+		o->e = *e;
+		o->known = 1;
+	} else {
+		o->e.pid = pid;
+		o->e.epoch = -1;
+		o->e.last_ts = INT64_MIN;
+	}
+	return o;
+}
+
+int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_append_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->base_offset = res->last_offset = -1;
+	res->log_append_time = -1;
+	res->log_start_offset = -1;
+	res->batch_index = -1;
+	kb_info stack_info[STACK_BATCHES], *info = stack_info;
+	overlay stack_ov[STACK_BATCHES], *ov = stack_ov;
+	int nb = kb_count(records, len), n, bad, rc = 0;
+	if (nb > STACK_BATCHES) {
+		info = calloc((size_t)nb, sizeof(*info));
+		ov = calloc((size_t)nb, sizeof(*ov));
+		if (!info || !ov) {
+			free(info == stack_info ? NULL : info);
+			free(ov == stack_ov ? NULL : ov);
+			res->error = KERR_UNKNOWN_SERVER_ERROR;
+			return -ENOMEM;
+		}
+	}
+	pthread_mutex_lock(&p->mu);
+	kaas_log_config cfg = p->cfg;
+	pthread_mutex_unlock(&p->mu);
+
+	int64_t now = kaas_wall_ms();
+	kb_limits lim = {
+		.max_batch_bytes = cfg.max_message_bytes,
+		.ts_diff_max_ms = cfg.timestamp_difference_max_ms,
+		.now_ms = now,
+		.create_time = cfg.timestamp_type == 0,
+		.validate_compressed = cfg.validate_compressed,
+		.max_decompressed = (uint64_t)cfg.max_message_bytes * 64 > (256u << 20)
+					    ? (uint64_t)cfg.max_message_bytes * 64
+					    : (256u << 20),
+	};
+	int err = kb_validate(records, len, &lim, info, nb > 0 ? nb : 1, &n, &bad, &res->message);
+	if (err) {
+		res->error = (int16_t)err;
+		res->batch_index = bad;
+		goto out;
+	}
+
+	pthread_mutex_lock(&p->mu);
+	res->log_start_offset = p->log_start;
+	if (p->state != KAAS_PART_LEADER) {
+		if (p->state == KAAS_PART_POISONED && !p->fenced) {
+			res->error = KERR_KAFKA_STORAGE_ERROR;
+			res->message = "partition poisoned by an earlier I/O failure";
+			rc = -EIO;
+		} else {
+			res->error = KERR_NOT_LEADER_OR_FOLLOWER;
+		}
+		goto unlock;
+	}
+
+	/* Producer checks, against the state as this request would leave it. */
+	int nov = 0;
+	int64_t next = p->leo;
+	for (int i = 0; i < n; i++) {
+		kb_info *b = &info[i];
+		if (b->pid >= 0) {
+			overlay *o = ov_get(p, ov, &nov, b->pid);
+			int dup;
+			kp_batch orig;
+			err = kp_check(o->known || o->e.epoch != -1 ? &o->e : NULL, b->pepoch, b->base_seq,
+				       b->last_seq, &dup, &orig, &res->message);
+			if (err) {
+				res->error = (int16_t)err;
+				res->batch_index = i;
+				goto unlock;
+			}
+			if (dup) {
+				/* Kafka answers the whole request with the original. */
+				res->duplicate = 1;
+				res->base_offset = orig.first_off;
+				res->last_offset = orig.last_off;
+				goto unlock;
+			}
+			kp_batch kb = {b->base_seq, b->last_seq, next, next + b->count - 1, b->max_ts};
+			kp_entry_apply(&o->e, b->pepoch, &kb);
+		}
+		next += b->count;
+	}
+
+	/* Roll before writing when this request would overflow the segment. */
+	kseg *s = p->segs[p->nsegs - 1];
+	int64_t count = next - p->leo;
+	if (s->end_pos > 0 &&
+	    ((int64_t)(s->end_pos + len) > cfg.segment_bytes ||
+	     (cfg.segment_ms >= 0 && s->first_append_ms && now - s->first_append_ms >= cfg.segment_ms) ||
+	     p->leo + count - s->base > INT32_MAX)) {
+		if ((rc = p_roll(p, now))) {
+			if (rc == -ESTALE) {
+				res->error = KERR_NOT_LEADER_OR_FOLLOWER;
+			} else {
+				p_poison(p, "segment roll", rc);
+				res->error = KERR_KAFKA_STORAGE_ERROR;
+			}
+			goto unlock;
+		}
+		s = p->segs[p->nsegs - 1];
+	}
+
+	/* Assign offsets in place; baseOffset and partitionLeaderEpoch are
+	 * outside the CRC, the timestamp fix-ups are not. */
+	int64_t off = p->leo;
+	int lat = cfg.timestamp_type == 1;
+	for (int i = 0; i < n; i++) {
+		uint8_t *b = records + info[i].pos;
+		kb_put64(b + KB_OFF_BASE_OFFSET, (uint64_t)off);
+		kb_put32(b + KB_OFF_LEADER_EPOCH, (uint32_t)p->epoch);
+		if (lat || info[i].fix_max_ts) {
+			if (lat) {
+				kb_put16(b + KB_OFF_ATTRS, kb_get16(b + KB_OFF_ATTRS) | KB_ATTR_LOG_APPEND_TIME);
+				info[i].max_ts = now;
+			}
+			kb_put64(b + KB_OFF_MAX_TS, (uint64_t)info[i].max_ts);
+			kb_put32(b + KB_OFF_CRC, kb_crc(b, info[i].size));
+		}
+		off += info[i].count;
+	}
+	uint64_t pos0 = s->end_pos;
+	if ((rc = sub_pwrite_full(s->log, records, len, pos0))) {
+		p_poison(p, "segment write", rc);
+		res->error = KERR_KAFKA_STORAGE_ERROR;
+		goto unlock;
+	}
+	off = p->leo;
+	for (int i = 0; i < n; i++) {
+		uint64_t bpos = pos0 + info[i].pos;
+		if ((rc = p_index_batch(p, s, off, bpos, info[i].size, info[i].max_ts, 1))) {
+			p_poison(p, "index write", rc);
+			res->error = KERR_KAFKA_STORAGE_ERROR;
+			goto unlock;
+		}
+		ring_push(p, off, off + info[i].count - 1, bpos, info[i].size);
+		off += info[i].count;
+	}
+	for (int i = 0; i < nov; i++) {
+		if ((rc = kp_put(&p->prod, &ov[i].e))) {
+			p_poison(p, "producer state update", rc);
+			res->error = KERR_KAFKA_STORAGE_ERROR;
+			goto unlock;
+		}
+	}
+	if (!s->first_append_ms)
+		s->first_append_ms = now;
+	s->end_pos += len;
+	s->end_off = next;
+	res->base_offset = p->leo;
+	res->last_offset = next - 1;
+	res->log_append_time = lat ? now : -1;
+	p->leo = next;
+unlock:
+	pthread_mutex_unlock(&p->mu);
+out:
+	if (info != stack_info)
+		free(info);
+	if (ov != stack_ov)
+		free(ov);
+	return rc;
+}
+
+/* ---- group commit ---------------------------------------------------------------- */
+
+int kaas_partition_flush(kaas_partition *p, int64_t *durable)
+{
+	int rc = 0;
+	int64_t notify = -1;
+	kaas_hw_listener fn = NULL;
+	void *arg = NULL;
+	pthread_mutex_lock(&p->mu);
+	int64_t target = p->leo;
+	for (;;) {
+		if (p->state != KAAS_PART_LEADER) {
+			rc = p->state == KAAS_PART_POISONED ? (p->fenced ? -ESTALE : -EIO) : -EPERM;
+			break;
+		}
+		if (p->hw >= target)
+			break;
+		if (p->flushing) {
+			pthread_cond_wait(&p->cv, &p->mu);
+			continue;
+		}
+		/* Our turn: sync everything written so far. */
+		p->flushing = 1;
+		int64_t end = p->leo;
+		size_t nsync = 0;
+		kseg *stack_segs[8], **segs = stack_segs;
+		for (size_t i = 0; i < p->nsegs; i++)
+			if (p->segs[i]->sync_pending || p->segs[i]->active)
+				nsync++;
+		if (nsync > 8 && !(segs = malloc(nsync * sizeof(*segs)))) {
+			p->flushing = 0;
+			rc = -ENOMEM;
+			pthread_cond_broadcast(&p->cv);
+			break;
+		}
+		int idx_dirty[nsync ? nsync : 1];
+		nsync = 0;
+		for (size_t i = 0; i < p->nsegs; i++) {
+			kseg *s = p->segs[i];
+			if (s->sync_pending || s->active) {
+				seg_ref(s);
+				idx_dirty[nsync] = s->sync_pending || s->idx_dirty;
+				s->idx_dirty = 0;
+				segs[nsync++] = s;
+			}
+		}
+		int dir = p->dir_dirty;
+		p->dir_dirty = 0;
+		uint8_t *snap = NULL;
+		size_t slen = 0;
+		if (p->snap_buf && p->snap_off <= end) {
+			snap = p->snap_buf;
+			slen = p->snap_len;
+			p->snap_buf = NULL;
+		}
+		pthread_mutex_unlock(&p->mu);
+
+		const char *what = "fsync";
+		for (size_t i = 0; i < nsync && rc == 0; i++) {
+			rc = sub_fsync(segs[i]->log);
+			if (rc == 0 && idx_dirty[i] && (rc = sub_fsync(segs[i]->idx)) == 0)
+				rc = sub_fsync(segs[i]->tidx);
+		}
+		if (rc == 0 && dir) {
+			what = "directory fsync";
+			rc = sub_fsync_dir(p->vfs, p->dir);
+		}
+		if (rc == 0 && snap) {
+			what = "producer snapshot write";
+			rc = p_write_snapshot(p, snap, slen);
+		}
+		free(snap);
+
+		pthread_mutex_lock(&p->mu);
+		for (size_t i = 0; i < nsync; i++) {
+			if (rc == 0 && !segs[i]->active)
+				segs[i]->sync_pending = 0;
+			seg_unref(segs[i]);
+		}
+		if (segs != stack_segs)
+			free(segs);
+		p->flushing = 0;
+		pthread_cond_broadcast(&p->cv);
+		if (rc) {
+			if (p->state == KAAS_PART_LEADER)
+				p_poison(p, what, rc);
+			rc = -EIO;
+			break;
+		}
+		if (p->state == KAAS_PART_LEADER && end > p->hw) {
+			p->hw = end;
+			notify = end;
+		}
+	}
+	if (durable)
+		*durable = p->hw;
+	if (notify >= 0) {
+		fn = p->listener;
+		arg = p->listener_arg;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (fn)
+		fn(arg, p, notify);
+	return rc;
+}

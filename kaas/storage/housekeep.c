@@ -1,0 +1,181 @@
+/*
+ * housekeep.c — what the leader does besides appending: DeleteRecords,
+ * retention by time and size, time-based rolls, the manifest checkpoint,
+ * removal of zombie and stray files.  All unlinks happen here, on the
+ * leader, the only holder of descriptors, so deletes free space on NFS
+ * instead of leaving .nfsXXXX files behind.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *low_watermark,
+				  int16_t *error)
+{
+	int rc = 0;
+	*error = KERR_NONE;
+	pthread_mutex_lock(&p->mu);
+	*low_watermark = p->log_start;
+	if (p->state != KAAS_PART_LEADER) {
+		*error = (p->state == KAAS_PART_POISONED && !p->fenced) ? KERR_KAFKA_STORAGE_ERROR
+								       : KERR_NOT_LEADER_OR_FOLLOWER;
+		goto out;
+	}
+	if (offset == -1)
+		offset = p->hw;
+	if (offset < 0 || offset > p->hw) {
+		*error = KERR_OFFSET_OUT_OF_RANGE;
+		goto out;
+	}
+	if (offset <= p->log_start)
+		goto out;
+	/* Persisted before it is acknowledged; a newer leader's existence
+	 * means this write must not happen. */
+	if ((rc = p_fence_check(p))) {
+		*error = rc == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
+		if (rc != -ESTALE)
+			p_poison(p, "directory listing", rc);
+		goto out;
+	}
+	if ((rc = p_write_manifest(p, p->hw, offset))) {
+		p_poison(p, "manifest write", rc);
+		*error = KERR_KAFKA_STORAGE_ERROR;
+		goto out;
+	}
+	p->log_start = offset;
+	*low_watermark = offset;
+	kp_evict(&p->prod, p->log_start, INT64_MIN);
+	/* Whole segments below the new start go now (retried by housekeeping). */
+	while (p->nsegs > 1 && p->segs[1]->base <= p->log_start)
+		p_delete_seg(p, 0);
+out:
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+/* Removes segment files the live list does not name (zombies, leftovers of
+ * interrupted deletes, index files without a log).  Sees a newer epoch's
+ * files too: then we are fenced. */
+static int sweep(kaas_partition *p)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sub_list(p->vfs, p->dir, &names, &n);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		int32_t e;
+		int64_t b;
+		if (seg_parse_name(names[i], &e, &b) < 0)
+			continue;
+		if (e > p->epoch) {
+			KLOG_WARN("storage", "%s: %s belongs to a newer leader: fenced", p->dir, names[i]);
+			p->fenced = 1;
+			p->state = KAAS_PART_POISONED;
+			rc = -ESTALE;
+			break;
+		}
+		size_t j = p_seg_find(p, b);
+		if (p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e)
+			continue;
+		char path[SUB_PATH_MAX];
+		if (sub_join(path, sizeof(path), p->dir, names[i]) == 0) {
+			int u = sub_unlink(p->vfs, path);
+			if (u && u != -ENOENT)
+				KLOG_WARN("storage", "%s: removing %s: %s", p->dir, names[i], sub_strerror(u));
+		}
+	}
+	sub_names_free(names, n);
+	return rc;
+}
+
+static uint64_t seg_bytes(const kseg *s)
+{
+	return s->meta ? s->end_pos : s->disk_size;
+}
+
+int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
+{
+	int64_t durable;
+	int rc = kaas_partition_flush(p, &durable);
+	if (rc == -EPERM)
+		return 0;
+	if (rc)
+		return rc;
+	int deleted = 0;
+	pthread_mutex_lock(&p->mu);
+	if (p->state != KAAS_PART_LEADER)
+		goto out;
+	kaas_log_config *c = &p->cfg;
+	kseg *act = p->segs[p->nsegs - 1];
+
+	/* segment.ms: roll an old, non-empty active segment. */
+	if (c->segment_ms >= 0 && act->end_pos > 0 && act->first_append_ms &&
+	    now_ms - act->first_append_ms >= c->segment_ms) {
+		if ((rc = p_roll(p, now_ms))) {
+			if (rc != -ESTALE)
+				p_poison(p, "segment roll", rc);
+			goto out;
+		}
+	}
+
+	/* Retention: only whole segments, oldest first, wholly durable. */
+	int64_t new_start = p->log_start;
+	size_t ndel = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < p->nsegs; i++)
+		total += seg_bytes(p->segs[i]);
+	for (size_t i = 0; i + 1 < p->nsegs; i++) {
+		kseg *s = p->segs[i];
+		int64_t next = p->segs[i + 1]->base;
+		if (next > p->hw)
+			break;
+		int del = next <= p->log_start;
+		if (!del && c->retention_ms >= 0) {
+			if ((rc = p_seg_load(p, i, INT64_MAX)))
+				goto out;
+			del = s->max_ts >= 0 ? now_ms - s->max_ts > c->retention_ms : 0;
+		}
+		if (!del && c->retention_bytes >= 0 &&
+		    total - seg_bytes(s) >= (uint64_t)c->retention_bytes &&
+		    total > (uint64_t)c->retention_bytes)
+			del = 1;
+		if (!del)
+			break;
+		total -= seg_bytes(s);
+		new_start = next > new_start ? next : new_start;
+		ndel++;
+	}
+	if (ndel) {
+		p->log_start = new_start;
+		for (size_t k = 0; k < ndel; k++) {
+			p_delete_seg(p, 0);
+			deleted++;
+		}
+	}
+	int64_t expire = c->producer_expiration_ms >= 0 ? now_ms - c->producer_expiration_ms : INT64_MIN;
+	kp_evict(&p->prod, p->log_start, expire);
+
+	if ((rc = sweep(p)))
+		goto out;
+
+	/* Checkpoint: the manifest's high watermark bounds recovery work. */
+	if ((p->man.hw != p->hw || p->man.log_start != p->log_start) &&
+	    kaas_mono_ms() - p->manifest_ms >= c->checkpoint_ms) {
+		if ((rc = p_write_manifest(p, p->hw, p->log_start))) {
+			p_poison(p, "manifest write", rc);
+			goto out;
+		}
+	}
+out:
+	pthread_mutex_unlock(&p->mu);
+	if (rc == -ESTALE)
+		return rc;
+	return rc ? rc : deleted;
+}

@@ -1,0 +1,174 @@
+/*
+ * internal.h — what the storage engine's files share: the segment and
+ * partition structures, segment naming, the batch walker, the manifest.
+ * Not for use outside kaas/storage/.
+ */
+#ifndef KAAS_STORAGE_INTERNAL_H
+#define KAAS_STORAGE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "producer.h"
+#include "storage.h"
+#include "sub.h"
+
+/* <epoch:10>-<baseOffset:20> */
+#define SEG_STEM_LEN 31
+#define SNAPSHOT_NAME "producer-state.snapshot"
+#define MANIFEST_NAME "manifest.json"
+
+enum { SEG_LOG = 0, SEG_INDEX, SEG_TIMEINDEX, SEG_TXNINDEX, SEG_NKINDS };
+extern const char *const seg_suffix[SEG_NKINDS];
+
+/* Parses "<epoch>-<base>.<suffix>"; returns the kind (SEG_*) or -1. */
+int seg_parse_name(const char *name, int32_t *epoch, int64_t *base);
+/* dir/<epoch>-<base><suffix> */
+int seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind);
+
+typedef struct kidx { uint32_t rel; uint32_t pos; } kidx;     /* .index entry */
+typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entry */
+
+#define IDX_ENTRY 8
+#define TIDX_ENTRY 12
+
+typedef struct kseg {
+	int32_t epoch;
+	int64_t base;
+	uint64_t disk_size;      /* size seen when listed */
+	int refs;                /* partition list + read plans + flusher (atomic) */
+	/* leader only */
+	sub_file *log, *idx, *tidx;
+	int active;              /* the segment appends go to (ours, writable) */
+	int meta;                /* end_pos/end_off/max_ts/index known */
+	int sync_pending;        /* sealed by a roll, not fsynced yet */
+	uint64_t end_pos;        /* valid bytes */
+	int64_t end_off;         /* offset after the last valid batch */
+	int64_t max_ts;          /* largest batch timestamp, -1 when none */
+	int64_t max_ts_off;
+	kidx *ix;
+	uint32_t nix, capix;
+	ktidx *tx;
+	uint32_t ntx, captx;
+	uint64_t since_ix;       /* bytes appended since the last index entry */
+	int idx_dirty;           /* index entries written since the last fsync */
+	int64_t first_append_ms; /* wall time of the first append (segment.ms) */
+} kseg;
+
+kseg *seg_new(int32_t epoch, int64_t base);
+void seg_ref(kseg *s);
+void seg_unref(kseg *s);  /* closes files and frees at zero */
+void seg_close_files(kseg *s);
+
+int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos);
+int seg_tx_push(kseg *s, int64_t ts, uint32_t rel);
+/* Largest index entry at or below `off` (pos 0/base when none). */
+void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off);
+
+/* Walks batches in a segment file. */
+typedef struct seg_iter {
+	sub_file *f;
+	uint64_t pos;     /* next batch */
+	uint64_t end;     /* byte limit */
+	int crc;          /* verify each batch's CRC */
+	uint8_t *buf;
+	size_t cap;
+	uint64_t boff;
+	size_t blen;
+	const char *why;  /* why the walk ended */
+	int io_err;
+} seg_iter;
+
+void seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize);
+void seg_iter_free(seg_iter *it);
+/* 1: *h and *pos describe a whole sane batch; 0: end (it->why); <0: I/O error. */
+int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos);
+/* Reads a whole batch into a malloc'd buffer. */
+int seg_read_batch(sub_file *f, uint64_t pos, uint32_t size, uint8_t **out);
+
+/* ---- manifest ------------------------------------------------------------- */
+typedef struct kmanifest {
+	int valid;
+	char topic_id[40]; /* "" when none */
+	int32_t epoch;
+	int64_t hw;
+	int64_t log_start;
+} kmanifest;
+
+/* 0 with m->valid = 1, 0 with m->valid = 0 when missing or unreadable
+ * (logged), -errno on I/O failure. */
+int manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m);
+int manifest_encode(const kmanifest *m, char **out, size_t *len);
+
+/* ---- the partition ------------------------------------------------------------ */
+#define RING 512 /* recent batches of the active segment, for tail reads */
+
+typedef struct kring {
+	int64_t base;    /* batch base offset */
+	int64_t last;
+	uint64_t pos;
+	uint32_t size;
+} kring;
+
+struct kaas_partition {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	sub_vfs *vfs;
+	char dir[SUB_PATH_MAX];
+	char topic_id[40];
+	kaas_log_config cfg;
+
+	int state;          /* enum kaas_partition_state */
+	int fenced;         /* poisoned because a newer leader exists */
+	int32_t epoch;
+	kseg **segs;        /* live segments by base offset (leader); listed ones (follower) */
+	size_t nsegs, capsegs;
+	int64_t log_start;
+	int64_t leo;        /* log end offset: next offset to assign */
+	int64_t hw;         /* durable offset = high watermark */
+	kmanifest man;      /* as last read or written */
+
+	kp_table prod;
+
+	/* group commit */
+	int flushing;
+	int dir_dirty;              /* a segment was created since the last flush */
+	uint8_t *snap_buf;          /* snapshot waiting for the fsync that covers it */
+	size_t snap_len;
+	int64_t snap_off;
+	int64_t manifest_ms;        /* wall time of the last manifest write */
+
+	kring ring[RING];
+	uint32_t ring_head, ring_n; /* entries of the active segment only */
+
+	kaas_hw_listener listener;
+	void *listener_arg;
+};
+
+/* ---- shared by the partition's files (caller holds p->mu) ------------------ */
+void p_poison(kaas_partition *p, const char *what, int rc);
+/* Lists the directory: -ESTALE (and fences us) when a newer epoch wrote a
+ * segment; 0 otherwise. */
+int p_fence_check(kaas_partition *p);
+int p_write_manifest(kaas_partition *p, int64_t hw, int64_t log_start);
+int p_seg_open_log(kaas_partition *p, kseg *s, int writable);
+/* Makes segs[i]'s end, max timestamp and index known; `trust_off`: bytes
+ * below this offset are known good, the walk CRC-checks from there. */
+int p_seg_load(kaas_partition *p, size_t i, int64_t trust_off);
+int p_roll(kaas_partition *p, int64_t now_ms);
+/* Unlinks a segment's files (log first); ENOENT is success. */
+int p_unlink_seg(kaas_partition *p, int32_t epoch, int64_t base);
+/* Removes segs[i] from the list and unlinks its files. */
+int p_delete_seg(kaas_partition *p, size_t i);
+int p_write_snapshot(kaas_partition *p, const uint8_t *buf, size_t len);
+int p_index_batch(kaas_partition *p, kseg *s, int64_t base, uint64_t pos, uint32_t size,
+		  int64_t max_ts, int write);
+static inline int64_t p_seg_limit(const kaas_partition *p, size_t i)
+{
+	return i + 1 < p->nsegs ? p->segs[i + 1]->base : INT64_MAX;
+}
+/* The live segment holding `off` (largest base <= off); 0 when before all. */
+size_t p_seg_find(const kaas_partition *p, int64_t off);
+
+#endif

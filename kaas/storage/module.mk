@@ -1,0 +1,7 @@
+# kaas/storage/ — the partition log on the shared volume (docs/storage.md).
+MODULES += storage
+storage_SRCS := kaas/storage/batch.c kaas/storage/codec.c kaas/storage/producer.c \
+	kaas/storage/segment.c kaas/storage/manifest.c kaas/storage/partition.c \
+	kaas/storage/append.c kaas/storage/read.c kaas/storage/housekeep.c
+storage_USES := sub util
+storage_TESTS := kaas/storage/test/test_storage.c

@@ -1,0 +1,280 @@
+/*
+ * read.c — Fetch read plans and ListOffsets by timestamp.
+ *
+ * A plan is a list of (file, position, length) ranges of whole batches,
+ * never past the high watermark nor past a segment's valid end (the next
+ * live segment's base: zombie bytes are never served).  Tail reads of the
+ * active segment are planned from an in-memory ring of recent batches
+ * without I/O; other reads start at the sparse index entry and step over
+ * batch headers, without holding the partition lock.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/kerr.h"
+
+typedef struct range_out {
+	uint64_t start;
+	uint32_t len;
+	int full;          /* stopped because the byte budget is used up */
+	int64_t next;      /* offset after the last batch taken */
+} range_out;
+
+/* Accumulates one batch into the range; 0 taken, 1 budget full. */
+static int take(range_out *o, uint64_t pos, uint32_t size, int64_t last, uint32_t have,
+		uint32_t budget)
+{
+	uint64_t total = (uint64_t)have + o->len + size;
+	if (have + o->len > 0 && total > budget) {
+		o->full = 1;
+		return 1;
+	}
+	if (o->len == 0)
+		o->start = pos;
+	o->len += size;
+	o->next = last + 1;
+	if (total >= budget)
+		o->full = 1;
+	return o->full;
+}
+
+/* Header walk from an index position (validated: the first batch must be
+ * the one the index names, else the walk restarts at the segment start). */
+static int walk_range(sub_file *f, uint64_t pos, int64_t eoff, int64_t base, uint64_t end,
+		      int64_t cur, int64_t limit, uint32_t have, uint32_t budget, range_out *o)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		seg_iter it;
+		kb_hdr h;
+		uint64_t bpos;
+		int rc, first = 1, retry = 0;
+		memset(o, 0, sizeof(*o));
+		seg_iter_init(&it, f, pos, end, 0, 16 * 1024);
+		while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+			if (first && h.base_offset != eoff && pos != 0) {
+				retry = 1;
+				break;
+			}
+			first = 0;
+			if (h.base_offset >= limit || kb_last_offset(&h) >= limit)
+				break;
+			if (kb_last_offset(&h) < cur)
+				continue;
+			if (take(o, bpos, kb_size(&h), kb_last_offset(&h), have, budget))
+				break;
+		}
+		seg_iter_free(&it);
+		if (rc < 0)
+			return rc;
+		if (!retry)
+			return 0;
+		pos = 0;
+		eoff = base;
+	}
+	return 0;
+}
+
+static void ring_range(const kaas_partition *p, int64_t cur, int64_t limit, uint32_t have,
+		       uint32_t budget, range_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	for (uint32_t k = 0; k < p->ring_n; k++) {
+		const kring *r = &p->ring[(p->ring_head + k) % RING];
+		if (r->base >= limit)
+			break;
+		if (r->last < cur)
+			continue;
+		if (take(o, r->pos, r->size, r->last, have, budget))
+			break;
+	}
+}
+
+static int ring_covers(const kaas_partition *p, const kseg *s, int64_t cur)
+{
+	return s->active && p->ring_n && cur >= p->ring[p->ring_head].base;
+}
+
+int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, kaas_read_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->high_watermark = plan->log_start_offset = plan->last_stable_offset = -1;
+	pthread_mutex_lock(&p->mu);
+	if (p->state != KAAS_PART_LEADER) {
+		plan->error = (p->state == KAAS_PART_POISONED && !p->fenced) ? KERR_KAFKA_STORAGE_ERROR
+									      : KERR_NOT_LEADER_OR_FOLLOWER;
+		pthread_mutex_unlock(&p->mu);
+		return 0;
+	}
+	int64_t hw = p->hw;
+	plan->high_watermark = hw;
+	plan->log_start_offset = p->log_start;
+	plan->last_stable_offset = hw;
+	if (offset < p->log_start || offset > hw) {
+		plan->error = KERR_OFFSET_OUT_OF_RANGE;
+		pthread_mutex_unlock(&p->mu);
+		return 0;
+	}
+	uint32_t budget = max_bytes > 0 ? (uint32_t)max_bytes : 0;
+	int64_t cur = offset;
+	int rc = 0;
+	while (cur < hw && plan->n < KAAS_READ_MAX_RANGES && p->state == KAAS_PART_LEADER) {
+		size_t i = p_seg_find(p, cur);
+		if (i >= p->nsegs)
+			break;
+		if ((rc = p_seg_load(p, i, INT64_MAX)))
+			break;
+		kseg *s = p->segs[i];
+		int64_t limit = p_seg_limit(p, i);
+		if (limit > hw)
+			limit = hw;
+		if (limit > s->end_off)
+			limit = s->end_off;
+		int64_t seg_next = i + 1 < p->nsegs ? p->segs[i + 1]->base : hw;
+		if (cur < s->base)
+			cur = s->base;
+		range_out o;
+		if (cur >= limit) {
+			memset(&o, 0, sizeof(o));
+		} else if (ring_covers(p, s, cur)) {
+			ring_range(p, cur, limit, plan->total, budget, &o);
+		} else {
+			uint64_t pos;
+			int64_t eoff;
+			seg_ix_lookup(s, cur, &pos, &eoff);
+			uint64_t end = s->end_pos;
+			seg_ref(s);
+			pthread_mutex_unlock(&p->mu);
+			rc = walk_range(s->log, pos, eoff, s->base, end, cur, limit, plan->total, budget, &o);
+			pthread_mutex_lock(&p->mu);
+			seg_unref(s);
+			if (rc)
+				break;
+		}
+		if (o.len) {
+			seg_ref(s);
+			plan->r[plan->n].file = s->log;
+			plan->r[plan->n].pos = o.start;
+			plan->r[plan->n].len = o.len;
+			plan->refs[plan->n] = s;
+			plan->n++;
+			plan->total += o.len;
+		}
+		if (o.full)
+			break;
+		/* This segment has nothing more below the limit: go on. */
+		if (seg_next <= cur)
+			break;
+		cur = seg_next;
+	}
+	if (rc && plan->n == 0)
+		plan->error = KERR_KAFKA_STORAGE_ERROR;
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+void kaas_read_plan_release(kaas_read_plan *plan)
+{
+	for (int i = 0; i < KAAS_READ_MAX_RANGES; i++) {
+		seg_unref(plan->refs[i]);
+		plan->refs[i] = NULL;
+	}
+	plan->n = 0;
+	plan->total = 0;
+}
+
+/* ---- ListOffsets by timestamp ------------------------------------------------------ */
+
+static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offset, int64_t *found)
+{
+	kseg *s = p->segs[i];
+	int64_t limit = p_seg_limit(p, i);
+	if (limit > p->hw)
+		limit = p->hw;
+	/* Every batch up to a time entry with a smaller timestamp is too old. */
+	int64_t from = s->base;
+	uint32_t lo = 0, hi = s->ntx;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->tx[mid].ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0)
+		from = s->base + s->tx[lo - 1].rel;
+	uint64_t pos;
+	int64_t eoff;
+	seg_ix_lookup(s, from, &pos, &eoff);
+	seg_iter it;
+	kb_hdr h;
+	uint64_t bpos;
+	int rc, res = 0, first = 1;
+	seg_iter_init(&it, s->log, pos, s->end_pos, 0, 16 * 1024);
+	while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+		if (first && h.base_offset != eoff && bpos != 0) {
+			/* Index disagrees with the log: search from the start. */
+			seg_iter_free(&it);
+			seg_iter_init(&it, s->log, 0, s->end_pos, 0, 16 * 1024);
+			first = 0;
+			continue;
+		}
+		first = 0;
+		if (h.base_offset >= limit)
+			break;
+		if (kb_last_offset(&h) < p->log_start || h.max_ts < ts)
+			continue;
+		uint8_t *b;
+		if ((rc = seg_read_batch(s->log, bpos, kb_size(&h), &b)))
+			break;
+		if (kb_find_ts(b, kb_size(&h), ts, p->log_start, offset, found)) {
+			/* Records unreadable: answer with the batch, as Kafka's index would. */
+			*offset = h.base_offset < p->log_start ? p->log_start : h.base_offset;
+			*found = h.max_ts;
+		}
+		free(b);
+		res = 1;
+		break;
+	}
+	seg_iter_free(&it);
+	return rc < 0 ? rc : res;
+}
+
+int kaas_partition_offset_for_time(kaas_partition *p, int64_t ts, int64_t *offset, int64_t *found_ts)
+{
+	*offset = -1;
+	*found_ts = -1;
+	pthread_mutex_lock(&p->mu);
+	int rc = 0;
+	if (p->state != KAAS_PART_LEADER) {
+		rc = (p->state == KAAS_PART_POISONED && !p->fenced) ? -EIO : -EPERM;
+	} else if (ts == KAAS_TS_LATEST) {
+		*offset = p->hw;
+	} else if (ts == KAAS_TS_EARLIEST) {
+		*offset = p->log_start;
+	} else if (ts < 0) {
+		rc = -EINVAL;
+	} else {
+		for (size_t i = p_seg_find(p, p->log_start); i < p->nsegs; i++) {
+			if (p->segs[i]->base >= p->hw)
+				break;
+			if ((rc = p_seg_load(p, i, INT64_MAX)))
+				break;
+			if (p->segs[i]->max_ts < ts)
+				continue;
+			rc = search_segment(p, i, ts, offset, found_ts);
+			if (rc)
+				break;
+		}
+		if (rc > 0)
+			rc = 0;
+		if (*offset >= p->hw) {
+			*offset = -1;
+			*found_ts = -1;
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}

@@ -1,0 +1,256 @@
+/*
+ * segment.c — one segment: its epoch-stamped name, its in-memory sparse
+ * indexes, reference counting (read plans keep a segment's file open after
+ * retention unlinked it), and the walker that steps from batch to batch.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/crc32c.h"
+
+const char *const seg_suffix[SEG_NKINDS] = {".log", ".index", ".timeindex", ".txnindex"};
+
+static int digits(const char *s, int n, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || x > (UINT64_MAX - 9) / 10)
+			return -1;
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+int seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
+{
+	uint64_t e, b;
+	if (strlen(name) < SEG_STEM_LEN || name[10] != '-')
+		return -1;
+	if (digits(name, 10, &e) || digits(name + 11, 20, &b))
+		return -1;
+	if (e > INT32_MAX || b > INT64_MAX)
+		return -1;
+	for (int k = 0; k < SEG_NKINDS; k++) {
+		if (strcmp(name + SEG_STEM_LEN, seg_suffix[k]) == 0) {
+			*epoch = (int32_t)e;
+			*base = (int64_t)b;
+			return k;
+		}
+	}
+	return -1;
+}
+
+int seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind)
+{
+	char leaf[64];
+	snprintf(leaf, sizeof(leaf), "%010d-%020lld%s", (int)epoch, (long long)base, seg_suffix[kind]);
+	return sub_join(dst, len, dir, leaf);
+}
+
+kseg *seg_new(int32_t epoch, int64_t base)
+{
+	kseg *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->epoch = epoch;
+	s->base = base;
+	s->refs = 1;
+	s->end_off = base;
+	s->max_ts = -1;
+	s->max_ts_off = base;
+	return s;
+}
+
+void seg_ref(kseg *s)
+{
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+}
+
+void seg_close_files(kseg *s)
+{
+	sub_close(s->log);
+	sub_close(s->idx);
+	sub_close(s->tidx);
+	s->log = s->idx = s->tidx = NULL;
+}
+
+void seg_unref(kseg *s)
+{
+	if (!s)
+		return;
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	seg_close_files(s);
+	free(s->ix);
+	free(s->tx);
+	free(s);
+}
+
+int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos)
+{
+	if (s->nix == s->capix) {
+		uint32_t nc = s->capix ? s->capix * 2 : 64;
+		kidx *n = realloc(s->ix, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->ix = n;
+		s->capix = nc;
+	}
+	s->ix[s->nix].rel = rel;
+	s->ix[s->nix].pos = pos;
+	s->nix++;
+	return 0;
+}
+
+int seg_tx_push(kseg *s, int64_t ts, uint32_t rel)
+{
+	if (s->ntx == s->captx) {
+		uint32_t nc = s->captx ? s->captx * 2 : 64;
+		ktidx *n = realloc(s->tx, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->tx = n;
+		s->captx = nc;
+	}
+	s->tx[s->ntx].ts = ts;
+	s->tx[s->ntx].rel = rel;
+	s->ntx++;
+	return 0;
+}
+
+void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off)
+{
+	*pos = 0;
+	*entry_off = s->base;
+	if (off < s->base)
+		return;
+	uint64_t rel = (uint64_t)(off - s->base);
+	uint32_t lo = 0, hi = s->nix; /* first entry with rel > target */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->ix[mid].rel <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0) {
+		*pos = s->ix[lo - 1].pos;
+		*entry_off = s->base + s->ix[lo - 1].rel;
+	}
+}
+
+/* ---- the walker ------------------------------------------------------------- */
+
+void seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize)
+{
+	memset(it, 0, sizeof(*it));
+	it->f = f;
+	it->pos = pos;
+	it->end = end;
+	it->crc = crc;
+	it->cap = bufsize;
+}
+
+void seg_iter_free(seg_iter *it)
+{
+	free(it->buf);
+	it->buf = NULL;
+}
+
+/* Makes [off, off+n) available in the buffer (n <= cap).  1 ok, 0 short, <0 err. */
+static int fill(seg_iter *it, uint64_t off, size_t n)
+{
+	if (off >= it->boff && off + n <= it->boff + it->blen)
+		return 1;
+	if (!it->buf) {
+		it->buf = malloc(it->cap);
+		if (!it->buf)
+			return -ENOMEM;
+	}
+	size_t want = it->cap;
+	if (it->end - off < want)
+		want = (size_t)(it->end - off);
+	if (want < n)
+		return 0;
+	size_t got = 0;
+	while (got < want) {
+		ssize_t r = sub_pread(it->f, it->buf + got, want - got, off + got);
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	it->boff = off;
+	it->blen = got;
+	return got >= n ? 1 : 0;
+}
+
+int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
+{
+	if (it->pos >= it->end) {
+		it->why = "end of segment";
+		return 0;
+	}
+	if (it->end - it->pos < KB_HDR) {
+		it->why = "truncated batch header";
+		return 0;
+	}
+	int rc = fill(it, it->pos, KB_HDR);
+	if (rc <= 0) {
+		it->why = rc < 0 ? "read error" : "truncated batch header";
+		it->io_err = rc < 0 ? rc : 0;
+		return rc;
+	}
+	kb_decode(it->buf + (it->pos - it->boff), h);
+	if (!kb_header_sane(h)) {
+		it->why = "malformed batch header";
+		return 0;
+	}
+	uint64_t size = kb_size(h);
+	if (size > it->end - it->pos) {
+		it->why = "truncated batch";
+		return 0;
+	}
+	if (it->crc) {
+		uint32_t crc = 0;
+		uint64_t off = it->pos + KB_OFF_ATTRS, stop = it->pos + size;
+		while (off < stop) {
+			size_t n = (size_t)(stop - off) < it->cap ? (size_t)(stop - off) : it->cap;
+			rc = fill(it, off, n);
+			if (rc <= 0) {
+				it->why = rc < 0 ? "read error" : "truncated batch";
+				it->io_err = rc < 0 ? rc : 0;
+				return rc;
+			}
+			crc = kaas_crc32c(crc, it->buf + (off - it->boff), n);
+			off += n;
+		}
+		if (crc != h->crc) {
+			it->why = "CRC-32C mismatch";
+			return 0;
+		}
+	}
+	*pos = it->pos;
+	it->pos += size;
+	return 1;
+}
+
+int seg_read_batch(sub_file *f, uint64_t pos, uint32_t size, uint8_t **out)
+{
+	uint8_t *b = malloc(size);
+	if (!b)
+		return -ENOMEM;
+	int rc = sub_pread_full(f, b, size, pos);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}

@@ -1,0 +1,568 @@
+/*
+ * test_storage.c — the partition log's main paths: open without
+ * descriptors, take over, append with offset assignment, group commit and
+ * the high watermark, read plans, roll, index lookups, relinquish and take
+ * over by another instance, batch validation.
+ */
+#include <pthread.h>
+
+#include "storage/test/harness.h"
+
+START_TEST(append_flush_read_roundtrip)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/0", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	int32_t ep;
+	ck_assert_int_eq(kaas_partition_state_of(p, &ep), KAAS_PART_LEADER);
+	ck_assert_int_eq(ep, 1);
+
+	kbuild b = KBUILD_INIT;
+	kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL, "a", 10, KBUILD_NONE);
+	kbuild_simple(&b, -1, -1, -1, 2, 1700000000100LL, "b", 10, KBUILD_NONE);
+	kaas_append_result res;
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, 0);
+	ck_assert_int_eq(res.base_offset, 0);
+	ck_assert_int_eq(res.last_offset, 4);
+	ck_assert_int_eq(res.log_append_time, -1);
+	/* Offsets and the leader epoch were written into the batches. */
+	kb_hdr h;
+	kb_decode(b.buf, &h);
+	ck_assert_int_eq(h.base_offset, 0);
+	ck_assert_int_eq(h.leader_epoch, 1);
+	kb_decode(b.buf + kb_size(&h), &h);
+	ck_assert_int_eq(h.base_offset, 3);
+
+	/* Written is not visible until durable. */
+	ck_assert_int_eq(kaas_partition_log_end(p), 5);
+	ck_assert_int_eq(kaas_partition_high_watermark(p), 0);
+	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+	ck_assert_int_eq(kaas_partition_read(p, 0, 1 << 20, &plan), 0);
+	ck_assert_int_eq(plan.error, 0);
+	ck_assert_int_eq(plan.n, 0);
+	kaas_read_plan_release(&plan);
+
+	int64_t durable;
+	ck_assert_int_eq(kaas_partition_flush(p, &durable), 0);
+	ck_assert_int_eq(durable, 5);
+	ck_assert_int_eq(kaas_partition_high_watermark(p), 5);
+
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 1 << 20, &log);
+	ck_assert_uint_eq(len, b.len);
+	ck_assert_mem_eq(log, b.buf, len);
+	free(log);
+
+	/* From the middle of the second batch: that whole batch. */
+	ck_assert_int_eq(kaas_partition_read(p, 4, 1 << 20, &plan), 0);
+	ck_assert_int_eq(plan.n, 1);
+	kb_decode(b.buf, &h);
+	ck_assert_uint_eq(plan.r[0].pos, kb_size(&h));
+	ck_assert_uint_eq(plan.total, b.len - kb_size(&h));
+	kaas_read_plan_release(&plan);
+	kaas_read_plan_release(&plan); /* safe to repeat */
+
+	/* Out of range both ways; at the HW: empty, no error. */
+	ck_assert_int_eq(kaas_partition_read(p, 6, 100, &plan), 0);
+	ck_assert_int_eq(plan.error, KERR_OFFSET_OUT_OF_RANGE);
+	ck_assert_int_eq(kaas_partition_read(p, -1, 100, &plan), 0);
+	ck_assert_int_eq(plan.error, KERR_OFFSET_OUT_OF_RANGE);
+	ck_assert_int_eq(kaas_partition_read(p, 5, 100, &plan), 0);
+	ck_assert_int_eq(plan.error, 0);
+	ck_assert_int_eq(plan.n, 0);
+	ck_assert_int_eq(plan.high_watermark, 5);
+
+	/* KIP-74: max_bytes smaller than the first batch still returns it. */
+	ck_assert_int_eq(kaas_partition_read(p, 0, 1, &plan), 0);
+	ck_assert_int_eq(plan.n, 1);
+	ck_assert_uint_eq(plan.total, kb_size(&h));
+	kaas_read_plan_release(&plan);
+
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_NOT_LEADER_OR_FOLLOWER);
+	ck_assert_int_eq(kaas_partition_read(p, 0, 100, &plan), 0);
+	ck_assert_int_eq(plan.error, KERR_NOT_LEADER_OR_FOLLOWER);
+	kaas_partition_close(p);
+	kbuild_free(&b);
+}
+END_TEST
+
+START_TEST(takeover_by_another_instance_continues_the_log)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *a, *b;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/1", "0f6a4b8e-1111-4c3b-9a57-5a0d6f2a9c01", 1,
+					     &cfg, &a), 0);
+	ck_assert_int_eq(kaas_partition_take_over(a, 3), 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(h_put(a, 4, "x", 50), i * 4);
+	ck_assert_int_eq(kaas_partition_relinquish(a), 0);
+	ck_assert_int_eq(h_count_files("t/1", ".log"), 1);
+
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/1", "0f6a4b8e-1111-4c3b-9a57-5a0d6f2a9c01", 0,
+					     &cfg, &b), 0);
+	/* Followers know the offsets from the manifest. */
+	ck_assert_int_eq(kaas_partition_high_watermark(b), 40);
+	/* Lower and equal-but-older epochs are refused once 3 exists. */
+	ck_assert_int_eq(kaas_partition_take_over(b, 2), -ESTALE);
+	ck_assert_int_eq(kaas_partition_state_of(b, NULL), KAAS_PART_FOLLOWER);
+	ck_assert_int_eq(kaas_partition_take_over(b, 4), 0);
+	ck_assert_int_eq(kaas_partition_log_end(b), 40);
+	ck_assert_int_eq(kaas_partition_high_watermark(b), 40);
+	ck_assert_int_eq(h_put(b, 1, "y", 10), 40);
+	ck_assert_int_eq(kaas_partition_flush(b, NULL), 0);
+	/* A new segment named with the new epoch holds the new batch. */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/t/1/0000000004-00000000000000000040.log", h_dir);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	uint8_t *log;
+	size_t len = h_read_all(b, 0, 300, &log);
+	ck_assert_int_eq(h_check_log(log, len, 0), 41);
+	free(log);
+	/* A different topic id: an older incarnation's directory. */
+	kaas_partition *c;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/1", "9a9a9a9a-1111-4c3b-9a57-5a0d6f2a9c01", 0,
+					     &cfg, &c), -ESTALE);
+	kaas_partition_close(a);
+	kaas_partition_close(b);
+}
+END_TEST
+
+START_TEST(roll_by_size_and_reads_across_segments)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 4096;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/2", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	kbuild all = KBUILD_INIT;
+	for (int i = 0; i < 200; i++) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		kbuild_simple(&b, -1, -1, -1, 1 + i % 3, 1700000000000LL + i, "r", 60 + i % 50, KBUILD_NONE);
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(res.error, 0);
+		kbuild__put(&all.buf, &all.len, &all.cap, b.buf, b.len);
+		kbuild_free(&b);
+		if (i % 17 == 0)
+			ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	}
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	int nseg = h_count_files("t/2", ".log");
+	ck_assert_int_gt(nseg, 5);
+	ck_assert_int_eq(h_count_files("t/2", ".index"), nseg);
+	/* Whole log, in small and large fetches. */
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 700, &log);
+	ck_assert_uint_eq(len, all.len);
+	ck_assert_mem_eq(log, all.buf, len);
+	free(log);
+	len = h_read_all(p, 0, 1 << 20, &log);
+	ck_assert_uint_eq(len, all.len);
+	free(log);
+	/* Every offset: the plan starts with the batch holding it. */
+	int64_t leo = kaas_partition_log_end(p);
+	for (int64_t off = 0; off < leo; off++) {
+		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(kaas_partition_read(p, off, 1, &plan), 0);
+		ck_assert_int_eq(plan.n, 1);
+		uint8_t hdr[KB_HDR];
+		ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
+		kb_hdr h;
+		kb_decode(hdr, &h);
+		ck_assert_int_le(h.base_offset, off);
+		ck_assert_int_ge(kb_last_offset(&h), off);
+		ck_assert_uint_eq(plan.r[0].len, kb_size(&h));
+		kaas_read_plan_release(&plan);
+	}
+	/* The same after a takeover (indexes loaded from their files). */
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	for (int64_t off = 0; off < leo; off += 7) {
+		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(kaas_partition_read(p, off, 1, &plan), 0);
+		ck_assert_int_eq(plan.n, 1);
+		uint8_t hdr[KB_HDR];
+		ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
+		kb_hdr h;
+		kb_decode(hdr, &h);
+		ck_assert_int_le(h.base_offset, off);
+		ck_assert_int_ge(kb_last_offset(&h), off);
+		kaas_read_plan_release(&plan);
+	}
+	len = h_read_all(p, 0, 5000, &log);
+	ck_assert_uint_eq(len, all.len);
+	ck_assert_mem_eq(log, all.buf, len);
+	free(log);
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+/* A batch with one field broken, rebuilt with a correct CRC where needed. */
+static void corrupt(kbuild *b, int what)
+{
+	uint8_t *h = b->buf;
+	switch (what) {
+	case 0: h[KB_HDR + 2] ^= 0x40; return;              /* payload byte: CRC fails */
+	case 1: h[KB_OFF_MAGIC] = 1; return;                /* magic */
+	case 2: kb_put32(h + KB_OFF_LAST_DELTA, 7); break;  /* count vs lastOffsetDelta */
+	case 3: kb_put32(h + KB_OFF_COUNT, 0); kb_put32(h + KB_OFF_LAST_DELTA, (uint32_t)-1); break;
+	case 4: kb_put32(h + KB_OFF_LENGTH, 10); return;    /* batchLength too small */
+	case 5: kb_put32(h + KB_OFF_LENGTH, 100000); return; /* runs past the request */
+	case 6: h[KB_HDR] = 0x7f; break;                    /* record length negative */
+	case 7: kb_put16(h + KB_OFF_ATTRS, 0x20); break;    /* control batch */
+	case 8: kb_put16(h + KB_OFF_ATTRS, 0x07); break;    /* unknown codec */
+	}
+	kb_put32(h + KB_OFF_CRC, kb_crc(h, b->len));
+}
+
+START_TEST(invalid_batches_are_refused_whole)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.max_message_bytes = 2000;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/3", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	kaas_append_result res;
+	for (int what = 0; what <= 8; what++) {
+		kbuild b = KBUILD_INIT;
+		kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL, "bad", 20, KBUILD_NONE);
+		corrupt(&b, what);
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_msg(res.error == KERR_CORRUPT_MESSAGE, "case %d: %s", what,
+			      kaas_kerr_name(res.error));
+		ck_assert_ptr_nonnull(res.message);
+		kbuild_free(&b);
+	}
+	/* A good batch followed by a bad one: nothing is written. */
+	kbuild b = KBUILD_INIT;
+	kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ok", 20, KBUILD_NONE);
+	size_t second = kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "no", 20, KBUILD_NONE);
+	b.buf[second + KB_HDR + 3] ^= 1;
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_CORRUPT_MESSAGE);
+	ck_assert_int_eq(res.batch_index, 1);
+	ck_assert_int_eq(kaas_partition_log_end(p), 0);
+	kbuild_free(&b);
+	/* Too large. */
+	kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL, "big", 1000, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_MESSAGE_TOO_LARGE);
+	kbuild_free(&b);
+	/* Transactional batches are refused until transactions exist. */
+	b.extra_attrs = 0x10;
+	kbuild_simple(&b, 7, 0, 0, 1, 1700000000000LL, "txn", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_INVALID_TXN_STATE);
+	kbuild_free(&b);
+	/* Empty and truncated requests. */
+	uint8_t junk[30] = {0};
+	ck_assert_int_eq(kaas_partition_append(p, junk, 0, &res), 0);
+	ck_assert_int_eq(res.error, KERR_CORRUPT_MESSAGE);
+	ck_assert_int_eq(kaas_partition_append(p, junk, sizeof(junk), &res), 0);
+	ck_assert_int_eq(res.error, KERR_CORRUPT_MESSAGE);
+	/* Timestamps: negative is refused; the difference limit when set. */
+	kbuild_simple(&b, -1, -1, -1, 1, -5, "neg", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_INVALID_TIMESTAMP);
+	kbuild_free(&b);
+	cfg.timestamp_difference_max_ms = 3600 * 1000;
+	kaas_partition_set_config(p, &cfg);
+	kbuild_simple(&b, -1, -1, -1, 1, 1000, "old", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_INVALID_TIMESTAMP);
+	kbuild_free(&b);
+	ck_assert_int_eq(kaas_partition_log_end(p), 0);
+	kaas_partition_close(p);
+}
+END_TEST
+
+START_TEST(compressed_batches_validated_and_stored_as_is)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/4", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	kbuild all = KBUILD_INIT;
+	for (int codec = KBUILD_GZIP; codec <= KBUILD_ZSTD; codec++) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		kbuild_simple(&b, -1, -1, -1, 20, 1700000000000LL + codec * 100, "z", 100, codec);
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_msg(res.error == 0, "codec %d: %s", codec, res.message);
+		kbuild__put(&all.buf, &all.len, &all.cap, b.buf, b.len);
+		/* The same with a payload byte broken and the CRC fixed up. */
+		b.buf[b.len - 3] ^= 0x55;
+		kb_put32(b.buf + KB_OFF_CRC, kb_crc(b.buf, b.len));
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_msg(res.error == KERR_CORRUPT_MESSAGE, "codec %d corrupt: %s", codec,
+			      kaas_kerr_name(res.error));
+		kbuild_free(&b);
+	}
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 1 << 20, &log);
+	ck_assert_uint_eq(len, all.len);
+	ck_assert_mem_eq(log, all.buf, len);
+	free(log);
+	/* ListOffsets finds a record inside a compressed batch. */
+	int64_t off, ts;
+	ck_assert_int_eq(kaas_partition_offset_for_time(p, 1700000000000LL + 305, &off, &ts), 0);
+	ck_assert_int_eq(off, 45); /* zstd batch starts at 40, record 5 */
+	ck_assert_int_eq(ts, 1700000000000LL + 305);
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+START_TEST(log_append_time_and_max_timestamp_fixup)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.timestamp_type = 1;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/5", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	kbuild_simple(&b, -1, -1, -1, 2, 1000, "lat", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, 0);
+	ck_assert_int_gt(res.log_append_time, 1600000000000LL);
+	kb_hdr h;
+	kb_decode(b.buf, &h);
+	ck_assert_int_eq(h.max_ts, res.log_append_time);
+	ck_assert_int_ne(h.attrs & KB_ATTR_LOG_APPEND_TIME, 0);
+	ck_assert_uint_eq(kb_crc(b.buf, b.len), h.crc);
+	kbuild_free(&b);
+	/* CreateTime: a wrong header maxTimestamp is corrected (CRC too). */
+	cfg.timestamp_type = 0;
+	kaas_partition_set_config(p, &cfg);
+	kbuild_simple(&b, -1, -1, -1, 3, 5000, "ct", 10, KBUILD_NONE);
+	kb_put64(b.buf + KB_OFF_MAX_TS, 1);
+	kb_put32(b.buf + KB_OFF_CRC, kb_crc(b.buf, b.len));
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, 0);
+	kb_decode(b.buf, &h);
+	ck_assert_int_eq(h.max_ts, 5002);
+	ck_assert_uint_eq(kb_crc(b.buf, b.len), h.crc);
+	kbuild_free(&b);
+	kaas_partition_close(p);
+}
+END_TEST
+
+START_TEST(list_offsets_by_time)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 2048;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/6", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	/* Batch i: 4 records with timestamps 10000 + 10*i + j. */
+	for (int i = 0; i < 100; i++) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		kbuild_simple(&b, -1, -1, -1, 4, 10000 + 10 * i, "t", 40, KBUILD_NONE);
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(res.error, 0);
+		kbuild_free(&b);
+	}
+	int64_t off, ts;
+	/* Not durable yet: nothing found. */
+	ck_assert_int_eq(kaas_partition_offset_for_time(p, 10000, &off, &ts), 0);
+	ck_assert_int_eq(off, -1);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_gt(h_count_files("t/6", ".log"), 3);
+	for (int rep = 0; rep < 2; rep++) {
+		for (int i = 0; i < 100; i += 3) {
+			for (int j = 0; j < 4; j++) {
+				ck_assert_int_eq(kaas_partition_offset_for_time(p, 10000 + 10 * i + j, &off, &ts), 0);
+				ck_assert_int_eq(off, 4 * i + j);
+				ck_assert_int_eq(ts, 10000 + 10 * i + j);
+			}
+			/* Between batches: the next batch's first record. */
+			ck_assert_int_eq(kaas_partition_offset_for_time(p, 10000 + 10 * i + 5, &off, &ts), 0);
+			ck_assert_int_eq(off, i == 99 ? -1 : 4 * (i + 1));
+		}
+		ck_assert_int_eq(kaas_partition_offset_for_time(p, 1, &off, &ts), 0);
+		ck_assert_int_eq(off, 0);
+		ck_assert_int_eq(kaas_partition_offset_for_time(p, 99999, &off, &ts), 0);
+		ck_assert_int_eq(off, -1);
+		ck_assert_int_eq(kaas_partition_offset_for_time(p, KAAS_TS_LATEST, &off, &ts), 0);
+		ck_assert_int_eq(off, 400);
+		ck_assert_int_eq(kaas_partition_offset_for_time(p, KAAS_TS_EARLIEST, &off, &ts), 0);
+		ck_assert_int_eq(off, 0);
+		/* Again from the index files of a new leader. */
+		ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+		ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	}
+	kaas_partition_close(p);
+}
+END_TEST
+
+/* ---- group commit ---------------------------------------------------------------- */
+
+typedef struct gc_arg {
+	kaas_partition *p;
+	int n;
+	int errors;
+} gc_arg;
+
+static void *gc_worker(void *x)
+{
+	gc_arg *a = x;
+	for (int i = 0; i < a->n; i++) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL, "gc", 30, KBUILD_NONE);
+		if (kaas_partition_append(a->p, b.buf, b.len, &res) || res.error)
+			a->errors++;
+		int64_t durable;
+		if (kaas_partition_flush(a->p, &durable) || durable <= res.last_offset)
+			a->errors++;
+		kbuild_free(&b);
+	}
+	return NULL;
+}
+
+static int64_t listener_hw;
+static int listener_calls;
+static void on_hw(void *arg, kaas_partition *p, int64_t hw)
+{
+	(void)arg;
+	(void)p;
+	__atomic_store_n(&listener_hw, hw, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&listener_calls, 1, __ATOMIC_RELAXED);
+}
+
+START_TEST(group_commit_concurrent_appenders)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 8192;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/7", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	kaas_partition_set_listener(p, on_hw, NULL);
+	enum { T = 6, N = 60 };
+	pthread_t th[T];
+	gc_arg args[T];
+	for (int i = 0; i < T; i++) {
+		args[i] = (gc_arg){p, N, 0};
+		pthread_create(&th[i], NULL, gc_worker, &args[i]);
+	}
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(args[i].errors, 0);
+	}
+	ck_assert_int_eq(kaas_partition_high_watermark(p), T * N);
+	ck_assert_int_eq(__atomic_load_n(&listener_hw, __ATOMIC_RELAXED), T * N);
+	ck_assert_int_gt(listener_calls, 0);
+	ck_assert_int_le(listener_calls, T * N);
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 1 << 16, &log);
+	ck_assert_int_eq(h_check_log(log, len, 0), T * N);
+	free(log);
+	kaas_partition_close(p);
+}
+END_TEST
+
+/* ---- descriptors ------------------------------------------------------------------- */
+
+START_TEST(open_without_takeover_holds_no_descriptors)
+{
+	enum { N = 1000 };
+	kaas_log_config cfg = h_cfg();
+	static kaas_partition *ps[N];
+	/* Some of them have data already. */
+	for (int i = 0; i < 20; i++) {
+		char dir[64];
+		snprintf(dir, sizeof(dir), "fd/%d", i);
+		ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
+		ck_assert_int_eq(kaas_partition_take_over(ps[i], 1), 0);
+		h_put(ps[i], 2, "fd", 10);
+		kaas_partition_close(ps[i]);
+	}
+	int before = h_count_fds();
+	for (int i = 0; i < N; i++) {
+		char dir[64];
+		snprintf(dir, sizeof(dir), "fd/%d", i);
+		ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
+	}
+	ck_assert_int_eq(h_count_fds(), before);
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(kaas_partition_high_watermark(ps[i]), 2);
+	/* Leaders hold descriptors; relinquish closes every one. */
+	for (int i = 0; i < 30; i++)
+		ck_assert_int_eq(kaas_partition_take_over(ps[i], 2), 0);
+	ck_assert_int_gt(h_count_fds(), before);
+	for (int i = 0; i < 30; i++) {
+		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(kaas_partition_read(ps[i], 0, 100, &plan), 0);
+		kaas_read_plan_release(&plan);
+		ck_assert_int_eq(kaas_partition_relinquish(ps[i]), 0);
+	}
+	ck_assert_int_eq(h_count_fds(), before);
+	for (int i = 0; i < N; i++)
+		kaas_partition_close(ps[i]);
+	ck_assert_int_eq(h_count_fds(), before);
+}
+END_TEST
+
+START_TEST(read_plan_keeps_file_after_relinquish)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/8", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	h_put(p, 3, "keep", 20);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	int before = h_count_fds();
+	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+	ck_assert_int_eq(kaas_partition_read(p, 0, 1000, &plan), 0);
+	ck_assert_int_eq(plan.n, 1);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_lt(h_count_fds(), before);
+	/* Still readable through the plan. */
+	uint8_t buf[KB_HDR];
+	ck_assert_int_eq(sub_pread_full(plan.r[0].file, buf, KB_HDR, plan.r[0].pos), 0);
+	ck_assert_int_eq(buf[KB_OFF_MAGIC], 2);
+	int held = h_count_fds();
+	kaas_read_plan_release(&plan);
+	ck_assert_int_eq(h_count_fds(), held - 1);
+	kaas_partition_close(p);
+}
+END_TEST
+
+Suite *storage_suite(void)
+{
+	Suite *s = suite_create("storage");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, append_flush_read_roundtrip);
+	tcase_add_test(tc, takeover_by_another_instance_continues_the_log);
+	tcase_add_test(tc, roll_by_size_and_reads_across_segments);
+	tcase_add_test(tc, invalid_batches_are_refused_whole);
+	tcase_add_test(tc, compressed_batches_validated_and_stored_as_is);
+	tcase_add_test(tc, log_append_time_and_max_timestamp_fixup);
+	tcase_add_test(tc, list_offsets_by_time);
+	tcase_add_test(tc, group_commit_concurrent_appenders);
+	tcase_add_test(tc, open_without_takeover_holds_no_descriptors);
+	tcase_add_test(tc, read_plan_keeps_file_after_relinquish);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(storage_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
