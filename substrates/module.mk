@@ -3,4 +3,4 @@ MODULES += sub
 sub_SRCS := substrates/sub_util.c substrates/sub_posix.c substrates/sub_fault.c \
 	substrates/sub_nfs.c
 sub_USES := util
-sub_TESTS := substrates/test/test_sub_posix.c
+sub_TESTS := substrates/test/test_sub_posix.c substrates/test/test_sub_fault.c
