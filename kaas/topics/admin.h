@@ -49,6 +49,7 @@ void kaas_topics_ptable_hooks(kaas_broker *b, kaas_topics_hooks *h);
 typedef struct kaas_admin_ctx {
 	kaas_topics *topics;
 	const kaas_config *bcfg;         /* broker settings for DescribeConfigs BROKER */
+	const kaas_config *bdefaults;    /* kaas_config_defaults(): which settings were set */
 	int32_t broker_id;
 	/* DeleteRecords on one partition this broker leads: advance its log
 	 * start offset (offset -1 = high watermark).  Returns a Kafka error code;

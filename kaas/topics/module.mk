@@ -1,7 +1,17 @@
 # kaas/topics/ — the topic registry (CLUSTER/topics/, topic IDs, configs) and
-# the admin API codecs.  `topics` needs no server; `admin` holds the
-# kaas_h_* handlers and the partition-table hooks, which need the broker.
+# the admin APIs (docs/topics.md).
+#
+# `topics`: the registry and the admin codecs (kaas_admin_*); needs no server.
+# `admin`: the kaas_h_* handlers for the dispatch table and the hooks that let
+# the registry drive the partition table; links the broker module.
 MODULES += topics
-topics_SRCS := kaas/topics/names.c kaas/topics/tconfig.c kaas/topics/registry.c
+topics_SRCS := kaas/topics/names.c kaas/topics/tconfig.c kaas/topics/registry.c \
+	kaas/topics/admin_topics.c kaas/topics/admin_configs.c kaas/topics/admin_records.c
 topics_USES := proto sub util
-topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c
+topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c \
+	kaas/topics/test/test_admin.c
+
+MODULES += admin
+admin_SRCS := kaas/topics/handlers.c
+admin_USES := topics broker storage proto sub util
+admin_TESTS :=

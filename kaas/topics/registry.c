@@ -340,7 +340,7 @@ const kaas_log_config *kaas_topics_defaults(const kaas_topics *reg)
 }
 
 static int load_all(kaas_topics *reg);
-static int redrive_tombstones(kaas_topics *reg, int call_hooks, trash_list *tl);
+static int redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, trash_list *tl);
 static int prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list *tl);
 static void trash_remove(kaas_topics *reg, trash_list *tl);
 static void warn_orphans(kaas_topics *reg);
@@ -381,7 +381,7 @@ int kaas_topics_open(const kaas_topics_options *o, kaas_topics **out)
 	 * stamp, reclaiming old incarnations before any partition opens. */
 	trash_list tl = {0};
 	pthread_mutex_lock(&reg->op);
-	redrive_tombstones(reg, 0, &tl);
+	redrive_tombstones(reg, 0, NULL, &tl);
 	for (size_t i = 0; i < reg->n; i++) {
 		kaas_topic_info info = reg->ents[i]->info;
 		int prc = prepare_dir_locked(reg, &info, &tl);
@@ -847,6 +847,15 @@ static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partiti
 	int16_t err = name_free_for_create(reg, name, msg, msglen);
 	if (err != KERR_NONE || validate_only)
 		return err;
+	/* A delete of an earlier incarnation that has not finished (its
+	 * partitions not yet closed) is finished first, so the new topic never
+	 * meets the old one's open partitions. */
+	int rc = redrive_tombstones(reg, 1, name, tl);
+	if (rc) {
+		snprintf(msg, msglen, "Topic '%s': the delete of its previous incarnation has not completed (%s); retry",
+			 name, sub_strerror(rc));
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
 
 	topic_ent *e = calloc(1, sizeof(*e));
 	char *json = NULL, path[SUB_PATH_MAX];
@@ -855,7 +864,7 @@ static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partiti
 		return storage_fail(msg, msglen, "creating the topic", -ENOMEM);
 	}
 	snprintf(e->info.name, sizeof(e->info.name), "%s", name);
-	int rc = kaas_topic_id_new(e->info.id, e->info.id_bytes);
+	rc = kaas_topic_id_new(e->info.id, e->info.id_bytes);
 	e->info.partitions = partitions;
 	e->info.created_ms = kaas_wall_ms();
 	ent_fill_info(reg, e);
@@ -1011,6 +1020,14 @@ static int tomb_remove(kaas_topics *reg, const char *id)
  * tombstone until it completes. */
 static int finish_delete(kaas_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl)
 {
+	/* If a newer incarnation is registered, its creator already finished
+	 * this delete's drop (create re-drives pending deletes of its name
+	 * first): the partitions open under this name are the new topic's. */
+	pthread_rwlock_rdlock(&reg->lock);
+	topic_ent *cur = mem_find(reg, name);
+	if (cur && strcmp(cur->info.id, id) != 0)
+		call_hooks = 0;
+	pthread_rwlock_unlock(&reg->lock);
 	int rc = call_hooks ? hook_dropped(reg, name, id) : 0;
 	if (rc) {
 		KLOG_WARN("topics", "topic %s: closing its partitions failed (%s); retried by the tick", name,
@@ -1447,7 +1464,7 @@ static int load_all(kaas_topics *reg)
 /* Every tombstone is a delete to finish.  If the registry file still holds
  * the deleted ID (a crash before its unlink, or a rewrite racing the delete
  * on another broker), the delete is driven forward: the entry is removed. */
-static int redrive_tombstones(kaas_topics *reg, int call_hooks, trash_list *tl)
+static int redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, trash_list *tl)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -1478,6 +1495,8 @@ static int redrive_tombstones(kaas_topics *reg, int call_hooks, trash_list *tl)
 		}
 		snprintf(name, sizeof(name), "%s", json_string_value(jn));
 		json_decref(root);
+		if (only && strcmp(only, name) != 0)
+			continue;
 
 		topic_ent *e = NULL;
 		sub_stat st;
@@ -1583,7 +1602,7 @@ int kaas_topics_tick(kaas_topics *reg)
 				first_err = rc;
 		}
 	}
-	rc = redrive_tombstones(reg, 1, &tl);
+	rc = redrive_tombstones(reg, 1, NULL, &tl);
 	if (rc && !first_err)
 		first_err = rc;
 	/* Registered topics whose directory or partitions are not in place yet. */

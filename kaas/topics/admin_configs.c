@@ -1,0 +1,304 @@
+/*
+ * admin_configs.c — DescribeConfigs (v0-2) and AlterConfigs (v0-1).
+ *
+ * Topic resources are the registry's overrides over the broker defaults
+ * (tconfig.c decides values, sources and synonyms).  Broker resources list
+ * the broker's main settings, read-only: kaas has no dynamic broker configs;
+ * they come from the config file, the environment and the flags.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topics/admin.h"
+#include "topics/tconfig.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+enum { RES_TOPIC = 2, RES_BROKER = 4 };
+
+#define MSG_LEN 320
+
+static int kstr_eq(kaas_str a, kaas_str b)
+{
+	return a.len == b.len && (a.len <= 0 || memcmp(a.s, b.s, (size_t)a.len) == 0);
+}
+
+/* ---- the broker resource ------------------------------------------------------------ */
+
+static void bentry(kaas_config_list *l, const char *name, const char *value, int is_set)
+{
+	int8_t src = is_set ? KAAS_CFG_SRC_STATIC_BROKER : KAAS_CFG_SRC_DEFAULT;
+	kaas_config_entry *e = kaas_config_list_add(l, name, value, src, 1);
+	if (e && e->value) {
+		e->syn[0].name = name;
+		e->syn[0].value = strdup(value);
+		e->syn[0].source = src;
+		if (!e->syn[0].value)
+			l->oom = 1;
+		else
+			e->nsyn = 1;
+	}
+}
+
+static void bnum(kaas_config_list *l, const char *name, int64_t v, int64_t dflt)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	bentry(l, name, buf, v != dflt);
+}
+
+static void bbool(kaas_config_list *l, const char *name, int v, int dflt)
+{
+	bentry(l, name, v ? "true" : "false", (v != 0) != (dflt != 0));
+}
+
+static int broker_configs(const kaas_admin_ctx *c, kaas_config_list *l)
+{
+	const kaas_config *b = c->bcfg, *d = c->bdefaults;
+	char buf[4400];
+	bnum(l, "broker.id", b->broker_id, d->broker_id);
+	snprintf(buf, sizeof(buf), "PLAINTEXT://%s:%d", b->listen_host, b->listen_port);
+	bentry(l, "listeners", buf, 1);
+	snprintf(buf, sizeof(buf), "PLAINTEXT://%s:%d", b->advertise_host[0] ? b->advertise_host : b->listen_host,
+		 b->advertise_port ? b->advertise_port : b->listen_port);
+	bentry(l, "advertised.listeners", buf, 1);
+	bentry(l, "log.dirs", b->data_url, 1);
+	bentry(l, "kaas.cluster.dir", b->cluster_url, b->cluster_url[0] != '\0');
+	bnum(l, "num.partitions", b->num_partitions, d->num_partitions);
+	bbool(l, "auto.create.topics.enable", b->auto_create_topics, d->auto_create_topics);
+	bnum(l, "default.replication.factor", b->default_replication_factor, d->default_replication_factor);
+	bnum(l, "log.retention.ms", b->log.retention_ms, d->log.retention_ms);
+	bnum(l, "log.retention.bytes", b->log.retention_bytes, d->log.retention_bytes);
+	bnum(l, "log.segment.bytes", b->log.segment_bytes, d->log.segment_bytes);
+	bnum(l, "log.roll.ms", b->log.segment_ms, d->log.segment_ms);
+	bnum(l, "message.max.bytes", b->log.max_message_bytes, d->log.max_message_bytes);
+	bnum(l, "log.index.interval.bytes", b->log.index_interval_bytes, d->log.index_interval_bytes);
+	bentry(l, "log.message.timestamp.type", b->log.timestamp_type == 1 ? "LogAppendTime" : "CreateTime",
+	       b->log.timestamp_type != d->log.timestamp_type);
+	bentry(l, "log.cleanup.policy", "delete", 0);
+	bentry(l, "compression.type", "producer", 0);
+	bentry(l, "min.insync.replicas", "1", 0);
+	bentry(l, "unclean.leader.election.enable", "false", 0);
+	bnum(l, "log.retention.check.interval.ms", b->retention_check_interval_ms, d->retention_check_interval_ms);
+	bnum(l, "socket.request.max.bytes", b->socket_request_max_bytes, d->socket_request_max_bytes);
+	bnum(l, "connections.max.idle.ms", b->connections_max_idle_ms, d->connections_max_idle_ms);
+	bnum(l, "num.io.threads", b->num_io_threads, d->num_io_threads);
+	bnum(l, "group.initial.rebalance.delay.ms", b->group_initial_rebalance_delay_ms,
+	     d->group_initial_rebalance_delay_ms);
+	bnum(l, "group.min.session.timeout.ms", b->group_min_session_timeout_ms, d->group_min_session_timeout_ms);
+	bnum(l, "group.max.session.timeout.ms", b->group_max_session_timeout_ms, d->group_max_session_timeout_ms);
+	bnum(l, "group.max.size", b->group_max_size, d->group_max_size);
+	bnum(l, "offsets.retention.minutes", b->offsets_retention_minutes, d->offsets_retention_minutes);
+	bnum(l, "transaction.max.timeout.ms", b->transaction_max_timeout_ms, d->transaction_max_timeout_ms);
+	bnum(l, "transactional.id.expiration.ms", b->transactional_id_expiration_ms,
+	     d->transactional_id_expiration_ms);
+	return l->oom ? -ENOMEM : 0;
+}
+
+/* "" (the cluster-wide defaults) or this broker's id. */
+static int is_this_broker(const kaas_admin_ctx *c, kaas_str name)
+{
+	char buf[16];
+	if (name.len == 0)
+		return 1;
+	int n = snprintf(buf, sizeof(buf), "%d", c->broker_id);
+	return name.len == n && memcmp(name.s, buf, (size_t)n) == 0;
+}
+
+/* ---- DescribeConfigs ------------------------------------------------------------------ */
+
+typedef struct dc_res {
+	int8_t type;
+	kaas_str name;
+	int32_t nkeys;        /* -1: all */
+	kaas_str *keys;
+} dc_res;
+
+static int wanted(const dc_res *r, const char *name)
+{
+	if (r->nkeys < 0)
+		return 1;
+	size_t len = strlen(name);
+	for (int32_t i = 0; i < r->nkeys; i++)
+		if (r->keys[i].len == (int32_t)len && memcmp(r->keys[i].s, name, len) == 0)
+			return 1;
+	return 0;
+}
+
+static void write_configs(kaas_wr *w, int16_t version, int include_synonyms, const dc_res *r,
+			  const kaas_config_list *l)
+{
+	size_t cnt_off = kaas_wr_reserve_i32(w);
+	int32_t n = 0;
+	for (size_t i = 0; l && i < l->n; i++) {
+		const kaas_config_entry *e = &l->v[i];
+		if (!wanted(r, e->name))
+			continue;
+		kaas_wr_str(w, 0, e->name);
+		kaas_wr_str(w, 0, e->sensitive ? NULL : e->value);
+		kaas_wr_bool(w, e->read_only);
+		if (version == 0)
+			kaas_wr_bool(w, e->source == KAAS_CFG_SRC_DEFAULT);
+		else
+			kaas_wr_i8(w, e->source);
+		kaas_wr_bool(w, e->sensitive);
+		if (version >= 1) {
+			int32_t ns = include_synonyms ? e->nsyn : 0;
+			kaas_wr_i32(w, ns);
+			for (int32_t k = 0; k < ns; k++) {
+				kaas_wr_str(w, 0, e->syn[k].name);
+				kaas_wr_str(w, 0, e->sensitive ? NULL : e->syn[k].value);
+				kaas_wr_i8(w, e->syn[k].source);
+			}
+		}
+		n++;
+	}
+	kaas_wr_patch_i32(w, cnt_off, n);
+}
+
+int kaas_admin_describe_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+{
+	dc_res *r = NULL;
+	int32_t n = 0;
+	int8_t include_synonyms = 0;
+	int rc = -EBADMSG;
+	KRD_ARRAY(rd, 0, 7, &n);
+	if (n < 0)
+		n = 0;
+	if (n && !(r = calloc((size_t)n, sizeof(*r))))
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++) {
+		KRD_I8(rd, &r[i].type);
+		KRD_STR(rd, 0, &r[i].name);
+		KRD_ARRAY(rd, 0, 2, &r[i].nkeys);
+		if (r[i].nkeys > 0 && !(r[i].keys = calloc((size_t)r[i].nkeys, sizeof(kaas_str)))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (int32_t k = 0; k < r[i].nkeys; k++)
+			KRD_STR(rd, 0, &r[i].keys[k]);
+	}
+	if (version >= 1)
+		KRD_I8(rd, &include_synonyms);
+
+	kaas_wr_i32(w, 0); /* throttle_time_ms */
+	kaas_wr_i32(w, n);
+	for (int32_t i = 0; i < n; i++) {
+		kaas_config_list l = KAAS_CONFIG_LIST_INIT;
+		char msg[MSG_LEN] = "";
+		int16_t err = KERR_NONE;
+		if (r[i].type == RES_TOPIC) {
+			err = kaas_topics_describe_configs(c->topics, r[i].name, &l, msg, sizeof(msg));
+		} else if (r[i].type == RES_BROKER) {
+			if (!is_this_broker(c, r[i].name)) {
+				snprintf(msg, sizeof(msg), "Unexpected broker id, expected %d or empty string, but received %.*s",
+					 c->broker_id, r[i].name.len > 0 ? (int)r[i].name.len : 0,
+					 r[i].name.len > 0 ? r[i].name.s : "");
+				err = KERR_INVALID_REQUEST;
+			} else if (broker_configs(c, &l)) {
+				snprintf(msg, sizeof(msg), "out of memory");
+				err = KERR_UNKNOWN_SERVER_ERROR;
+			}
+		} else {
+			snprintf(msg, sizeof(msg), "Resource type %d is not supported by kaas", r[i].type);
+			err = KERR_INVALID_REQUEST;
+		}
+		kaas_wr_i16(w, err);
+		kaas_wr_str(w, 0, err != KERR_NONE ? msg : NULL);
+		kaas_wr_i8(w, r[i].type);
+		kaas_wr_kstr(w, 0, r[i].name);
+		write_configs(w, version, include_synonyms != 0, &r[i], err == KERR_NONE ? &l : NULL);
+		kaas_config_list_free(&l);
+	}
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	KLOG_DEBUG("admin", "DescribeConfigs v%d: malformed request (%s)", version, rd->err);
+	rc = -EBADMSG;
+out:
+	for (int32_t i = 0; i < n; i++)
+		free(r[i].keys);
+	free(r);
+	return rc;
+}
+
+/* ---- AlterConfigs ------------------------------------------------------------------------ */
+
+typedef struct ac_res {
+	int8_t type;
+	kaas_str name;
+	int32_t ncfg;
+	kaas_config_kv *cfg;
+} ac_res;
+
+int kaas_admin_alter_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+{
+	ac_res *r = NULL;
+	int32_t n = 0;
+	int8_t validate_only;
+	int rc = -EBADMSG;
+	KRD_ARRAY(rd, 0, 7, &n);
+	if (n < 0)
+		n = 0;
+	if (n && !(r = calloc((size_t)n, sizeof(*r))))
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++) {
+		KRD_I8(rd, &r[i].type);
+		KRD_STR(rd, 0, &r[i].name);
+		KRD_ARRAY(rd, 0, 4, &r[i].ncfg);
+		if (r[i].ncfg < 0)
+			r[i].ncfg = 0;
+		if (r[i].ncfg && !(r[i].cfg = calloc((size_t)r[i].ncfg, sizeof(*r[i].cfg)))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (int32_t k = 0; k < r[i].ncfg; k++) {
+			KRD_STR(rd, 0, &r[i].cfg[k].name);
+			KRD_STR(rd, 0, &r[i].cfg[k].value);
+		}
+	}
+	KRD_I8(rd, &validate_only);
+
+	kaas_wr_i32(w, 0); /* throttle_time_ms */
+	kaas_wr_i32(w, n);
+	for (int32_t i = 0; i < n; i++) {
+		char msg[MSG_LEN] = "";
+		int16_t err = KERR_NONE;
+		for (int32_t j = 0; j < n && err == KERR_NONE; j++) {
+			if (j != i && r[j].type == r[i].type && kstr_eq(r[j].name, r[i].name)) {
+				snprintf(msg, sizeof(msg), "Alter configs request contains the same resource more than once");
+				err = KERR_INVALID_REQUEST;
+			}
+		}
+		if (err != KERR_NONE) {
+			/* answered below */
+		} else if (r[i].type == RES_TOPIC) {
+			err = kaas_topics_alter_configs(c->topics, r[i].name, r[i].cfg, (size_t)r[i].ncfg, validate_only != 0,
+							msg, sizeof(msg));
+		} else if (r[i].type == RES_BROKER) {
+			snprintf(msg, sizeof(msg), "kaas has no dynamic broker configs: set them in the broker's config "
+				 "file, environment or flags and restart it");
+			err = KERR_INVALID_REQUEST;
+		} else {
+			snprintf(msg, sizeof(msg), "Resource type %d is not supported by kaas", r[i].type);
+			err = KERR_INVALID_REQUEST;
+		}
+		kaas_wr_i16(w, err);
+		kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+		kaas_wr_i8(w, r[i].type);
+		kaas_wr_kstr(w, 0, r[i].name);
+	}
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	KLOG_DEBUG("admin", "AlterConfigs v%d: malformed request (%s)", version, rd->err);
+	rc = -EBADMSG;
+out:
+	for (int32_t i = 0; i < n; i++)
+		free(r[i].cfg);
+	free(r);
+	return rc;
+}

@@ -1,0 +1,303 @@
+/*
+ * admin_topics.c — CreateTopics (v0-4), DeleteTopics (v0-3) and
+ * CreatePartitions (v0-1): request decoding, per-topic results, response
+ * encoding.  The work itself is the registry's (registry.c).
+ *
+ * Each request is decoded completely before anything is done, so a request
+ * that turns out to be malformed halfway has changed nothing on the volume
+ * (the connection is then closed, as Kafka does).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topics/admin.h"
+#include "topics/tconfig.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+#define MSG_LEN 320
+
+static int kstr_eq(kaas_str a, kaas_str b)
+{
+	return a.len == b.len && (a.len <= 0 || memcmp(a.s, b.s, (size_t)a.len) == 0);
+}
+
+/* Whether entry i's name appears before i (then i is not answered again),
+ * and after i (then the name is in the request more than once). */
+#define SAME_NAME_BEFORE(arr, i) same_name((arr), sizeof(*(arr)), 0, (i), (i))
+#define SAME_NAME_AFTER(arr, i, n) same_name((arr), sizeof(*(arr)), (i) + 1, (n), (i))
+static int same_name(const void *arr, size_t stride, int32_t from, int32_t to, int32_t i)
+{
+	/* Every element type here starts with its kaas_str name. */
+	const kaas_str *ni = (const kaas_str *)((const char *)arr + stride * (size_t)i);
+	for (int32_t j = from; j < to; j++)
+		if (kstr_eq(*(const kaas_str *)((const char *)arr + stride * (size_t)j), *ni))
+			return 1;
+	return 0;
+}
+
+/* A replica list must name this broker, once: kaas keeps one copy, on the
+ * shared volume, led by one broker (in a cluster the controller places it).
+ * Returns a Kafka error code, or -EBADMSG when the list is truncated. */
+static int check_replicas(const kaas_admin_ctx *c, kaas_rd *list, int32_t n, char *msg, size_t msglen)
+{
+	if (n <= 0) {
+		snprintf(msg, msglen, "Replica assignment lists no broker for a partition.");
+		return KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	int err = KERR_NONE;
+	for (int32_t k = 0; k < n; k++) {
+		int32_t b;
+		if (kaas_rd_i32(list, &b))
+			return -EBADMSG;
+		if (err == KERR_NONE && (b != c->broker_id || k > 0)) {
+			if (b != c->broker_id)
+				snprintf(msg, msglen, "Replica assignment names broker %d, which is not in the cluster "
+					 "(kaas stores one copy on the shared volume; its leader is broker %d).", b,
+					 c->broker_id);
+			else
+				snprintf(msg, msglen, "Replica assignment lists broker %d more than once.", b);
+			err = KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+	}
+	return err;
+}
+
+/* ---- CreateTopics ------------------------------------------------------------------ */
+
+typedef struct ct_topic {
+	kaas_str name;
+	int32_t partitions;
+	int16_t rf;
+	kaas_config_kv *cfg;
+	int32_t ncfg;
+	int16_t err;          /* found while decoding (assignments), or KERR_NONE */
+	char msg[MSG_LEN];
+} ct_topic;
+
+int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+{
+	ct_topic *t = NULL;
+	int32_t n = 0, timeout_ms;
+	int8_t validate_only = 0;
+	int rc = -EBADMSG;
+	KRD_ARRAY(rd, 0, 16, &n);
+	if (n < 0)
+		n = 0;
+	if (n && !(t = calloc((size_t)n, sizeof(*t))))
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++) {
+		ct_topic *x = &t[i];
+		int32_t nassign, ncfg;
+		KRD_STR(rd, 0, &x->name);
+		KRD_I32(rd, &x->partitions);
+		KRD_I16(rd, &x->rf);
+		KRD_ARRAY(rd, 0, 8, &nassign);
+		if (nassign > 0 && (x->partitions != -1 || x->rf != -1)) {
+			x->err = KERR_INVALID_REQUEST;
+			snprintf(x->msg, sizeof(x->msg), "Both numPartitions or replicationFactor and replicasAssignments "
+				 "were set. Both cannot be used at the same time.");
+		}
+		for (int32_t a = 0; a < nassign; a++) {
+			int32_t pidx, nb;
+			char m[MSG_LEN];
+			KRD_I32(rd, &pidx);
+			KRD_ARRAY(rd, 0, 4, &nb);
+			int e = check_replicas(c, rd, nb, m, sizeof(m));
+			if (e < 0)
+				goto err_parse;
+			if (e == KERR_NONE && pidx != a) {
+				snprintf(m, sizeof(m), "Partitions in the replica assignment must be numbered 0..%d in "
+					 "order; found %d at position %d.", nassign - 1, pidx, a);
+				e = KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+			if (e && !x->err) {
+				x->err = (int16_t)e;
+				snprintf(x->msg, sizeof(x->msg), "%s", m);
+			}
+		}
+		if (nassign > 0 && !x->err) {
+			x->partitions = nassign;
+			x->rf = 1;
+		}
+		KRD_ARRAY(rd, 0, 4, &ncfg);
+		if (ncfg > 0 && !(x->cfg = calloc((size_t)ncfg, sizeof(*x->cfg)))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		x->ncfg = ncfg > 0 ? ncfg : 0;
+		for (int32_t k = 0; k < x->ncfg; k++) {
+			KRD_STR(rd, 0, &x->cfg[k].name);
+			KRD_STR(rd, 0, &x->cfg[k].value);
+		}
+	}
+	KRD_I32(rd, &timeout_ms);
+	if (version >= 1)
+		KRD_I8(rd, &validate_only);
+	(void)timeout_ms; /* creation is synchronous: done before the response */
+
+	if (version >= 2)
+		kaas_wr_i32(w, 0); /* throttle_time_ms */
+	size_t cnt_off = kaas_wr_reserve_i32(w);
+	int32_t nres = 0;
+	for (int32_t i = 0; i < n; i++) {
+		ct_topic *x = &t[i];
+		if (SAME_NAME_BEFORE(t, i))
+			continue; /* one result per name */
+		int16_t err = x->err;
+		char msg[MSG_LEN];
+		snprintf(msg, sizeof(msg), "%s", x->msg);
+		if (err == KERR_NONE && SAME_NAME_AFTER(t, i, n)) {
+			err = KERR_INVALID_REQUEST;
+			snprintf(msg, sizeof(msg), "Create topics request contains multiple entries for this topic.");
+		}
+		if (err == KERR_NONE) {
+			kaas_topic_spec spec = {x->name, x->partitions, x->rf, x->cfg, (size_t)x->ncfg};
+			err = kaas_topics_create(c->topics, &spec, validate_only != 0, NULL, msg, sizeof(msg));
+		}
+		kaas_wr_kstr(w, 0, x->name);
+		kaas_wr_i16(w, err);
+		if (version >= 1)
+			kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+		nres++;
+	}
+	kaas_wr_patch_i32(w, cnt_off, nres);
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	KLOG_DEBUG("admin", "CreateTopics v%d: malformed request (%s)", version, rd->err);
+	rc = -EBADMSG;
+out:
+	for (int32_t i = 0; i < n; i++)
+		free(t[i].cfg);
+	free(t);
+	return rc;
+}
+
+/* ---- DeleteTopics -------------------------------------------------------------------- */
+
+int kaas_admin_delete_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+{
+	kaas_str *names = NULL;
+	int32_t n = 0, timeout_ms;
+	int rc = -EBADMSG;
+	KRD_ARRAY(rd, 0, 2, &n);
+	if (n < 0)
+		n = 0;
+	if (n && !(names = calloc((size_t)n, sizeof(*names))))
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++)
+		KRD_STR(rd, 0, &names[i]);
+	KRD_I32(rd, &timeout_ms);
+	(void)timeout_ms;
+
+	if (version >= 1)
+		kaas_wr_i32(w, 0);
+	size_t cnt_off = kaas_wr_reserve_i32(w);
+	int32_t nres = 0;
+	for (int32_t i = 0; i < n; i++) {
+		if (SAME_NAME_BEFORE(names, i))
+			continue; /* asked twice: deleted once, answered once */
+		char msg[MSG_LEN];
+		int16_t err = kaas_topics_delete(c->topics, names[i], msg, sizeof(msg));
+		kaas_wr_kstr(w, 0, names[i]);
+		kaas_wr_i16(w, err);
+		nres++;
+	}
+	kaas_wr_patch_i32(w, cnt_off, nres);
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	KLOG_DEBUG("admin", "DeleteTopics v%d: malformed request (%s)", version, rd->err);
+	rc = -EBADMSG;
+out:
+	free(names);
+	return rc;
+}
+
+/* ---- CreatePartitions ------------------------------------------------------------------ */
+
+typedef struct cp_topic {
+	kaas_str name;
+	int32_t count;
+	int32_t nassign;      /* -1: null (no assignment given) */
+	int16_t err;
+	char msg[MSG_LEN];
+} cp_topic;
+
+int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+{
+	cp_topic *t = NULL;
+	int32_t n = 0, timeout_ms;
+	int8_t validate_only;
+	int rc = -EBADMSG;
+	KRD_ARRAY(rd, 0, 10, &n);
+	if (n < 0)
+		n = 0;
+	if (n && !(t = calloc((size_t)n, sizeof(*t))))
+		return -ENOMEM;
+	for (int32_t i = 0; i < n; i++) {
+		cp_topic *x = &t[i];
+		KRD_STR(rd, 0, &x->name);
+		KRD_I32(rd, &x->count);
+		KRD_ARRAY(rd, 0, 4, &x->nassign);
+		for (int32_t a = 0; a < x->nassign; a++) {
+			int32_t nb;
+			char m[MSG_LEN];
+			KRD_ARRAY(rd, 0, 4, &nb);
+			int e = check_replicas(c, rd, nb, m, sizeof(m));
+			if (e < 0)
+				goto err_parse;
+			if (e && !x->err) {
+				x->err = (int16_t)e;
+				snprintf(x->msg, sizeof(x->msg), "%s", m);
+			}
+		}
+	}
+	KRD_I32(rd, &timeout_ms);
+	KRD_I8(rd, &validate_only);
+	(void)timeout_ms;
+
+	kaas_wr_i32(w, 0); /* throttle_time_ms */
+	size_t cnt_off = kaas_wr_reserve_i32(w);
+	int32_t nres = 0;
+	for (int32_t i = 0; i < n; i++) {
+		cp_topic *x = &t[i];
+		if (SAME_NAME_BEFORE(t, i))
+			continue;
+		int16_t err = x->err;
+		char msg[MSG_LEN];
+		snprintf(msg, sizeof(msg), "%s", x->msg);
+		if (err == KERR_NONE && SAME_NAME_AFTER(t, i, n)) {
+			err = KERR_INVALID_REQUEST;
+			snprintf(msg, sizeof(msg), "Create partitions request contains multiple entries for this topic.");
+		}
+		if (err == KERR_NONE && x->nassign >= 0) {
+			/* An assignment must cover exactly the new partitions. */
+			kaas_topic_info info;
+			if (kaas_topics_lookup(c->topics, x->name.s, x->name.len, &info) == 0 &&
+			    x->count > info.partitions && x->nassign != x->count - info.partitions) {
+				snprintf(msg, sizeof(msg), "Increasing the number of partitions by %d but %d assignments "
+					 "provided.", x->count - info.partitions, x->nassign);
+				err = KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+		}
+		if (err == KERR_NONE)
+			err = kaas_topics_add_partitions(c->topics, x->name, x->count, validate_only != 0, msg, sizeof(msg));
+		kaas_wr_kstr(w, 0, x->name);
+		kaas_wr_i16(w, err);
+		kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+		nres++;
+	}
+	kaas_wr_patch_i32(w, cnt_off, nres);
+	rc = KAAS_HANDLED;
+	goto out;
+err_parse:
+	KLOG_DEBUG("admin", "CreatePartitions v%d: malformed request (%s)", version, rd->err);
+	rc = -EBADMSG;
+out:
+	free(t);
+	return rc;
+}

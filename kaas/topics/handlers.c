@@ -1,0 +1,94 @@
+/*
+ * handlers.c — the admin handlers as the dispatch table calls them, and the
+ * registry's hooks into the broker's partition table.
+ *
+ * Everything here is glue: it takes the registry, the broker config and the
+ * partition table out of the request's broker and hands them to the
+ * kaas_admin_* codecs (admin_*.c), which know nothing about the server.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "server/ptable.h"
+#include "topics/admin.h"
+#include "util/kerr.h"
+
+static kaas_config defaults;
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+
+static void defaults_init(void)
+{
+	kaas_config_defaults(&defaults);
+}
+
+/* DeleteRecords on a partition this broker leads. */
+static int16_t delete_records_via_ptable(void *arg, kaas_str topic, int32_t partition, int64_t offset,
+					 int64_t *low_watermark)
+{
+	kaas_broker *b = arg;
+	kaas_pref ref = KAAS_PREF_INIT;
+	if (!b->parts)
+		return KERR_NOT_LEADER_OR_FOLLOWER;
+	int16_t err = kaas_ptable_get(b->parts, topic, partition, &ref);
+	if (err != KERR_NONE)
+		return err;
+	int16_t perr = KERR_NONE;
+	int rc = kaas_partition_delete_records(ref.p, offset, low_watermark, &perr);
+	kaas_pref_put(&ref);
+	if (rc < 0)
+		return KERR_KAFKA_STORAGE_ERROR;
+	return perr;
+}
+
+static void ctx_of(kaas_req *req, kaas_admin_ctx *c)
+{
+	pthread_once(&defaults_once, defaults_init);
+	c->topics = req->broker->topics;
+	c->bcfg = &req->broker->cfg;
+	c->bdefaults = &defaults;
+	c->broker_id = req->broker->id;
+	c->delete_records = delete_records_via_ptable;
+	c->arg = req->broker;
+}
+
+#define HANDLER(h, impl)                                                \
+	int h(kaas_req *req, kaas_rd *body, kaas_wr *resp)              \
+	{                                                               \
+		kaas_admin_ctx c;                                       \
+		if (!req->broker || !req->broker->topics)               \
+			return -EINVAL;                                 \
+		ctx_of(req, &c);                                        \
+		return impl(&c, req->api_version, body, resp);          \
+	}
+
+HANDLER(kaas_h_create_topics, kaas_admin_create_topics)
+HANDLER(kaas_h_delete_topics, kaas_admin_delete_topics)
+HANDLER(kaas_h_delete_records, kaas_admin_delete_records)
+HANDLER(kaas_h_describe_configs, kaas_admin_describe_configs)
+HANDLER(kaas_h_alter_configs, kaas_admin_alter_configs)
+HANDLER(kaas_h_create_partitions, kaas_admin_create_partitions)
+
+/* ---- the registry's hooks ------------------------------------------------------------ */
+
+static int hook_changed(void *arg, const kaas_topic_info *t)
+{
+	kaas_broker *b = arg;
+	if (!b->parts)
+		return -EAGAIN; /* not serving yet: the tick re-drives it */
+	kaas_topic_desc d = {t->name, t->id, t->partitions, t->cfg};
+	return kaas_ptable_ensure_topic(b->parts, &d);
+}
+
+static int hook_dropped(void *arg, const char *name, const char *topic_id)
+{
+	kaas_broker *b = arg;
+	(void)topic_id;
+	return b->parts ? kaas_ptable_drop_topic(b->parts, name) : 0;
+}
+
+void kaas_topics_ptable_hooks(kaas_broker *b, kaas_topics_hooks *h)
+{
+	h->arg = b;
+	h->topic_changed = hook_changed;
+	h->topic_dropped = hook_dropped;
+}

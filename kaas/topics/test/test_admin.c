@@ -1,0 +1,719 @@
+/*
+ * test_admin.c — the admin API codecs, every version: requests are built
+ * with the wire writer as a client would send them, the responses are
+ * decoded field by field with the reader (and must be consumed exactly).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sub.h"
+#include "topics/admin.h"
+#include "topics/topics.h"
+#include "util/kerr.h"
+
+static char tmpdir[256];
+static sub_vfs *data, *cluster;
+static kaas_topics *reg;
+static kaas_config bcfg, bdef;
+static kaas_admin_ctx ctx;
+
+/* DeleteRecords calls that reached the broker side. */
+static struct {
+	int calls;
+	char topic[64];
+	int32_t partition;
+	int64_t offset;
+} dr;
+
+static int16_t fake_delete_records(void *arg, kaas_str topic, int32_t partition, int64_t offset, int64_t *low)
+{
+	(void)arg;
+	dr.calls++;
+	snprintf(dr.topic, sizeof(dr.topic), "%.*s", (int)topic.len, topic.s);
+	dr.partition = partition;
+	dr.offset = offset;
+	if (partition == 9)
+		return KERR_NOT_LEADER_OR_FOLLOWER;
+	if (offset > 1000)
+		return KERR_OFFSET_OUT_OF_RANGE;
+	*low = offset == -1 ? 1000 : offset;
+	return KERR_NONE;
+}
+
+static void setup(void)
+{
+	char path[512], err[256];
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-admin.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	snprintf(path, sizeof(path), "%s/data", tmpdir);
+	mkdir(path, 0755);
+	ck_assert_int_eq(sub_open_url(path, &data, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/cluster", tmpdir);
+	mkdir(path, 0755);
+	ck_assert_int_eq(sub_open_url(path, &cluster, err, sizeof(err)), 0);
+	kaas_topics_options o;
+	kaas_topics_options_init(&o);
+	o.cluster = cluster;
+	o.data = data;
+	o.num_partitions = 2;
+	ck_assert_int_eq(kaas_topics_open(&o, &reg), 0);
+
+	memset(&bdef, 0, sizeof(bdef));
+	bdef.broker_id = 1;
+	bdef.num_partitions = 1;
+	bdef.auto_create_topics = 1;
+	bdef.default_replication_factor = 1;
+	bdef.log.retention_ms = 604800000;
+	bdef.log.segment_bytes = 1073741824;
+	bcfg = bdef;
+	bcfg.num_partitions = 2; /* set by the operator */
+	snprintf(bcfg.listen_host, sizeof(bcfg.listen_host), "127.0.0.1");
+	bcfg.listen_port = 9092;
+	snprintf(bcfg.data_url, sizeof(bcfg.data_url), "/var/kaas");
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.topics = reg;
+	ctx.bcfg = &bcfg;
+	ctx.bdefaults = &bdef;
+	ctx.broker_id = 1;
+	ctx.delete_records = fake_delete_records;
+	memset(&dr, 0, sizeof(dr));
+}
+
+static void teardown(void)
+{
+	kaas_topics_close(reg);
+	sub_destroy(data);
+	sub_destroy(cluster);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+typedef int (*admin_fn)(const kaas_admin_ctx *, int16_t, kaas_rd *, kaas_wr *);
+
+/* Runs a handler on the request in `req`; the response is left in resp and
+ * a reader over it in rd. */
+static int call(admin_fn fn, int16_t v, kaas_wr *req, kaas_wr *resp, kaas_rd *rd)
+{
+	kaas_rd body;
+	kaas_rd_init(&body, req->buf, req->len);
+	int rc = fn(&ctx, v, &body, resp);
+	if (rc == KAAS_HANDLED) {
+		ck_assert_int_eq(resp->oom, 0);
+		kaas_rd_init(rd, resp->buf, resp->len);
+	}
+	return rc;
+}
+
+static int32_t rd32(kaas_rd *rd)
+{
+	int32_t v;
+	ck_assert_int_eq(kaas_rd_i32(rd, &v), 0);
+	return v;
+}
+
+static int16_t rd16(kaas_rd *rd)
+{
+	int16_t v;
+	ck_assert_int_eq(kaas_rd_i16(rd, &v), 0);
+	return v;
+}
+
+static int8_t rd8(kaas_rd *rd)
+{
+	int8_t v;
+	ck_assert_int_eq(kaas_rd_i8(rd, &v), 0);
+	return v;
+}
+
+static int64_t rd64(kaas_rd *rd)
+{
+	int64_t v;
+	ck_assert_int_eq(kaas_rd_i64(rd, &v), 0);
+	return v;
+}
+
+/* Reads a string into buf ("<null>" for null). */
+static const char *rdstr(kaas_rd *rd, char *buf, size_t len)
+{
+	kaas_str s;
+	ck_assert_int_eq(kaas_rd_str(rd, 0, &s), 0);
+	if (s.len < 0)
+		snprintf(buf, len, "<null>");
+	else
+		snprintf(buf, len, "%.*s", (int)s.len, s.s);
+	return buf;
+}
+
+/* ---- CreateTopics -------------------------------------------------------------------- */
+
+typedef struct ct_in {
+	const char *name;
+	int32_t parts;
+	int16_t rf;
+	int nassign;              /* partitions in the assignment */
+	int32_t broker;           /* the broker each assigned partition names */
+	const char *cfg_name, *cfg_value;
+} ct_in;
+
+static void ct_request(kaas_wr *w, int16_t v, const ct_in *t, int n, int validate_only)
+{
+	kaas_wr_i32(w, n);
+	for (int i = 0; i < n; i++) {
+		kaas_wr_str(w, 0, t[i].name);
+		kaas_wr_i32(w, t[i].parts);
+		kaas_wr_i16(w, t[i].rf);
+		kaas_wr_i32(w, t[i].nassign);
+		for (int a = 0; a < t[i].nassign; a++) {
+			kaas_wr_i32(w, a);
+			kaas_wr_i32(w, 1);
+			kaas_wr_i32(w, t[i].broker);
+		}
+		kaas_wr_i32(w, t[i].cfg_name ? 1 : 0);
+		if (t[i].cfg_name) {
+			kaas_wr_str(w, 0, t[i].cfg_name);
+			kaas_wr_str(w, 0, t[i].cfg_value);
+		}
+	}
+	kaas_wr_i32(w, 30000);
+	if (v >= 1)
+		kaas_wr_bool(w, validate_only);
+}
+
+/* One CreateTopics round trip; results in err[]/msg[]; returns the count. */
+static int ct(int16_t v, const ct_in *t, int n, int validate_only, int16_t *err, char msg[][320], char names[][300])
+{
+	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kaas_rd rd;
+	ct_request(&req, v, t, n, validate_only);
+	ck_assert_int_eq(call(kaas_admin_create_topics, v, &req, &resp, &rd), KAAS_HANDLED);
+	if (v >= 2)
+		ck_assert_int_eq(rd32(&rd), 0);
+	int32_t cnt = rd32(&rd);
+	for (int32_t i = 0; i < cnt; i++) {
+		rdstr(&rd, names[i], 300);
+		err[i] = rd16(&rd);
+		if (v >= 1)
+			rdstr(&rd, msg[i], 320);
+		else
+			snprintf(msg[i], 320, "<none>");
+	}
+	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+	kaas_wr_free(&req);
+	kaas_wr_free(&resp);
+	return cnt;
+}
+
+START_TEST(create_topics_every_version)
+{
+	for (int16_t v = 0; v <= 4; v++) {
+		char name[32], names[8][300], msg[8][320];
+		int16_t err[8];
+		snprintf(name, sizeof(name), "ct-%d", v);
+		ct_in t = {name, 3, 1, 0, 0, "retention.ms", "60000"};
+		ck_assert_int_eq(ct(v, &t, 1, 0, err, msg, names), 1);
+		ck_assert_str_eq(names[0], name);
+		ck_assert_int_eq(err[0], KERR_NONE);
+		if (v >= 1)
+			ck_assert_str_eq(msg[0], "<null>");
+		kaas_topic_info info;
+		ck_assert_int_eq(kaas_topics_lookup(reg, name, -1, &info), 0);
+		ck_assert_int_eq(info.partitions, 3);
+		ck_assert_int_eq(info.cfg.retention_ms, 60000);
+
+		ck_assert_int_eq(ct(v, &t, 1, 0, err, msg, names), 1);
+		ck_assert_int_eq(err[0], KERR_TOPIC_ALREADY_EXISTS);
+		if (v >= 1)
+			ck_assert_ptr_nonnull(strstr(msg[0], "already exists"));
+		else
+			ck_assert_str_eq(msg[0], "<none>");
+	}
+}
+END_TEST
+
+START_TEST(create_topics_errors)
+{
+	char names[8][300], msg[8][320];
+	int16_t err[8];
+	ct_in t[] = {
+		{"../x", 1, 1, 0, 0, NULL, NULL},
+		{"zero", 0, 1, 0, 0, NULL, NULL},
+		{"rf0", 1, 0, 0, 0, NULL, NULL},
+		{"comp", 1, 1, 0, 0, "cleanup.policy", "compact"},
+		{"unk", 1, 1, 0, 0, "no.such.config", "1"},
+		{"dup", 1, 1, 0, 0, NULL, NULL},
+		{"dup", 1, 1, 0, 0, NULL, NULL},
+		{"other-broker", -1, -1, 2, 7, NULL, NULL},
+	};
+	int n = ct(3, t, 8, 0, err, msg, names);
+	ck_assert_int_eq(n, 7); /* "dup" answered once */
+	ck_assert_int_eq(err[0], KERR_INVALID_TOPIC_EXCEPTION);
+	ck_assert_int_eq(err[1], KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(err[2], KERR_INVALID_REPLICATION_FACTOR);
+	ck_assert_int_eq(err[3], KERR_INVALID_CONFIG);
+	ck_assert_ptr_nonnull(strstr(msg[3], "compact"));
+	ck_assert_int_eq(err[4], KERR_INVALID_CONFIG);
+	ck_assert_ptr_nonnull(strstr(msg[4], "no.such.config"));
+	ck_assert_str_eq(names[5], "dup");
+	ck_assert_int_eq(err[5], KERR_INVALID_REQUEST);
+	ck_assert_int_eq(err[6], KERR_INVALID_REPLICA_ASSIGNMENT);
+	kaas_topic_info *all;
+	size_t cnt;
+	ck_assert_int_eq(kaas_topics_list(reg, &all, &cnt), 0);
+	free(all);
+	ck_assert_uint_eq(cnt, 0);
+	char **dn;
+	size_t dcount;
+	ck_assert_int_eq(sub_list(data, "", &dn, &dcount), 0);
+	sub_names_free(dn, dcount);
+	ck_assert_uint_eq(dcount, 0); /* nothing reached the data volume */
+}
+END_TEST
+
+START_TEST(create_topics_assignment_and_validate_only)
+{
+	char names[4][300], msg[4][320];
+	int16_t err[4];
+	/* A manual assignment naming this broker: accepted, its size decides
+	 * the partition count. */
+	ct_in a = {"assigned", -1, -1, 3, 1, NULL, NULL};
+	ck_assert_int_eq(ct(4, &a, 1, 0, err, msg, names), 1);
+	ck_assert_int_eq(err[0], KERR_NONE);
+	kaas_topic_info info;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "assigned", -1, &info), 0);
+	ck_assert_int_eq(info.partitions, 3);
+	/* Both a count and an assignment: refused. */
+	ct_in both = {"both", 3, 1, 3, 1, NULL, NULL};
+	ck_assert_int_eq(ct(4, &both, 1, 0, err, msg, names), 1);
+	ck_assert_int_eq(err[0], KERR_INVALID_REQUEST);
+	/* -1/-1 without assignment (v4): num.partitions. */
+	ct_in dflt = {"dflt", -1, -1, 0, 0, NULL, NULL};
+	ck_assert_int_eq(ct(4, &dflt, 1, 0, err, msg, names), 1);
+	ck_assert_int_eq(err[0], KERR_NONE);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "dflt", -1, &info), 0);
+	ck_assert_int_eq(info.partitions, 2);
+	/* validate_only: checked, not created. */
+	ct_in vo = {"vo", 4, 3, 0, 0, "retention.ms", "1"};
+	ck_assert_int_eq(ct(1, &vo, 1, 1, err, msg, names), 1);
+	ck_assert_int_eq(err[0], KERR_NONE);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "vo", -1, &info), -ENOENT);
+	ct_in vobad = {"vo", 4, 3, 0, 0, "retention.ms", "x"};
+	ck_assert_int_eq(ct(1, &vobad, 1, 1, err, msg, names), 1);
+	ck_assert_int_eq(err[0], KERR_INVALID_CONFIG);
+}
+END_TEST
+
+START_TEST(create_topics_malformed_changes_nothing)
+{
+	ct_in t[2] = {{"first", 1, 1, 0, 0, NULL, NULL}, {"second", 1, 1, 0, 0, NULL, NULL}};
+	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kaas_rd rd;
+	ct_request(&req, 1, t, 2, 0);
+	/* Cut inside the second topic, then at every other length. */
+	for (size_t cut = 0; cut < req.len; cut++) {
+		kaas_wr part = KAAS_WR_INIT;
+		kaas_wr_raw(&part, req.buf, cut);
+		ck_assert_int_eq(call(kaas_admin_create_topics, 1, &part, &resp, &rd), -EBADMSG);
+		kaas_wr_free(&part);
+		resp.len = 0;
+	}
+	kaas_topic_info info;
+	ck_assert_int_eq(kaas_topics_lookup(reg, "first", -1, &info), -ENOENT);
+	/* A count far beyond the bytes present is refused before allocating. */
+	kaas_wr huge = KAAS_WR_INIT;
+	kaas_wr_i32(&huge, 0x7fffffff);
+	kaas_wr_i32(&huge, 0);
+	ck_assert_int_eq(call(kaas_admin_create_topics, 0, &huge, &resp, &rd), -EBADMSG);
+	kaas_wr_free(&huge);
+	kaas_wr_free(&req);
+	kaas_wr_free(&resp);
+}
+END_TEST
+
+/* ---- DeleteTopics ----------------------------------------------------------------------- */
+
+START_TEST(delete_topics_every_version)
+{
+	for (int16_t v = 0; v <= 3; v++) {
+		char msg[256], buf[300];
+		kaas_topic_spec spec = {{"del", 3}, 1, 1, NULL, 0};
+		ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+		kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+		kaas_rd rd;
+		kaas_wr_i32(&req, 4);
+		kaas_wr_str(&req, 0, "del");
+		kaas_wr_str(&req, 0, "missing");
+		kaas_wr_str(&req, 0, "bad/name");
+		kaas_wr_str(&req, 0, "del");
+		kaas_wr_i32(&req, 5000);
+		ck_assert_int_eq(call(kaas_admin_delete_topics, v, &req, &resp, &rd), KAAS_HANDLED);
+		if (v >= 1)
+			ck_assert_int_eq(rd32(&rd), 0);
+		ck_assert_int_eq(rd32(&rd), 3);
+		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "del");
+		ck_assert_int_eq(rd16(&rd), KERR_NONE);
+		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "missing");
+		ck_assert_int_eq(rd16(&rd), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "bad/name");
+		ck_assert_int_eq(rd16(&rd), KERR_INVALID_TOPIC_EXCEPTION);
+		ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+		kaas_topic_info info;
+		ck_assert_int_eq(kaas_topics_lookup(reg, "del", -1, &info), -ENOENT);
+		kaas_wr_free(&req);
+		kaas_wr_free(&resp);
+	}
+}
+END_TEST
+
+/* ---- CreatePartitions --------------------------------------------------------------------- */
+
+static void cp_request(kaas_wr *w, const char *name, int32_t count, int32_t nassign, int validate_only)
+{
+	kaas_wr_i32(w, 1);
+	kaas_wr_str(w, 0, name);
+	kaas_wr_i32(w, count);
+	kaas_wr_i32(w, nassign);
+	for (int32_t a = 0; a < nassign; a++) {
+		kaas_wr_i32(w, 1);
+		kaas_wr_i32(w, 1);
+	}
+	kaas_wr_i32(w, 5000);
+	kaas_wr_bool(w, validate_only);
+}
+
+static int16_t cp(int16_t v, const char *name, int32_t count, int32_t nassign, int validate_only, char *msg)
+{
+	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kaas_rd rd;
+	char buf[300];
+	cp_request(&req, name, count, nassign, validate_only);
+	ck_assert_int_eq(call(kaas_admin_create_partitions, v, &req, &resp, &rd), KAAS_HANDLED);
+	ck_assert_int_eq(rd32(&rd), 0);
+	ck_assert_int_eq(rd32(&rd), 1);
+	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
+	int16_t err = rd16(&rd);
+	rdstr(&rd, msg, 320);
+	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+	kaas_wr_free(&req);
+	kaas_wr_free(&resp);
+	return err;
+}
+
+START_TEST(create_partitions_every_version)
+{
+	char msg[320];
+	kaas_topic_spec spec = {{"cp", 2}, 2, 1, NULL, 0};
+	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	kaas_topic_info info;
+	for (int16_t v = 0; v <= 1; v++) {
+		int32_t now = 2 + 2 * v;
+		ck_assert_int_eq(cp(v, "cp", now + 2, -1, 1, msg), KERR_NONE); /* validate only */
+		ck_assert_int_eq(kaas_topics_lookup(reg, "cp", -1, &info), 0);
+		ck_assert_int_eq(info.partitions, now);
+		ck_assert_int_eq(cp(v, "cp", now + 2, -1, 0, msg), KERR_NONE);
+		ck_assert_str_eq(msg, "<null>");
+		ck_assert_int_eq(kaas_topics_lookup(reg, "cp", -1, &info), 0);
+		ck_assert_int_eq(info.partitions, now + 2);
+		ck_assert_int_eq(cp(v, "cp", now + 2, -1, 0, msg), KERR_INVALID_PARTITIONS);
+		ck_assert_ptr_nonnull(strstr(msg, "already has"));
+		ck_assert_int_eq(cp(v, "cp", 1, -1, 0, msg), KERR_INVALID_PARTITIONS);
+		ck_assert_int_eq(cp(v, "nope", 9, -1, 0, msg), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	}
+	/* An assignment must cover exactly the new partitions. */
+	ck_assert_int_eq(cp(1, "cp", 8, 1, 0, msg), KERR_INVALID_REPLICA_ASSIGNMENT);
+	ck_assert_int_eq(cp(1, "cp", 8, 2, 0, msg), KERR_NONE);
+	ck_assert_int_eq(kaas_topics_lookup(reg, "cp", -1, &info), 0);
+	ck_assert_int_eq(info.partitions, 8);
+}
+END_TEST
+
+/* ---- DescribeConfigs ------------------------------------------------------------------------ */
+
+typedef struct dc_entry {
+	char name[64], value[4200];
+	int read_only, is_default, source, sensitive, nsyn;
+	char syn_name[2][64], syn_value[2][64];
+	int syn_source[2];
+} dc_entry;
+
+typedef struct dc_result {
+	int16_t err;
+	char msg[320];
+	int8_t type;
+	char name[64];
+	int n;
+	dc_entry e[40];
+} dc_result;
+
+static void dc_request(kaas_wr *w, int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys,
+		       int synonyms)
+{
+	kaas_wr_i32(w, 1);
+	kaas_wr_i8(w, type);
+	kaas_wr_str(w, 0, name);
+	kaas_wr_i32(w, keys ? nkeys : -1);
+	for (int i = 0; keys && i < nkeys; i++)
+		kaas_wr_str(w, 0, keys[i]);
+	if (v >= 1)
+		kaas_wr_bool(w, synonyms);
+}
+
+static void dc(int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys, int synonyms,
+	       dc_result *r)
+{
+	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kaas_rd rd;
+	dc_request(&req, v, type, name, keys, nkeys, synonyms);
+	ck_assert_int_eq(call(kaas_admin_describe_configs, v, &req, &resp, &rd), KAAS_HANDLED);
+	ck_assert_int_eq(rd32(&rd), 0);
+	ck_assert_int_eq(rd32(&rd), 1);
+	memset(r, 0, sizeof(*r));
+	r->err = rd16(&rd);
+	rdstr(&rd, r->msg, sizeof(r->msg));
+	r->type = rd8(&rd);
+	rdstr(&rd, r->name, sizeof(r->name));
+	r->n = rd32(&rd);
+	ck_assert_int_le(r->n, 40);
+	for (int i = 0; i < r->n; i++) {
+		dc_entry *e = &r->e[i];
+		rdstr(&rd, e->name, sizeof(e->name));
+		rdstr(&rd, e->value, sizeof(e->value));
+		e->read_only = rd8(&rd);
+		if (v == 0)
+			e->is_default = rd8(&rd);
+		else
+			e->source = rd8(&rd);
+		e->sensitive = rd8(&rd);
+		if (v >= 1) {
+			e->nsyn = rd32(&rd);
+			ck_assert_int_le(e->nsyn, 2);
+			for (int k = 0; k < e->nsyn; k++) {
+				rdstr(&rd, e->syn_name[k], 64);
+				rdstr(&rd, e->syn_value[k], 64);
+				e->syn_source[k] = rd8(&rd);
+			}
+		}
+	}
+	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+	kaas_wr_free(&req);
+	kaas_wr_free(&resp);
+}
+
+static const dc_entry *find(const dc_result *r, const char *name)
+{
+	for (int i = 0; i < r->n; i++)
+		if (strcmp(r->e[i].name, name) == 0)
+			return &r->e[i];
+	return NULL;
+}
+
+START_TEST(describe_configs_every_version)
+{
+	char msg[256];
+	kaas_config_kv kv = {{"retention.ms", 12}, {"3600000", 7}};
+	kaas_topic_spec spec = {{"dc", 2}, 1, 1, &kv, 1};
+	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	dc_result *r = malloc(sizeof(*r));
+	for (int16_t v = 0; v <= 2; v++) {
+		dc(v, 2, "dc", NULL, 0, 1, r);
+		ck_assert_int_eq(r->err, KERR_NONE);
+		ck_assert_str_eq(r->msg, "<null>");
+		ck_assert_int_eq(r->type, 2);
+		ck_assert_str_eq(r->name, "dc");
+		ck_assert_int_eq(r->n, KAAS_TC_COUNT);
+		const dc_entry *e = find(r, "retention.ms");
+		ck_assert_ptr_nonnull(e);
+		ck_assert_str_eq(e->value, "3600000");
+		ck_assert_int_eq(e->read_only, 0);
+		const dc_entry *seg = find(r, "segment.bytes");
+		ck_assert_ptr_nonnull(seg);
+		ck_assert_str_eq(seg->value, "1073741824");
+		ck_assert_ptr_nonnull(find(r, "cleanup.policy"));
+		ck_assert_ptr_nonnull(find(r, "max.message.bytes"));
+		ck_assert_ptr_nonnull(find(r, "message.timestamp.type"));
+		if (v == 0) {
+			ck_assert_int_eq(e->is_default, 0);
+			ck_assert_int_eq(seg->is_default, 1);
+		} else {
+			ck_assert_int_eq(e->source, KAAS_CFG_SRC_TOPIC);
+			ck_assert_int_eq(seg->source, KAAS_CFG_SRC_DEFAULT);
+			ck_assert_int_eq(e->nsyn, 2);
+			ck_assert_str_eq(e->syn_name[0], "retention.ms");
+			ck_assert_int_eq(e->syn_source[0], KAAS_CFG_SRC_TOPIC);
+			ck_assert_str_eq(e->syn_name[1], "log.retention.ms");
+			ck_assert_str_eq(e->syn_value[1], "604800000");
+		}
+		/* Without include_synonyms: empty synonym lists. */
+		if (v >= 1) {
+			dc(v, 2, "dc", NULL, 0, 0, r);
+			ck_assert_int_eq(find(r, "retention.ms")->nsyn, 0);
+		}
+		/* Only the keys asked for (unknown keys are simply absent). */
+		const char *keys[] = {"segment.ms", "no.such.key"};
+		dc(v, 2, "dc", keys, 2, 0, r);
+		ck_assert_int_eq(r->n, 1);
+		ck_assert_str_eq(r->e[0].name, "segment.ms");
+
+		dc(v, 2, "missing", NULL, 0, 0, r);
+		ck_assert_int_eq(r->err, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		ck_assert_int_eq(r->n, 0);
+		dc(v, 2, "bad name", NULL, 0, 0, r);
+		ck_assert_int_eq(r->err, KERR_INVALID_TOPIC_EXCEPTION);
+
+		/* The broker resource: this broker's id, read-only settings. */
+		dc(v, 4, "1", NULL, 0, 1, r);
+		ck_assert_int_eq(r->err, KERR_NONE);
+		const dc_entry *np = find(r, "num.partitions");
+		ck_assert_ptr_nonnull(np);
+		ck_assert_str_eq(np->value, "2");
+		ck_assert_int_eq(np->read_only, 1);
+		if (v >= 1)
+			ck_assert_int_eq(np->source, KAAS_CFG_SRC_STATIC_BROKER);
+		const dc_entry *ac = find(r, "auto.create.topics.enable");
+		ck_assert_ptr_nonnull(ac);
+		ck_assert_str_eq(ac->value, "true");
+		if (v >= 1)
+			ck_assert_int_eq(ac->source, KAAS_CFG_SRC_DEFAULT);
+		else
+			ck_assert_int_eq(ac->is_default, 1);
+		ck_assert_ptr_nonnull(find(r, "log.retention.ms"));
+		ck_assert_str_eq(find(r, "listeners")->value, "PLAINTEXT://127.0.0.1:9092");
+		dc(v, 4, "", NULL, 0, 0, r);
+		ck_assert_int_eq(r->err, KERR_NONE);
+		dc(v, 4, "7", NULL, 0, 0, r);
+		ck_assert_int_eq(r->err, KERR_INVALID_REQUEST);
+		ck_assert_int_eq(r->n, 0);
+		dc(v, 8, "1", NULL, 0, 0, r);
+		ck_assert_int_eq(r->err, KERR_INVALID_REQUEST);
+	}
+	free(r);
+}
+END_TEST
+
+/* ---- AlterConfigs --------------------------------------------------------------------------- */
+
+static int16_t ac(int16_t v, int8_t type, const char *name, const char *k, const char *val, int validate_only,
+		  char *msg)
+{
+	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kaas_rd rd;
+	char buf[300];
+	kaas_wr_i32(&req, 1);
+	kaas_wr_i8(&req, type);
+	kaas_wr_str(&req, 0, name);
+	kaas_wr_i32(&req, k ? 1 : 0);
+	if (k) {
+		kaas_wr_str(&req, 0, k);
+		kaas_wr_str(&req, 0, val);
+	}
+	kaas_wr_bool(&req, validate_only);
+	ck_assert_int_eq(call(kaas_admin_alter_configs, v, &req, &resp, &rd), KAAS_HANDLED);
+	ck_assert_int_eq(rd32(&rd), 0);
+	ck_assert_int_eq(rd32(&rd), 1);
+	int16_t err = rd16(&rd);
+	rdstr(&rd, msg, 320);
+	ck_assert_int_eq(rd8(&rd), type);
+	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
+	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+	kaas_wr_free(&req);
+	kaas_wr_free(&resp);
+	return err;
+}
+
+START_TEST(alter_configs_every_version)
+{
+	char msg[320];
+	kaas_topic_spec spec = {{"ac", 2}, 1, 1, NULL, 0};
+	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	kaas_topic_info info;
+	for (int16_t v = 0; v <= 1; v++) {
+		ck_assert_int_eq(ac(v, 2, "ac", "retention.ms", "123", 0, msg), KERR_NONE);
+		ck_assert_str_eq(msg, "<null>");
+		ck_assert_int_eq(kaas_topics_lookup(reg, "ac", -1, &info), 0);
+		ck_assert_int_eq(info.cfg.retention_ms, 123);
+		ck_assert_int_eq(ac(v, 2, "ac", "retention.bytes", "1000", 1, msg), KERR_NONE);
+		ck_assert_int_eq(kaas_topics_lookup(reg, "ac", -1, &info), 0);
+		ck_assert_int_eq(info.cfg.retention_bytes, -1); /* validate only */
+		ck_assert_int_eq(info.cfg.retention_ms, 123);
+		ck_assert_int_eq(ac(v, 2, "ac", "cleanup.policy", "compact", 0, msg), KERR_INVALID_CONFIG);
+		ck_assert_ptr_nonnull(strstr(msg, "compact"));
+		ck_assert_int_eq(ac(v, 2, "ac", "segment.bytes", "abc", 0, msg), KERR_INVALID_CONFIG);
+		ck_assert_int_eq(ac(v, 2, "nope", "retention.ms", "1", 0, msg), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		ck_assert_int_eq(ac(v, 4, "1", "log.retention.ms", "1", 0, msg), KERR_INVALID_REQUEST);
+		/* Non-incremental: an empty set reverts everything to defaults. */
+		ck_assert_int_eq(ac(v, 2, "ac", NULL, NULL, 0, msg), KERR_NONE);
+		ck_assert_int_eq(kaas_topics_lookup(reg, "ac", -1, &info), 0);
+		ck_assert_int_eq(info.cfg.retention_ms, 604800000);
+		ck_assert_uint_eq(info.overrides, 0);
+	}
+}
+END_TEST
+
+/* ---- DeleteRecords --------------------------------------------------------------------------- */
+
+START_TEST(delete_records_every_version)
+{
+	for (int16_t v = 0; v <= 1; v++) {
+		kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+		kaas_rd rd;
+		char buf[300];
+		memset(&dr, 0, sizeof(dr));
+		kaas_wr_i32(&req, 1);
+		kaas_wr_str(&req, 0, "recs");
+		kaas_wr_i32(&req, 5);
+		int32_t parts[5] = {0, 1, 9, 2, 3};
+		int64_t offs[5] = {42, -1, 5, -2, 5000};
+		for (int i = 0; i < 5; i++) {
+			kaas_wr_i32(&req, parts[i]);
+			kaas_wr_i64(&req, offs[i]);
+		}
+		kaas_wr_i32(&req, 1000);
+		ck_assert_int_eq(call(kaas_admin_delete_records, v, &req, &resp, &rd), KAAS_HANDLED);
+		ck_assert_int_eq(rd32(&rd), 0);
+		ck_assert_int_eq(rd32(&rd), 1);
+		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "recs");
+		ck_assert_int_eq(rd32(&rd), 5);
+		int64_t want_low[5] = {42, 1000, -1, -1, -1};
+		int16_t want_err[5] = {KERR_NONE, KERR_NONE, KERR_NOT_LEADER_OR_FOLLOWER, KERR_OFFSET_OUT_OF_RANGE,
+				       KERR_OFFSET_OUT_OF_RANGE};
+		for (int i = 0; i < 5; i++) {
+			ck_assert_int_eq(rd32(&rd), parts[i]);
+			ck_assert_int_eq(rd64(&rd), want_low[i]);
+			ck_assert_int_eq(rd16(&rd), want_err[i]);
+		}
+		ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+		ck_assert_int_eq(dr.calls, 4); /* offset -2 never reached the partition */
+		ck_assert_str_eq(dr.topic, "recs");
+		kaas_wr_free(&req);
+		kaas_wr_free(&resp);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("topics-admin");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, create_topics_every_version);
+	tcase_add_test(tc, create_topics_errors);
+	tcase_add_test(tc, create_topics_assignment_and_validate_only);
+	tcase_add_test(tc, create_topics_malformed_changes_nothing);
+	tcase_add_test(tc, delete_topics_every_version);
+	tcase_add_test(tc, create_partitions_every_version);
+	tcase_add_test(tc, describe_configs_every_version);
+	tcase_add_test(tc, alter_configs_every_version);
+	tcase_add_test(tc, delete_records_every_version);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
