@@ -24,6 +24,17 @@
 #   NFS_URL4=nfs://127.0.0.1/export?version=4
 #   NFS_EXPORT_DIR=STATEDIR/export  (vfs only) the exported directory
 #
+# and the variables of the common substrate contract (substrate-lib.sh), for
+# the conformance matrix:
+#
+#   SUB_URL        NFS_URL3, or NFS_URL4 when NFS_VERSION=4 is set
+#   SUB_MOUNTS     empty: every vfs opened on SUB_URL is already a client of
+#                  its own (libnfs), so --actors N needs no extra URLs
+#   SUB_CRASH_CMD  crash-restart.sh STATEDIR (kill -9 ganesha, start again)
+#   SUB_WRAP       nsenter --net=/run/netns/NFS_NS: run the tool inside the
+#                  namespace, where the server is 127.0.0.1
+#   SUB_INFO       one line saying what runs
+#
 # so a caller does:  eval "$(substrates/nfs-ganesha/start.sh "$dir")"
 # and, in its EXIT trap:  substrates/nfs-ganesha/stop.sh "$dir"
 # If start.sh fails it has already cleaned up after itself; calling stop.sh
@@ -52,7 +63,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 [ $# -ge 1 ] || die "usage: start.sh STATEDIR [vfs|mem] [--lease SECONDS]"
 D=$1; shift
-FSAL=vfs
+FSAL=${NFS_FSAL:-vfs}
+SUBVER=${NFS_VERSION:-3}
+case $SUBVER in 3|4) ;; *) die "NFS_VERSION must be 3 or 4" ;; esac
 LEASE=10
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -145,12 +158,21 @@ is_pid_of "$(state_get "$D" rpcbind_pid)" rpcbind || die "rpcbind exited: $(cat 
 
 start_ganesha "$D"
 
+url3='nfs://127.0.0.1/export?version=3'
+url4='nfs://127.0.0.1/export?version=4'
+suburl=$url3; [ "$SUBVER" = 4 ] && suburl=$url4
 {
-	echo "NFS_NS=$NS"
-	echo "NFS_SERVER=127.0.0.1"
-	echo "NFS_URL3='nfs://127.0.0.1/export?version=3'"
-	echo "NFS_URL4='nfs://127.0.0.1/export?version=4'"
-	[ "$FSAL" = vfs ] && echo "NFS_EXPORT_DIR='$D/export'"
-	echo "NFS_STATEDIR='$D'"
-} >"$D/env"
+	printf 'NFS_NS=%q\n' "$NS"
+	printf 'NFS_SERVER=%q\n' 127.0.0.1
+	printf 'NFS_URL3=%q\n' "$url3"
+	printf 'NFS_URL4=%q\n' "$url4"
+	[ "$FSAL" = vfs ] && printf 'NFS_EXPORT_DIR=%q\n' "$D/export"
+	printf 'NFS_STATEDIR=%q\n' "$D"
+	printf 'SUB_URL=%q\n' "$suburl"
+	printf 'SUB_MOUNTS=%q\n' ""
+	printf 'SUB_CRASH_CMD=%q\n' "$HERE/crash-restart.sh $D"
+	printf 'SUB_WRAP=%q\n' "nsenter --net=/run/netns/$NS"
+	printf 'SUB_INFO=%q\n' "$(ganesha.nfsd -v 2>/dev/null | sed -n 's/.*Release = //p' | head -1 | sed 's/^/nfs-ganesha /') FSAL_${FSAL^^}, NFSv$SUBVER via libnfs, lease ${LEASE}s, netns $NS"
+} >"$D/env.tmp"
+mv -f "$D/env.tmp" "$D/env"
 cat "$D/env"

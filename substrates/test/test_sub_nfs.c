@@ -44,7 +44,6 @@ const char *__lsan_default_options(void)
 typedef struct server {
 	char dir[256];
 	char ns[64];
-	char export_dir[512];
 } server;
 
 static server main_srv, fault_srv;
@@ -65,9 +64,6 @@ static int start_server(server *s, const char *args)
 		line[strcspn(line, "\n")] = '\0';
 		if (strncmp(line, "NFS_NS=", 7) == 0)
 			snprintf(s->ns, sizeof(s->ns), "%.63s", line + 7);
-		else if (strncmp(line, "NFS_EXPORT_DIR=", 15) == 0)
-			snprintf(s->export_dir, sizeof(s->export_dir), "%.*s", (int)strlen(line + 16) - 1,
-				 line + 16); /* strip the quotes */
 	}
 	int rc = pclose(p);
 	return rc == 0 && s->ns[0] ? 0 : -1;

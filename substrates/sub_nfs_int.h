@@ -1,0 +1,123 @@
+/*
+ * sub_nfs_int.h — internals shared by the nfs backend's files:
+ * sub_nfs.c (the vtable and sub_nfs_open), sub_nfs_rpc.c (waiting for
+ * libnfs, errors, sessions) and sub_nfs_url.c (the URL).  Not for callers:
+ * everything else uses sub.h.
+ */
+#ifndef KAAS_SUB_NFS_INT_H
+#define KAAS_SUB_NFS_INT_H
+
+#include <sys/time.h> /* libnfs.h uses struct timeval without including it */
+
+#include <nfsc/libnfs.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sub.h"
+
+#define NFS_SUPER_MAGIC 0x6969
+#define V4_WRITE_CHUNK 3072u            /* below the 4 KiB encode buffer */
+#define V4_READ_CHUNK (256u * 1024u)    /* below the 1 MiB reply limit */
+#define V3_IO_CHUNK (1024u * 1024u)     /* libnfs splits further by rtmax/wtmax */
+#define DEFAULT_TIMEOUT_MS 10000
+#define RETRY_SLEEP_MS 100
+
+/* One NFS client session: a libnfs context. */
+typedef struct nfs_conn {
+	struct nfs_context *ctx;
+	int refs;   /* the vfs while current, plus each file opened on it */
+	int broken; /* no new operations: replace it */
+} nfs_conn;
+
+typedef struct nfs_vfs {
+	sub_vfs base;
+	pthread_mutex_t mu;
+	nfs_conn *conn; /* current session; NULL until the first connect */
+	/* from the URL */
+	char server[256];
+	int version;
+	int port;      /* :port in the URL, 0 when absent */
+	int nfsport, mountport;
+	int uid, gid;  /* -1: libnfs default (our own ids) */
+	int timeout_ms;
+	char path[SUB_PATH_MAX];   /* export[/subdir] as written */
+	char export[SUB_PATH_MAX]; /* what MOUNT/PUTROOTFH+LOOKUP accepted */
+	char subdir[SUB_PATH_MAX]; /* the rest, prepended to every path */
+	char root_url[SUB_PATH_MAX];
+	/* NFSv4 lease keeper */
+	pthread_t renew_thread;
+	int renew_started;
+	int stopping;
+	pthread_cond_t cv;
+	int64_t last_stateful_ms; /* last operation that renewed the lease */
+	struct nfs_file *files;   /* open files (for the lease keeper) */
+	int renew_ms;
+} nfs_vfs;
+
+typedef struct nfs_file {
+	sub_file base;
+	nfs_conn *conn;
+	struct nfsfh *fh;
+	int dirty; /* written since the last COMMIT */
+	struct nfs_file *next, *prev;
+} nfs_file;
+
+#define NV(v) ((nfs_vfs *)(v))
+#define NF(f) ((nfs_file *)(f))
+
+enum call_kind { CALL_PLAIN, CALL_FH, CALL_STAT, CALL_STATVFS, CALL_DIR, CALL_READ };
+
+/* A completion record.  Freed by the waiter once done, or by the callback
+ * when the waiter gave up on it (abandoned). */
+typedef struct nfs_call {
+	int kind;
+	int done, abandoned;
+	int status;
+	struct nfsfh *fh;
+	struct nfsdir *dir;
+	struct nfs_stat_64 st;
+	struct nfs_statvfs_64 svfs;
+	char *rbuf; /* CALL_READ: the data, owned by the record */
+	size_t rcap;
+	char err[320];
+} nfs_call;
+
+enum { ERR_RETRY_DELAY = -100000, ERR_RETRY_NEWCONN = -100001 };
+
+/* Starts one libnfs async call for a record (0, or -1 when not queued). */
+typedef int (*start_fn)(struct nfs_context *ctx, void *arg, nfs_call *c);
+
+typedef struct path_args {
+	const char *a, *b;
+	int flags, mode;
+} path_args;
+
+typedef struct io_args {
+	struct nfsfh *fh;
+	uint64_t off, n;
+	const void *buf;
+} io_args;
+
+/* sub_nfs_rpc.c */
+void sub_nfs_init_process(void);
+int sub_nfs_verifier_inherited(void);
+int64_t sub_nfs_now_ms(void);
+void sub_nfs_sleep_ms(int ms);
+void sub_nfs_call_free(nfs_call *c);
+void sub_nfs_call_cb(int status, struct nfs_context *nfs, void *data, void *priv);
+int sub_nfs_conn_new(nfs_vfs *v, const char *export, nfs_conn **out, char *err, size_t errlen);
+void sub_nfs_conn_put(nfs_conn *cn);
+int sub_nfs_run_call(nfs_vfs *v, nfs_conn *cn, int kind, size_t rcap, start_fn start, void *arg,
+		     nfs_call **cp);
+int sub_nfs_run_path_op(nfs_vfs *v, int kind, start_fn start, void *arg, nfs_call **cp,
+			nfs_conn **cnp);
+int sub_nfs_run_file_op(nfs_vfs *v, nfs_file *f, int kind, size_t rcap, start_fn start, io_args *a,
+			nfs_call **cp);
+int sub_nfs_start_create_v4(struct nfs_context *ctx, void *arg, nfs_call *c);
+
+/* sub_nfs_url.c */
+int sub_nfs_parse_url(nfs_vfs *v, const char *url, char *err, size_t errlen);
+
+#endif
