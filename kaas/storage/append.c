@@ -208,6 +208,7 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 		if ((rc = p_roll(p, now))) {
 			if (rc == -ESTALE) {
 				res->error = KERR_NOT_LEADER_OR_FOLLOWER;
+				rc = 0;
 			} else {
 				p_poison(p, "segment roll", rc);
 				res->error = KERR_KAFKA_STORAGE_ERROR;

@@ -1035,7 +1035,10 @@ int kaas_partition_relinquish(kaas_partition *p)
 			KLOG_ERR("storage", "%s: relinquish could not persist its state: %s", p->dir,
 				 sub_strerror(rc));
 	} else {
-		KLOG_WARN("storage", "%s: relinquishing a poisoned partition: nothing persisted", p->dir);
+		KLOG_WARN("storage", "%s: relinquishing a %s partition: nothing persisted", p->dir,
+			  p->fenced ? "fenced" : "poisoned");
+		if (p->fenced)
+			rc = -ESTALE;
 	}
 	drop_leadership(p);
 	int32_t keep = p->epoch;

@@ -1,0 +1,537 @@
+/*
+ * test_recovery.c — take-over recovery of logs a crashed leader left:
+ * truncated tails, garbage after the last batch, flipped CRC bytes, missing
+ * or garbage index files, stale, garbage and newer manifests; epoch fencing
+ * against a zombie leader; poisoning after an I/O failure.
+ *
+ * A crashed leader's directory is made by copying the directory of a live
+ * leader (what the volume holds when its host dies), then damaging it.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "storage/test/harness.h"
+#include "sub_fault.h"
+
+/* Copies DATA/src to DATA/dst as it is now (leader still running). */
+static void snapshot_dir(const char *src, const char *dst)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "cp -a %s/%s %s/%s", h_dir, src, h_dir, dst);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void file_path(char *out, size_t n, const char *dir, const char *leaf)
+{
+	snprintf(out, n, "%s/%s/%s", h_dir, dir, leaf);
+}
+
+/* The name of the newest .log (largest name) in dir. */
+static void newest(const char *dir, const char *suffix, char *leaf, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", h_dir, dir);
+	DIR *d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	leaf[0] = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name), s = strlen(suffix);
+		if (l > s && strcmp(e->d_name + l - s, suffix) == 0 && strcmp(e->d_name, leaf) > 0)
+			snprintf(leaf, n, "%s", e->d_name);
+	}
+	closedir(d);
+	ck_assert(leaf[0]);
+}
+
+/* A leader at epoch 1 that wrote `n` batches (3 records, ~100 B each). */
+static kaas_partition *make_log(const char *dir, int n, int64_t segment_bytes, kbuild *all)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = segment_bytes;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	for (int i = 0; i < n; i++) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL + i, "rec", 20 + i % 40, KBUILD_NONE);
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(res.error, 0);
+		if (all)
+			kbuild__put(&all->buf, &all->len, &all->cap, b.buf, b.len);
+		kbuild_free(&b);
+	}
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	return p;
+}
+
+/* Takes over `dir` at epoch, checks the log is exactly the first `bytes` of
+ * `all`, appends one more batch, and checks a further takeover sees it. */
+static void check_recovered(const char *dir, int32_t epoch, const kbuild *all, size_t bytes,
+			    int64_t leo)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, epoch), 0);
+	ck_assert_int_eq(kaas_partition_log_end(p), leo);
+	ck_assert_int_eq(kaas_partition_high_watermark(p), leo);
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 4000, &log);
+	ck_assert_uint_eq(len, bytes);
+	ck_assert_mem_eq(log, all->buf, bytes);
+	free(log);
+	ck_assert_int_eq(h_put(p, 2, "after", 10), leo);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, epoch + 1), 0);
+	ck_assert_int_eq(kaas_partition_log_end(p), leo + 2);
+	len = h_read_all(p, 0, 4000, &log);
+	ck_assert_int_eq(h_check_log(log, len, 0), leo + 2);
+	ck_assert_mem_eq(log, all->buf, bytes);
+	free(log);
+	kaas_partition_close(p);
+}
+
+/* Byte position and end offset of batch k in all. */
+static void batch_at(const kbuild *all, int k, size_t *pos, size_t *size, int64_t *end_off)
+{
+	size_t p = 0;
+	int64_t off = 0;
+	for (int i = 0;; i++) {
+		kb_hdr h;
+		kb_decode(all->buf + p, &h);
+		if (i == k) {
+			*pos = p;
+			*size = kb_size(&h);
+			*end_off = off;
+			return;
+		}
+		p += kb_size(&h);
+		off += h.count;
+	}
+}
+
+START_TEST(truncated_tail)
+{
+	kbuild all = KBUILD_INIT;
+	kaas_partition *p = make_log("live", 40, 1 << 20, &all);
+	/* Cut the last batch at several points: in its header, in its records,
+	 * one byte short, and exactly at its start. */
+	size_t pos, size;
+	int64_t off;
+	batch_at(&all, 39, &pos, &size, &off);
+	size_t cuts[] = {pos + 5, pos + KB_HDR + 3, pos + size - 1, pos};
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		char dir[32], leaf[128], path[512];
+		snprintf(dir, sizeof(dir), "cut%zu", c);
+		snapshot_dir("live", dir);
+		newest(dir, ".log", leaf, sizeof(leaf));
+		file_path(path, sizeof(path), dir, leaf);
+		ck_assert_int_eq(truncate(path, (off_t)cuts[c]), 0);
+		check_recovered(dir, 2, &all, pos, off);
+	}
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+START_TEST(garbage_after_the_last_batch)
+{
+	kbuild all = KBUILD_INIT;
+	kaas_partition *p = make_log("live", 25, 1 << 20, &all);
+	const char *garbage[] = {"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", "kaas kaas kaas kaas kaas kaas kaas kaas",
+				 "\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x01\x00"};
+	size_t glen[] = {16, 39, 12};
+	for (int g = 0; g < 3; g++) {
+		char dir[32], leaf[128], path[512];
+		snprintf(dir, sizeof(dir), "g%d", g);
+		snapshot_dir("live", dir);
+		newest(dir, ".log", leaf, sizeof(leaf));
+		file_path(path, sizeof(path), dir, leaf);
+		FILE *f = fopen(path, "ab");
+		for (int rep = 0; rep < 50; rep++)
+			fwrite(garbage[g], 1, glen[g], f);
+		fclose(f);
+		check_recovered(dir, 2, &all, all.len, 75);
+	}
+	/* A whole valid batch whose offsets do not follow on: not ours either. */
+	snapshot_dir("live", "g3");
+	char leaf[128], path[512];
+	newest("g3", ".log", leaf, sizeof(leaf));
+	file_path(path, sizeof(path), "g3", leaf);
+	FILE *f = fopen(path, "ab");
+	fwrite(all.buf, 1, 200, f); /* batch 0 again (offset 0), and a torn piece */
+	fclose(f);
+	check_recovered("g3", 2, &all, all.len, 75);
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+START_TEST(flipped_crc_bytes)
+{
+	kbuild all = KBUILD_INIT;
+	/* Several segments: damage in an earlier one cuts the log there. */
+	kaas_partition *p = make_log("live", 60, 2048, &all);
+	ck_assert_int_gt(h_count_files("live", ".log"), 2);
+	int victims[] = {59, 45, 30};
+	int which[] = {KB_OFF_CRC + 1, KB_HDR + 7, KB_OFF_ATTRS + 1};
+	for (int v = 0; v < 3; v++) {
+		char dir[32], path[512];
+		snprintf(dir, sizeof(dir), "f%d", v);
+		snapshot_dir("live", dir);
+		size_t pos, size;
+		int64_t off;
+		batch_at(&all, victims[v], &pos, &size, &off);
+		/* Find the segment holding the batch: names sort by base offset. */
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "ls %s/%s/*.log", h_dir, dir);
+		FILE *ls = popen(cmd, "r");
+		char line[512], chosen[512] = "";
+		long long chosen_base = -1;
+		while (fgets(line, sizeof(line), ls)) {
+			line[strcspn(line, "\n")] = 0;
+			long long base = atoll(strrchr(line, '-') + 1);
+			if (base <= off && base > chosen_base) {
+				chosen_base = base;
+				snprintf(chosen, sizeof(chosen), "%s", line);
+			}
+		}
+		pclose(ls);
+		ck_assert(chosen[0]);
+		/* Byte position of the batch inside its segment. */
+		size_t segpos = 0;
+		int64_t o = 0;
+		for (int i = 0; o < chosen_base; i++) {
+			kb_hdr h;
+			kb_decode(all.buf + segpos, &h);
+			segpos += kb_size(&h);
+			o += h.count;
+		}
+		snprintf(path, sizeof(path), "%s", chosen);
+		int fd = open(path, O_RDWR);
+		uint8_t byte;
+		ck_assert_int_eq(pread(fd, &byte, 1, (off_t)(pos - segpos + which[v])), 1);
+		byte ^= 0x10;
+		ck_assert_int_eq(pwrite(fd, &byte, 1, (off_t)(pos - segpos + which[v])), 1);
+		close(fd);
+		check_recovered(dir, 2, &all, pos, off);
+	}
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+START_TEST(missing_and_garbage_index_files)
+{
+	kbuild all = KBUILD_INIT;
+	kaas_partition *p = make_log("live", 80, 4096, &all);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	snapshot_dir("live", "noidx");
+	snapshot_dir("live", "badidx");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "rm %s/noidx/*.index %s/noidx/*.timeindex", h_dir, h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	/* Garbage: every index entry points somewhere wrong but plausible. */
+	snprintf(cmd, sizeof(cmd),
+		 "for f in %s/badidx/*.index; do n=$(stat -c %%s $f); "
+		 "head -c $n /dev/urandom | tr '\\000-\\377' '\\001-\\077\\001-\\077\\001-\\077\\001-\\077' > $f.x && mv $f.x $f; done",
+		 h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	check_recovered("noidx", 2, &all, all.len, 240);
+	check_recovered("badidx", 2, &all, all.len, 240);
+	/* Lookups by offset and time are right without (good) indexes. */
+	const char *dirs[] = {"noidx", "badidx"};
+	for (int d = 0; d < 2; d++) {
+		kaas_partition *q;
+		kaas_log_config cfg = h_cfg();
+		ck_assert_int_eq(kaas_partition_open(h_vfs, dirs[d], NULL, 0, &cfg, &q), 0);
+		ck_assert_int_eq(kaas_partition_take_over(q, 9), 0);
+		for (int64_t off = 0; off < 240; off += 11) {
+			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+			ck_assert_int_eq(kaas_partition_read(q, off, 1, &plan), 0);
+			ck_assert_int_eq(plan.n, 1);
+			uint8_t hdr[KB_HDR];
+			ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
+			kb_hdr h;
+			kb_decode(hdr, &h);
+			ck_assert_int_eq(h.base_offset, off - off % 3);
+			kaas_read_plan_release(&plan);
+		}
+		int64_t off, ts;
+		/* Batch i holds timestamps base+i .. base+i+2: base+50 is batch 48's last. */
+		ck_assert_int_eq(kaas_partition_offset_for_time(q, 1700000000000LL + 50, &off, &ts), 0);
+		ck_assert_int_eq(off, 146);
+		ck_assert_int_eq(ts, 1700000000000LL + 50);
+		kaas_partition_close(q);
+	}
+	kbuild_free(&all);
+}
+END_TEST
+
+static void write_manifest(const char *dir, const char *text)
+{
+	char path[512];
+	file_path(path, sizeof(path), dir, "manifest.json");
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+START_TEST(stale_garbage_and_newer_manifests)
+{
+	kbuild all = KBUILD_INIT;
+	kaas_partition *p = make_log("live", 30, 2048, &all);
+	/* Stale: the manifest of the takeover (hw 0) while 90 records exist. */
+	snapshot_dir("live", "stale");
+	check_recovered("stale", 2, &all, all.len, 90);
+	/* A manifest whose high watermark is ahead of the log (the volume lost
+	 * acknowledged writes): the log as it is, loudly. */
+	snapshot_dir("live", "ahead");
+	write_manifest("ahead", "{\"version\":1,\"topic_id\":null,\"epoch\":1,\"high_watermark\":500,\"log_start_offset\":0}");
+	check_recovered("ahead", 2, &all, all.len, 90);
+	/* Garbage and empty manifests are ignored. */
+	snapshot_dir("live", "junk");
+	write_manifest("junk", "{\"version\":1,\"epoch\":\"x\"");
+	check_recovered("junk", 2, &all, all.len, 90);
+	snapshot_dir("live", "empty");
+	write_manifest("empty", "");
+	check_recovered("empty", 2, &all, all.len, 90);
+	snapshot_dir("live", "nomani");
+	char path[512];
+	file_path(path, sizeof(path), "nomani", "manifest.json");
+	ck_assert_int_eq(unlink(path), 0);
+	check_recovered("nomani", 2, &all, all.len, 90);
+	/* A manifest of a newer epoch: someone newer leads. */
+	snapshot_dir("live", "newer");
+	write_manifest("newer", "{\"version\":1,\"topic_id\":null,\"epoch\":7,\"high_watermark\":0,\"log_start_offset\":0}");
+	kaas_partition *q;
+	kaas_log_config cfg = h_cfg();
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "newer", NULL, 0, &cfg, &q), 0);
+	ck_assert_int_eq(kaas_partition_take_over(q, 5), -ESTALE);
+	ck_assert_int_eq(kaas_partition_take_over(q, 7), 0);
+	ck_assert_int_eq(kaas_partition_log_end(q), 90);
+	kaas_partition_close(q);
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+/* ---- zombies ---------------------------------------------------------------------- */
+
+/* Reads the whole log of p and fails on any batch whose records carry tag. */
+static int64_t read_no_tag(kaas_partition *p, const char *tag, size_t *len_out)
+{
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 1000, &log);
+	int64_t end = h_check_log(log, len, 0);
+	ck_assert_ptr_null(memmem(log, len, tag, strlen(tag)));
+	free(log);
+	if (len_out)
+		*len_out = len;
+	return end;
+}
+
+/* Writes a segment file by hand: what a zombie's roll leaves if it raced
+ * past its fencing check.  Batches start at `base`. */
+static void forge_segment(const char *dir, int32_t epoch, int64_t base, int nbatches)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s/%010d-%020lld.log", h_dir, dir, epoch, (long long)base);
+	FILE *f = fopen(path, "wb");
+	int64_t off = base;
+	for (int i = 0; i < nbatches; i++) {
+		kbuild b = KBUILD_INIT;
+		kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ZOMBIE", 30, KBUILD_NONE);
+		kb_put64(b.buf, (uint64_t)off);
+		off += 2;
+		fwrite(b.buf, 1, b.len, f);
+		kbuild_free(&b);
+	}
+	fclose(f);
+}
+
+START_TEST(zombie_writes_never_reach_the_new_leader)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 2048;
+	kaas_partition *old, *neu;
+	sub_vfs *vfs2;
+	char err[256];
+	/* Two engines, two substrate clients, one directory. */
+	ck_assert_int_eq(sub_open_url(h_dir, &vfs2, err, sizeof(err)), 0);
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "z", NULL, 1, &cfg, &old), 0);
+	ck_assert_int_eq(kaas_partition_take_over(old, 1), 0);
+	for (int i = 0; i < 10; i++)
+		h_put(old, 2, "legit-one", 30);
+	ck_assert_int_eq(kaas_partition_flush(old, NULL), 0);
+
+	ck_assert_int_eq(kaas_partition_open(vfs2, "z", NULL, 0, &cfg, &neu), 0);
+	ck_assert_int_eq(kaas_partition_take_over(neu, 2), 0);
+	ck_assert_int_eq(kaas_partition_log_end(neu), 20);
+
+	/* The old leader does not know: it keeps appending to its segment. */
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	int zombie_appends = 0, fenced = 0;
+	for (int i = 0; i < 60 && !fenced; i++) {
+		kbuild_reset(&b);
+		kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ZOMBIE", 30, KBUILD_NONE);
+		ck_assert_int_eq(kaas_partition_append(old, b.buf, b.len, &res), 0);
+		if (res.error == 0) {
+			zombie_appends++;
+			kaas_partition_flush(old, NULL);
+		} else {
+			/* Its roll saw the newer epoch's segment. */
+			ck_assert_int_eq(res.error, KERR_NOT_LEADER_OR_FOLLOWER);
+			fenced = 1;
+		}
+		if (i % 3 == 0)
+			h_put(neu, 1, "legit-two", 30);
+	}
+	ck_assert_int_gt(zombie_appends, 0);
+	ck_assert(fenced);
+	ck_assert_int_eq(kaas_partition_flush(neu, NULL), 0);
+	int64_t end = read_no_tag(neu, "ZOMBIE", NULL);
+	ck_assert_int_eq(end, kaas_partition_high_watermark(neu));
+
+	/* Zombie rolls that raced past the check: one after the new leader's
+	 * base, one exactly at it. */
+	forge_segment("z", 1, 20, 3);
+	forge_segment("z", 1, end + 4, 3);
+	forge_segment("z", 1, end + 40, 3);
+	ck_assert_int_eq(read_no_tag(neu, "ZOMBIE", NULL), end);
+	h_put(neu, 1, "legit-two", 30);
+	ck_assert_int_eq(kaas_partition_flush(neu, NULL), 0);
+	size_t len_before;
+	end = read_no_tag(neu, "ZOMBIE", &len_before);
+
+	/* The zombie's relinquish must not overwrite the newer manifest. */
+	ck_assert_int_eq(kaas_partition_relinquish(old), -ESTALE);
+	char *m;
+	size_t mlen;
+	ck_assert_int_eq(sub_read_file(h_vfs, "z/manifest.json", 4096, &m, &mlen), 0);
+	ck_assert_ptr_nonnull(strstr(m, "\"epoch\":2"));
+	free(m);
+
+	/* Another takeover: same log, still no zombie byte; zombie files go. */
+	ck_assert_int_eq(kaas_partition_relinquish(neu), 0);
+	kaas_partition *third;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "z", NULL, 0, &cfg, &third), 0);
+	ck_assert_int_eq(kaas_partition_take_over(third, 3), 0);
+	ck_assert_int_eq(kaas_partition_log_end(third), end);
+	size_t len_after;
+	ck_assert_int_eq(read_no_tag(third, "ZOMBIE", &len_after), end);
+	ck_assert_uint_eq(len_after, len_before);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/z/%010d-%020lld.log", h_dir, 1, (long long)(end + 40));
+	ck_assert_int_eq(access(path, F_OK), -1);
+	h_put(third, 1, "legit-three", 30);
+	ck_assert_int_eq(kaas_partition_flush(third, NULL), 0);
+	ck_assert_int_eq(read_no_tag(third, "ZOMBIE", NULL), end + 1);
+	kaas_partition_close(third);
+	kaas_partition_close(neu);
+	kaas_partition_close(old);
+	kbuild_free(&b);
+	sub_destroy(vfs2);
+}
+END_TEST
+
+/* ---- poisoning --------------------------------------------------------------------- */
+
+static void poison_case(const char *opts, int fail_on_flush)
+{
+	char url[600], err[256];
+	sub_vfs *fv;
+	snprintf(url, sizeof(url), "fault:%s?%s", h_dir, opts);
+	ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(fv, "pz", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	h_put(p, 2, "before", 10);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "x", 10, KBUILD_NONE);
+	int rc = kaas_partition_append(p, b.buf, b.len, &res);
+	if (fail_on_flush) {
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(kaas_partition_flush(p, NULL), -EIO);
+	} else {
+		ck_assert_int_lt(rc, 0);
+		ck_assert_int_eq(res.error, KERR_KAFKA_STORAGE_ERROR);
+	}
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_POISONED);
+	/* Everything answers a storage error; nothing is served from memory. */
+	kbuild_reset(&b);
+	kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "y", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), -EIO);
+	ck_assert_int_eq(res.error, KERR_KAFKA_STORAGE_ERROR);
+	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+	ck_assert_int_eq(kaas_partition_read(p, 0, 100, &plan), 0);
+	ck_assert_int_eq(plan.error, KERR_KAFKA_STORAGE_ERROR);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), -EIO);
+	int64_t low;
+	int16_t e16;
+	kaas_partition_delete_records(p, 1, &low, &e16);
+	ck_assert_int_eq(e16, KERR_KAFKA_STORAGE_ERROR);
+	ck_assert_int_eq(kaas_partition_high_watermark(p), 2);
+	/* Re-taken (the fault was transient): the durable data is there. */
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_LEADER);
+	ck_assert_int_ge(kaas_partition_log_end(p), 2);
+	int64_t leo = kaas_partition_log_end(p);
+	ck_assert_int_eq(h_put(p, 1, "after", 10), leo);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 1000, &log);
+	ck_assert_int_eq(h_check_log(log, len, 0), leo + 1);
+	free(log);
+	kaas_partition_close(p);
+	kbuild_free(&b);
+	sub_destroy(fv);
+}
+
+START_TEST(failed_write_or_fsync_poisons)
+{
+	/* pwrites: the new partition's manifest (1), the take-over's manifest
+	 * (2), the first append (3), the next append (4). */
+	poison_case("fail=pwrite:4:EIO", 0);
+	h_teardown();
+	h_setup();
+	/* fsyncs: the two manifests (1, 2), first flush (3), second flush (4). */
+	poison_case("fail=fsync:4:EIO", 1);
+	h_teardown();
+	h_setup();
+	poison_case("fail=pwrite:4:ENOSPC", 0);
+}
+END_TEST
+
+Suite *recovery_suite(void)
+{
+	Suite *s = suite_create("storage-recovery");
+	TCase *tc = tcase_create("recovery");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, truncated_tail);
+	tcase_add_test(tc, garbage_after_the_last_batch);
+	tcase_add_test(tc, flipped_crc_bytes);
+	tcase_add_test(tc, missing_and_garbage_index_files);
+	tcase_add_test(tc, stale_garbage_and_newer_manifests);
+	tcase_add_test(tc, zombie_writes_never_reach_the_new_leader);
+	tcase_add_test(tc, failed_write_or_fsync_poisons);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(recovery_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
