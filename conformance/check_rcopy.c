@@ -1,0 +1,218 @@
+/*
+ * check_rcopy.c — is rename a rename, or a copy and a delete?
+ *
+ * Object-store FUSE mounts implement rename by copying the data to the new
+ * name and deleting the old one, which is neither atomic nor cheap.  Three
+ * observations that do not depend on absolute speed:
+ *   - the inode number survives the rename;
+ *   - renaming 64 MiB takes about as long as renaming 1 KiB: the medians of
+ *     interleaved renames are compared as a ratio within this run, and a
+ *     ratio above the limit is measured a second time before it counts;
+ *   - a descriptor another client opened before the rename still reads the
+ *     file's data afterwards.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "judge.h"
+#include "run.h"
+
+#define SMALL_BYTES 1024LL
+#define BIG_BYTES (64LL << 20)
+#define ROUNDS 9
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Renames small and big back and forth ROUNDS times each, interleaved;
+ * returns the ratio of the medians x100.  *cur says which names hold the
+ * files now (0: original, 1: moved). */
+static int measure(kc_run *r, kc_result *res, const char *small, const char *big, int *cur,
+		   int64_t *ratio_x100, int64_t *med_small, int64_t *med_big)
+{
+	char sm[320], bm[320];
+	snprintf(sm, sizeof(sm), "%s.moved", small);
+	snprintf(bm, sizeof(bm), "%s.moved", big);
+	json_t *pairs = json_array();
+	int c = *cur;
+	for (int k = 0; k < ROUNDS; k++) {
+		json_array_append_new(pairs, json_pack("[s,s]", c ? sm : small, c ? small : sm));
+		json_array_append_new(pairs, json_pack("[s,s]", c ? bm : big, c ? big : bm));
+		c = !c;
+	}
+	json_t *out = NULL;
+	int rc = kc_drv_call(&r->drv, 0, "rename_timed", json_pack("{s:o}", "pairs", pairs), &out);
+	if (rc)
+		return rc;
+	int64_t ts[ROUNDS], tb[ROUNDS];
+	json_t *ns = json_object_get(out, "ns"), *errs = json_object_get(out, "err");
+	for (int k = 0; k < ROUNDS; k++) {
+		ts[k] = json_integer_value(json_array_get(ns, (size_t)(2 * k)));
+		tb[k] = json_integer_value(json_array_get(ns, (size_t)(2 * k + 1)));
+		for (int j = 0; j < 2; j++) {
+			const char *e = json_string_value(json_array_get(errs, (size_t)(2 * k + j)));
+			if (e && strcmp(e, "OK") != 0) {
+				kc_result_count(res, "rename_errors", 1);
+				char d[200];
+				snprintf(d, sizeof(d), "rename of the %s file failed: %s", j ? "64 MiB" : "1 KiB", e);
+				json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "rename_error",
+							"actor", 0, "iteration", k, "detail", d, "trace");
+				kc_result_add_anomalies(res, NULL, one, 1);
+				json_decref(one);
+			}
+		}
+	}
+	json_decref(out);
+	*cur = c;
+	qsort(ts, ROUNDS, sizeof(ts[0]), cmp64);
+	qsort(tb, ROUNDS, sizeof(tb[0]), cmp64);
+	*med_small = ts[ROUNDS / 2] > 0 ? ts[ROUNDS / 2] : 1;
+	*med_big = tb[ROUNDS / 2];
+	*ratio_x100 = *med_big * 100 / *med_small;
+	return 0;
+}
+
+static int call(kc_run *r, int a, const char *op, json_t *args, json_t **out)
+{
+	return kc_drv_call(&r->drv, a, op, args, out);
+}
+
+int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
+{
+	const int A = 0, B = 1;
+	char small[256], big[256], cs[320], cb[320];
+	snprintf(small, sizeof(small), "%s/small", dir);
+	snprintf(big, sizeof(big), "%s/big", dir);
+	uint64_t ts = kc_run_tag(r, KC_CHK_RCOPY, 0, "small"), tb = kc_run_tag(r, KC_CHK_RCOPY, 0, "big");
+	json_t *out = NULL;
+	json_int_t hs = 0, hb = 0, ino_s, ino_b;
+	int rc, cur = 0;
+	res->iterations = ROUNDS;
+	kc_run_variant(r, "setup");
+	if ((rc = call(r, A, "file_write",
+		       json_pack("{s:s,s:I,s:I,s:b}", "path", small, "size", (json_int_t)SMALL_BYTES, "tag",
+				 (json_int_t)ts, "fsync", 1),
+		       &out)))
+		goto fail;
+	ino_s = json_integer_value(json_object_get(out, "ino"));
+	json_decref(out);
+	if ((rc = call(r, A, "file_write",
+		       json_pack("{s:s,s:I,s:I,s:b}", "path", big, "size", (json_int_t)BIG_BYTES, "tag",
+				 (json_int_t)tb, "fsync", 1),
+		       &out)))
+		goto fail;
+	ino_b = json_integer_value(json_object_get(out, "ino"));
+	json_decref(out);
+	/* Another client opens both before anything is renamed. */
+	if ((rc = call(r, B, "open_handle", json_pack("{s:s}", "path", small), &out)))
+		goto fail;
+	hs = json_integer_value(json_object_get(out, "handle"));
+	json_decref(out);
+	if ((rc = call(r, B, "open_handle", json_pack("{s:s}", "path", big), &out)))
+		goto fail;
+	hb = json_integer_value(json_object_get(out, "handle"));
+	json_decref(out);
+
+	kc_run_variant(r, "timing");
+	int64_t ratio, ms, mb, ratio2 = 0, ms2 = 0, mb2 = 0;
+	if ((rc = measure(r, res, small, big, &cur, &ratio, &ms, &mb)))
+		goto fail;
+	int grows = 0;
+	if (ratio >= KC_RCOPY_RATIO_LIMIT * 100) {
+		if ((rc = measure(r, res, small, big, &cur, &ratio2, &ms2, &mb2)))
+			goto fail;
+		grows = ratio2 >= KC_RCOPY_RATIO_LIMIT * 100;
+		if (ratio2 < ratio)
+			ratio = ratio2;
+	}
+	kc_result_count(res, "ratio_x100", ratio);
+	kc_result_count(res, "time_grows", grows);
+	json_object_set_new(res->profile, "rename_small_ns", json_integer(ms));
+	json_object_set_new(res->profile, "rename_big_ns", json_integer(mb));
+	if (ms2)
+		json_object_set_new(res->profile, "confirm", json_pack("{s:I,s:I}", "rename_small_ns",
+								      (json_int_t)ms2, "rename_big_ns",
+								      (json_int_t)mb2));
+	json_object_set_new(res->profile, "ratio_limit", json_integer(KC_RCOPY_RATIO_LIMIT));
+	if (grows) {
+		char d[200];
+		snprintf(d, sizeof(d), "median rename: 1 KiB %lld us, 64 MiB %lld us", (long long)(ms / 1000),
+			 (long long)(mb / 1000));
+		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "rename_time_grows", "actor", A,
+					"iteration", 0, "detail", d, "trace");
+		kc_result_add_anomalies(res, NULL, one, 1);
+		json_decref(one);
+	}
+
+	kc_run_variant(r, "verify");
+	snprintf(cs, sizeof(cs), "%s%s", small, cur ? ".moved" : "");
+	snprintf(cb, sizeof(cb), "%s%s", big, cur ? ".moved" : "");
+	const char *names[2] = {cs, cb};
+	json_int_t inos[2] = {ino_s, ino_b};
+	for (int i = 0; i < 2; i++) {
+		if ((rc = call(r, A, "stat", json_pack("{s:s}", "path", names[i]), &out)))
+			goto fail;
+		json_int_t ino = json_integer_value(json_object_get(out, "ino"));
+		const char *err = json_string_value(json_object_get(out, "err"));
+		if (!err || strcmp(err, "OK") != 0 || ino != inos[i]) {
+			kc_result_count(res, "inode_changed", 1);
+			char d[300];
+			snprintf(d, sizeof(d), "%s: inode %lld before the renames, %lld (%s) after", names[i],
+				 (long long)inos[i], (long long)ino, err ? err : "?");
+			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "inode_changed", "actor",
+						A, "iteration", 0, "detail", d, "trace");
+			kc_result_add_anomalies(res, NULL, one, 1);
+			json_decref(one);
+		}
+		json_decref(out);
+	}
+	json_int_t hh[2] = {hs, hb};
+	int64_t sizes[2] = {SMALL_BYTES, BIG_BYTES};
+	uint64_t tags[2] = {ts, tb};
+	for (int i = 0; i < 2; i++) {
+		if ((rc = call(r, B, "handle_verify",
+			       json_pack("{s:I,s:I,s:I}", "handle", hh[i], "size", (json_int_t)sizes[i],
+					 "tag", (json_int_t)tags[i]),
+			       &out)))
+			goto fail;
+		const char *st = json_string_value(json_object_get(out, "status"));
+		if (!st || strcmp(st, "ok") != 0) {
+			kc_result_count(res, "old_fd_broken", 1);
+			char d[300];
+			snprintf(d, sizeof(d), "a descriptor opened on %s before the renames now reads: %s",
+				 i ? "the 64 MiB file" : "the 1 KiB file", st ? st : "?");
+			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "old_fd_broken",
+						"actor", B, "iteration", 0, "detail", d, "trace");
+			kc_result_add_anomalies(res, NULL, one, 1);
+			json_decref(one);
+		}
+		json_decref(out);
+		if ((rc = call(r, B, "file_verify",
+			       json_pack("{s:s,s:I,s:I}", "path", names[i], "size", (json_int_t)sizes[i],
+					 "tag", (json_int_t)tags[i]),
+			       &out)))
+			goto fail;
+		st = json_string_value(json_object_get(out, "status"));
+		if (!st || strcmp(st, "ok") != 0)
+			kc_result_count(res, "content_mismatch", 1);
+		json_decref(out);
+	}
+	for (int i = 0; i < 2; i++) {
+		if ((rc = call(r, B, "close_handle", json_pack("{s:I}", "handle", hh[i]), &out)))
+			goto fail;
+		json_decref(out);
+	}
+	kc_result_count(res, "inode_changed", 0);
+	r->manual = 1;
+	r->manual_done = ROUNDS;
+	return 0;
+fail:
+	if (rc != -EINTR)
+		kc_result_error(res, "%s", r->drv.err);
+	return rc;
+}

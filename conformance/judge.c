@@ -1,0 +1,248 @@
+/*
+ * judge.c — verdict rules per check.
+ */
+#include "judge.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct sbuf {
+	char *p;
+	size_t len, used;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(sbuf *b, const char *fmt, ...)
+{
+	if (b->used >= b->len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->p + b->used, b->len - b->used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		b->used += (size_t)n;
+	if (b->used >= b->len)
+		b->used = b->len - 1;
+}
+
+#define C(key) ((long long)kc_count_get(counts, key))
+
+/* Lists every non-zero "variant.key" among keys as "label N"; returns the sum. */
+static long long list_violations(const json_t *counts, const char *variant,
+				 const char *const *keys, size_t nkeys, sbuf *b, int *first)
+{
+	long long sum = 0;
+	for (size_t i = 0; i < nkeys; i++) {
+		char k[128];
+		if (variant)
+			snprintf(k, sizeof(k), "%s.%s", variant, keys[i]);
+		else
+			snprintf(k, sizeof(k), "%s", keys[i]);
+		long long v = C(k);
+		if (v <= 0)
+			continue;
+		sum += v;
+		sb_add(b, "%s%s%s%s %lld", *first ? "" : ", ", variant ? variant : "",
+		       variant ? " " : "", keys[i], v);
+		*first = 0;
+	}
+	return sum;
+}
+
+kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
+{
+	static const char *const file_keys[] = {"missing", "read_enoent", "empty", "short",
+						"long", "torn", "backwards", "errors",
+						"write_errors", "rename_errors", "hold_errors"};
+	static const char *const dir_keys[] = {"partial", "errors", "rename_errors"};
+	char viol[512] = "";
+	sbuf vb = {viol, sizeof(viol), 0};
+	int first = 1;
+	long long bad = 0;
+	bad += list_violations(counts, "plain", file_keys, 11, &vb, &first);
+	bad += list_violations(counts, "held", file_keys, 11, &vb, &first);
+	bad += list_violations(counts, "dir", dir_keys, 3, &vb, &first);
+	long long reads = C("plain.reads") + C("held.reads");
+	long long ok = C("plain.ok") + C("held.ok");
+	long long renames = C("plain.renames") + C("held.renames");
+	long long estale = C("plain.estale_open") + C("plain.estale_read") + C("held.estale_open") +
+			   C("held.estale_read") + C("dir.estale");
+	sbuf b = {summary, len, 0};
+	if (bad > 0) {
+		sb_add(&b, "%lld violations in %lld reads and %lld listings (%s)", bad, reads,
+		       C("dir.listings"), viol);
+		return KC_FAIL;
+	}
+	if (ok == 0) {
+		sb_add(&b, "inconclusive: no reader completed a read (%lld attempts, ESTALE %lld)",
+		       reads, estale);
+		return KC_WARN;
+	}
+	sb_add(&b, "%lld renames, %lld verified reads, %lld directory listings: none missing, torn or going backwards",
+	       renames + C("dir.renames"), ok, C("dir.listings"));
+	if (estale)
+		sb_add(&b, " (ESTALE retried %lld times)", estale);
+	return KC_PASS;
+}
+
+kc_verdict kc_judge_excl(const json_t *counts, char *summary, size_t len)
+{
+	static const char *const keys[] = {"multi_winner", "no_winner", "loser_eperm",
+					   "loser_other", "content_mismatch", "winner_write_errors"};
+	char viol[512] = "";
+	sbuf vb = {viol, sizeof(viol), 0};
+	int first = 1;
+	long long bad = list_violations(counts, NULL, keys, 6, &vb, &first);
+	sbuf b = {summary, len, 0};
+	if (bad > 0) {
+		sb_add(&b, "in %lld rounds of %lld racers: %s", C("rounds"), C("racers"), viol);
+		return KC_FAIL;
+	}
+	if (C("rounds") == 0) {
+		sb_add(&b, "inconclusive: no round ran");
+		return KC_WARN;
+	}
+	sb_add(&b, "%lld rounds of %lld racers: exactly one winner each, every loser got EEXIST",
+	       C("rounds"), C("racers"));
+	return KC_PASS;
+}
+
+kc_verdict kc_judge_cto(const json_t *counts, char *summary, size_t len)
+{
+	static const char *const keys[] = {"stale", "short", "long", "torn", "empty",
+					   "missing", "future", "errors", "write_errors"};
+	char viol[512] = "";
+	sbuf vb = {viol, sizeof(viol), 0};
+	int first = 1;
+	long long bad = list_violations(counts, "same", keys, 9, &vb, &first);
+	bad += list_violations(counts, "grow", keys, 9, &vb, &first);
+	long long reads = C("same.reads") + C("grow.reads");
+	sbuf b = {summary, len, 0};
+	if (bad > 0) {
+		sb_add(&b, "%lld of %lld reads after close did not see the closed version (%s)", bad,
+		       reads, viol);
+		return KC_FAIL;
+	}
+	if (reads == 0) {
+		sb_add(&b, "inconclusive: no read ran");
+		return KC_WARN;
+	}
+	sb_add(&b, "%lld same-size and %lld growing rewrites: every open after close saw the new version",
+	       C("same.reads"), C("grow.reads"));
+	long long estale = C("same.estale") + C("grow.estale");
+	if (estale)
+		sb_add(&b, " (ESTALE retried %lld times)", estale);
+	return KC_PASS;
+}
+
+kc_verdict kc_judge_unlink(const json_t *counts, char *summary, size_t len)
+{
+	sbuf b = {summary, len, 0};
+	if (C("rmdir_after_close_failed") > 0 || C("space_not_freed") > 0 ||
+	    C("hidden_after_close") > 0) {
+		sb_add(&b, "after the holder closed the file:");
+		if (C("hidden_after_close") > 0)
+			sb_add(&b, " %lld hidden entries remained;", C("hidden_after_close"));
+		if (C("rmdir_after_close_failed") > 0)
+			sb_add(&b, " the directory could not be removed;");
+		if (C("space_not_freed") > 0)
+			sb_add(&b, " the space was not freed;");
+		b.used = b.used > 0 ? b.used - 1 : 0;
+		summary[b.used] = '\0';
+		return KC_FAIL;
+	}
+	sb_add(&b, "deleted while open: %s; after close the directory was removed%s",
+	       C("hidden_while_open") > 0 ? "silly-renamed to a hidden name" : "no hidden entry",
+	       C("space_unknown") > 0 ? " (space accounting unavailable)" : " and the space freed");
+	return KC_PASS;
+}
+
+kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len)
+{
+	sbuf b = {summary, len, 0};
+	if (C("interposed_actors") > 0 || C("crash_lost") > 0) {
+		if (C("interposed_actors") > 0)
+			sb_add(&b, "fsync is interposed in %lld actor processes (LD_PRELOAD)",
+			       C("interposed_actors"));
+		if (C("crash_lost") > 0)
+			sb_add(&b, "%sdata acknowledged by fsync was gone after the crash (%lld of %lld bytes lost)",
+			       C("interposed_actors") > 0 ? "; " : "", C("crash_bytes_lost"),
+			       C("crash_bytes"));
+		return KC_FAIL;
+	}
+	if (C("fast_fsync") > 0 || C("libc_faster") > 0) {
+		if (C("fast_fsync") > 0)
+			sb_add(&b, "suspicious: fsync (%lld us) is faster than one create round trip (%lld us)",
+			       C("raw_fsync_us"), C("create_us"));
+		if (C("libc_faster") > 0)
+			sb_add(&b, "%ssuspicious: libc fsync (%lld us) is much faster than the system call (%lld us)",
+			       C("fast_fsync") > 0 ? "; " : "", C("libc_fsync_us"), C("raw_fsync_us"));
+		return KC_WARN;
+	}
+	sb_add(&b, "fsync %lld us vs create %lld us; %lld bytes survived %s", C("raw_fsync_us"),
+	       C("create_us"), C("crash_bytes"),
+	       C("crash_cmd") > 0 ? "the writer's kill and the crash command" : "the writer's kill");
+	return KC_PASS;
+}
+
+kc_verdict kc_judge_rcopy(const json_t *counts, char *summary, size_t len)
+{
+	sbuf b = {summary, len, 0};
+	long long ratio = C("ratio_x100");
+	if (C("inode_changed") > 0 || C("time_grows") > 0 || C("old_fd_broken") > 0 ||
+	    C("content_mismatch") > 0 || C("rename_errors") > 0) {
+		const char *sep = "";
+		if (C("inode_changed") > 0) {
+			sb_add(&b, "inode changed on rename");
+			sep = "; ";
+		}
+		if (C("time_grows") > 0) {
+			sb_add(&b, "%srenaming 64 MiB took %lld.%02lldx as long as 1 KiB", sep,
+			       ratio / 100, ratio % 100);
+			sep = "; ";
+		}
+		if (C("old_fd_broken") > 0) {
+			sb_add(&b, "%sa descriptor opened before the rename no longer reads the file", sep);
+			sep = "; ";
+		}
+		if (C("content_mismatch") > 0) {
+			sb_add(&b, "%sthe renamed file's content differs", sep);
+			sep = "; ";
+		}
+		if (C("rename_errors") > 0)
+			sb_add(&b, "%s%lld renames failed", sep, C("rename_errors"));
+		return KC_FAIL;
+	}
+	sb_add(&b, "inode kept, old descriptor still reads, 64 MiB vs 1 KiB rename time ratio %lld.%02lld",
+	       ratio / 100, ratio % 100);
+	return KC_PASS;
+}
+
+kc_verdict kc_judge_overall(const kc_result *res, int n)
+{
+	kc_verdict v = KC_PASS;
+	for (int i = 0; i < n; i++)
+		if (res[i].ran)
+			v = kc_verdict_worst(v, res[i].verdict);
+	return v;
+}
+
+void kc_judge_result(kc_result *r, uint64_t seed)
+{
+	typedef kc_verdict (*judge_fn)(const json_t *, char *, size_t);
+	static const judge_fn judges[KC_NCHECKS] = {
+		[KC_CHK_RENAME] = kc_judge_rename, [KC_CHK_EXCL] = kc_judge_excl,
+		[KC_CHK_CTO] = kc_judge_cto,	   [KC_CHK_UNLINK] = kc_judge_unlink,
+		[KC_CHK_FSYNC] = kc_judge_fsync,   [KC_CHK_RCOPY] = kc_judge_rcopy,
+	};
+	if (r->verdict == KC_ERROR)
+		return;
+	if (r->check >= 0 && r->check < KC_NCHECKS && judges[r->check])
+		r->verdict = judges[r->check](r->counts, r->summary, sizeof(r->summary));
+	if (r->verdict == KC_FAIL || r->verdict == KC_WARN)
+		snprintf(r->reproduce, sizeof(r->reproduce), "--seed %" PRIu64 " --checks %s", seed,
+			 kc_check_name(r->check));
+}

@@ -1,0 +1,62 @@
+/*
+ * kc.h — names shared by every part of kaas-conform: verdicts, the list of
+ * checks, version numbers of the tool, of the actor protocol and of the
+ * report schema.
+ */
+#ifndef KC_KC_H
+#define KC_KC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KC_VERSION "0.1.0"
+#define KC_PROTOCOL_VERSION 1 /* driver <-> actor messages (conformance/chan.h) */
+#define KC_REPORT_SCHEMA 1    /* JSON report, docs/formats.md */
+
+/* Ordered by severity: the overall verdict is the worst of the checks'. */
+typedef enum kc_verdict {
+	KC_PASS = 0,
+	KC_WARN,
+	KC_REFUSED,
+	KC_FAIL,
+	KC_ERROR, /* the check could not run to the end; no verdict on the volume */
+} kc_verdict;
+
+const char *kc_verdict_name(kc_verdict v);
+int kc_verdict_parse(const char *s, kc_verdict *out); /* 0 or -EINVAL */
+kc_verdict kc_verdict_worst(kc_verdict a, kc_verdict b);
+/* 0 pass/warn, 1 fail, 2 error, 3 refused (docs/conformance.md). */
+int kc_verdict_exit_code(kc_verdict v);
+
+enum {
+	KC_EXIT_OK = 0,
+	KC_EXIT_FAIL = 1,
+	KC_EXIT_ERROR = 2,
+	KC_EXIT_REFUSED = 3,
+};
+
+/* The checks, in the order they run and are reported. */
+typedef enum kc_check_id {
+	KC_CHK_PREFLIGHT = 0,
+	KC_CHK_RENAME,
+	KC_CHK_EXCL,
+	KC_CHK_CTO,
+	KC_CHK_UNLINK,
+	KC_CHK_FSYNC,
+	KC_CHK_RCOPY,
+	KC_NCHECKS
+} kc_check_id;
+
+#define KC_ALL_CHECKS ((1u << KC_NCHECKS) - 1)
+
+const char *kc_check_name(int id);      /* "rename", "unlink-open", ... */
+const char *kc_check_guarantee(int id); /* the guarantee a FAIL names */
+int kc_check_lookup(const char *name);  /* id or -1 */
+
+/* "ENOENT" for 2 or -2; "E123" for unknown numbers; "OK" for 0. */
+const char *kc_errname(int err);
+
+/* Seeds are kept below 2^53 so every JSON reader represents them exactly. */
+#define KC_SEED_MAX ((1ULL << 53) - 1)
+
+#endif

@@ -1,0 +1,23 @@
+# conformance/ — kaas-conform: the checks, the actors, the reports, and the
+# qualification stamp.  The stamp (and the broker's start-up self-check) is a
+# module of its own so that the broker links it without the rest.
+MODULES += stamp
+stamp_SRCS := conformance/stamp.c conformance/selfcheck.c
+stamp_USES := sub util
+stamp_TESTS :=
+
+MODULES += conform
+conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
+	conformance/actor.c conformance/steps_basic.c conformance/steps_loop.c \
+	conformance/steps_fsync.c conformance/driver.c conformance/result.c \
+	conformance/judge.c conformance/preflight.c conformance/opts.c \
+	conformance/check_util.c conformance/check_preflight.c conformance/check_rename.c \
+	conformance/check_excl.c conformance/check_cto.c conformance/check_unlink.c \
+	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
+	conformance/run.c
+conform_USES := stamp sub util
+conform_TESTS :=
+
+BINS += kaas-conform
+kaas-conform_MAIN := conformance/main.c
+kaas-conform_USES := conform stamp sub util

@@ -1,0 +1,250 @@
+/*
+ * opts.c — option parsing for kaas-conform.
+ */
+#include "opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc.h"
+
+const char kc_usage[] =
+	"usage: kaas-conform check URL [--mount URL ...] [--actors N] [--iterations N]\n"
+	"                          [--seed S] [--checks LIST] [--json FILE] [--junit FILE]\n"
+	"                          [--stamp [--cluster-dir DIR]] [--crash-cmd CMD]\n"
+	"                          [--timeout SECONDS] [--progress|--no-progress]\n"
+	"       kaas-conform stamp-verify URL [--cluster-dir DIR]\n"
+	"       kaas-conform --version\n"
+	"\n"
+	"URL is a directory (path or posix:PATH), nfs://server/export?version=3|4,\n"
+	"or fault:<url>?<options>.  Checks: preflight, rename, excl, cto, unlink-open,\n"
+	"fsync, rename-copy (default: all).  Exit: 0 pass (or warn), 1 fail,\n"
+	"2 usage or internal error, 3 refused.  See docs/conformance.md.\n";
+
+int kc_parse_checks(const char *list, unsigned *mask, char *err, size_t errlen)
+{
+	unsigned m = 0;
+	char buf[512];
+	if (!list || !*list || strlen(list) >= sizeof(buf)) {
+		snprintf(err, errlen, "--checks: expected a comma-separated list of check names");
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", list);
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "all") == 0) {
+			m |= KC_ALL_CHECKS;
+			continue;
+		}
+		int id = kc_check_lookup(t);
+		if (id < 0) {
+			snprintf(err, errlen,
+				 "--checks: unknown check '%s' (known: preflight, rename, excl, cto, unlink-open, fsync, rename-copy)",
+				 t);
+			return -EINVAL;
+		}
+		m |= 1u << id;
+	}
+	if (!m) {
+		snprintf(err, errlen, "--checks: no check named");
+		return -EINVAL;
+	}
+	*mask = m;
+	return 0;
+}
+
+/* Whole-string unsigned decimal (or 0x hex) within [lo, hi]. */
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out,
+		     char *err, size_t errlen)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (*end || (errno && errno != ERANGE))
+		goto bad;
+	if (errno == ERANGE || v < lo || v > hi) {
+		snprintf(err, errlen, "%s: %s is out of range (%llu..%llu)", opt, s,
+			 (unsigned long long)lo, (unsigned long long)hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: '%s' is not a number", opt, s ? s : "");
+	return -EINVAL;
+}
+
+/* Matches "--name value" and "--name=value"; advances *i past the value. */
+static int take(int argc, char **argv, int *i, const char *name, const char **val, char *err,
+		size_t errlen, int *bad)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (a[n] != '\0')
+		return 0;
+	if (*i + 1 >= argc) {
+		snprintf(err, errlen, "%s needs a value", name);
+		*bad = 1;
+		return 1;
+	}
+	*val = argv[++*i];
+	return 1;
+}
+
+int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t errlen)
+{
+	memset(o, 0, sizeof(*o));
+	o->actors = KC_DEFAULT_ACTORS;
+	o->iterations = KC_DEFAULT_ITERATIONS;
+	o->checks = KC_ALL_CHECKS;
+	o->progress = -1;
+	o->timeout_s = 300;
+	int checks_given = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		int bad = 0;
+		uint64_t u;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			o->help = 1;
+			return 0;
+		}
+		if (take(argc, argv, &i, "--mount", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			if (!*v) {
+				snprintf(err, errlen, "--mount: empty URL");
+				return -EINVAL;
+			}
+			if (o->nmounts >= KC_MAX_MOUNTS) {
+				snprintf(err, errlen, "--mount: at most %d mounts", KC_MAX_MOUNTS);
+				return -EINVAL;
+			}
+			o->mounts[o->nmounts++] = v;
+		} else if (take(argc, argv, &i, "--actors", &v, err, errlen, &bad)) {
+			if (bad || parse_u64("--actors", v, KC_MIN_ACTORS, KC_MAX_ACTORS, &u, err, errlen))
+				return -EINVAL;
+			o->actors = (int)u;
+		} else if (take(argc, argv, &i, "--iterations", &v, err, errlen, &bad)) {
+			if (bad || parse_u64("--iterations", v, 1, KC_MAX_ITERATIONS, &u, err, errlen))
+				return -EINVAL;
+			o->iterations = (int64_t)u;
+		} else if (take(argc, argv, &i, "--seed", &v, err, errlen, &bad)) {
+			if (bad || parse_u64("--seed", v, 0, KC_SEED_MAX, &u, err, errlen))
+				return -EINVAL;
+			o->seed = u;
+			o->seed_set = 1;
+		} else if (take(argc, argv, &i, "--checks", &v, err, errlen, &bad)) {
+			if (bad || kc_parse_checks(v, &o->checks, err, errlen))
+				return -EINVAL;
+			checks_given = 1;
+		} else if (take(argc, argv, &i, "--json", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			if (!*v) {
+				snprintf(err, errlen, "--json: empty file name");
+				return -EINVAL;
+			}
+			o->json = v;
+		} else if (take(argc, argv, &i, "--junit", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			if (!*v) {
+				snprintf(err, errlen, "--junit: empty file name");
+				return -EINVAL;
+			}
+			o->junit = v;
+		} else if (strcmp(a, "--stamp") == 0) {
+			o->stamp = 1;
+		} else if (take(argc, argv, &i, "--cluster-dir", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			if (!*v) {
+				snprintf(err, errlen, "--cluster-dir: empty");
+				return -EINVAL;
+			}
+			o->cluster_dir = v;
+		} else if (take(argc, argv, &i, "--crash-cmd", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			if (!*v) {
+				snprintf(err, errlen, "--crash-cmd: empty command");
+				return -EINVAL;
+			}
+			o->crash_cmd = v;
+		} else if (take(argc, argv, &i, "--timeout", &v, err, errlen, &bad)) {
+			if (bad || parse_u64("--timeout", v, 1, 86400, &u, err, errlen))
+				return -EINVAL;
+			o->timeout_s = (int)u;
+		} else if (strcmp(a, "--progress") == 0) {
+			o->progress = 1;
+		} else if (strcmp(a, "--no-progress") == 0) {
+			o->progress = 0;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+			return -EINVAL;
+		} else if (!o->url) {
+			if (!*a) {
+				snprintf(err, errlen, "empty URL");
+				return -EINVAL;
+			}
+			o->url = a;
+		} else {
+			snprintf(err, errlen, "unexpected argument '%s' (one URL; more mounts with --mount)", a);
+			return -EINVAL;
+		}
+	}
+	if (!o->url) {
+		snprintf(err, errlen, "missing URL of the volume to check (see --help)");
+		return -EINVAL;
+	}
+	if (o->cluster_dir && !o->stamp) {
+		snprintf(err, errlen, "--cluster-dir only makes sense with --stamp");
+		return -EINVAL;
+	}
+	if (o->stamp && checks_given && o->checks != KC_ALL_CHECKS) {
+		snprintf(err, errlen, "--stamp needs every check; drop --checks");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int kc_opts_parse_verify(int argc, char **argv, kc_verify_opts *o, char *err, size_t errlen)
+{
+	memset(o, 0, sizeof(*o));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		int bad = 0;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			o->help = 1;
+			return 0;
+		}
+		if (take(argc, argv, &i, "--cluster-dir", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			o->cluster_dir = v;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			snprintf(err, errlen, "unknown option '%s' (see --help)", a);
+			return -EINVAL;
+		} else if (!o->url) {
+			o->url = a;
+		} else {
+			snprintf(err, errlen, "unexpected argument '%s'", a);
+			return -EINVAL;
+		}
+	}
+	if (!o->url) {
+		snprintf(err, errlen, "missing URL of the volume");
+		return -EINVAL;
+	}
+	return 0;
+}

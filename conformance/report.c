@@ -1,0 +1,346 @@
+/*
+ * report.c — the JSON report (schema in docs/formats.md), the JUnit file and
+ * the terminal table.  All three print the verdicts and summaries the checks
+ * decided; none of them judges anything.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "stamp.h"
+
+json_t *kc_report_actors(const kc_run *r)
+{
+	json_t *list = json_array();
+	for (int i = 0; i < r->drv.n; i++) {
+		const kc_actor *a = &r->drv.a[i];
+		json_t *h = a->hello;
+		json_t *id = json_object_get(h, "identity");
+		json_array_append_new(
+			list, json_pack("{s:i,s:s,s:s,s:I,s:s,s:s,s:s}", "index", i, "kind", "process",
+					"url", a->url, "pid", json_integer_value(json_object_get(h, "pid")),
+					"host", json_string_value(json_object_get(h, "host")) ?: "",
+					"client", json_string_value(json_object_get(h, "client")) ?: "",
+					"backend", json_string_value(json_object_get(id, "backend")) ?: ""));
+	}
+	return json_pack("{s:i,s:s,s:i,s:b,s:i,s:b,s:o}", "count", r->drv.n, "kind", "process",
+			 "clients", r->clients, "distinct_clients", r->clients == r->drv.n && r->drv.n > 0,
+			 "hosts", r->hosts, "distinct_hosts", r->hosts > 1, "list", list);
+}
+
+static json_t *check_json(const kc_result *res)
+{
+	json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:I,s:O,s:O,s:O}", "name",
+			      kc_check_name(res->check), "guarantee", kc_check_guarantee(res->check),
+			      "verdict", kc_verdict_name(res->verdict), "summary", res->summary,
+			      "duration_ms", (json_int_t)res->duration_ms, "iterations",
+			      (json_int_t)res->iterations, "counts", res->counts, "anomalies_total",
+			      (json_int_t)res->anomalies_total, "anomalies", res->anomalies, "notes",
+			      res->notes, "profile", res->profile);
+	if (res->reproduce[0])
+		json_object_set_new(c, "reproduce", json_string(res->reproduce));
+	if (res->verdict == KC_ERROR)
+		json_object_set_new(c, "error", json_string(res->error));
+	return c;
+}
+
+json_t *kc_report_json(const kc_run *r)
+{
+	json_t *mounts = json_array();
+	for (int i = 0; i < r->o->nmounts; i++)
+		json_array_append_new(mounts, json_string(r->o->mounts[i]));
+	json_t *ident = kc_identity_json(&r->ident);
+	json_t *sub = json_pack("{s:s,s:o,s:o}", "url", r->o->url, "mounts", mounts, "identity", ident);
+	json_t *checks = json_array();
+	for (int k = 0; k < r->nran; k++)
+		json_array_append_new(checks, check_json(&r->res[r->order[k]]));
+	json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:i,s:o,s:o,s:I,s:I,s:s,s:I,s:o}", "schema_version",
+			      KC_REPORT_SCHEMA, "tool", "kaas-conform", "tool_version", KC_VERSION,
+			      "verdict", kc_verdict_name(r->verdict), "exit_code",
+			      kc_verdict_exit_code(r->verdict), "substrate", sub, "actors",
+			      r->actors ? json_incref(r->actors) : kc_report_actors(r), "seed", (json_int_t)r->seed, "iterations",
+			      (json_int_t)r->o->iterations, "started_at", r->started_at, "duration_ms",
+			      (json_int_t)r->duration_ms, "checks", checks);
+	if (r->verdict == KC_ERROR)
+		json_object_set_new(j, "error", json_string(r->error));
+	return j;
+}
+
+/* Writes through a temp file and a rename, so a reader (CI) never sees half
+ * a report. */
+static int write_text_file(const char *path, const char *text, char *err, size_t errlen)
+{
+	if (strcmp(path, "-") == 0) {
+		fputs(text, stdout);
+		fflush(stdout);
+		return 0;
+	}
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+		return -e;
+	}
+	int bad = fputs(text, f) < 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		int e = errno ? errno : EIO;
+		unlink(tmp);
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int kc_report_write_json(const kc_run *r, const char *path, char *err, size_t errlen)
+{
+	json_t *j = kc_report_json(r);
+	char *s = json_dumps(j, JSON_INDENT(2));
+	json_decref(j);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return -ENOMEM;
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	int rc = write_text_file(path, t, err, errlen);
+	free(t);
+	return rc;
+}
+
+/* XML text escaping into a growing buffer. */
+typedef struct xbuf {
+	char *p;
+	size_t len, cap;
+} xbuf;
+
+static void xput(xbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = (b->cap ? b->cap * 2 : 4096) + n;
+		char *np = realloc(b->p, nc);
+		if (!np)
+			return;
+		b->p = np;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void xraw(xbuf *b, const char *s)
+{
+	xput(b, s, strlen(s));
+}
+
+static void xesc(xbuf *b, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		switch (c) {
+		case '<':
+			xraw(b, "&lt;");
+			break;
+		case '>':
+			xraw(b, "&gt;");
+			break;
+		case '&':
+			xraw(b, "&amp;");
+			break;
+		case '"':
+			xraw(b, "&quot;");
+			break;
+		default:
+			if (c < 0x20 && c != '\n' && c != '\t')
+				xraw(b, "?");
+			else
+				xput(b, s, 1);
+		}
+	}
+}
+
+static void xfmt(xbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void xfmt(xbuf *b, const char *fmt, ...)
+{
+	char tmp[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	xraw(b, tmp);
+}
+
+static void anomalies_text(xbuf *b, const kc_result *res)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(res->anomalies, i, a)
+	{
+		const char *var = json_string_value(json_object_get(a, "variant"));
+		char head[400];
+		snprintf(head, sizeof(head), "%s%s%sactor %lld iteration %lld: %s: ", var ? "[" : "",
+			 var ? var : "", var ? "] " : "",
+			 (long long)json_integer_value(json_object_get(a, "actor")),
+			 (long long)json_integer_value(json_object_get(a, "iteration")),
+			 json_string_value(json_object_get(a, "kind")));
+		xesc(b, head);
+		xesc(b, json_string_value(json_object_get(a, "detail")));
+		xraw(b, "\n");
+		size_t k;
+		json_t *t;
+		json_array_foreach(json_object_get(a, "trace"), k, t)
+		{
+			xraw(b, "    ");
+			xesc(b, json_string_value(t));
+			xraw(b, "\n");
+		}
+	}
+}
+
+int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t errlen)
+{
+	xbuf b = {0};
+	int fails = 0, errors = 0;
+	int64_t total_ms = 0;
+	for (int k = 0; k < r->nran; k++) {
+		const kc_result *res = &r->res[r->order[k]];
+		fails += res->verdict == KC_FAIL || res->verdict == KC_REFUSED;
+		errors += res->verdict == KC_ERROR;
+		total_ms += res->duration_ms;
+	}
+	xraw(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	xfmt(&b, "<testsuites tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", r->nran,
+	     fails, errors, (double)total_ms / 1000.0);
+	xraw(&b, "  <testsuite name=\"kaas-conform ");
+	xesc(&b, r->o->url);
+	xfmt(&b, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"0\" time=\"%.3f\" timestamp=\"",
+	     r->nran, fails, errors, (double)total_ms / 1000.0);
+	xesc(&b, r->started_at);
+	xraw(&b, "\">\n    <properties>\n");
+	xfmt(&b, "      <property name=\"seed\" value=\"%llu\"/>\n", (unsigned long long)r->seed);
+	xfmt(&b, "      <property name=\"actors\" value=\"%d\"/>\n", r->nactors);
+	xfmt(&b, "      <property name=\"verdict\" value=\"%s\"/>\n", kc_verdict_name(r->verdict));
+	xraw(&b, "    </properties>\n");
+	for (int k = 0; k < r->nran; k++) {
+		const kc_result *res = &r->res[r->order[k]];
+		xfmt(&b, "    <testcase classname=\"kaas-conform\" name=\"%s\" time=\"%.3f\"",
+		     kc_check_name(res->check), (double)res->duration_ms / 1000.0);
+		if (res->verdict == KC_PASS) {
+			xraw(&b, "/>\n");
+			continue;
+		}
+		xraw(&b, ">\n");
+		const char *tag = res->verdict == KC_ERROR ? "error"
+				  : res->verdict == KC_WARN ? "system-out"
+							    : "failure";
+		if (strcmp(tag, "system-out") == 0) {
+			xraw(&b, "      <system-out>WARN: ");
+			xesc(&b, res->summary);
+			xraw(&b, "\n");
+			anomalies_text(&b, res);
+			xraw(&b, "</system-out>\n");
+		} else {
+			xfmt(&b, "      <%s type=\"%s\" message=\"", tag, kc_verdict_name(res->verdict));
+			xesc(&b, res->summary);
+			xraw(&b, "\">");
+			xesc(&b, kc_check_guarantee(res->check));
+			xraw(&b, ": ");
+			xesc(&b, res->summary);
+			xraw(&b, "\n");
+			anomalies_text(&b, res);
+			if (res->reproduce[0]) {
+				xraw(&b, "reproduce with: ");
+				xesc(&b, res->reproduce);
+				xraw(&b, "\n");
+			}
+			xfmt(&b, "</%s>\n", tag);
+		}
+		xraw(&b, "    </testcase>\n");
+	}
+	xraw(&b, "  </testsuite>\n</testsuites>\n");
+	if (!b.p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int rc = write_text_file(path, b.p, err, errlen);
+	free(b.p);
+	return rc;
+}
+
+static void print_anomalies(FILE *out, const kc_result *res, int max)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(res->anomalies, i, a)
+	{
+		if ((int)i >= max)
+			break;
+		const char *var = json_string_value(json_object_get(a, "variant"));
+		fprintf(out, "    %s%s%sactor %lld, iteration %lld, %s: %s\n", var ? "[" : "",
+			var ? var : "", var ? "] " : "",
+			(long long)json_integer_value(json_object_get(a, "actor")),
+			(long long)json_integer_value(json_object_get(a, "iteration")),
+			json_string_value(json_object_get(a, "kind")),
+			json_string_value(json_object_get(a, "detail")));
+		size_t k;
+		json_t *t;
+		json_array_foreach(json_object_get(a, "trace"), k, t)
+			fprintf(out, "        %s\n", json_string_value(t));
+	}
+}
+
+void kc_report_table(const kc_run *r, FILE *out)
+{
+	fprintf(out, "\n%-12s %-8s %7s  %s\n", "CHECK", "VERDICT", "TIME", "SUMMARY");
+	for (int k = 0; k < r->nran; k++) {
+		const kc_result *res = &r->res[r->order[k]];
+		fprintf(out, "%-12s %-8s %6.1fs  %s\n", kc_check_name(res->check),
+			kc_verdict_name(res->verdict), (double)res->duration_ms / 1000.0, res->summary);
+	}
+	for (int k = 0; k < r->nran; k++) {
+		const kc_result *res = &r->res[r->order[k]];
+		if (res->verdict == KC_PASS)
+			continue;
+		fprintf(out, "\n%s: %s (%s)\n", kc_check_name(res->check), kc_verdict_name(res->verdict),
+			kc_check_guarantee(res->check));
+		if (res->verdict == KC_ERROR)
+			fprintf(out, "  error: %s\n", res->error);
+		if (json_array_size(res->anomalies) > 0) {
+			fprintf(out, "  first anomalies (%zu shown of %lld):\n",
+				json_array_size(res->anomalies) < 3 ? json_array_size(res->anomalies) : 3,
+				(long long)res->anomalies_total);
+			print_anomalies(out, res, 3);
+		}
+		if (res->check == KC_CHK_PREFLIGHT) {
+			size_t i;
+			json_t *f;
+			json_array_foreach(json_object_get(res->profile, "findings"), i, f)
+				fprintf(out, "  %s: %s\n", json_string_value(json_object_get(f, "level")),
+					json_string_value(json_object_get(f, "explain")));
+		}
+		size_t i;
+		json_t *n;
+		json_array_foreach(res->notes, i, n)
+			fprintf(out, "  note: %s\n", json_string_value(n));
+		if (res->reproduce[0])
+			fprintf(out, "  reproduce: kaas-conform check %s %s\n", r->o->url, res->reproduce);
+	}
+	fprintf(out, "\nVERDICT %s (exit %d)", kc_verdict_name(r->verdict), kc_verdict_exit_code(r->verdict));
+	if (r->report_path[0])
+		fprintf(out, "  report: %s", r->report_path);
+	fprintf(out, "\n");
+	fflush(out);
+}

@@ -1,0 +1,475 @@
+/*
+ * run.c — `kaas-conform check`: validate the input, make the scratch
+ * directory, start the actors, run the checks, clean up (also on SIGINT),
+ * write the reports and, on PASS, the stamp.  And `stamp-verify`.
+ *
+ * Nothing is created on the volume before every input has been validated,
+ * and the only thing a run leaves behind is the stamp it was asked for: the
+ * scratch directory is removed on every path out except SIGKILL.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "judge.h"
+#include "preflight.h"
+#include "run.h"
+#include "stamp.h"
+#include "util/clock.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking poll/wait returns EINTR and sees the flag. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int fail_usage(const char *msg)
+{
+	fprintf(stderr, "kaas-conform: %s\n", msg);
+	return KC_EXIT_ERROR;
+}
+
+typedef int (*check_fn)(kc_run *, kc_result *, const char *);
+static const check_fn check_fns[KC_NCHECKS] = {
+	[KC_CHK_PREFLIGHT] = kc_check_preflight, [KC_CHK_RENAME] = kc_check_rename,
+	[KC_CHK_EXCL] = kc_check_excl,		 [KC_CHK_CTO] = kc_check_cto,
+	[KC_CHK_UNLINK] = kc_check_unlink,	 [KC_CHK_FSYNC] = kc_check_fsync,
+	[KC_CHK_RCOPY] = kc_check_rcopy,
+};
+
+static void progress_line(void *arg)
+{
+	kc_run *r = arg;
+	if (!r->live || r->cur < 0)
+		return;
+	int64_t done, anom;
+	if (r->manual) {
+		done = r->manual_done;
+		anom = r->manual_anomalies;
+	} else {
+		kc_drv_progress(&r->drv, &done, &anom);
+	}
+	double secs = (double)(kaas_mono_ms() - r->variant_t0_ms) / 1000.0;
+	printf("\r\033[K  %-12s %-8s %9lld ops %8.0f/s  anomalies %lld", kc_check_name(r->cur),
+	       r->variant, (long long)done, secs > 0 ? (double)done / secs : 0.0, (long long)anom);
+	fflush(stdout);
+}
+
+/* Removes the scratch tree.  A silly-renamed file of a just-killed actor can
+ * keep it busy for a moment, so this retries for a few seconds. */
+static int remove_scratch(kc_run *r)
+{
+	if (!r->scratch[0] || !r->vfs)
+		return 0;
+	int rc = 0;
+	for (int i = 0; i < 100; i++) {
+		rc = sub_remove_tree(r->vfs, r->scratch);
+		if (rc == 0 || rc == -ENOENT)
+			return 0;
+		usleep(50 * 1000);
+	}
+	return rc;
+}
+
+static void count_clients(kc_run *r)
+{
+	r->clients = r->hosts = 0;
+	for (int i = 0; i < r->drv.n; i++) {
+		const char *c = json_string_value(json_object_get(r->drv.a[i].hello, "client"));
+		const char *h = json_string_value(json_object_get(r->drv.a[i].hello, "host"));
+		int newc = 1, newh = 1;
+		for (int k = 0; k < i; k++) {
+			const char *c2 = json_string_value(json_object_get(r->drv.a[k].hello, "client"));
+			const char *h2 = json_string_value(json_object_get(r->drv.a[k].hello, "host"));
+			if (c && c2 && strcmp(c, c2) == 0)
+				newc = 0;
+			if (h && h2 && strcmp(h, h2) == 0)
+				newh = 0;
+		}
+		r->clients += newc;
+		r->hosts += newh;
+	}
+}
+
+static void now_rfc3339(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	char base[32];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%.20s.%03dZ", base, (int)(ts.tv_nsec / 1000000));
+}
+
+json_t *kc_stamp_build(const kc_run *r)
+{
+	json_t *checks = json_array();
+	for (int k = 0; k < r->nran; k++) {
+		const kc_result *res = &r->res[r->order[k]];
+		json_array_append_new(checks, json_pack("{s:s,s:s,s:s}", "name", kc_check_name(res->check),
+							"verdict", kc_verdict_name(res->verdict),
+							"summary", res->summary));
+	}
+	char host[256] = "";
+	gethostname(host, sizeof(host));
+	char at[40];
+	now_rfc3339(at, sizeof(at));
+	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:{s:i,s:s,s:i,s:b,s:i,s:b},s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
+			 "kind", KC_STAMP_KIND, "schema_version", KC_STAMP_SCHEMA, "tool", "kaas-conform",
+			 "tool_version", KC_VERSION, "verdict", kc_verdict_name(r->verdict), "volume",
+			 kc_identity_json(&r->ident), "actors", "count", r->nactors, "kind", "process",
+			 "clients", r->clients, "distinct_clients", r->clients == r->nactors, "hosts",
+			 r->hosts, "distinct_hosts", r->hosts > 1, "checks", checks, "seed",
+			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
+			 "qualified_at", at, "qualified_at_ms", (json_int_t)kaas_wall_ms(), "host", host,
+			 "url", r->o->url);
+}
+
+/* Writes the stamp into --cluster-dir (its own substrate URL) or into
+ * <URL>/__cluster through the driver's handle. */
+static int write_stamp(kc_run *r, char *where, size_t wlen, char *err, size_t errlen)
+{
+	json_t *stamp = kc_stamp_build(r);
+	int rc;
+	if (r->o->cluster_dir) {
+		sub_vfs *cv = NULL;
+		char e[512] = "";
+		rc = sub_open_url(r->o->cluster_dir, &cv, e, sizeof(e));
+		if (rc) {
+			snprintf(err, errlen, "--cluster-dir: %s", e);
+		} else {
+			rc = kc_stamp_write(cv, "", stamp);
+			if (rc)
+				snprintf(err, errlen, "writing the stamp into %s: %s", r->o->cluster_dir,
+					 sub_strerror(rc));
+			snprintf(where, wlen, "%s/%s", r->o->cluster_dir, KC_STAMP_FILE);
+		}
+		sub_destroy(cv);
+	} else {
+		rc = kc_stamp_write(r->vfs, "__cluster", stamp);
+		if (rc)
+			snprintf(err, errlen, "writing the stamp into %s/__cluster: %s", r->o->url,
+				 sub_strerror(rc));
+		snprintf(where, wlen, "%s/__cluster/%s", r->o->url, KC_STAMP_FILE);
+	}
+	json_decref(stamp);
+	return rc;
+}
+
+static void print_header(const kc_run *r)
+{
+	char kind[128];
+	kc_fs_kind(&r->ident, kind, sizeof(kind));
+	printf("kaas-conform %s: %s\n", KC_VERSION, r->o->url);
+	printf("  volume  %s%s%s%s%s\n", kind, r->ident.source[0] ? " from " : "", r->ident.source,
+	       r->ident.mountpoint[0] ? " on " : "", r->ident.mountpoint);
+	printf("  actors  %d processes, %d distinct client%s, %d host%s%s\n", r->drv.n, r->clients,
+	       r->clients == 1 ? "" : "s", r->hosts, r->hosts == 1 ? "" : "s",
+	       r->clients < r->drv.n ? " (actors share a client: cross-client behaviour is not exercised)"
+				     : "");
+	printf("  seed    %" PRIu64 ", %lld iterations\n", r->seed, (long long)r->o->iterations);
+	fflush(stdout);
+}
+
+static void run_checks(kc_run *r)
+{
+	for (int id = 0; id < KC_NCHECKS; id++) {
+		if (!(r->o->checks & (1u << id)))
+			continue;
+		if (interrupted)
+			return;
+		kc_result *res = &r->res[id];
+		kc_result_init(res, id);
+		res->ran = 1;
+		r->order[r->nran++] = id;
+		r->cur = id;
+		kc_run_variant(r, "");
+		char dir[128];
+		snprintf(dir, sizeof(dir), "%s/%s", r->scratch, kc_check_name(id));
+		int64_t t0 = kaas_mono_ms();
+		int rc = sub_mkdir(r->vfs, dir, 0755);
+		if (rc)
+			kc_result_error(res, "mkdir %s: %s", dir, sub_strerror(rc));
+		else
+			rc = check_fns[id](r, res, dir);
+		res->duration_ms = kaas_mono_ms() - t0;
+		if (rc == -EINTR || interrupted) {
+			r->cur = -1;
+			return;
+		}
+		kc_judge_result(res, r->seed);
+		/* Between checks, so that one check's leftovers (a silly-renamed
+		 * file) cannot disturb the next. */
+		int crc = sub_remove_tree(r->vfs, dir);
+		if (crc && crc != -ENOENT)
+			kc_result_note(res, "could not remove its directory at once: %s", sub_strerror(crc));
+		if (r->live) {
+			printf("\r\033[K  %-12s %-8s %6.1fs  %s\n", kc_check_name(id),
+			       kc_verdict_name(res->verdict), (double)res->duration_ms / 1000.0,
+			       res->summary);
+			fflush(stdout);
+		}
+		r->cur = -1;
+		if (res->verdict == KC_ERROR) {
+			snprintf(r->error, sizeof(r->error), "%s: %s", kc_check_name(id), res->error);
+			return;
+		}
+	}
+}
+
+int kc_cmd_check(int argc, char **argv)
+{
+	kc_opts o;
+	char err[1024] = "";
+	if (kc_opts_parse_check(argc, argv, &o, err, sizeof(err)) != 0)
+		return fail_usage(err);
+	if (o.help) {
+		fputs(kc_usage, stdout);
+		return 0;
+	}
+	install_signals();
+
+	kc_run *r = calloc(1, sizeof(*r));
+	if (!r)
+		return fail_usage("out of memory");
+	r->o = &o;
+	r->cur = -1;
+	r->interrupted = &interrupted;
+	int status = KC_EXIT_ERROR;
+	int rc;
+
+	/* Validate every input before anything is created on the volume. */
+	rc = sub_open_url(o.url, &r->vfs, err, sizeof(err));
+	if (rc) {
+		fail_usage(err);
+		goto out;
+	}
+	if ((rc = sub_identity_of(r->vfs, &r->ident))) {
+		snprintf(err, sizeof(err), "%s: cannot identify the volume: %s", o.url, sub_strerror(rc));
+		fail_usage(err);
+		goto out;
+	}
+	for (int i = 0; i < o.nmounts; i++) {
+		sub_vfs *mv = NULL;
+		char e[900] = "";
+		rc = sub_open_url(o.mounts[i], &mv, e, sizeof(e));
+		sub_destroy(mv);
+		if (rc) {
+			snprintf(err, sizeof(err), "--mount: %s", e);
+			fail_usage(err);
+			goto out;
+		}
+	}
+	if (o.cluster_dir) {
+		sub_vfs *cv = NULL;
+		char e[900] = "";
+		rc = sub_open_url(o.cluster_dir, &cv, e, sizeof(e));
+		sub_destroy(cv);
+		if (rc) {
+			snprintf(err, sizeof(err), "--cluster-dir: %s", e);
+			fail_usage(err);
+			goto out;
+		}
+	}
+	if (o.seed_set) {
+		r->seed = o.seed;
+	} else {
+		uint64_t s = 0;
+		if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s))
+			s = (uint64_t)kaas_mono_ns();
+		r->seed = s & KC_SEED_MAX;
+	}
+	r->live = o.progress < 0 ? isatty(1) : o.progress;
+	if (o.json)
+		snprintf(r->report_path, sizeof(r->report_path), "%s", strcmp(o.json, "-") ? o.json : "");
+	else
+		snprintf(r->report_path, sizeof(r->report_path), "%s", KC_DEFAULT_REPORT);
+
+	uint64_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		rnd = (uint64_t)kaas_mono_ns();
+	snprintf(r->scratch, sizeof(r->scratch), ".kaas-conform-%016" PRIx64, rnd);
+	if ((rc = sub_mkdir(r->vfs, r->scratch, 0755))) {
+		snprintf(err, sizeof(err), "%s: cannot create the scratch directory: %s", o.url,
+			 sub_strerror(rc));
+		r->scratch[0] = '\0';
+		fail_usage(err);
+		goto out;
+	}
+	r->t0_ms = kaas_mono_ms();
+	now_rfc3339(r->started_at, sizeof(r->started_at));
+
+	const char *urls[1 + KC_MAX_MOUNTS];
+	urls[0] = o.url;
+	for (int i = 0; i < o.nmounts; i++)
+		urls[1 + i] = o.mounts[i];
+	r->drv.timeout_ms = o.timeout_s * 1000;
+	r->drv.interrupted = &interrupted;
+	r->drv.on_progress = progress_line;
+	r->drv.progress_arg = r;
+	if ((rc = kc_drv_spawn(&r->drv, o.actors, urls, 1 + o.nmounts))) {
+		if (rc == -EINTR || interrupted)
+			goto interrupted_out;
+		snprintf(err, sizeof(err), "%s", r->drv.err);
+		fail_usage(err);
+		goto cleanup;
+	}
+	count_clients(r);
+	print_header(r);
+
+	run_checks(r);
+	if (interrupted)
+		goto interrupted_out;
+	r->nactors = r->drv.n;
+	r->actors = kc_report_actors(r);
+	kc_drv_shutdown(&r->drv);
+	r->duration_ms = kaas_mono_ms() - r->t0_ms;
+	if ((rc = remove_scratch(r))) {
+		snprintf(err, sizeof(err), "cannot remove the scratch directory %s: %s", r->scratch,
+			 sub_strerror(rc));
+		fail_usage(err);
+		goto out_results;
+	}
+	r->scratch[0] = '\0';
+
+	r->verdict = r->error[0] ? KC_ERROR : kc_judge_overall(r->res, KC_NCHECKS);
+	if (r->verdict == KC_ERROR && !r->error[0])
+		snprintf(r->error, sizeof(r->error), "a check could not complete");
+	status = kc_verdict_exit_code(r->verdict);
+
+	char rerr[1200] = "";
+	if (o.json && strcmp(o.json, "-") == 0)
+		kc_report_write_json(r, "-", rerr, sizeof(rerr));
+	else if (kc_report_write_json(r, r->report_path, rerr, sizeof(rerr)) != 0) {
+		fprintf(stderr, "kaas-conform: %s\n", rerr);
+		r->report_path[0] = '\0';
+		if (o.json)
+			status = KC_EXIT_ERROR;
+	}
+	if (o.junit && kc_report_write_junit(r, o.junit, rerr, sizeof(rerr)) != 0) {
+		fprintf(stderr, "kaas-conform: %s\n", rerr);
+		status = KC_EXIT_ERROR;
+	}
+	kc_report_table(r, (o.json && strcmp(o.json, "-") == 0) ? stderr : stdout);
+	if (r->verdict == KC_ERROR)
+		fprintf(stderr, "kaas-conform: %s\n", r->error);
+
+	if (o.stamp) {
+		if (r->verdict == KC_PASS) {
+			char where[4200] = "";
+			if (write_stamp(r, where, sizeof(where), rerr, sizeof(rerr)) != 0) {
+				fprintf(stderr, "kaas-conform: %s\n", rerr);
+				status = KC_EXIT_ERROR;
+			} else {
+				printf("stamp written: %s\n", where);
+			}
+		} else {
+			printf("no stamp written: the verdict is %s, a stamp needs PASS\n",
+			       kc_verdict_name(r->verdict));
+		}
+	}
+	fflush(stdout);
+	goto out_results;
+
+interrupted_out:
+	if (r->live)
+		printf("\n");
+	kc_drv_kill_all(&r->drv);
+	rc = remove_scratch(r);
+	if (rc)
+		fprintf(stderr, "kaas-conform: interrupted; could not remove %s: %s\n", r->scratch,
+			sub_strerror(rc));
+	else
+		fprintf(stderr, "kaas-conform: interrupted; scratch directory removed, no verdict\n");
+	r->scratch[0] = '\0';
+	status = KC_EXIT_ERROR;
+	goto out_results;
+cleanup:
+	kc_drv_kill_all(&r->drv);
+	remove_scratch(r);
+	r->scratch[0] = '\0';
+out_results:
+	for (int i = 0; i < KC_NCHECKS; i++)
+		if (r->res[i].ran)
+			kc_result_free(&r->res[i]);
+out:
+	if (r->drv.a)
+		kc_drv_kill_all(&r->drv);
+	if (r->scratch[0])
+		remove_scratch(r);
+	sub_destroy(r->vfs);
+	json_decref(r->actors);
+	free(r);
+	return status;
+}
+
+int kc_cmd_stamp_verify(int argc, char **argv)
+{
+	kc_verify_opts o;
+	char err[1024] = "";
+	if (kc_opts_parse_verify(argc, argv, &o, err, sizeof(err)) != 0)
+		return fail_usage(err);
+	if (o.help) {
+		fputs(kc_usage, stdout);
+		return 0;
+	}
+	sub_vfs *v = NULL, *cv = NULL;
+	sub_identity id;
+	int status = KC_EXIT_ERROR;
+	int rc = sub_open_url(o.url, &v, err, sizeof(err));
+	if (rc) {
+		fail_usage(err);
+		goto out;
+	}
+	if ((rc = sub_identity_of(v, &id))) {
+		snprintf(err, sizeof(err), "%s: cannot identify the volume: %s", o.url, sub_strerror(rc));
+		fail_usage(err);
+		goto out;
+	}
+	if (o.cluster_dir) {
+		char e[900] = "";
+		if ((rc = sub_open_url(o.cluster_dir, &cv, e, sizeof(e)))) {
+			snprintf(err, sizeof(err), "--cluster-dir: %s", e);
+			fail_usage(err);
+			goto out;
+		}
+		rc = kc_stamp_verify(cv, &id, err, sizeof(err));
+	} else {
+		rc = kc_stamp_verify_at(v, "__cluster", &id, err, sizeof(err));
+	}
+	if (rc) {
+		fprintf(stderr, "kaas-conform: not qualified: %s\n", err);
+		status = KC_EXIT_FAIL;
+	} else {
+		char key[1200];
+		kc_volume_key(&id, key, sizeof(key));
+		printf("qualified: a passing stamp for volume %s\n", key);
+		status = 0;
+	}
+out:
+	sub_destroy(cv);
+	sub_destroy(v);
+	return status;
+}

@@ -1,0 +1,89 @@
+/*
+ * run.h — one `kaas-conform check` run: the options, the actors, the
+ * scratch directory, and the results of the checks.  The checks
+ * (check_*.c) receive it and drive actors through it.
+ */
+#ifndef KC_RUN_H
+#define KC_RUN_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "driver.h"
+#include "kc.h"
+#include "opts.h"
+#include "result.h"
+#include "sub.h"
+
+typedef struct kc_run {
+	const kc_opts *o;
+	kc_driver drv;
+	sub_vfs *vfs; /* the driver's own handle: scratch set-up and clean-up */
+	sub_identity ident;
+	char scratch[64]; /* ".kaas-conform-<hex>" under the URL's root */
+	uint64_t seed;
+	kc_result res[KC_NCHECKS];
+	int order[KC_NCHECKS]; /* checks in the order they ran */
+	int nran;
+	int cur; /* the check in progress, -1 between checks */
+	char variant[32];
+	int64_t variant_t0_ms;
+	int64_t manual_done, manual_anomalies; /* progress of per-round checks */
+	int manual;
+	int live; /* print live progress */
+	int64_t t0_ms;
+	char started_at[40];
+	int64_t duration_ms;
+	volatile sig_atomic_t *interrupted;
+	kc_verdict verdict;
+	char error[1024];
+	int clients, hosts;
+	int nactors;
+	json_t *actors; /* kc_report_actors(), taken before the actors end */
+	char report_path[4096];
+} kc_run;
+
+/* A stream tag for (check, actor, variant), below 2^62 (a JSON integer). */
+uint64_t kc_run_tag(const kc_run *r, int check, int actor, const char *variant);
+
+/* Progress: the variant being run and, for checks that run one round per
+ * message, the counters. */
+void kc_run_variant(kc_run *r, const char *variant);
+
+/* One concurrent phase: every part starts at the same instant (barrier);
+ * the parts with loop=0 run to completion, then the loop=1 parts are
+ * stopped.  results[i] receives each part's result.  On failure every part
+ * is stopped and the error is in r->drv.err. */
+typedef struct kc_part {
+	int actor;
+	const char *op;
+	json_t *args; /* consumed */
+	int loop;
+} kc_part;
+int kc_run_phase(kc_run *r, kc_part *parts, int np, json_t **results);
+
+/* Each check: 0 with res filled (the runner judges it), -EINTR when
+ * interrupted, another -errno with res->error set when it could not run. */
+int kc_check_preflight(kc_run *r, kc_result *res, const char *dir);
+int kc_check_rename(kc_run *r, kc_result *res, const char *dir);
+int kc_check_excl(kc_run *r, kc_result *res, const char *dir);
+int kc_check_cto(kc_run *r, kc_result *res, const char *dir);
+int kc_check_unlink(kc_run *r, kc_result *res, const char *dir);
+int kc_check_fsync(kc_run *r, kc_result *res, const char *dir);
+int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir);
+
+/* The `check` and `stamp-verify` subcommands (exit status). */
+int kc_cmd_check(int argc, char **argv);
+int kc_cmd_stamp_verify(int argc, char **argv);
+
+/* Reports (report_*.c). */
+json_t *kc_report_json(const kc_run *r);
+int kc_report_write_json(const kc_run *r, const char *path, char *err, size_t errlen);
+int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t errlen);
+void kc_report_table(const kc_run *r, FILE *out);
+json_t *kc_report_actors(const kc_run *r);
+json_t *kc_stamp_build(const kc_run *r);
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * steps_loop.c — the looping steps of the rename check.  They run inside the
+ * actor until their iteration count or a "stop", so the driver exchanges a
+ * handful of messages per variant, not per operation.
+ *
+ *   rename_writer  write record N to a temp name, fsync, (optionally hold the
+ *                  current target open), rename over the target
+ *   rename_reader  open + read + verify the target, over and over
+ *   dir_renamer    rename a directory of K files back and forth
+ *   dir_lister     list both names of that directory, over and over
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor.h"
+#include "kc.h"
+#include "payload.h"
+#include "util/clock.h"
+
+#define MAX_RECORD (64 * 1024)
+
+typedef struct loop_args {
+	const char *dir, *target;
+	int64_t iterations, tag, min, max, seed;
+	char path[600];
+} loop_args;
+
+static int get_loop_args(kc_step *st, loop_args *a)
+{
+	int rc = kc_arg_path(st, "dir", &a->dir);
+	if (!rc)
+		rc = kc_arg_path(st, "target", &a->target);
+	if (!rc)
+		rc = kc_arg_int(st, "iterations", 100, 0, 100000000, &a->iterations);
+	if (!rc)
+		rc = kc_arg_int(st, "tag", 0, 0, INT64_MAX, &a->tag);
+	if (!rc)
+		rc = kc_arg_int(st, "min", 64, KC_PAYLOAD_HDR, MAX_RECORD, &a->min);
+	if (!rc)
+		rc = kc_arg_int(st, "max", 8192, KC_PAYLOAD_HDR, MAX_RECORD, &a->max);
+	if (!rc)
+		rc = kc_arg_int(st, "seed", 1, 0, INT64_MAX, &a->seed);
+	if (rc)
+		return rc;
+	if (a->max < a->min)
+		a->max = a->min;
+	if (sub_join(a->path, sizeof(a->path), a->dir, a->target))
+		return kc_step_fail(st, -ENAMETOOLONG, "path too long");
+	return 0;
+}
+
+/* Writes record seq to tmp (created exclusively), fsyncs and closes it. */
+static int write_record(sub_vfs *v, const char *tmp, char *buf, size_t len, uint64_t tag,
+			uint64_t seq, const char **what)
+{
+	sub_file *f = NULL;
+	kc_payload_fill(buf, len, tag, seq);
+	*what = "create temp";
+	int rc = sub_open(v, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
+	if (rc)
+		return rc;
+	*what = "write temp";
+	rc = sub_pwrite_full(f, buf, len, 0);
+	if (!rc) {
+		*what = "fsync temp";
+		rc = sub_fsync(f);
+	}
+	int cr = sub_close(f);
+	if (!rc && cr) {
+		*what = "close temp";
+		rc = cr;
+	}
+	if (rc)
+		sub_unlink(v, tmp);
+	return rc;
+}
+
+int kc_step_rename_writer(kc_step *st)
+{
+	loop_args a;
+	int rc = get_loop_args(st, &a);
+	if (rc)
+		return rc;
+	int hold = kc_arg_bool(st, "hold", 0);
+	sub_vfs *v = st->as->vfs;
+	kc_rng rng = {(uint64_t)a.seed};
+	char *buf = malloc(MAX_RECORD);
+	if (!buf)
+		return kc_step_fail(st, -ENOMEM, "out of memory");
+	char tmp[700];
+	const char *what;
+	/* Record 0 is in place before anyone reads. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.0", a.path);
+	rc = write_record(v, tmp, buf, (size_t)a.min, (uint64_t)a.tag, 0, &what);
+	if (!rc)
+		rc = sub_rename(v, tmp, a.path);
+	if (rc) {
+		free(buf);
+		return kc_step_fail(st, rc, "set-up of %s: %s", a.path, sub_strerror(rc));
+	}
+	if ((rc = kc_step_barrier(st))) {
+		free(buf);
+		return rc;
+	}
+	json_t *counts = json_object(), *anomalies = json_array();
+	kc_trace tr;
+	kc_trace_init(&tr, st->t0_ns);
+	int64_t i, bad = 0;
+	for (i = 1; i <= a.iterations; i++) {
+		if (kc_step_should_stop(st))
+			break;
+		size_t len = (size_t)kc_rng_range(&rng, (uint64_t)a.min, (uint64_t)a.max);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%lld", a.path, (long long)i);
+		rc = write_record(v, tmp, buf, len, (uint64_t)a.tag, (uint64_t)i, &what);
+		kc_trace_add(&tr, "write seq %lld (%zu bytes) to %s: %s", (long long)i, len, tmp,
+			     kc_errname(rc));
+		if (rc) {
+			kc_count_add(counts, "write_errors", 1);
+			kc_anomaly_add(anomalies, st, "write_error", i, &tr, "%s %s: %s", what, tmp,
+				       kc_errname(rc));
+			bad++;
+			continue;
+		}
+		sub_file *held = NULL;
+		if (hold) {
+			int hr = sub_open(v, a.path, O_RDONLY, 0, &held);
+			kc_trace_add(&tr, "hold %s open: %s", a.path, kc_errname(hr));
+			if (hr) {
+				kc_count_add(counts, "hold_errors", 1);
+				kc_anomaly_add(anomalies, st, "hold_error", i, &tr,
+					       "opening the current target to hold it: %s", kc_errname(hr));
+				bad++;
+			}
+		}
+		rc = sub_rename(v, tmp, a.path);
+		kc_trace_add(&tr, "rename %s -> %s: %s", tmp, a.path, kc_errname(rc));
+		if (rc) {
+			kc_count_add(counts, "rename_errors", 1);
+			kc_anomaly_add(anomalies, st, "rename_error", i, &tr,
+				       "rename over the target failed: %s", kc_errname(rc));
+			sub_unlink(v, tmp);
+			bad++;
+		} else {
+			kc_count_add(counts, "renames", 1);
+		}
+		if (held)
+			sub_close(held);
+		kc_step_progress(st, i, bad);
+	}
+	kc_count_add(counts, "renames", 0);
+	json_object_set_new(st->result, "counts", counts);
+	json_object_set_new(st->result, "bad", json_integer(bad));
+	json_object_set_new(st->result, "anomalies", anomalies);
+	json_object_set_new(st->result, "last_seq", json_integer(i - 1));
+	free(buf);
+	return 0;
+}
+
+int kc_step_rename_reader(kc_step *st)
+{
+	loop_args a;
+	int rc = get_loop_args(st, &a);
+	if (rc)
+		return rc;
+	if ((rc = kc_step_barrier(st)))
+		return rc;
+	sub_vfs *v = st->as->vfs;
+	char *buf = malloc(MAX_RECORD + 1);
+	if (!buf)
+		return kc_step_fail(st, -ENOMEM, "out of memory");
+	json_t *counts = json_object(), *anomalies = json_array();
+	static const char *const keys[] = {"reads", "ok", "missing", "estale_open", "estale_read",
+					   "read_enoent", "empty", "short", "long", "torn",
+					   "backwards", "errors"};
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		kc_count_add(counts, keys[k], 0);
+	kc_trace tr;
+	kc_trace_init(&tr, st->t0_ns);
+	int64_t n = 0, bad = 0;
+	uint64_t last = 0;
+	while (!kc_step_should_stop(st)) {
+		n++;
+		sub_file *f = NULL;
+		rc = sub_open(v, a.path, O_RDONLY, 0, &f);
+		kc_trace_add(&tr, "open %s: %s", a.path, kc_errname(rc));
+		if (rc == -ESTALE) {
+			kc_count_add(counts, "estale_open", 1);
+			continue;
+		}
+		kc_count_add(counts, "reads", 1);
+		if (rc) {
+			const char *kind = rc == -ENOENT ? "missing" : "errors";
+			kc_count_add(counts, kind, 1);
+			kc_anomaly_add(anomalies, st, rc == -ENOENT ? "missing" : "open_error", n, &tr,
+				       "open of the target failed: %s", kc_errname(rc));
+			bad++;
+			kc_step_progress(st, n, bad);
+			continue;
+		}
+		size_t got = 0;
+		for (;;) {
+			ssize_t r = sub_pread(f, buf + got, MAX_RECORD + 1 - got, got);
+			if (r <= 0) {
+				rc = (int)r;
+				break;
+			}
+			got += (size_t)r;
+			if (got > MAX_RECORD)
+				break;
+		}
+		sub_close(f);
+		kc_trace_add(&tr, "read %zu bytes: %s", got, kc_errname(rc));
+		if (rc == -ESTALE) {
+			kc_count_add(counts, "estale_read", 1);
+			continue;
+		}
+		if (rc) {
+			const char *kind = rc == -ENOENT ? "read_enoent" : "errors";
+			kc_count_add(counts, kind, 1);
+			kc_anomaly_add(anomalies, st, rc == -ENOENT ? "read_enoent" : "read_error", n,
+				       &tr, "read after a successful open failed: %s", kc_errname(rc));
+			bad++;
+			continue;
+		}
+		uint64_t seq = 0;
+		uint32_t len = 0;
+		int pl = kc_payload_check(buf, got, (uint64_t)a.tag, &seq, &len);
+		if (pl != KC_PL_OK) {
+			kc_count_add(counts, kc_payload_status_name(pl), 1);
+			kc_anomaly_add(anomalies, st, kc_payload_status_name(pl), n, &tr,
+				       "read %zu bytes%s: not one complete version", got,
+				       pl == KC_PL_SHORT || pl == KC_PL_LONG ? " of a record" : "");
+			bad++;
+		} else if (seq < last) {
+			kc_count_add(counts, "backwards", 1);
+			kc_anomaly_add(anomalies, st, "backwards", n, &tr,
+				       "read version %llu after having read %llu",
+				       (unsigned long long)seq, (unsigned long long)last);
+			bad++;
+		} else {
+			kc_count_add(counts, "ok", 1);
+			last = seq;
+		}
+		kc_step_progress(st, n, bad);
+	}
+	json_object_set_new(st->result, "counts", counts);
+	json_object_set_new(st->result, "bad", json_integer(bad));
+	json_object_set_new(st->result, "anomalies", anomalies);
+	json_object_set_new(st->result, "last_seq", json_integer((json_int_t)last));
+	free(buf);
+	return 0;
+}
+
+typedef struct dir_args {
+	const char *dir, *a, *b;
+	int64_t files, iterations;
+	char pa[600], pb[600];
+} dir_args;
+
+static int get_dir_args(kc_step *st, dir_args *d)
+{
+	int rc = kc_arg_path(st, "dir", &d->dir);
+	if (!rc)
+		rc = kc_arg_path(st, "a", &d->a);
+	if (!rc)
+		rc = kc_arg_path(st, "b", &d->b);
+	if (!rc)
+		rc = kc_arg_int(st, "files", 8, 1, 1000, &d->files);
+	if (!rc)
+		rc = kc_arg_int(st, "iterations", 100, 0, 100000000, &d->iterations);
+	if (rc)
+		return rc;
+	if (sub_join(d->pa, sizeof(d->pa), d->dir, d->a) || sub_join(d->pb, sizeof(d->pb), d->dir, d->b))
+		return kc_step_fail(st, -ENAMETOOLONG, "path too long");
+	return 0;
+}
+
+int kc_step_dir_renamer(kc_step *st)
+{
+	dir_args d;
+	int rc = get_dir_args(st, &d);
+	if (rc)
+		return rc;
+	sub_vfs *v = st->as->vfs;
+	/* Set-up: directory a holds files f0..f(K-1). */
+	if ((rc = sub_mkdir(v, d.pa, 0755)))
+		return kc_step_fail(st, rc, "mkdir %s: %s", d.pa, sub_strerror(rc));
+	for (int64_t i = 0; i < d.files; i++) {
+		char p[700], body[32];
+		snprintf(p, sizeof(p), "%s/f%lld", d.pa, (long long)i);
+		int n = snprintf(body, sizeof(body), "file %lld\n", (long long)i);
+		if ((rc = sub_write_atomic(v, p, body, (size_t)n)))
+			return kc_step_fail(st, rc, "create %s: %s", p, sub_strerror(rc));
+	}
+	if ((rc = sub_fsync_dir(v, d.dir)))
+		return kc_step_fail(st, rc, "fsync %s: %s", d.dir, sub_strerror(rc));
+	if ((rc = kc_step_barrier(st)))
+		return rc;
+	json_t *counts = json_object(), *anomalies = json_array();
+	kc_count_add(counts, "renames", 0);
+	kc_trace tr;
+	kc_trace_init(&tr, st->t0_ns);
+	int at_a = 1;
+	int64_t i, bad = 0;
+	for (i = 1; i <= d.iterations && !kc_step_should_stop(st); i++) {
+		const char *from = at_a ? d.pa : d.pb, *to = at_a ? d.pb : d.pa;
+		rc = sub_rename(v, from, to);
+		kc_trace_add(&tr, "rename %s -> %s: %s", from, to, kc_errname(rc));
+		if (rc) {
+			kc_count_add(counts, "rename_errors", 1);
+			kc_anomaly_add(anomalies, st, "rename_error", i, &tr,
+				       "directory rename failed: %s", kc_errname(rc));
+			bad++;
+		} else {
+			kc_count_add(counts, "renames", 1);
+			at_a = !at_a;
+		}
+		kc_step_progress(st, i, bad);
+	}
+	json_object_set_new(st->result, "counts", counts);
+	json_object_set_new(st->result, "bad", json_integer(bad));
+	json_object_set_new(st->result, "anomalies", anomalies);
+	json_object_set_new(st->result, "final", json_string(at_a ? d.a : d.b));
+	return 0;
+}
+
+/* Does names[] hold exactly f0..f(K-1)? */
+static int complete_listing(char **names, size_t n, int64_t files)
+{
+	if ((int64_t)n != files)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char *end;
+		if (names[i][0] != 'f')
+			return 0;
+		long long k = strtoll(names[i] + 1, &end, 10);
+		if (*end || k < 0 || k >= files)
+			return 0;
+	}
+	return 1;
+}
+
+int kc_step_dir_lister(kc_step *st)
+{
+	dir_args d;
+	int rc = get_dir_args(st, &d);
+	if (rc)
+		return rc;
+	if ((rc = kc_step_barrier(st)))
+		return rc;
+	sub_vfs *v = st->as->vfs;
+	json_t *counts = json_object(), *anomalies = json_array();
+	static const char *const keys[] = {"listings", "complete", "partial", "absent",
+					   "both_present", "neither_present", "estale", "errors"};
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		kc_count_add(counts, keys[k], 0);
+	kc_trace tr;
+	kc_trace_init(&tr, st->t0_ns);
+	int64_t n = 0, bad = 0;
+	while (!kc_step_should_stop(st)) {
+		n++;
+		int present = 0;
+		for (int side = 0; side < 2; side++) {
+			const char *p = side ? d.pb : d.pa;
+			char **names = NULL;
+			size_t cnt = 0;
+			rc = sub_list(v, p, &names, &cnt);
+			kc_trace_add(&tr, "list %s: %s, %zu entries", p, kc_errname(rc), rc ? 0 : cnt);
+			if (rc == -ENOENT) {
+				kc_count_add(counts, "absent", 1);
+				continue;
+			}
+			if (rc == -ESTALE) {
+				kc_count_add(counts, "estale", 1);
+				continue;
+			}
+			if (rc) {
+				kc_count_add(counts, "errors", 1);
+				kc_anomaly_add(anomalies, st, "list_error", n, &tr, "listing %s: %s", p,
+					       kc_errname(rc));
+				bad++;
+				continue;
+			}
+			present++;
+			kc_count_add(counts, "listings", 1);
+			if (complete_listing(names, cnt, d.files)) {
+				kc_count_add(counts, "complete", 1);
+			} else {
+				kc_count_add(counts, "partial", 1);
+				kc_anomaly_add(anomalies, st, "partial", n, &tr,
+					       "%s listed %zu entries, expected exactly f0..f%lld", p, cnt,
+					       (long long)(d.files - 1));
+				bad++;
+			}
+			sub_names_free(names, cnt);
+		}
+		/* Both or neither name present are artefacts of listing the two
+		 * names one after the other; counted, never a violation. */
+		if (present == 2)
+			kc_count_add(counts, "both_present", 1);
+		else if (present == 0)
+			kc_count_add(counts, "neither_present", 1);
+		kc_step_progress(st, n, bad);
+	}
+	json_object_set_new(st->result, "counts", counts);
+	json_object_set_new(st->result, "bad", json_integer(bad));
+	json_object_set_new(st->result, "anomalies", anomalies);
+	return 0;
+}
