@@ -15,5 +15,5 @@ MODULES += server
 server_SRCS := kaas/server/server.c kaas/server/pool.c kaas/server/dispatch.c \
 	kaas/server/h_metadata.c kaas/server/h_produce.c kaas/server/h_fetch.c \
 	kaas/server/h_list_offsets.c
-server_USES := topics broker storage proto sub util
+server_USES := admin coord topics broker storage proto sub util
 server_TESTS :=
