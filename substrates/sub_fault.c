@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define FAULT_CHUNK 4096             /* rename=copy transfer size */
 #define FAULT_SECTOR 512             /* torn writes break at these boundaries */
@@ -148,6 +149,7 @@ typedef struct fault_vfs {
 	uint64_t crash_after;
 	enum crash_mode crash_mode;
 	uint64_t undo_max;
+	uint64_t copy_delay_us;
 	int fsync_lie, rename_copy, excl_broken, cto_stale;
 	fault_rule *rules;
 	/* state */
@@ -1245,6 +1247,14 @@ static int copy_file(fault_vfs *fv, const char *from, const char *to)
 	fnode *tn = node_find(fv, dst_st.dev, dst_st.ino);
 	if (tn)
 		node_truncated(fv, tn); /* the copy's fsync below covers it all */
+	/* An object store's copy takes time; readers meanwhile find the target
+	 * empty.  The pause makes that window wide enough to be seen. */
+	if (fv->copy_delay_us) {
+		struct timespec ts = {(time_t)(fv->copy_delay_us / 1000000),
+				      (long)(fv->copy_delay_us % 1000000) * 1000};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
 	for (uint64_t off = 0;;) {
 		ssize_t r = sub_pread(src, buf, sizeof(buf), off);
 		if (r < 0) {
@@ -1675,6 +1685,9 @@ static int parse_option(fault_vfs *fv, const char *opt, size_t optlen, char *err
 	} else if (IS("undo_max")) {
 		if (parse_u64(val, vlen, 1, &fv->undo_max))
 			OPT_ERR("undo_max must be a byte count (suffix k, m or g allowed)");
+	} else if (IS("copy_delay_us")) {
+		if (parse_u64(val, vlen, 0, &fv->copy_delay_us) || fv->copy_delay_us > 10000000)
+			OPT_ERR("copy_delay_us must be a number of microseconds up to 10000000");
 	} else if (IS("crash_mode")) {
 		if (VAL("random"))
 			fv->crash_mode = CRASH_RANDOM;
@@ -1775,7 +1788,7 @@ static int parse_option(fault_vfs *fv, const char *opt, size_t optlen, char *err
 		*pp = r;
 	} else {
 		OPT_ERR("unknown option (known: seed, fail, failpath, crash_after, crash_mode, "
-			"undo_max, fsync, rename, excl, cto)");
+			"undo_max, fsync, rename, copy_delay_us, excl, cto)");
 	}
 #undef IS
 #undef VAL
@@ -1808,6 +1821,7 @@ int sub_fault_open(const char *spec, sub_vfs **out, char *err, size_t errlen)
 		return -ENOMEM;
 	fv->seed = 1;
 	fv->undo_max = FAULT_UNDO_MAX_DEFAULT;
+	fv->copy_delay_us = 1000;
 	fv->crash_mode = CRASH_RANDOM;
 	pthread_mutexattr_t attr;
 	pthread_mutexattr_init(&attr);

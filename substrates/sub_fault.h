@@ -6,10 +6,11 @@
  *     fault:<inner-url>?<option>&<option>...
  *
  * The options follow the LAST '?' of the URL, so an inner URL that has its
- * own query keeps it: fault:nfs://h/export?version=3?rename=copy.  With no
- * fault option, end the URL with a bare '?'.  docs/substrates.md lists the
+ * own query keeps it: fault:nfs://h/export?version=3?rename=copy.  Such an
+ * inner URL with no fault option needs a bare '?' at the end
+ * (fault:nfs://h/export?version=3?).  docs/substrates.md lists the
  * options (seed, fail, failpath, crash_after, crash_mode, undo_max, fsync,
- * rename, excl, cto) and the crash model.
+ * rename, copy_delay_us, excl, cto) and the crash model.
  *
  * The functions below reach the fault layer behind a sub_vfs.  Each one
  * checks that the vfs really is a fault vfs and answers -EINVAL (or, for the

@@ -960,6 +960,8 @@ START_TEST(bad_options_are_rejected)
 		{"cto=old", "cto"},
 		{"crash_mode=torn", "crash_mode"},
 		{"undo_max=12Q", "undo_max"},
+		{"copy_delay_us=soon", "copy_delay_us"},
+		{"copy_delay_us=99999999", "copy_delay_us"},
 		{"seed=1&rename=copy&bogus=2", "bogus=2"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
