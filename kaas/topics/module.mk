@@ -9,7 +9,7 @@ topics_SRCS := kaas/topics/names.c kaas/topics/tconfig.c kaas/topics/registry.c 
 	kaas/topics/admin_topics.c kaas/topics/admin_configs.c kaas/topics/admin_records.c
 topics_USES := proto sub util
 topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c \
-	kaas/topics/test/test_admin.c
+	kaas/topics/test/test_admin.c kaas/topics/test/test_crash.c
 
 MODULES += admin
 admin_SRCS := kaas/topics/handlers.c

@@ -509,6 +509,7 @@ static int claim_abandoned(kaas_topics *reg, const char *key, const sub_stat *st
 		claim_seen *c = &reg->claims[i];
 		if (strcmp(c->key, key) != 0)
 			continue;
+		c->round = reg->round;
 		if (c->ino == st->ino && c->size == st->size && c->mtime == st->mtime_ns)
 			return now - c->first_mono >= reg->o.claim_grace_ms;
 		c->ino = st->ino;
@@ -527,7 +528,19 @@ static int claim_abandoned(kaas_topics *reg, const char *key, const sub_stat *st
 	c->size = st->size;
 	c->mtime = st->mtime_ns;
 	c->first_mono = now;
+	c->round = reg->round;
 	return 0;
+}
+
+/* Forgets files that were not seen in the last round (gone or completed). */
+static void claims_expire(kaas_topics *reg)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < reg->nclaims; i++)
+		if (reg->claims[i].round == reg->round)
+			reg->claims[j++] = reg->claims[i];
+	reg->nclaims = j;
+	reg->round++;
 }
 
 static void claim_forget(kaas_topics *reg, const char *key)
@@ -1310,6 +1323,26 @@ static int has_prefix(const char *s, const char *pre)
 	return strncmp(s, pre, strlen(pre)) == 0;
 }
 
+/* A temp file of sub_write_atomic (".<name>.tmp.<hex>") left by a writer
+ * that crashed before its rename.  Removed once it has sat unchanged for the
+ * claim grace period (a live writer renames it within milliseconds).
+ * Returns 1 when `file` is such a temp name (handled), 0 otherwise. */
+static int temp_leftover(kaas_topics *reg, const char *dir, const char *file, int *first_err)
+{
+	if (file[0] != '.' || !strstr(file, ".tmp."))
+		return 0;
+	char path[SUB_PATH_MAX];
+	sub_stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (sub_stat_path(reg->o.cluster, path, &st) == 0 && claim_abandoned(reg, path, &st)) {
+		claim_forget(reg, path);
+		int rc = sub_unlink(reg->o.cluster, path);
+		if (rc && rc != -ENOENT && !*first_err)
+			*first_err = rc;
+	}
+	return 1;
+}
+
 /* Names in CLUSTER/topics/ that are registry entries: "<valid name>.json". */
 static int entry_name(const char *file, char out[KAAS_TOPIC_NAME_MAX + 1])
 {
@@ -1373,6 +1406,8 @@ static int refresh_locked(kaas_topics *reg, drop_list *drops)
 	for (size_t i = 0; i < n; i++) {
 		char name[KAAS_TOPIC_NAME_MAX + 1], path[SUB_PATH_MAX], why[128];
 		snprintf(path, sizeof(path), REG_DIR "/%s", names[i]);
+		if (temp_leftover(reg, REG_DIR, names[i], &first_err))
+			continue;
 		if (has_prefix(names[i], ABANDONED_PREFIX)) {
 			sub_stat st;
 			if (sub_stat_path(reg->o.cluster, path, &st) == 0 && claim_abandoned(reg, path, &st)) {
@@ -1477,7 +1512,9 @@ static int redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only
 	for (size_t i = 0; i < n; i++) {
 		char path[SUB_PATH_MAX], *buf = NULL;
 		size_t len;
-		if (!has_suffix(names[i], ".json") || has_prefix(names[i], "."))
+		if (temp_leftover(reg, TOMB_DIR, names[i], &first_err))
+			continue;
+		if (!has_suffix(names[i], ".json"))
 			continue;
 		snprintf(path, sizeof(path), TOMB_DIR "/%s", names[i]);
 		if (sub_read_file(reg->o.cluster, path, 4096, &buf, &len))
@@ -1605,6 +1642,7 @@ int kaas_topics_tick(kaas_topics *reg)
 	rc = redrive_tombstones(reg, 1, NULL, &tl);
 	if (rc && !first_err)
 		first_err = rc;
+	claims_expire(reg);
 	/* Registered topics whose directory or partitions are not in place yet. */
 	kaas_topic_info *todo = NULL;
 	size_t ntodo = 0;

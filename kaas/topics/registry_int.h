@@ -30,6 +30,7 @@ typedef struct claim_seen {
 	uint64_t ino, size;
 	int64_t mtime;
 	int64_t first_mono;
+	uint64_t round;            /* the tick that last saw it */
 } claim_seen;
 
 #define TRASH_LIST_MAX 8
@@ -55,6 +56,7 @@ struct kaas_topics {
 	pthread_mutex_t op;        /* serialises mutations and the tick; guards claims */
 	claim_seen *claims;
 	size_t nclaims;
+	uint64_t round;            /* tick counter: forgets claims no longer seen */
 };
 
 #endif

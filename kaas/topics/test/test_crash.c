@@ -1,0 +1,214 @@
+/*
+ * test_crash.c — power loss at every mutating step of the topic life cycle.
+ *
+ * A workload (create, write partition data, delete, recreate, alter, grow,
+ * delete again) runs on the fault backend with crash_after=N for every N up
+ * to the number of mutations the whole workload makes; unsynced changes are
+ * reverted as the seed decides.  A new registry is then opened on the same
+ * directory (a restarted broker) and ticked once.  Whatever N was, the state
+ * must be one the rules allow:
+ *   - no half-done leftovers: no reclaimed directory, abandoned claim or
+ *     tombstone survives the restart and one tick;
+ *   - every registry file is complete, and each registered topic's directory
+ *     carries its ID;
+ *   - a directory of a topic that is registered under a NEW ID holds none of
+ *     the old incarnation's files (delete + recreate starts empty);
+ *   - every name is usable again: created (or deleted, then created).
+ */
+#include <check.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sub.h"
+#include "sub_fault.h"
+#include "topics/topics.h"
+#include "util/kerr.h"
+
+static kaas_str S(const char *s)
+{
+	kaas_str x = {s, (int32_t)strlen(s)};
+	return x;
+}
+
+static kaas_topics *open_reg(sub_vfs *v)
+{
+	kaas_topics_options o;
+	kaas_topics_options_init(&o);
+	/* One volume for both roles, as with the default DATA/__cluster layout
+	 * (here the registry sits at the volume's top: topics/, deleted-topics/). */
+	o.cluster = v;
+	o.data = v;
+	o.claim_grace_ms = 0;
+	o.miss_ttl_ms = 0;
+	kaas_topics *reg = NULL;
+	if (kaas_topics_open(&o, &reg))
+		return NULL;
+	return reg;
+}
+
+typedef struct ids {
+	char first[40], second[40];
+} ids;
+
+/* The workload.  Errors after the crash are expected and ignored: the
+ * point is where the volume is left. */
+static void workload(sub_vfs *v, ids *out)
+{
+	char msg[256];
+	kaas_topic_info t;
+	kaas_topics *reg = open_reg(v);
+	if (!reg)
+		return;
+	kaas_topic_spec spec = {S("t"), 2, 1, NULL, 0};
+	if (kaas_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE)
+		snprintf(out->first, sizeof(out->first), "%s", t.id);
+	sub_mkdirs(v, "t/0", 0755);
+	sub_write_atomic(v, "t/0/old-incarnation.log", "records", 7);
+	kaas_topics_delete(reg, S("t"), msg, sizeof(msg));
+	if (kaas_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE)
+		snprintf(out->second, sizeof(out->second), "%s", t.id);
+	kaas_config_kv kv = {S("retention.ms"), S("1000")};
+	kaas_topics_alter_configs(reg, S("t"), &kv, 1, 0, msg, sizeof(msg));
+	kaas_topics_add_partitions(reg, S("t"), 3, 0, msg, sizeof(msg));
+	kaas_topic_spec spec2 = {S("u"), 1, 1, NULL, 0};
+	kaas_topics_create(reg, &spec2, 0, &t, msg, sizeof(msg));
+	kaas_topics_delete(reg, S("u"), msg, sizeof(msg));
+	kaas_topics_tick(reg);
+	kaas_topics_close(reg);
+}
+
+static int count_prefix(sub_vfs *v, const char *dir, const char *prefix)
+{
+	char **names;
+	size_t n;
+	int c = 0;
+	if (sub_list(v, dir, &names, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		c += strncmp(names[i], prefix, strlen(prefix)) == 0;
+	sub_names_free(names, n);
+	return c;
+}
+
+static void stamp_of(sub_vfs *v, const char *topic, char id[64])
+{
+	char path[256], *buf;
+	size_t len;
+	id[0] = '\0';
+	snprintf(path, sizeof(path), "%s/.topic-id.json", topic);
+	if (sub_read_file(v, path, 4096, &buf, &len))
+		return;
+	json_t *j = json_loads(buf, 0, NULL);
+	free(buf);
+	if (json_is_string(json_object_get(j, "topic_id")))
+		snprintf(id, 64, "%s", json_string_value(json_object_get(j, "topic_id")));
+	json_decref(j);
+}
+
+static void check_recovered(sub_vfs *v, const ids *run, uint64_t n)
+{
+	kaas_topics *reg = open_reg(v);
+	ck_assert_msg(reg != NULL, "crash_after=%llu: registry does not open", (unsigned long long)n);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+
+	ck_assert_msg(count_prefix(v, "", "~trash-") == 0, "crash_after=%llu: trash left", (unsigned long long)n);
+	ck_assert_msg(count_prefix(v, "topics", "~") == 0, "crash_after=%llu: claim left", (unsigned long long)n);
+	ck_assert_msg(count_prefix(v, "topics", ".") == 0, "crash_after=%llu: temp left", (unsigned long long)n);
+	char **names;
+	size_t cnt;
+	ck_assert_int_eq(sub_list(v, "deleted-topics", &names, &cnt), 0);
+	sub_names_free(names, cnt);
+	ck_assert_msg(cnt == 0, "crash_after=%llu: %zu tombstones left", (unsigned long long)n, cnt);
+
+	const char *topics[] = {"t", "u"};
+	for (int i = 0; i < 2; i++) {
+		kaas_topic_info info;
+		char sid[64], msg[256];
+		sub_stat st;
+		int rc = kaas_topics_lookup(reg, topics[i], -1, &info);
+		if (rc == 0) {
+			stamp_of(v, topics[i], sid);
+			ck_assert_msg(strcmp(sid, info.id) == 0, "crash_after=%llu: %s registered as %s, stamp %s",
+				      (unsigned long long)n, topics[i], info.id, sid);
+			if (i == 0 && strcmp(info.id, run->first) != 0)
+				ck_assert_msg(sub_stat_path(v, "t/0/old-incarnation.log", &st) == -ENOENT,
+					      "crash_after=%llu: new incarnation %s inherited old data",
+					      (unsigned long long)n, info.id);
+			ck_assert_int_eq(kaas_topics_delete(reg, S(topics[i]), msg, sizeof(msg)), KERR_NONE);
+		}
+		kaas_topic_spec spec = {S(topics[i]), 1, 1, NULL, 0};
+		ck_assert_msg(kaas_topics_create(reg, &spec, 0, &info, msg, sizeof(msg)) == KERR_NONE,
+			      "crash_after=%llu: %s not usable: %s", (unsigned long long)n, topics[i], msg);
+		ck_assert_msg(sub_stat_path(v, "t/0/old-incarnation.log", &st) == -ENOENT || i != 0,
+			      "crash_after=%llu: recreated t inherited old data", (unsigned long long)n);
+	}
+	kaas_topics_close(reg);
+}
+
+static void mkroot(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/kaas-test-topics-crash.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void rmroot(const char *dir)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(crash_anywhere_in_the_life_cycle)
+{
+	char dir[256], url[512], err[256];
+	sub_vfs *v;
+	ids run = {{0}, {0}};
+
+	/* Count the mutations of one clean run. */
+	mkroot(dir, sizeof(dir));
+	snprintf(url, sizeof(url), "fault:%s?seed=1", dir);
+	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
+	workload(v, &run);
+	uint64_t total = sub_fault_mutations(v);
+	sub_destroy(v);
+	ck_assert(run.first[0] && run.second[0]);
+	ck_assert_str_ne(run.first, run.second);
+	rmroot(dir);
+	ck_assert_uint_gt(total, 20);
+
+	for (uint64_t n = 0; n <= total; n++) {
+		memset(&run, 0, sizeof(run));
+		mkroot(dir, sizeof(dir));
+		snprintf(url, sizeof(url), "fault:%s?seed=%llu&crash_after=%llu", dir, (unsigned long long)n + 7,
+			 (unsigned long long)n);
+		ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
+		workload(v, &run);
+		ck_assert_msg(n == total || sub_fault_is_crashed(v) == 1, "crash_after=%llu did not crash",
+			      (unsigned long long)n);
+		sub_destroy(v);
+
+		ck_assert_int_eq(sub_open_url(dir, &v, err, sizeof(err)), 0);
+		check_recovered(v, &run, n);
+		sub_destroy(v);
+		rmroot(dir);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("topics-crash");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, crash_anywhere_in_the_life_cycle);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
