@@ -1,0 +1,287 @@
+/*
+ * test_producer.c — idempotent producers: duplicates answered with the
+ * original offsets, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+ * UNKNOWN_PRODUCER_ID, the five-batch window, and the producer-state
+ * snapshot carried across a takeover by another engine instance (intact,
+ * corrupt, missing, or older than the log tail).
+ */
+#include <sys/stat.h>
+
+#include "storage/producer.h"
+#include "storage/test/harness.h"
+
+typedef struct pres {
+	int16_t err;
+	int dup;
+	int64_t base, last;
+} pres;
+
+static pres send(kaas_partition *p, int64_t pid, int16_t epoch, int32_t seq, int n)
+{
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	kbuild_simple(&b, pid, epoch, seq, n, 1700000000000LL, "idem", 20, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	kbuild_free(&b);
+	return (pres){res.error, res.duplicate, res.base_offset, res.last_offset};
+}
+
+static kaas_partition *leader(sub_vfs *vfs, const char *dir, int32_t epoch, const kaas_log_config *cfg)
+{
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(vfs, dir, NULL, 1, cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, epoch), 0);
+	return p;
+}
+
+START_TEST(sequence_rules)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p = leader(h_vfs, "p", 1, &cfg);
+	pres r = send(p, 100, 0, 0, 3);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert_int_eq(r.base, 0);
+	r = send(p, 100, 0, 3, 2);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert_int_eq(r.base, 3);
+	/* Retries of either: the original offsets, nothing written. */
+	r = send(p, 100, 0, 0, 3);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert(r.dup);
+	ck_assert_int_eq(r.base, 0);
+	ck_assert_int_eq(r.last, 2);
+	r = send(p, 100, 0, 3, 2);
+	ck_assert(r.dup);
+	ck_assert_int_eq(r.base, 3);
+	ck_assert_int_eq(kaas_partition_log_end(p), 5);
+	/* A gap, an overlap that is not a retry. */
+	ck_assert_int_eq(send(p, 100, 0, 7, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	ck_assert_int_eq(send(p, 100, 0, 4, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	/* Unknown producer not starting at 0. */
+	ck_assert_int_eq(send(p, 200, 0, 5, 1).err, KERR_UNKNOWN_PRODUCER_ID);
+	/* Epochs: a bump must restart at 0; older epochs are fenced. */
+	ck_assert_int_eq(send(p, 100, 1, 5, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	r = send(p, 100, 1, 0, 1);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert(!r.dup);
+	ck_assert_int_eq(send(p, 100, 0, 5, 1).err, KERR_INVALID_PRODUCER_EPOCH);
+	ck_assert_int_eq(send(p, 100, 0, 0, 3).err, KERR_INVALID_PRODUCER_EPOCH);
+	/* Window of five: the sixth-newest batch is no longer recognised. */
+	for (int i = 1; i <= 6; i++)
+		ck_assert_int_eq(send(p, 100, 1, i, 1).err, 0);
+	ck_assert(send(p, 100, 1, 2, 1).dup);
+	ck_assert_int_eq(send(p, 100, 1, 1, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	/* Two batches of one producer in one request. */
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	kbuild_simple(&b, 300, 0, 0, 2, 1700000000000LL, "m", 10, KBUILD_NONE);
+	kbuild_simple(&b, 300, 0, 2, 2, 1700000000000LL, "m", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, 0);
+	ck_assert_int_eq(res.last_offset - res.base_offset, 3);
+	kbuild_free(&b);
+	kbuild_simple(&b, 300, 0, 4, 1, 1700000000000LL, "m", 10, KBUILD_NONE);
+	kbuild_simple(&b, 300, 0, 6, 1, 1700000000000LL, "m", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	ck_assert_int_eq(res.batch_index, 1);
+	kbuild_free(&b);
+	/* Non-idempotent batches are not checked at all. */
+	ck_assert_int_eq(send(p, -1, -1, -1, 2).err, 0);
+	ck_assert_int_eq(send(p, -1, -1, -1, 2).err, 0);
+	kaas_partition_close(p);
+}
+END_TEST
+
+START_TEST(sequence_wraps_and_snapshot_codec)
+{
+	kp_entry e;
+	memset(&e, 0, sizeof(e));
+	e.pid = 9;
+	e.epoch = 3;
+	kp_batch b = {INT32_MAX - 4, INT32_MAX, 10, 14, 1000};
+	kp_entry_apply(&e, 3, &b);
+	int dup;
+	kp_batch orig;
+	const char *msg;
+	ck_assert_int_eq(kp_check(&e, 3, 0, 4, &dup, &orig, &msg), 0);
+	ck_assert(!dup);
+	ck_assert_int_eq(kp_check(&e, 3, 1, 4, &dup, &orig, &msg), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	ck_assert_int_eq(kb_seq_add(INT32_MAX - 1, 3), 1);
+
+	kp_table t = KP_TABLE_INIT, u = KP_TABLE_INIT;
+	for (int64_t pid = 0; pid < 300; pid++)
+		for (int k = 0; k < 1 + pid % 7; k++) {
+			kp_batch x = {k * 2, k * 2 + 1, pid * 100 + k * 2, pid * 100 + k * 2 + 1, pid};
+			ck_assert_int_eq(kp_apply(&t, pid, (int16_t)(pid % 4), &x), 0);
+		}
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(kp_encode(&t, 5, 40000, &buf, &len), 0);
+	int32_t ep;
+	int64_t off;
+	ck_assert_int_eq(kp_decode(buf, len, &u, &ep, &off), 0);
+	ck_assert_int_eq(ep, 5);
+	ck_assert_int_eq(off, 40000);
+	ck_assert_uint_eq(u.count, 300);
+	for (int64_t pid = 0; pid < 300; pid++) {
+		kp_entry *a = kp_find(&t, pid), *c = kp_find(&u, pid);
+		ck_assert_ptr_nonnull(c);
+		ck_assert_int_eq(a->n, c->n);
+		ck_assert_int_eq(a->epoch, c->epoch);
+		ck_assert_mem_eq(a->b, c->b, sizeof(a->b[0]) * a->n);
+	}
+	/* Every single flipped bit and every truncation is detected. */
+	for (size_t i = 0; i < len; i += 7) {
+		buf[i] ^= 0x04;
+		ck_assert_int_eq(kp_decode(buf, len, &u, &ep, &off), -EBADMSG);
+		buf[i] ^= 0x04;
+	}
+	for (size_t n = 0; n < len; n += 97)
+		ck_assert_int_eq(kp_decode(buf, n, &u, &ep, &off), -EBADMSG);
+	free(buf);
+	/* Producers wholly below the log start are forgotten. */
+	ck_assert_uint_eq(kp_evict(&t, 150 * 100, INT64_MIN), 150);
+	ck_assert_ptr_null(kp_find(&t, 149));
+	ck_assert_ptr_nonnull(kp_find(&t, 150));
+	kp_free(&t);
+	kp_free(&u);
+}
+END_TEST
+
+/* What another engine instance (own vfs) sees after taking over `dir`. */
+static uint64_t snap_ino(const char *dir)
+{
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s/producer-state.snapshot", h_dir, dir);
+	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* rebuilt: whether the take-over must have rebuilt (and so rewritten) the
+ * snapshot; an intact one is used as it is. */
+static void check_window_after_takeover(const char *dir, int32_t epoch, int64_t pid, int nb,
+					int rebuilt)
+{
+	sub_vfs *v2;
+	char err[256];
+	ck_assert_int_eq(sub_open_url(h_dir, &v2, err, sizeof(err)), 0);
+	kaas_log_config cfg = h_cfg();
+	uint64_t ino = snap_ino(dir);
+	kaas_partition *q = leader(v2, dir, epoch, &cfg);
+	if (rebuilt)
+		ck_assert_uint_ne(snap_ino(dir), ino);
+	else
+		ck_assert_uint_eq(snap_ino(dir), ino);
+	/* Batches were seq 2k..2k+1 at offsets base 2k (only this producer). */
+	for (int k = nb - 5; k < nb; k++) {
+		pres r = send(q, pid, 0, 2 * k, 2);
+		ck_assert_msg(r.err == 0 && r.dup, "batch %d: err %d dup %d", k, r.err, r.dup);
+		ck_assert_int_eq(r.base, 2 * k);
+	}
+	ck_assert_int_eq(send(q, pid, 0, 2 * nb + 4, 2).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	ck_assert_int_eq(send(q, pid, 0, 2 * (nb - 6), 2).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	pres r = send(q, pid, 0, 2 * nb, 2);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert(!r.dup);
+	ck_assert_int_eq(r.base, 2 * nb);
+	kaas_partition_close(q);
+	sub_destroy(v2);
+}
+
+START_TEST(snapshot_carries_the_window_across_takeover)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 1024;
+	kaas_partition *p = leader(h_vfs, "s", 1, &cfg);
+	for (int k = 0; k < 30; k++)
+		ck_assert_int_eq(send(p, 77, 0, 2 * k, 2).err, 0);
+	ck_assert_int_gt(h_count_files("s", ".log"), 2);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "cp -a %s/s %s/s2 && cp -a %s/s %s/s3 && cp -a %s/s %s/s4", h_dir, h_dir,
+		 h_dir, h_dir, h_dir, h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	/* Intact snapshot. */
+	check_window_after_takeover("s", 2, 77, 30, 0);
+	/* Corrupt: rebuilt from the log, same answers. */
+	snprintf(cmd, sizeof(cmd), "printf '\\x55' | dd of=%s/s2/producer-state.snapshot bs=1 seek=30 conv=notrunc 2>/dev/null",
+		 h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	check_window_after_takeover("s2", 2, 77, 30, 1);
+	/* Missing. */
+	snprintf(cmd, sizeof(cmd), "rm %s/s3/producer-state.snapshot", h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	check_window_after_takeover("s3", 2, 77, 30, 1);
+	/* Written by an older epoch whose log a newer leader superseded: the
+	 * snapshot claims offsets the live log does not have from that epoch. */
+	snprintf(cmd, sizeof(cmd), "cp %s/s/producer-state.snapshot %s/s4/producer-state.snapshot", h_dir, h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	check_window_after_takeover("s4", 5, 77, 30, 1);
+}
+END_TEST
+
+START_TEST(snapshot_from_roll_plus_replayed_tail_after_crash)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 1024;
+	kaas_partition *p = leader(h_vfs, "c", 1, &cfg);
+	for (int k = 0; k < 25; k++) {
+		ck_assert_int_eq(send(p, 5, 0, 2 * k, 2).err, 0);
+		ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	}
+	/* The leader's host dies: the volume as it is now. */
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "cp -a %s/c %s/c2", h_dir, h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	check_window_after_takeover("c2", 2, 5, 25, 0);
+	kaas_partition_close(p);
+}
+END_TEST
+
+START_TEST(producers_below_log_start_are_unknown)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p = leader(h_vfs, "u", 1, &cfg);
+	ck_assert_int_eq(send(p, 8, 0, 0, 2).err, 0);
+	ck_assert_int_eq(send(p, 9, 0, 0, 2).err, 0);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	int64_t low;
+	int16_t err;
+	ck_assert_int_eq(kaas_partition_delete_records(p, 2, &low, &err), 0);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(send(p, 8, 0, 2, 1).err, KERR_UNKNOWN_PRODUCER_ID);
+	ck_assert_int_eq(send(p, 9, 0, 2, 1).err, 0);
+	/* The same after a takeover. */
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	ck_assert_int_eq(send(p, 8, 0, 2, 1).err, KERR_UNKNOWN_PRODUCER_ID);
+	ck_assert_int_eq(send(p, 9, 0, 3, 1).err, 0);
+	kaas_partition_close(p);
+}
+END_TEST
+
+Suite *producer_suite(void)
+{
+	Suite *s = suite_create("storage-producer");
+	TCase *tc = tcase_create("producer");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, sequence_rules);
+	tcase_add_test(tc, sequence_wraps_and_snapshot_codec);
+	tcase_add_test(tc, snapshot_carries_the_window_across_takeover);
+	tcase_add_test(tc, snapshot_from_roll_plus_replayed_tail_after_crash);
+	tcase_add_test(tc, producers_below_log_start_are_unknown);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(producer_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
