@@ -505,7 +505,8 @@ restart:
 	}
 	if (g->state == KC_PREPARING) {
 		if (now >= g->rebalance_deadline) {
-			if (g->initial_delay && g->new_member_added && g->initial_remaining > 0) {
+			if (g->initial_delay && g->new_member_added && g->initial_remaining > 0 &&
+			    c->cfg.initial_rebalance_delay_ms > 0) {
 				/* Members keep arriving: wait one more delay, within the
 				 * rebalance timeout. */
 				int64_t d = c->cfg.initial_rebalance_delay_ms;
