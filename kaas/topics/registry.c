@@ -331,6 +331,7 @@ void kaas_topics_options_init(kaas_topics_options *o)
 	o->default_replication_factor = 1;
 	o->reserved_name = "__cluster";
 	o->miss_ttl_ms = 1000;
+	o->refresh_ms = 5000;
 	o->claim_grace_ms = 30000;
 }
 
@@ -1627,7 +1628,14 @@ int kaas_topics_tick(kaas_topics *reg)
 	drop_list drops = {0};
 	trash_list tl = {0};
 	int first_err = 0, rc;
+	int64_t now = kaas_mono_ms();
 	pthread_mutex_lock(&reg->op);
+	if (reg->ticked && now - reg->last_tick_mono < reg->o.refresh_ms) {
+		pthread_mutex_unlock(&reg->op);
+		return 0;
+	}
+	reg->ticked = 1;
+	reg->last_tick_mono = now;
 	rc = refresh_locked(reg, &drops);
 	if (rc && !first_err)
 		first_err = rc;

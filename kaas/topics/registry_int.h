@@ -57,6 +57,8 @@ struct kaas_topics {
 	claim_seen *claims;
 	size_t nclaims;
 	uint64_t round;            /* tick counter: forgets claims no longer seen */
+	int64_t last_tick_mono;    /* when the tick last did its work */
+	int ticked;
 };
 
 #endif

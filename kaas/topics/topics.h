@@ -123,6 +123,7 @@ typedef struct kaas_topics_options {
 	 * is DATA/__cluster); creating a topic of that name is refused.  NULL: none. */
 	const char *reserved_name;
 	int64_t miss_ttl_ms;           /* a missing name is re-read at most this often (1000) */
+	int64_t refresh_ms;            /* kaas_topics_tick() works at most this often (5000) */
 	int64_t claim_grace_ms;        /* an incomplete registry file unchanged this long
 	                                  is abandoned and reclaimed (30000) */
 	kaas_topics_hooks hooks;       /* may be left zero (no partitions: tests, tools) */
@@ -247,7 +248,9 @@ int16_t kaas_topics_describe_configs(kaas_topics *reg, kaas_str name, kaas_confi
  * partitions to re-drive a create whose stamping failed. */
 int kaas_topics_prepare_dir(kaas_topics *reg, const kaas_topic_info *t);
 
-/* Periodic upkeep, on a worker thread (every few seconds): re-reads the
+/* Periodic upkeep, on a worker thread: call it often (every second is
+ * fine); it does its work at most every refresh_ms and returns 0 at once
+ * otherwise.  The work: re-reads the
  * registry directory (topics created/changed/deleted elsewhere reach the
  * hooks), re-drives interrupted creates and deletes, removes reclaimed
  * directories, reclaims abandoned registry claims.  0 or the first -errno

@@ -57,6 +57,7 @@ static void setup(void)
 	ck_assert_int_eq(sub_open_url(path, &cluster, err, sizeof(err)), 0);
 	kaas_topics_options o;
 	kaas_topics_options_init(&o);
+	o.refresh_ms = 0;
 	o.cluster = cluster;
 	o.data = data;
 	o.num_partitions = 2;

@@ -38,6 +38,7 @@ static kaas_topics *open_reg(sub_vfs *v)
 {
 	kaas_topics_options o;
 	kaas_topics_options_init(&o);
+	o.refresh_ms = 0;
 	/* One volume for both roles, as with the default DATA/__cluster layout
 	 * (here the registry sits at the volume's top: topics/, deleted-topics/). */
 	o.cluster = v;

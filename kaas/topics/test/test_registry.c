@@ -81,6 +81,7 @@ static kaas_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
 {
 	kaas_topics_options o;
 	kaas_topics_options_init(&o);
+	o.refresh_ms = 0;
 	o.cluster = c;
 	o.data = d;
 	o.num_partitions = 3;
@@ -743,6 +744,26 @@ START_TEST(auto_create_uses_defaults)
 }
 END_TEST
 
+
+START_TEST(tick_works_at_most_every_refresh_ms)
+{
+	kaas_topics_options o;
+	kaas_topics_options_init(&o);
+	o.cluster = cluster;
+	o.data = data;
+	o.refresh_ms = 3600 * 1000;
+	kaas_topics *reg;
+	ck_assert_int_eq(kaas_topics_open(&o, &reg), 0);
+	ck_assert_int_eq(sub_mkdirs(data, "~trash-x/0", 0755), 0);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0); /* the first tick works */
+	ck_assert(!exists(data, "~trash-x"));
+	ck_assert_int_eq(sub_mkdirs(data, "~trash-y/0", 0755), 0);
+	ck_assert_int_eq(kaas_topics_tick(reg), 0); /* too soon: nothing done */
+	ck_assert(exists(data, "~trash-y"));
+	kaas_topics_close(reg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("topics-registry");
@@ -765,6 +786,7 @@ int main(void)
 	tcase_add_test(tc, other_registries_changes_are_seen);
 	tcase_add_test(tc, failed_hook_is_retried_by_tick);
 	tcase_add_test(tc, auto_create_uses_defaults);
+	tcase_add_test(tc, tick_works_at_most_every_refresh_ms);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
