@@ -158,12 +158,13 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 		return rc;
 	json_object_set_new(res->profile, "crash_fsync_ns", json_incref(json_object_get(out, "fsync_ns")));
 	json_decref(out);
+	out = NULL;
 	/* fsync returned: the data is promised.  Crash the writer. */
 	kc_drv_crash(&r->drv, A);
 	json_object_set_new(res->profile, "crash_writer", json_string(r->drv.a[A].why));
 	kc_result_count(res, "crash_bytes", CRASH_BYTES);
 	if (r->o->crash_cmd) {
-		char why[1024] = "";
+		char why[700] = "";
 		int64_t t = kaas_mono_ms();
 		rc = run_crash_cmd(r, r->o->crash_cmd, file, why, sizeof(why));
 		if (rc) {
