@@ -54,6 +54,7 @@
 #include "server/pool.h"
 #include "server/ptable.h"
 #include "server/splice.h"
+#include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
 
@@ -927,6 +928,8 @@ static void housekeep(void *arg)
 	kaas_server *s = arg;
 	if (s->b->parts && !s->b->stopping)
 		kaas_ptable_housekeep(s->b->parts);
+	if (s->b->topics && !s->b->stopping)
+		kaas_topics_tick(s->b->topics); /* registry upkeep; works every refresh_ms */
 	pthread_mutex_lock(&s->hkmu);
 	kaas_timer *old = s->hk_timer;
 	s->hk_timer = s->hk_stop ? NULL : kaas_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
