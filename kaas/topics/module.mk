@@ -6,6 +6,7 @@
 # the registry drive the partition table; links the broker module.
 MODULES += topics
 topics_SRCS := kaas/topics/names.c kaas/topics/tconfig.c kaas/topics/registry.c \
+	kaas/topics/reg_dirs.c kaas/topics/reg_ops.c kaas/topics/reg_upkeep.c \
 	kaas/topics/admin_topics.c kaas/topics/admin_configs.c kaas/topics/admin_records.c
 topics_USES := proto sub util
 topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c \

@@ -14,6 +14,7 @@
 #include "topics/admin.h"
 #include "topics/topics.h"
 #include "util/kerr.h"
+#include "util/log.h"
 
 static char tmpdir[256];
 static sub_vfs *data, *cluster;
@@ -698,6 +699,7 @@ END_TEST
 
 int main(void)
 {
+	kaas_log_init_from_env();
 	Suite *s = suite_create("topics-admin");
 	TCase *tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);

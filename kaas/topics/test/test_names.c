@@ -10,6 +10,7 @@
 #include "topics/tconfig.h"
 #include "topics/topics.h"
 #include "util/kerr.h"
+#include "util/log.h"
 
 static int16_t check_name(const char *s)
 {
@@ -216,6 +217,7 @@ END_TEST
 
 int main(void)
 {
+	kaas_log_init_from_env();
 	Suite *s = suite_create("topics-names");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, names_kafka_rules);

@@ -1,0 +1,293 @@
+/*
+ * reg_dirs.c — the registry's work on the volumes outside its own entries:
+ * registry claims whose creator never completed them, and the topic
+ * directories on the data volume (stamps, reclaim of old incarnations,
+ * adoption of unstamped directories, removal of reclaimed ones).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "topics/registry_int.h"
+#include "util/clock.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+/* ---- claims that never got their content ------------------------------------------------
+ * sub_create_excl claims the name first and writes the content after; a
+ * creator that crashed in between leaves an empty or short file.  It is
+ * "abandoned" once this process has seen it unchanged (same inode, size and
+ * mtime) for claim_grace_ms of its own monotonic clock — no clocks of other
+ * hosts are compared. */
+
+int kt_claim_abandoned(kaas_topics *reg, const char *key, const sub_stat *st)
+{
+	int64_t now = kaas_mono_ms();
+	if (reg->o.claim_grace_ms <= 0)
+		return 1;
+	for (size_t i = 0; i < reg->nclaims; i++) {
+		claim_seen *c = &reg->claims[i];
+		if (strcmp(c->key, key) != 0)
+			continue;
+		c->round = reg->round;
+		if (c->ino == st->ino && c->size == st->size && c->mtime == st->mtime_ns)
+			return now - c->first_mono >= reg->o.claim_grace_ms;
+		c->ino = st->ino;
+		c->size = st->size;
+		c->mtime = st->mtime_ns;
+		c->first_mono = now;
+		return 0;
+	}
+	claim_seen *nv = realloc(reg->claims, (reg->nclaims + 1) * sizeof(*nv));
+	if (!nv)
+		return 0;
+	reg->claims = nv;
+	claim_seen *c = &reg->claims[reg->nclaims++];
+	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->ino = st->ino;
+	c->size = st->size;
+	c->mtime = st->mtime_ns;
+	c->first_mono = now;
+	c->round = reg->round;
+	return 0;
+}
+
+/* Forgets files that were not seen in the last round (gone or completed). */
+void kt_claims_expire(kaas_topics *reg)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < reg->nclaims; i++)
+		if (reg->claims[i].round == reg->round)
+			reg->claims[j++] = reg->claims[i];
+	reg->nclaims = j;
+	reg->round++;
+}
+
+void kt_claim_forget(kaas_topics *reg, const char *key)
+{
+	for (size_t i = 0; i < reg->nclaims; i++) {
+		if (strcmp(reg->claims[i].key, key) == 0) {
+			reg->claims[i] = reg->claims[--reg->nclaims];
+			return;
+		}
+	}
+}
+
+/* Settles a claim file that was moved aside to `aside` (topics/~abandoned-*):
+ * if it is (now) a complete entry — its creator finished after all — it is
+ * put back under its name with an exclusive create; otherwise it is removed.
+ * Idempotent: a crash anywhere leaves an ~abandoned- file that the next tick
+ * settles the same way. */
+int kt_settle_aside(kaas_topics *reg, const char *aside)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = sub_read_file(reg->o.cluster, aside, REG_FILE_MAX, &buf, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc && rc != -EFBIG)
+		return rc;
+	topic_ent *e = NULL;
+	char why[128];
+	int st = rc ? RF_CORRUPT : kt_ent_parse(reg, NULL, buf, len, &e, why, sizeof(why));
+	if (st == RF_OK) {
+		char path[SUB_PATH_MAX];
+		kt_reg_path(path, sizeof(path), e->info.name);
+		rc = sub_create_excl(reg->o.cluster, path, buf, len);
+		if (rc == -EEXIST) {
+			topic_ent *cur = NULL;
+			sub_stat cst;
+			int cs = kt_reg_read(reg, e->info.name, &cur, &cst, why, sizeof(why));
+			if (cs == RF_OK && strcmp(cur->info.id, e->info.id) == 0) {
+				rc = 0; /* someone put it back already */
+			} else {
+				char hex[17], lost[SUB_PATH_MAX];
+				kt_rand_hex(hex, 16);
+				snprintf(lost, sizeof(lost), REG_DIR "/" LOST_PREFIX "%s", hex);
+				KLOG_ERR("topics", "topic %s (id %s): its registry claim was reclaimed while its creator "
+					 "was completing it and the name was taken meanwhile; kept as %s for an operator",
+					 e->info.name, e->info.id, lost);
+				rc = sub_rename(reg->o.cluster, aside, lost);
+				kt_ent_free(cur);
+				kt_ent_free(e);
+				free(buf);
+				return rc;
+			}
+			kt_ent_free(cur);
+		}
+		if (rc == 0)
+			KLOG_WARN("topics", "topic %s: put back a registry entry completed during its reclaim",
+				  e->info.name);
+		kt_ent_free(e);
+		if (rc) {
+			free(buf);
+			return rc;
+		}
+	}
+	free(buf);
+	rc = sub_unlink(reg->o.cluster, aside);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* Moves an abandoned claim CLUSTER/topics/<name>.json aside and settles it.
+ * The rename is the atomic step: of several reclaimers exactly one moves
+ * the file, the others see ENOENT. */
+int kt_reclaim_claim(kaas_topics *reg, const char *name)
+{
+	char path[SUB_PATH_MAX], aside[SUB_PATH_MAX], hex[17];
+	kt_reg_path(path, sizeof(path), name);
+	int rc = kt_rand_hex(hex, 16);
+	if (rc)
+		return rc;
+	snprintf(aside, sizeof(aside), REG_DIR "/" ABANDONED_PREFIX "%s", hex);
+	rc = sub_rename(reg->o.cluster, path, aside);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	KLOG_WARN("topics", "topic %s: reclaiming a registry claim whose creator never completed it", name);
+	kt_claim_forget(reg, path);
+	return kt_settle_aside(reg, aside);
+}
+
+/* ---- directories on the data volume -------------------------------------------------------- */
+
+int kt_stamp_read(kaas_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN + 1])
+{
+	char path[SUB_PATH_MAX], *buf = NULL;
+	size_t len;
+	snprintf(path, sizeof(path), "%s/" STAMP_NAME, name);
+	int rc = sub_read_file(reg->o.data, path, 4096, &buf, &len);
+	if (rc)
+		return rc == -EFBIG ? -EBADMSG : rc;
+	json_t *root = json_loadb(buf, len, 0, NULL);
+	json_t *jid = json_object_get(root, "topic_id");
+	rc = json_is_string(jid) && kaas_topic_id_parse(json_string_value(jid), id, NULL) == 0 ? 0 : -EBADMSG;
+	json_decref(root);
+	free(buf);
+	return rc;
+}
+
+int kt_stamp_write(kaas_topics *reg, const kaas_topic_info *t)
+{
+	char path[SUB_PATH_MAX], buf[160];
+	snprintf(path, sizeof(path), "%s/" STAMP_NAME, t->name);
+	int n = snprintf(buf, sizeof(buf), "{\"topic_id\":\"%s\",\"created_ms\":%" PRId64 "}\n", t->id,
+			 t->created_ms);
+	return sub_write_atomic(reg->o.data, path, buf, (size_t)n);
+}
+
+/* Renames DATA/<name> to DATA/~trash-<id>-<hex>: one atomic step frees the
+ * name; removing the renamed tree is idempotent and re-driven (tick). */
+int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, trash_list *tl)
+{
+	char hex[9], trash[128];
+	int rc = kt_rand_hex(hex, 8);
+	if (rc)
+		return rc;
+	snprintf(trash, sizeof(trash), TRASH_PREFIX "%s-%s", old_id, hex);
+	rc = sub_rename(reg->o.data, name, trash);
+	if (rc)
+		return rc;
+	rc = sub_fsync_dir(reg->o.data, "");
+	if (tl && tl->n < TRASH_LIST_MAX)
+		snprintf(tl->v[tl->n++], sizeof(tl->v[0]), "%s", trash);
+	return rc;
+}
+
+static void mark_dir_ready(kaas_topics *reg, const kaas_topic_info *t, int ready)
+{
+	pthread_rwlock_wrlock(&reg->lock);
+	topic_ent *e = kt_mem_find(reg, t->name);
+	if (e && strcmp(e->info.id, t->id) == 0)
+		e->dir_ready = ready;
+	pthread_rwlock_unlock(&reg->lock);
+}
+
+int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list *tl)
+{
+	pthread_rwlock_rdlock(&reg->lock);
+	topic_ent *e = kt_mem_find(reg, t->name);
+	int ready = e && strcmp(e->info.id, t->id) == 0 && e->dir_ready;
+	pthread_rwlock_unlock(&reg->lock);
+	if (ready)
+		return 0;
+
+	sub_vfs *d = reg->o.data;
+	sub_stat st;
+	char sid[KAAS_TOPIC_ID_LEN + 1];
+	int rc = -EAGAIN; /* when the name keeps changing under us */
+	for (int attempt = 0; attempt < 4; attempt++, rc = -EAGAIN) {
+		rc = sub_stat_path(d, t->name, &st);
+		if (rc == -ENOENT) {
+			rc = sub_mkdir(d, t->name, 0755);
+			if (rc == -EEXIST)
+				continue; /* someone made it meanwhile: look again */
+			if (rc == 0)
+				rc = sub_fsync_dir(d, "");
+			if (rc == 0)
+				rc = kt_stamp_write(reg, t);
+			break;
+		}
+		if (rc)
+			break;
+		if (!S_ISDIR(st.mode)) {
+			KLOG_ERR("topics", "topic %s: DATA/%s exists and is not a directory; not touching it", t->name,
+				 t->name);
+			rc = -ENOTDIR;
+			break;
+		}
+		rc = kt_stamp_read(reg, t->name, sid);
+		if (rc == 0 && strcmp(sid, t->id) == 0)
+			break; /* ours already */
+		if (rc == 0) {
+			/* An earlier incarnation of this name: reclaim. */
+			KLOG_INFO("topics", "topic %s: directory belongs to an earlier topic (id %s); reclaiming it for id %s",
+				  t->name, sid, t->id);
+			rc = kt_move_to_trash(reg, t->name, sid, tl);
+			if (rc == 0 || rc == -ENOENT)
+				continue; /* the name is free now: make the new one */
+			break;
+		}
+		if (rc == -ENOENT || rc == -EBADMSG) {
+			/* Unknown identity: adopt, never delete.  Partition manifests
+			 * still carry their own topic IDs, which the storage engine
+			 * checks. */
+			KLOG_WARN("topics", "topic %s: adopting the %s directory DATA/%s (stamping it with id %s)",
+				  t->name, rc == -ENOENT ? "unstamped" : "unreadably stamped", t->name, t->id);
+			rc = kt_stamp_write(reg, t);
+			break;
+		}
+		break;
+	}
+	if (rc == 0)
+		mark_dir_ready(reg, t, 1);
+	return rc;
+}
+
+int kaas_topics_prepare_dir(kaas_topics *reg, const kaas_topic_info *t)
+{
+	trash_list tl = {0};
+	pthread_mutex_lock(&reg->op);
+	int rc = kt_prepare_dir_locked(reg, t, &tl);
+	pthread_mutex_unlock(&reg->op);
+	kt_trash_remove(reg, &tl);
+	return rc;
+}
+
+void kt_trash_remove(kaas_topics *reg, trash_list *tl)
+{
+	for (size_t i = 0; i < tl->n; i++) {
+		int rc = sub_remove_tree(reg->o.data, tl->v[i]);
+		if (rc)
+			KLOG_WARN("topics", "removing DATA/%s: %s (retried by the next tick)", tl->v[i], sub_strerror(rc));
+	}
+	tl->n = 0;
+}

@@ -1,0 +1,387 @@
+/*
+ * reg_upkeep.c — the registry's re-drivers: re-reading CLUSTER/topics/
+ * (changes made by other brokers), finishing interrupted deletes from their
+ * tombstones, removing reclaimed directories, and the periodic tick.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "topics/registry_int.h"
+#include "util/clock.h"
+#include "util/kerr.h"
+#include "util/log.h"
+
+/* ---- refresh, re-drive, sweep ---------------------------------------------------------------- */
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int has_prefix(const char *s, const char *pre)
+{
+	return strncmp(s, pre, strlen(pre)) == 0;
+}
+
+/* A temp file of sub_write_atomic (".<name>.tmp.<hex>") left by a writer
+ * that crashed before its rename.  Removed once it has sat unchanged for the
+ * claim grace period (a live writer renames it within milliseconds).
+ * Returns 1 when `file` is such a temp name (handled), 0 otherwise. */
+static int temp_leftover(kaas_topics *reg, const char *dir, const char *file, int *first_err)
+{
+	if (file[0] != '.' || !strstr(file, ".tmp."))
+		return 0;
+	char path[SUB_PATH_MAX];
+	sub_stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (sub_stat_path(reg->o.cluster, path, &st) == 0 && kt_claim_abandoned(reg, path, &st)) {
+		kt_claim_forget(reg, path);
+		int rc = sub_unlink(reg->o.cluster, path);
+		if (rc && rc != -ENOENT && !*first_err)
+			*first_err = rc;
+	}
+	return 1;
+}
+
+/* Names in CLUSTER/topics/ that are registry entries: "<valid name>.json". */
+static int entry_name(const char *file, char out[KAAS_TOPIC_NAME_MAX + 1])
+{
+	if (!has_suffix(file, ".json"))
+		return 0;
+	size_t n = strlen(file) - 5;
+	char msg[160];
+	if (n == 0 || n > KAAS_TOPIC_NAME_MAX || kaas_topic_name_check(file, (int32_t)n, msg, sizeof(msg)))
+		return 0;
+	memcpy(out, file, n);
+	out[n] = '\0';
+	return 1;
+}
+
+typedef struct drop_list {
+	struct {
+		char name[KAAS_TOPIC_NAME_MAX + 1];
+		char id[KAAS_TOPIC_ID_LEN + 1];
+	} *v;
+	size_t n;
+} drop_list;
+
+static void drop_add(drop_list *d, const char *name, const char *id)
+{
+	void *nv = realloc(d->v, (d->n + 1) * sizeof(*d->v));
+	if (!nv)
+		return;
+	d->v = nv;
+	snprintf(d->v[d->n].name, sizeof(d->v[0].name), "%s", name);
+	snprintf(d->v[d->n].id, sizeof(d->v[0].id), "%s", id);
+	d->n++;
+}
+
+/* Re-reads CLUSTER/topics/: new, changed and vanished entries; settles
+ * abandoned claims.  With `drops`, topics that vanished (deleted elsewhere)
+ * are collected for the drop hook.  Called with reg->op held. */
+static int refresh_locked(kaas_topics *reg, drop_list *drops)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sub_list(reg->o.cluster, REG_DIR, &names, &n);
+	if (rc)
+		return rc;
+	int first_err = 0;
+	/* Which in-memory topics still have a file (by name). */
+	pthread_rwlock_rdlock(&reg->lock);
+	size_t nm = reg->n;
+	char (*seen_names)[KAAS_TOPIC_NAME_MAX + 1] = malloc((nm ? nm : 1) * sizeof(*seen_names));
+	if (seen_names)
+		for (size_t i = 0; i < nm; i++)
+			snprintf(seen_names[i], sizeof(seen_names[i]), "%s", reg->ents[i]->info.name);
+	pthread_rwlock_unlock(&reg->lock);
+	unsigned char *present = calloc(nm ? nm : 1, 1);
+	if (!seen_names || !present) {
+		free(seen_names);
+		free(present);
+		sub_names_free(names, n);
+		return -ENOMEM;
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		char name[KAAS_TOPIC_NAME_MAX + 1], path[SUB_PATH_MAX], why[128];
+		snprintf(path, sizeof(path), REG_DIR "/%s", names[i]);
+		if (temp_leftover(reg, REG_DIR, names[i], &first_err))
+			continue;
+		if (has_prefix(names[i], ABANDONED_PREFIX)) {
+			sub_stat st;
+			if (sub_stat_path(reg->o.cluster, path, &st) == 0 && kt_claim_abandoned(reg, path, &st)) {
+				kt_claim_forget(reg, path);
+				int src = kt_settle_aside(reg, path);
+				if (src && !first_err)
+					first_err = src;
+			}
+			continue;
+		}
+		if (!entry_name(names[i], name))
+			continue; /* temp files of write_atomic, ~lost-, foreign files */
+		for (size_t j = 0; j < nm; j++)
+			if (strcmp(seen_names[j], name) == 0)
+				present[j] = 1;
+		sub_stat st;
+		if (sub_stat_path(reg->o.cluster, path, &st))
+			continue;
+		pthread_rwlock_rdlock(&reg->lock);
+		topic_ent *m = kt_mem_find(reg, name);
+		int same = m && m->f_ino == st.ino && m->f_size == st.size && m->f_mtime == st.mtime_ns;
+		pthread_rwlock_unlock(&reg->lock);
+		if (same)
+			continue;
+		topic_ent *e = NULL;
+		int r = kt_reg_read(reg, name, &e, &st, why, sizeof(why));
+		if (r < 0) {
+			if (!first_err)
+				first_err = r;
+			continue;
+		}
+		if (r == RF_INCOMPLETE) {
+			if (kt_claim_abandoned(reg, path, &st)) {
+				int crc = kt_reclaim_claim(reg, name);
+				if (crc && !first_err)
+					first_err = crc;
+			}
+			continue;
+		}
+		if (r == RF_CORRUPT) {
+			KLOG_ERR("topics", "topic %s: registry file invalid (%s); ignored", name, why);
+			continue;
+		}
+		if (r != RF_OK)
+			continue;
+		kt_claim_forget(reg, path);
+		pthread_rwlock_wrlock(&reg->lock);
+		m = kt_mem_find(reg, name);
+		if (m && strcmp(m->info.id, e->info.id) != 0 && drops)
+			drop_add(drops, m->info.name, m->info.id); /* replaced by a new incarnation */
+		r = kt_mem_merge(reg, e);
+		pthread_rwlock_unlock(&reg->lock);
+		if (r < 0 && !first_err)
+			first_err = r;
+	}
+	/* Topics whose file is gone were deleted by someone else. */
+	for (size_t j = 0; j < nm; j++) {
+		if (present[j])
+			continue;
+		char path[SUB_PATH_MAX];
+		kt_reg_path(path, sizeof(path), seen_names[j]);
+		sub_stat st;
+		if (sub_stat_path(reg->o.cluster, path, &st) != -ENOENT)
+			continue; /* listing raced with a create: keep it */
+		pthread_rwlock_wrlock(&reg->lock);
+		topic_ent *m = kt_mem_find(reg, seen_names[j]);
+		if (m) {
+			if (drops)
+				drop_add(drops, m->info.name, m->info.id);
+			KLOG_INFO("topics", "topic %s (id %s) was deleted elsewhere", m->info.name, m->info.id);
+			kt_mem_remove(reg, seen_names[j]);
+		}
+		pthread_rwlock_unlock(&reg->lock);
+	}
+	free(seen_names);
+	free(present);
+	sub_names_free(names, n);
+	return first_err;
+}
+
+int kt_load_all(kaas_topics *reg)
+{
+	pthread_mutex_lock(&reg->op);
+	int rc = refresh_locked(reg, NULL);
+	pthread_mutex_unlock(&reg->op);
+	return rc;
+}
+
+/* Every tombstone is a delete to finish.  If the registry file still holds
+ * the deleted ID (a crash before its unlink, or a rewrite racing the delete
+ * on another broker), the delete is driven forward: the entry is removed. */
+int kt_redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, trash_list *tl)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sub_list(reg->o.cluster, TOMB_DIR, &names, &n);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	int first_err = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[SUB_PATH_MAX], *buf = NULL;
+		size_t len;
+		if (temp_leftover(reg, TOMB_DIR, names[i], &first_err))
+			continue;
+		if (!has_suffix(names[i], ".json"))
+			continue;
+		snprintf(path, sizeof(path), TOMB_DIR "/%s", names[i]);
+		if (sub_read_file(reg->o.cluster, path, 4096, &buf, &len))
+			continue;
+		json_t *root = json_loadb(buf, len, 0, NULL);
+		free(buf);
+		json_t *jn = json_object_get(root, "name"), *jid = json_object_get(root, "topic_id");
+		char id[KAAS_TOPIC_ID_LEN + 1], name[KAAS_TOPIC_NAME_MAX + 1], msg[160];
+		if (!json_is_string(jn) || !json_is_string(jid) ||
+		    kaas_topic_id_parse(json_string_value(jid), id, NULL) ||
+		    kaas_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg))) {
+			KLOG_ERR("topics", "tombstone %s is invalid; left for an operator", path);
+			json_decref(root);
+			continue;
+		}
+		snprintf(name, sizeof(name), "%s", json_string_value(jn));
+		json_decref(root);
+		if (only && strcmp(only, name) != 0)
+			continue;
+
+		topic_ent *e = NULL;
+		sub_stat st;
+		char why[128];
+		int r = kt_reg_read(reg, name, &e, &st, why, sizeof(why));
+		if (r == RF_OK && strcmp(e->info.id, id) == 0) {
+			char rp[SUB_PATH_MAX];
+			kt_reg_path(rp, sizeof(rp), name);
+			int urc = sub_unlink(reg->o.cluster, rp);
+			if (urc == 0)
+				urc = sub_fsync_dir(reg->o.cluster, REG_DIR);
+			if (urc && urc != -ENOENT) {
+				kt_ent_free(e);
+				if (!first_err)
+					first_err = urc;
+				continue;
+			}
+			pthread_rwlock_wrlock(&reg->lock);
+			topic_ent *m = kt_mem_find(reg, name);
+			if (m && strcmp(m->info.id, id) == 0)
+				kt_mem_remove(reg, name);
+			pthread_rwlock_unlock(&reg->lock);
+			KLOG_INFO("topics", "finished deleting topic %s (id %s): registry entry removed", name, id);
+		}
+		kt_ent_free(e);
+		if (r < 0) {
+			if (!first_err)
+				first_err = r;
+			continue;
+		}
+		int frc = kt_finish_delete(reg, name, id, call_hooks, tl);
+		if (frc && !first_err)
+			first_err = frc;
+	}
+	sub_names_free(names, n);
+	return first_err;
+}
+
+/* Stamped directories with no registry entry and no tombstone: logged, never
+ * deleted — the registry may have been lost, and unknown identity must not
+ * be destructive.  (Creating the topic again reclaims such a directory.) */
+void kt_warn_orphans(kaas_topics *reg)
+{
+	char **names = NULL;
+	size_t n = 0;
+	if (sub_list(reg->o.data, "", &names, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char msg[160], sid[KAAS_TOPIC_ID_LEN + 1];
+		if (kaas_topic_name_check(names[i], (int32_t)strlen(names[i]), msg, sizeof(msg)))
+			continue;
+		if (reg->reserved[0] && strcmp(names[i], reg->reserved) == 0)
+			continue;
+		pthread_rwlock_rdlock(&reg->lock);
+		int known = kt_mem_find(reg, names[i]) != NULL;
+		pthread_rwlock_unlock(&reg->lock);
+		if (known || kt_stamp_read(reg, names[i], sid) != 0)
+			continue;
+		KLOG_WARN("topics", "DATA/%s is stamped with topic id %s but no topic of that name is registered; "
+			  "left in place (delete it by hand, or create the topic again to reclaim it)", names[i], sid);
+	}
+	sub_names_free(names, n);
+}
+
+/* Removes every DATA/~trash-* directory.  They exist only because a rename
+ * moved a deleted or reclaimed topic there, so all of them are garbage. */
+static int sweep_trash(kaas_topics *reg)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sub_list(reg->o.data, "", &names, &n);
+	if (rc)
+		return rc;
+	int first_err = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!has_prefix(names[i], TRASH_PREFIX))
+			continue;
+		int r = sub_remove_tree(reg->o.data, names[i]);
+		if (r) {
+			KLOG_WARN("topics", "removing DATA/%s: %s (retried by the next tick)", names[i], sub_strerror(r));
+			if (!first_err)
+				first_err = r;
+		}
+	}
+	sub_names_free(names, n);
+	return first_err;
+}
+
+int kaas_topics_tick(kaas_topics *reg)
+{
+	drop_list drops = {0};
+	trash_list tl = {0};
+	int first_err = 0, rc;
+	int64_t now = kaas_mono_ms();
+	pthread_mutex_lock(&reg->op);
+	if (reg->ticked && now - reg->last_tick_mono < reg->o.refresh_ms) {
+		pthread_mutex_unlock(&reg->op);
+		return 0;
+	}
+	reg->ticked = 1;
+	reg->last_tick_mono = now;
+	rc = refresh_locked(reg, &drops);
+	if (rc && !first_err)
+		first_err = rc;
+	for (size_t i = 0; i < drops.n; i++) {
+		rc = kt_hook_dropped(reg, drops.v[i].name, drops.v[i].id);
+		if (rc) {
+			KLOG_WARN("topics", "topic %s: closing its partitions failed (%s)", drops.v[i].name, sub_strerror(rc));
+			if (!first_err)
+				first_err = rc;
+		}
+	}
+	rc = kt_redrive_tombstones(reg, 1, NULL, &tl);
+	if (rc && !first_err)
+		first_err = rc;
+	kt_claims_expire(reg);
+	/* Registered topics whose directory or partitions are not in place yet. */
+	kaas_topic_info *todo = NULL;
+	size_t ntodo = 0;
+	pthread_rwlock_rdlock(&reg->lock);
+	todo = malloc((reg->n ? reg->n : 1) * sizeof(*todo));
+	if (todo)
+		for (size_t i = 0; i < reg->n; i++)
+			if (!reg->ents[i]->dir_ready || reg->ents[i]->unsynced)
+				todo[ntodo++] = reg->ents[i]->info;
+	pthread_rwlock_unlock(&reg->lock);
+	for (size_t i = 0; i < ntodo; i++) {
+		rc = kt_prepare_dir_locked(reg, &todo[i], &tl);
+		if (rc == 0)
+			rc = kt_hook_changed(reg, todo[i].name);
+		if (rc && !first_err)
+			first_err = rc;
+	}
+	free(todo);
+	pthread_mutex_unlock(&reg->op);
+	free(drops.v);
+	kt_trash_remove(reg, &tl);
+	rc = sweep_trash(reg);
+	if (rc && !first_err)
+		first_err = rc;
+	return first_err;
+}
