@@ -134,7 +134,11 @@ int64_t kc_wall(kaas_coord *c)
 	return kaas_wall_ms();
 }
 
-void kc_wake_timer(kaas_coord *c) { pthread_cond_signal(&c->timer_cv); }
+void kc_wake_timer(kaas_coord *c)
+{
+	c->timer_kicked = 1;
+	pthread_cond_signal(&c->timer_cv);
+}
 
 /* ---- the group table ------------------------------------------------------------------ */
 
@@ -366,24 +370,46 @@ static int64_t tick_locked(kaas_coord *c, int64_t now, kc_outbox *ob)
 	return next;
 }
 
+static void drain_locked(kaas_coord *c, kc_outbox *ob)
+{
+	c->draining = 1;
+	for (size_t i = 0; i < c->tabsize; i++)
+		for (kc_group *g = c->tab[i]; g; g = g->hnext)
+			kc_group_shutdown(c, g, ob);
+}
+
+/* The broker's stop flag is polled this often while it is not set. */
+#define KC_STOP_POLL_MS 200
+
 static void *timer_main(void *arg)
 {
 	kaas_coord *c = arg;
 	pthread_mutex_lock(&c->mu);
+	int64_t next = 0;
 	while (!c->stop) {
 		kc_outbox ob;
 		kc_outbox_init(&ob);
-		int64_t next = tick_locked(c, kc_now(c), &ob);
+		if (!c->draining && (c->drain_requested || (c->cfg.stopping && *c->cfg.stopping)))
+			drain_locked(c, &ob);
+		int64_t now = kc_now(c);
+		if (c->timer_kicked || now >= next) {
+			c->timer_kicked = 0;
+			next = tick_locked(c, now, &ob);
+		}
 		if (ob.head) {
 			pthread_mutex_unlock(&c->mu);
 			kc_outbox_deliver(&ob);
 			pthread_mutex_lock(&c->mu);
-			continue; /* state may have moved on meanwhile */
+			c->timer_kicked = 1; /* state may have moved on meanwhile */
+			continue;
 		}
 		if (c->stop)
 			break;
-		int64_t wait = next - kc_now(c);
-		if (wait <= 0)
+		int64_t until = next;
+		if (c->cfg.stopping && !c->draining && until > now + KC_STOP_POLL_MS)
+			until = now + KC_STOP_POLL_MS;
+		int64_t wait = until - now;
+		if (wait <= 0 || c->timer_kicked)
 			continue;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -397,6 +423,26 @@ static void *timer_main(void *arg)
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+void kaas_coord_drain(kaas_coord *c)
+{
+	if (!c)
+		return;
+	/* Only a flag and a wake-up here: the timer thread answers the parked
+	 * requests (this may run on the event loop). */
+	pthread_mutex_lock(&c->mu);
+	c->drain_requested = 1;
+	kc_wake_timer(c);
+	pthread_mutex_unlock(&c->mu);
+	if (!c->threads) {
+		kc_outbox ob;
+		kc_outbox_init(&ob);
+		pthread_mutex_lock(&c->mu);
+		drain_locked(c, &ob);
+		pthread_mutex_unlock(&c->mu);
+		kc_outbox_deliver(&ob);
+	}
 }
 
 static void flush_one(kaas_coord *c, kc_group *g)

@@ -44,6 +44,9 @@ typedef struct kaas_coord_config {
 	int32_t offset_metadata_max_bytes;  /* offset.metadata.max.bytes (4096) */
 	int64_t new_member_join_timeout_ms; /* a new member must rejoin within (300000) */
 	int64_t coordinator_epoch;          /* stamped into group files; 0 on a single broker */
+	/* When it points at a flag that becomes non-zero (the broker's
+	 * b->stopping), the coordinator drains as kaas_coord_drain() does. */
+	volatile int *stopping;
 	/* Tests: no threads; time comes from now_ms(); kaas_coord_tick() and
 	 * kaas_coord_flush() do the threads' work. */
 	int manual;
@@ -67,6 +70,13 @@ void kaas_coord_set_topic_check(kaas_coord *c, kaas_coord_topic_fn fn, void *arg
 /* The broker's way in: settings from b->cfg, volume b->cluster, topic
  * existence from b->parts.  Starts the threads. */
 int kaas_coord_open(struct kaas_broker *b, kaas_coord **out);
+
+/* A SIGTERM drain has begun: parked JoinGroup/SyncGroup requests are
+ * answered with NOT_COORDINATOR at once and no new ones are parked, so the
+ * server's "finish requests in flight" is not held up by a rebalance that
+ * waits for other members.  Offset commits go on being written.  Does not
+ * block (safe on the event loop). */
+void kaas_coord_drain(kaas_coord *c);
 
 /* Flushes pending commits (their requests are answered), answers parked
  * requests with NOT_COORDINATOR, stops the threads, frees.  NULL-safe. */

@@ -185,6 +185,9 @@ struct kaas_coord {
 	size_t tabsize, ngroups;
 	kc_group *fq_head, **fq_tail;
 	int stop;
+	int draining;            /* parked requests answered; nothing new parks */
+	int drain_requested;     /* kaas_coord_drain() was called */
+	int timer_kicked;        /* kc_wake_timer() since the timer last looked */
 	int threads;
 	pthread_t timer_thr, flush_thr;
 	kc_pids pids;

@@ -40,6 +40,7 @@ int kaas_coord_open(kaas_broker *b, kaas_coord **out)
 	cfg.max_session_timeout_ms = b->cfg.group_max_session_timeout_ms;
 	cfg.max_group_size = b->cfg.group_max_size;
 	cfg.offsets_retention_ms = b->cfg.offsets_retention_minutes * 60000;
+	cfg.stopping = &b->stopping;
 	int rc = kaas_coord_create(b->cluster, &cfg, out);
 	if (!rc)
 		kaas_coord_set_topic_check(*out, topic_exists, b);

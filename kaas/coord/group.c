@@ -644,7 +644,12 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 	int64_t now = kc_now(c);
 	int unknown = r->member_id.len <= 0;
 	kc_group *g = NULL;
-	int16_t err = kc_group_get(c, r->group_id, unknown, &g);
+	int16_t err = KERR_NONE;
+	if (c->draining) {
+		err = KERR_NOT_COORDINATOR; /* shutting down: nothing parks any more */
+		goto error;
+	}
+	err = kc_group_get(c, r->group_id, unknown, &g);
 	if (err)
 		goto error;
 	if (!g) {
@@ -904,6 +909,8 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 		err = KERR_REBALANCE_IN_PROGRESS;
 	if (!err && g->state == KC_EMPTY)
 		err = KERR_UNKNOWN_MEMBER_ID;
+	if (!err && g->state == KC_COMPLETING && c->draining)
+		err = KERR_NOT_COORDINATOR;
 	rc = KAAS_HANDLED;
 	if (err) {
 		enc_sync(w, v, err, NULL, 0);

@@ -5,4 +5,5 @@ coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_admin.c \
 	kaas/coord/offsets.c kaas/coord/groupfile.c kaas/coord/gname.c kaas/coord/pid.c \
 	kaas/coord/glue.c
 coord_USES := proto sub util
-coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c
+coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
+	kaas/coord/test/test_offsets.c
