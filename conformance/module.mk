@@ -4,7 +4,7 @@
 MODULES += stamp
 stamp_SRCS := conformance/stamp.c conformance/selfcheck.c
 stamp_USES := sub util
-stamp_TESTS :=
+stamp_TESTS := conformance/test/test_stamp.c
 
 MODULES += conform
 conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
@@ -16,8 +16,9 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
 	conformance/run.c
 conform_USES := stamp sub util
-conform_TESTS :=
+conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c
 
 BINS += kaas-conform
 kaas-conform_MAIN := conformance/main.c
 kaas-conform_USES := conform stamp sub util
+

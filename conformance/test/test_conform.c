@@ -1,0 +1,524 @@
+/*
+ * test_conform.c — the pure parts of kaas-conform: verdict ordering and exit
+ * codes, the per-check judges and the overall aggregation, option parsing,
+ * payload and pattern classification, preflight classification, the result
+ * store, and the shape of the JSON report and JUnit file.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conformance/actor.h"
+#include "conformance/judge.h"
+#include "conformance/kc.h"
+#include "conformance/opts.h"
+#include "conformance/payload.h"
+#include "conformance/preflight.h"
+#include "conformance/result.h"
+#include "conformance/run.h"
+
+START_TEST(verdicts_order_and_exit_codes)
+{
+	kc_verdict v;
+	ck_assert_int_eq(kc_verdict_worst(KC_PASS, KC_WARN), KC_WARN);
+	ck_assert_int_eq(kc_verdict_worst(KC_REFUSED, KC_WARN), KC_REFUSED);
+	ck_assert_int_eq(kc_verdict_worst(KC_REFUSED, KC_FAIL), KC_FAIL);
+	ck_assert_int_eq(kc_verdict_worst(KC_ERROR, KC_FAIL), KC_ERROR);
+	ck_assert_int_eq(kc_verdict_exit_code(KC_PASS), 0);
+	ck_assert_int_eq(kc_verdict_exit_code(KC_WARN), 0);
+	ck_assert_int_eq(kc_verdict_exit_code(KC_FAIL), 1);
+	ck_assert_int_eq(kc_verdict_exit_code(KC_ERROR), 2);
+	ck_assert_int_eq(kc_verdict_exit_code(KC_REFUSED), 3);
+	for (int i = KC_PASS; i <= KC_ERROR; i++) {
+		ck_assert_int_eq(kc_verdict_parse(kc_verdict_name((kc_verdict)i), &v), 0);
+		ck_assert_int_eq(v, i);
+	}
+	ck_assert_int_eq(kc_verdict_parse("pass", &v), -EINVAL);
+	ck_assert_int_eq(kc_check_lookup("unlink-open"), KC_CHK_UNLINK);
+	ck_assert_int_eq(kc_check_lookup("unlink"), -1);
+	ck_assert_str_eq(kc_errname(-ENOENT), "ENOENT");
+	ck_assert_str_eq(kc_errname(0), "OK");
+}
+END_TEST
+
+static json_t *counts(const char *spec)
+{
+	/* "key=n key=n ..." */
+	json_t *c = json_object();
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *save = NULL;
+	for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(t, '=');
+		*eq = '\0';
+		json_object_set_new(c, t, json_integer(atoll(eq + 1)));
+	}
+	return c;
+}
+
+#define JUDGE(fn, spec, want, needle)                                                     \
+	do {                                                                              \
+		char s_[768];                                                             \
+		json_t *c_ = counts(spec);                                                \
+		ck_assert_int_eq(fn(c_, s_, sizeof(s_)), want);                           \
+		ck_assert_msg(strstr(s_, needle) != NULL, "summary '%s' lacks '%s'", s_, needle); \
+		json_decref(c_);                                                          \
+	} while (0)
+
+START_TEST(judges_decide_from_counts)
+{
+	JUDGE(kc_judge_rename, "plain.renames=10 plain.reads=50 plain.ok=50 held.ok=5 dir.listings=9",
+	      KC_PASS, "none missing");
+	JUDGE(kc_judge_rename, "plain.ok=50 held.ok=40 held.missing=3", KC_FAIL, "held missing 3");
+	JUDGE(kc_judge_rename, "plain.ok=50 dir.partial=2 dir.listings=7", KC_FAIL, "dir partial 2");
+	JUDGE(kc_judge_rename, "plain.ok=50 plain.backwards=1", KC_FAIL, "plain backwards 1");
+	/* ESTALE is retried and reported, never a violation. */
+	JUDGE(kc_judge_rename, "plain.ok=50 plain.estale_open=7", KC_PASS, "ESTALE retried 7");
+	JUDGE(kc_judge_rename, "plain.reads=9 plain.estale_open=9", KC_WARN, "inconclusive");
+	/* Sampling artefacts of the directory variant do not count. */
+	JUDGE(kc_judge_rename, "plain.ok=5 dir.both_present=4 dir.neither_present=3", KC_PASS, "none");
+
+	JUDGE(kc_judge_excl, "rounds=10 racers=3 one_winner=10 loser_eexist=20", KC_PASS,
+	      "exactly one winner");
+	JUDGE(kc_judge_excl, "rounds=10 racers=3 one_winner=9 multi_winner=1", KC_FAIL,
+	      "multi_winner 1");
+	JUDGE(kc_judge_excl, "rounds=10 racers=3 one_winner=10 loser_eperm=20", KC_FAIL,
+	      "loser_eperm 20");
+	JUDGE(kc_judge_excl, "rounds=0", KC_WARN, "inconclusive");
+
+	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10 grow.reads=10 grow.ok=10", KC_PASS,
+	      "every open after close");
+	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10 grow.reads=10 grow.ok=7 grow.short=3",
+	      KC_FAIL, "grow short 3");
+	JUDGE(kc_judge_cto, "same.reads=10 same.stale=10", KC_FAIL, "same stale 10");
+
+	JUDGE(kc_judge_unlink, "hidden_while_open=1", KC_PASS, "silly-renamed");
+	JUDGE(kc_judge_unlink, "space_unknown=1", KC_PASS, "space accounting unavailable");
+	JUDGE(kc_judge_unlink, "space_not_freed=1", KC_FAIL, "space was not freed");
+	JUDGE(kc_judge_unlink, "rmdir_after_close_failed=1 hidden_after_close=1", KC_FAIL,
+	      "could not be removed");
+
+	JUDGE(kc_judge_fsync, "raw_fsync_us=200 create_us=30 crash_bytes=100", KC_PASS, "survived");
+	JUDGE(kc_judge_fsync, "interposed_actors=2", KC_FAIL, "interposed");
+	JUDGE(kc_judge_fsync, "crash_lost=1 crash_bytes=100 crash_bytes_lost=100", KC_FAIL,
+	      "100 of 100 bytes lost");
+	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_us=1 create_us=5", KC_WARN, "suspicious");
+
+	JUDGE(kc_judge_rcopy, "ratio_x100=104", KC_PASS, "ratio 1.04");
+	JUDGE(kc_judge_rcopy, "ratio_x100=8000 time_grows=1", KC_FAIL, "80.00x");
+	JUDGE(kc_judge_rcopy, "inode_changed=1", KC_FAIL, "inode changed");
+	JUDGE(kc_judge_rcopy, "old_fd_broken=1", KC_FAIL, "descriptor");
+}
+END_TEST
+
+START_TEST(overall_verdict_and_reproduce_hint)
+{
+	kc_result r[KC_NCHECKS];
+	for (int i = 0; i < KC_NCHECKS; i++) {
+		kc_result_init(&r[i], i);
+		r[i].ran = 1;
+	}
+	ck_assert_int_eq(kc_judge_overall(r, KC_NCHECKS), KC_PASS);
+	r[KC_CHK_PREFLIGHT].verdict = KC_REFUSED;
+	ck_assert_int_eq(kc_judge_overall(r, KC_NCHECKS), KC_REFUSED);
+	/* Behaviour decides: a failing guarantee outranks a refused identity. */
+	kc_result_count(&r[KC_CHK_EXCL], "rounds", 5);
+	kc_result_count(&r[KC_CHK_EXCL], "multi_winner", 1);
+	kc_judge_result(&r[KC_CHK_EXCL], 42);
+	ck_assert_int_eq(r[KC_CHK_EXCL].verdict, KC_FAIL);
+	ck_assert_str_eq(r[KC_CHK_EXCL].reproduce, "--seed 42 --checks excl");
+	ck_assert_int_eq(kc_judge_overall(r, KC_NCHECKS), KC_FAIL);
+	/* A check that did not run does not count. */
+	r[KC_CHK_EXCL].ran = 0;
+	ck_assert_int_eq(kc_judge_overall(r, KC_NCHECKS), KC_REFUSED);
+	kc_result_error(&r[KC_CHK_CTO], "actor 2 died");
+	kc_judge_result(&r[KC_CHK_CTO], 42);
+	ck_assert_int_eq(r[KC_CHK_CTO].verdict, KC_ERROR);
+	ck_assert_int_eq(kc_judge_overall(r, KC_NCHECKS), KC_ERROR);
+	/* The preflight verdict is the identity's, never re-judged. */
+	kc_judge_result(&r[KC_CHK_PREFLIGHT], 42);
+	ck_assert_int_eq(r[KC_CHK_PREFLIGHT].verdict, KC_REFUSED);
+	for (int i = 0; i < KC_NCHECKS; i++)
+		kc_result_free(&r[i]);
+}
+END_TEST
+
+START_TEST(result_store_prefixes_and_caps)
+{
+	kc_result r;
+	kc_result_init(&r, KC_CHK_RENAME);
+	json_t *c = counts("ok=3 missing=1");
+	kc_result_add_counts(&r, "held", c);
+	kc_result_add_counts(&r, "held", c);
+	json_decref(c);
+	ck_assert_int_eq(kc_result_get(&r, "held.ok"), 6);
+	ck_assert_int_eq(kc_result_get(&r, "held.missing"), 2);
+	ck_assert_int_eq(kc_result_get(&r, "ok"), 0);
+	json_t *arr = json_array();
+	for (int i = 0; i < 8; i++)
+		json_array_append_new(arr, json_pack("{s:s,s:i}", "kind", "missing", "iteration", i));
+	kc_result_add_anomalies(&r, "plain", arr, 100);
+	kc_result_add_anomalies(&r, "held", arr, 8);
+	json_decref(arr);
+	ck_assert_uint_eq(json_array_size(r.anomalies), KC_REPORT_ANOMALIES);
+	ck_assert_int_eq(r.anomalies_total, 108);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r.anomalies, 9), "variant")),
+			 "held");
+	kc_result_free(&r);
+}
+END_TEST
+
+static int parse(const char *line, kc_opts *o, char *err, size_t errlen)
+{
+	static char buf[2048];
+	static char *argv[64];
+	int argc = 0;
+	snprintf(buf, sizeof(buf), "%s", line);
+	char *save = NULL;
+	for (char *t = strtok_r(buf, " ", &save); t && argc < 63; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	return kc_opts_parse_check(argc, argv, o, err, errlen);
+}
+
+#define BAD(line, needle)                                                                \
+	do {                                                                             \
+		char e_[512] = "";                                                       \
+		kc_opts o_;                                                              \
+		ck_assert_int_eq(parse(line, &o_, e_, sizeof(e_)), -EINVAL);             \
+		ck_assert_msg(strstr(e_, needle) != NULL, "error '%s' lacks '%s'", e_, needle); \
+		ck_assert_ptr_null(strchr(e_, '\n'));                                    \
+	} while (0)
+
+START_TEST(options_parse_and_reject)
+{
+	kc_opts o;
+	char err[512];
+	ck_assert_int_eq(parse("check /data", &o, err, sizeof(err)), 0);
+	ck_assert_str_eq(o.url, "/data");
+	ck_assert_int_eq(o.actors, KC_DEFAULT_ACTORS);
+	ck_assert_int_eq(o.iterations, KC_DEFAULT_ITERATIONS);
+	ck_assert_uint_eq(o.checks, KC_ALL_CHECKS);
+	ck_assert_int_eq(o.seed_set, 0);
+	ck_assert_ptr_null(o.json);
+
+	ck_assert_int_eq(parse("check nfs://h/e?version=3 --mount /m1 --mount=/m2 --actors 3 "
+			       "--iterations=7 --seed 0x10 --checks rename,excl --json r.json "
+			       "--junit j.xml --crash-cmd true --no-progress",
+			       &o, err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(o.url, "nfs://h/e?version=3");
+	ck_assert_int_eq(o.nmounts, 2);
+	ck_assert_str_eq(o.mounts[1], "/m2");
+	ck_assert_int_eq(o.actors, 3);
+	ck_assert_int_eq(o.iterations, 7);
+	ck_assert_uint_eq(o.seed, 16);
+	ck_assert_int_eq(o.seed_set, 1);
+	ck_assert_uint_eq(o.checks, (1u << KC_CHK_RENAME) | (1u << KC_CHK_EXCL));
+	ck_assert_str_eq(o.json, "r.json");
+	ck_assert_str_eq(o.junit, "j.xml");
+	ck_assert_str_eq(o.crash_cmd, "true");
+	ck_assert_int_eq(o.progress, 0);
+
+	ck_assert_int_eq(parse("check /d --stamp --cluster-dir /c --checks all", &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(o.stamp, 1);
+	ck_assert_str_eq(o.cluster_dir, "/c");
+
+	BAD("check /d --actors 0", "--actors");
+	BAD("check /d --actors 100000", "out of range");
+	BAD("check /d --actors 99999999999999999999999", "out of range");
+	BAD("check /d --actors -3", "--actors");
+	BAD("check /d --actors four", "not a number");
+	BAD("check /d --actors", "needs a value");
+	BAD("check /d --iterations 0", "--iterations");
+	BAD("check /d --seed 9007199254740992", "--seed");
+	BAD("check /d --checks rename,bogus", "unknown check 'bogus'");
+	BAD("check /d --stamp --checks rename", "--stamp needs every check");
+	BAD("check /d --cluster-dir /c", "--cluster-dir only");
+	BAD("check", "missing URL");
+	BAD("check /a /b", "unexpected argument '/b'");
+	BAD("check /d --frobnicate", "unknown option '--frobnicate'");
+	BAD("check /d --crash-cmd=", "--crash-cmd");
+
+	kc_verify_opts v;
+	char *va[] = {"stamp-verify", "/d", "--cluster-dir", "/c", NULL};
+	ck_assert_int_eq(kc_opts_parse_verify(4, va, &v, err, sizeof(err)), 0);
+	ck_assert_str_eq(v.url, "/d");
+	ck_assert_str_eq(v.cluster_dir, "/c");
+	char *vb[] = {"stamp-verify", NULL};
+	ck_assert_int_eq(kc_opts_parse_verify(1, vb, &v, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+START_TEST(payload_classification)
+{
+	unsigned char buf[5000], big[6000];
+	uint64_t seq = 0;
+	uint32_t len = 0;
+	kc_payload_fill(buf, sizeof(buf), 77, 12);
+	ck_assert_int_eq(kc_payload_check(buf, sizeof(buf), 77, &seq, &len), KC_PL_OK);
+	ck_assert_uint_eq(seq, 12);
+	ck_assert_uint_eq(len, sizeof(buf));
+	ck_assert_int_eq(kc_payload_check(buf, 0, 77, &seq, &len), KC_PL_EMPTY);
+	ck_assert_int_eq(kc_payload_check(buf, 10, 77, &seq, &len), KC_PL_SHORT);
+	ck_assert_int_eq(kc_payload_check(buf, 4999, 77, &seq, &len), KC_PL_SHORT);
+	ck_assert_int_eq(kc_payload_check(buf, sizeof(buf), 78, &seq, &len), KC_PL_TORN);
+	/* The tail of a longer, older version behind a shorter new one. */
+	kc_payload_fill(big, sizeof(big), 77, 11);
+	memcpy(big, buf, sizeof(buf));
+	ck_assert_int_eq(kc_payload_check(big, sizeof(big), 77, &seq, &len), KC_PL_LONG);
+	/* The head of one version with the body of another. */
+	kc_payload_fill(big, sizeof(buf), 77, 13);
+	memcpy(big + 2000, buf + 2000, 3000);
+	ck_assert_int_eq(kc_payload_check(big, sizeof(buf), 77, &seq, &len), KC_PL_TORN);
+	buf[4000] ^= 1;
+	ck_assert_int_eq(kc_payload_check(buf, sizeof(buf), 77, &seq, &len), KC_PL_TORN);
+
+	unsigned char whole[10000], part[3333];
+	kc_pattern_fill(whole, sizeof(whole), 5, 0);
+	kc_pattern_fill(part, sizeof(part), 5, 4321);
+	ck_assert_int_eq(memcmp(whole + 4321, part, sizeof(part)), 0);
+	ck_assert_int_eq(kc_pattern_check(whole, sizeof(whole), 5, 0), -1);
+	whole[7777] ^= 0x40;
+	ck_assert_int_eq(kc_pattern_check(whole, sizeof(whole), 5, 0), 7777);
+	ck_assert_int_ne(kc_pattern_check(part, sizeof(part), 6, 4321), -1);
+}
+END_TEST
+
+static kc_verdict classify(const char *fstype, uint64_t magic, const char *source, const char *opts,
+			   json_t **findings, char *summary)
+{
+	sub_identity id;
+	memset(&id, 0, sizeof(id));
+	snprintf(id.backend, sizeof(id.backend), "posix");
+	snprintf(id.fstype, sizeof(id.fstype), "%s", fstype);
+	snprintf(id.source, sizeof(id.source), "%s", source);
+	snprintf(id.options, sizeof(id.options), "%s", opts);
+	snprintf(id.mountpoint, sizeof(id.mountpoint), "/mnt");
+	id.fs_magic = magic;
+	*findings = json_array();
+	return kc_preflight_classify(&id, *findings, summary, 768);
+}
+
+static int has_code(json_t *f, const char *code, const char *level)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(f, i, x)
+	{
+		if (strcmp(json_string_value(json_object_get(x, "code")), code) == 0 &&
+		    strcmp(json_string_value(json_object_get(x, "level")), level) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+START_TEST(preflight_refuses_and_explains)
+{
+	json_t *f;
+	char s[768];
+	ck_assert_int_eq(classify("tmpfs", KC_MAGIC_TMPFS, "tmpfs", "rw", &f, s), KC_REFUSED);
+	ck_assert(has_code(f, "not-durable", "REFUSED"));
+	ck_assert_ptr_nonnull(strstr(s, "tmpfs"));
+	json_decref(f);
+	ck_assert_int_eq(classify("ramfs", KC_MAGIC_RAMFS, "none", "rw", &f, s), KC_REFUSED);
+	json_decref(f);
+	ck_assert_int_eq(classify("cifs", KC_MAGIC_CIFS, "//srv/share", "rw", &f, s), KC_REFUSED);
+	ck_assert(has_code(f, "smb", "REFUSED"));
+	json_decref(f);
+	ck_assert_int_eq(classify("smb3", KC_MAGIC_SMB2, "//srv/share", "rw", &f, s), KC_REFUSED);
+	json_decref(f);
+	ck_assert_int_eq(classify("fuse.smbnetfs", KC_MAGIC_FUSE, "smbnetfs", "rw", &f, s), KC_REFUSED);
+	json_decref(f);
+	ck_assert_int_eq(classify("fuse.s3fs", KC_MAGIC_FUSE, "s3fs", "rw", &f, s), KC_REFUSED);
+	ck_assert(has_code(f, "object-store-fuse", "REFUSED"));
+	json_decref(f);
+	ck_assert_int_eq(classify("fuse", KC_MAGIC_FUSE, "mountpoint-s3", "rw", &f, s), KC_REFUSED);
+	json_decref(f);
+	ck_assert_int_eq(classify("fuse.gcsfuse", KC_MAGIC_FUSE, "bucket", "rw", &f, s), KC_REFUSED);
+	json_decref(f);
+	/* Other FUSE filesystems are left to the behavioural checks. */
+	ck_assert_int_eq(classify("fuse.sshfs", KC_MAGIC_FUSE, "u@h:/x", "rw", &f, s), KC_PASS);
+	ck_assert(has_code(f, "fuse", "INFO"));
+	json_decref(f);
+
+	ck_assert_int_eq(classify("nfs4", KC_MAGIC_NFS, "srv:/e",
+				  "rw,relatime,vers=4.1,nocto,soft,actimeo=30,lookupcache=pos,local_lock=all",
+				  &f, s),
+			 KC_WARN);
+	ck_assert(has_code(f, "nfs-nocto", "WARN"));
+	ck_assert(has_code(f, "nfs-soft", "WARN"));
+	ck_assert(has_code(f, "nfs-actimeo", "INFO"));
+	ck_assert(has_code(f, "nfs-lookupcache", "INFO"));
+	ck_assert(has_code(f, "nfs-local-lock", "INFO"));
+	ck_assert(has_code(f, "nfs-version", "INFO"));
+	json_decref(f);
+	ck_assert_int_eq(classify("nfs4", KC_MAGIC_NFS, "srv:/e", "rw,vers=4.2,hard,actimeo=3", &f, s),
+			 KC_PASS);
+	ck_assert(!has_code(f, "nfs-soft", "WARN"));
+	/* "softreval" is not "soft". */
+	json_decref(f);
+	ck_assert_int_eq(classify("nfs", KC_MAGIC_NFS, "srv:/e", "rw,vers=3,hard,softreval", &f, s),
+			 KC_PASS);
+	json_decref(f);
+	ck_assert_int_eq(classify("ceph", KC_MAGIC_CEPH, "1.2.3.4:6789:/", "rw,nowsync", &f, s), KC_WARN);
+	ck_assert(has_code(f, "ceph-nowsync", "WARN"));
+	json_decref(f);
+	ck_assert_int_eq(classify("ext4", 0xEF53, "/dev/vda", "rw,relatime", &f, s), KC_PASS);
+	ck_assert(has_code(f, "local", "INFO"));
+	json_decref(f);
+}
+END_TEST
+
+#ifdef __SANITIZE_ADDRESS__
+START_TEST(interposition_is_seen_by_dladdr)
+{
+	char obj[1024];
+	/* Nothing preloads fsync here ... */
+	ck_assert_int_eq(kc_symbol_interposed("fsync", obj, sizeof(obj)), 0);
+	ck_assert_ptr_nonnull(strstr(obj, "libc"));
+	/* ... but AddressSanitizer does replace malloc, and that is seen. */
+	ck_assert_int_eq(kc_symbol_interposed("malloc", obj, sizeof(obj)), 1);
+	ck_assert_ptr_nonnull(strstr(obj, "asan"));
+}
+END_TEST
+#endif
+
+/* A run with results but no actors, as the report writers see it. */
+static void fake_run(kc_run *r, kc_opts *o)
+{
+	memset(r, 0, sizeof(*r));
+	memset(o, 0, sizeof(*o));
+	o->url = "/data";
+	o->iterations = 5;
+	r->o = o;
+	r->seed = 99;
+	snprintf(r->started_at, sizeof(r->started_at), "2024-01-01T00:00:00.000Z");
+	snprintf(r->ident.backend, sizeof(r->ident.backend), "posix");
+	snprintf(r->ident.fstype, sizeof(r->ident.fstype), "ext4");
+	snprintf(r->ident.source, sizeof(r->ident.source), "/dev/x<&>");
+	int ids[3] = {KC_CHK_PREFLIGHT, KC_CHK_RENAME, KC_CHK_EXCL};
+	for (int k = 0; k < 3; k++) {
+		kc_result *res = &r->res[ids[k]];
+		kc_result_init(res, ids[k]);
+		res->ran = 1;
+		r->order[r->nran++] = ids[k];
+	}
+	kc_result_count(&r->res[KC_CHK_RENAME], "plain.ok", 4);
+	kc_result_count(&r->res[KC_CHK_RENAME], "plain.missing", 2);
+	json_t *an = json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "kind", "missing", "actor", 1, "iteration", 3,
+			       "detail", "open failed: ENOENT \"quoted\" <tag>", "trace", "open x: ENOENT");
+	kc_result_add_anomalies(&r->res[KC_CHK_RENAME], "held", an, 2);
+	json_decref(an);
+	kc_judge_result(&r->res[KC_CHK_RENAME], r->seed);
+	kc_result_count(&r->res[KC_CHK_EXCL], "rounds", 0); /* inconclusive: WARN */
+	kc_judge_result(&r->res[KC_CHK_EXCL], r->seed);
+	snprintf(r->res[KC_CHK_PREFLIGHT].summary, 768, "ext4");
+	r->verdict = kc_judge_overall(r->res, KC_NCHECKS);
+}
+
+static void free_run(kc_run *r)
+{
+	for (int i = 0; i < KC_NCHECKS; i++)
+		if (r->res[i].ran)
+			kc_result_free(&r->res[i]);
+}
+
+#define HAS(obj, key, type) ck_assert_msg(json_is_##type(json_object_get(obj, key)), "%s", key)
+
+START_TEST(report_json_carries_the_schema)
+{
+	kc_run r;
+	kc_opts o;
+	fake_run(&r, &o);
+	ck_assert_int_eq(r.verdict, KC_FAIL);
+	json_t *j = kc_report_json(&r);
+	HAS(j, "schema_version", integer);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "schema_version")), KC_REPORT_SCHEMA);
+	HAS(j, "tool_version", string);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "FAIL");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "exit_code")), 1);
+	HAS(j, "substrate", object);
+	HAS(json_object_get(j, "substrate"), "url", string);
+	HAS(json_object_get(j, "substrate"), "identity", object);
+	HAS(j, "actors", object);
+	HAS(json_object_get(j, "actors"), "count", integer);
+	HAS(json_object_get(j, "actors"), "distinct_clients", boolean);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "seed")), 99);
+	HAS(j, "started_at", string);
+	json_t *checks = json_object_get(j, "checks");
+	ck_assert_uint_eq(json_array_size(checks), 3);
+	json_t *rn = json_array_get(checks, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(rn, "name")), "rename");
+	ck_assert_str_eq(json_string_value(json_object_get(rn, "verdict")), "FAIL");
+	HAS(rn, "counts", object);
+	HAS(rn, "anomalies", array);
+	HAS(rn, "profile", object);
+	HAS(rn, "notes", array);
+	ck_assert_str_eq(json_string_value(json_object_get(rn, "reproduce")), "--seed 99 --checks rename");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(rn, "counts"), "plain.missing")), 2);
+	json_t *a0 = json_array_get(json_object_get(rn, "anomalies"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(a0, "variant")), "held");
+	HAS(a0, "trace", array);
+	/* The writers print the verdicts the checks decided. */
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(checks, 2), "verdict")),
+			 "WARN");
+	json_decref(j);
+	free_run(&r);
+}
+END_TEST
+
+START_TEST(junit_marks_failures)
+{
+	kc_run r;
+	kc_opts o;
+	fake_run(&r, &o);
+	char path[] = "/tmp/kc-junit-XXXXXX", err[256];
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(kc_report_write_junit(&r, path, err, sizeof(err)), 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_gt(getdelim(&text, &len, '\0', f), 0);
+	fclose(f);
+	unlink(path);
+	ck_assert_ptr_nonnull(strstr(text, "tests=\"3\" failures=\"1\" errors=\"0\""));
+	ck_assert_ptr_nonnull(strstr(text, "<testcase classname=\"kaas-conform\" name=\"preflight\""));
+	ck_assert_ptr_nonnull(strstr(text, "<failure type=\"FAIL\""));
+	ck_assert_ptr_nonnull(strstr(text, "&quot;quoted&quot; &lt;tag&gt;"));
+	ck_assert_ptr_null(strstr(text, "<tag>"));
+	ck_assert_ptr_nonnull(strstr(text, "<system-out>WARN"));
+	free(text);
+	free_run(&r);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("conform");
+	TCase *t = tcase_create("logic");
+	tcase_add_test(t, verdicts_order_and_exit_codes);
+	tcase_add_test(t, judges_decide_from_counts);
+	tcase_add_test(t, overall_verdict_and_reproduce_hint);
+	tcase_add_test(t, result_store_prefixes_and_caps);
+	tcase_add_test(t, options_parse_and_reject);
+	tcase_add_test(t, payload_classification);
+	tcase_add_test(t, preflight_refuses_and_explains);
+#ifdef __SANITIZE_ADDRESS__
+	tcase_add_test(t, interposition_is_seen_by_dladdr);
+#endif
+	tcase_add_test(t, report_json_carries_the_schema);
+	tcase_add_test(t, junit_marks_failures);
+	suite_add_tcase(s, t);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
