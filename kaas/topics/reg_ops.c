@@ -408,6 +408,12 @@ static int16_t rewrite_locked(kaas_topics *reg, const char *name, int (*edit)(to
 	 * topic), do not write over it with what was read. */
 	sub_stat now;
 	rc = sub_stat_path(reg->o.cluster, path, &now);
+	if (rc == -ENOENT) {
+		free(json);
+		kt_ent_free(e);
+		snprintf(msg, msglen, "Topic '%s' does not exist.", name);
+		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	}
 	if (rc == 0 && (now.ino != e->f_ino || now.size != e->f_size || now.mtime_ns != e->f_mtime)) {
 		free(json);
 		kt_ent_free(e);
