@@ -1,0 +1,283 @@
+/*
+ * test_crash.c — power loss at every mutating call of a workload that
+ * appends (rolling segments), flushes, checkpoints the manifest, writes
+ * producer snapshots, deletes records, relinquishes and takes over again.
+ *
+ * The workload runs on the fault backend with crash_after=N for every N up
+ * to the number of mutations of a full run, each with its own seed (so torn
+ * and dropped writes differ from point to point).  After each crash a fresh
+ * engine on a fresh substrate client takes over and must find: a log that is
+ * a prefix of what was appended, every batch that was acknowledged as
+ * durable, the log start offset of every acknowledged DeleteRecords, and
+ * producer state that recognises a retry of the last batch it holds.
+ */
+#include "storage/test/harness.h"
+#include "sub_fault.h"
+
+#define MAXB 64
+
+typedef struct expected {
+	uint8_t *bytes[MAXB];  /* batches as stored (offsets assigned in place) */
+	size_t len[MAXB];
+	int64_t base[MAXB];
+	int32_t seq[MAXB];
+	int n;
+	int64_t durable;       /* highest offset+1 acknowledged as durable */
+	int64_t deleted_to;    /* acknowledged DeleteRecords */
+	int32_t next_seq;
+	int stopped;
+} expected;
+
+static void exp_free(expected *e)
+{
+	for (int i = 0; i < e->n; i++)
+		free(e->bytes[i]);
+	memset(e, 0, sizeof(*e));
+}
+
+static kaas_log_config crash_cfg(void)
+{
+	kaas_log_config c = h_cfg();
+	c.segment_bytes = 1200;
+	c.index_interval_bytes = 300;
+	c.checkpoint_ms = 0;
+	c.retention_ms = -1;
+	c.segment_ms = -1;
+	return c;
+}
+
+/* One append of a 2-record idempotent batch; records it (even when the call
+ * failed: its bytes may have reached the file).  Returns 0 when acknowledged. */
+static int wl_append(kaas_partition *p, expected *e, int i)
+{
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	char tag[16];
+	snprintf(tag, sizeof(tag), "w%d", i);
+	kbuild_simple(&b, 42, 0, e->next_seq, 2, 1700000000000LL + i, tag, 40 + (i * 37) % 90, KBUILD_NONE);
+	int rc = kaas_partition_append(p, b.buf, b.len, &res);
+	ck_assert_int_lt(e->n, MAXB);
+	kb_hdr h;
+	kb_decode(b.buf, &h);
+	if (rc == 0 && res.error == 0)
+		ck_assert_int_eq(h.base_offset, res.base_offset);
+	if ((rc == 0 && res.error == 0) || h.base_offset != 0 || e->n == 0) {
+		e->bytes[e->n] = b.buf;
+		e->len[e->n] = b.len;
+		e->base[e->n] = h.base_offset;
+		e->seq[e->n] = e->next_seq;
+		e->n++;
+		b.buf = NULL;
+	}
+	kbuild_free(&b);
+	if (rc || res.error) {
+		e->stopped = 1;
+		return -1;
+	}
+	e->next_seq += 2;
+	return 0;
+}
+
+static void wl_flush(kaas_partition *p, expected *e)
+{
+	int64_t d;
+	if (kaas_partition_flush(p, &d) == 0 && d > e->durable)
+		e->durable = d;
+}
+
+/* The workload; stops at the first failure (the crash). */
+static void workload(sub_vfs *v, const char *dir, expected *e)
+{
+	kaas_log_config cfg = crash_cfg();
+	kaas_partition *p = NULL;
+	if (kaas_partition_open(v, dir, NULL, 1, &cfg, &p) || kaas_partition_take_over(p, 1))
+		goto out;
+	for (int i = 0; i < 18 && !e->stopped; i++) {
+		if (wl_append(p, e, i))
+			break;
+		if (i % 3 == 2)
+			wl_flush(p, e);
+		if (i % 7 == 6 && kaas_partition_housekeep(p, 1700000000000LL) < 0)
+			break;
+		if (i == 12) {
+			int64_t low;
+			int16_t err;
+			if (kaas_partition_delete_records(p, 6, &low, &err) == 0 && err == 0)
+				e->deleted_to = low;
+		}
+	}
+	if (e->stopped)
+		goto out;
+	if (kaas_partition_relinquish(p) == 0)
+		e->durable = kaas_partition_high_watermark(p);
+	kaas_partition_close(p);
+	p = NULL;
+	/* A second leadership on the same directory. */
+	if (kaas_partition_open(v, dir, NULL, 0, &cfg, &p) || kaas_partition_take_over(p, 2))
+		goto out;
+	for (int i = 18; i < 26 && !e->stopped; i++) {
+		if (wl_append(p, e, i))
+			break;
+		if (i % 4 == 1)
+			wl_flush(p, e);
+	}
+	if (!e->stopped && kaas_partition_relinquish(p) == 0)
+		e->durable = kaas_partition_high_watermark(p);
+out:
+	kaas_partition_close(p);
+}
+
+static uint64_t run_once(const char *dir, const char *opts, expected *e)
+{
+	char url[600], err[256];
+	sub_vfs *fv;
+	snprintf(url, sizeof(url), "fault:%s?%s", h_dir, opts);
+	ck_assert_msg(sub_open_url(url, &fv, err, sizeof(err)) == 0, "%s", err);
+	workload(fv, dir, e);
+	uint64_t m = sub_fault_mutations(fv);
+	sub_fault_crash(fv); /* whatever was not synced is lost now */
+	sub_destroy(fv);
+	return m;
+}
+
+/* The batch of `e` holding offset off, or -1. */
+static int batch_of(const expected *e, int64_t off)
+{
+	for (int i = 0; i < e->n; i++) {
+		kb_hdr h;
+		kb_decode(e->bytes[i], &h);
+		if (e->base[i] <= off && off <= e->base[i] + h.last_delta)
+			return i;
+	}
+	return -1;
+}
+
+static void verify(const char *dir, const expected *e, uint64_t point)
+{
+	kaas_log_config cfg = crash_cfg();
+	kaas_partition *p;
+	sub_vfs *v;
+	char err[256];
+	ck_assert_int_eq(sub_open_url(h_dir, &v, err, sizeof(err)), 0);
+	int rc = kaas_partition_open(v, dir, NULL, 0, &cfg, &p);
+	if (rc == -ENOENT) {
+		ck_assert_msg(e->durable == 0, "point %llu: directory gone", (unsigned long long)point);
+		sub_destroy(v);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(kaas_partition_take_over(p, 10) == 0, "point %llu: takeover failed",
+		      (unsigned long long)point);
+	int64_t lso = kaas_partition_log_start(p), leo = kaas_partition_log_end(p);
+	ck_assert_msg(leo >= e->durable, "point %llu: log ends at %lld, %lld was acknowledged durable",
+		      (unsigned long long)point, (long long)leo, (long long)e->durable);
+	ck_assert_msg(lso >= e->deleted_to, "point %llu: log start %lld < acknowledged %lld",
+		      (unsigned long long)point, (long long)lso, (long long)e->deleted_to);
+	if (leo > lso) {
+		uint8_t *log;
+		size_t len = h_read_all(p, lso, 700, &log);
+		/* Byte for byte the appended batches, from the one holding lso. */
+		int k = batch_of(e, lso);
+		ck_assert_msg(k >= 0, "point %llu: log start %lld not in what was appended",
+			      (unsigned long long)point, (long long)lso);
+		size_t pos = 0;
+		int last = -1;
+		for (; pos < len; k++) {
+			ck_assert_msg(k < e->n, "point %llu: more data than was appended", (unsigned long long)point);
+			ck_assert_uint_le(e->len[k], len - pos);
+			ck_assert_msg(memcmp(log + pos, e->bytes[k], e->len[k]) == 0,
+				      "point %llu: batch %d differs", (unsigned long long)point, k);
+			pos += e->len[k];
+			last = k;
+		}
+		free(log);
+		kb_hdr h;
+		kb_decode(e->bytes[last], &h);
+		ck_assert_int_eq(e->base[last] + h.last_delta + 1, leo);
+		/* A retry of the newest batch is a duplicate; the next one fits. */
+		kaas_append_result res;
+		uint8_t *copy = malloc(e->len[last]);
+		memcpy(copy, e->bytes[last], e->len[last]);
+		ck_assert_int_eq(kaas_partition_append(p, copy, e->len[last], &res), 0);
+		ck_assert_msg(res.error == 0 && res.duplicate && res.base_offset == e->base[last],
+			      "point %llu: retry of the last batch: err %s dup %d base %lld want %lld",
+			      (unsigned long long)point, kaas_kerr_name(res.error), res.duplicate,
+			      (long long)res.base_offset, (long long)e->base[last]);
+		free(copy);
+		kbuild b = KBUILD_INIT;
+		kbuild_simple(&b, 42, 0, e->seq[last] + 2, 1, 1700000000000LL, "next", 10, KBUILD_NONE);
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_msg(res.error == 0 && !res.duplicate && res.base_offset == leo,
+			      "point %llu: next batch: %s", (unsigned long long)point, kaas_kerr_name(res.error));
+		kbuild_free(&b);
+	}
+	kaas_partition_close(p);
+	sub_destroy(v);
+}
+
+static void crash_sweep(const char *mode, uint64_t seed0, int stride)
+{
+	char opts[200];
+	expected e = {0};
+	snprintf(opts, sizeof(opts), "seed=1&crash_mode=%s", mode);
+	uint64_t m = run_once("full", opts, &e);
+	ck_assert_int_eq(e.stopped, 0);
+	ck_assert_int_gt(e.durable, 40);
+	verify("full", &e, m);
+	exp_free(&e);
+	ck_assert_uint_gt(m, 150);
+	if (getenv("KAAS_LOG_LEVEL"))
+		fprintf(stderr, "crash sweep %s: %llu mutations\n", mode, (unsigned long long)m);
+	int points = 0;
+	for (uint64_t n = 0; n <= m; n += (uint64_t)stride) {
+		char dir[32];
+		snprintf(dir, sizeof(dir), "c%llu", (unsigned long long)n);
+		snprintf(opts, sizeof(opts), "crash_after=%llu&seed=%llu&crash_mode=%s", (unsigned long long)n,
+			 (unsigned long long)(seed0 + n), mode);
+		run_once(dir, opts, &e);
+		verify(dir, &e, n);
+		exp_free(&e);
+		points++;
+	}
+	ck_assert_int_gt(points, 100);
+}
+
+START_TEST(crash_at_every_mutation_random)
+{
+	crash_sweep("random", 1000, 1);
+}
+END_TEST
+
+START_TEST(crash_at_every_mutation_drop_all_unsynced)
+{
+	crash_sweep("drop", 5000, 1);
+}
+END_TEST
+
+START_TEST(crash_at_every_mutation_other_seeds)
+{
+	crash_sweep("random", 90000, 1);
+}
+END_TEST
+
+Suite *crash_suite(void)
+{
+	Suite *s = suite_create("storage-crash");
+	TCase *tc = tcase_create("crash");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, crash_at_every_mutation_random);
+	tcase_add_test(tc, crash_at_every_mutation_drop_all_unsynced);
+	tcase_add_test(tc, crash_at_every_mutation_other_seeds);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(crash_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
