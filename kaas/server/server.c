@@ -28,9 +28,11 @@
  * behaviour: there is no way to frame an answer the client would read);
  * unsupported versions of known APIs get an UNSUPPORTED_VERSION response.
  *
- * Backpressure: a connection that holds more than
- * kaas.connection.max.buffered.bytes of unanswered requests and unsent
- * responses is no longer read from until it drops below.
+ * Backpressure: while a connection has more than
+ * kaas.connection.max.buffered.bytes of responses its client has not read,
+ * no further request of it is processed; while it holds more than that of
+ * unanswered requests plus unsent responses, it is not read from.  A client
+ * that stops reading therefore costs a bounded amount of memory.
  */
 #include "server/server.h"
 
@@ -41,6 +43,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +129,8 @@ struct conn {
 	sreq *pend_head, *pend_tail;
 	sreq *fl_head, *fl_tail;
 	sreq *running;
-	size_t buffered;
+	size_t buffered;   /* frames held + response memory not yet sent */
+	size_t out_mem;    /* response memory not yet sent */
 	int nreqs;
 	int want_write;
 	conn *prev, *next;
@@ -173,6 +177,8 @@ static void req_free(sreq *r)
 {
 	conn *c = r->c;
 	c->buffered -= r->frame_len + sizeof(*r) + (r->counted ? r->resp_mem : 0);
+	if (r->counted)
+		c->out_mem -= r->resp_mem;
 	c->nreqs--;
 	if (r->pub.splices) {
 		/* Releasing read plans may close files: not on the loop. */
@@ -546,6 +552,10 @@ static void try_dispatch(conn *c)
 {
 	if (c->closed || c->running || !c->pend_head)
 		return;
+	/* A client that does not read its responses gets no new ones: the
+	 * requests wait, and once they fill the budget reading stops too. */
+	if ((int64_t)c->out_mem >= c->s->b->cfg.queued_max_request_bytes)
+		return;
 	sreq *r = c->pend_head;
 	c->pend_head = r->next;
 	if (!c->pend_head)
@@ -762,6 +772,7 @@ static void on_async(uv_async_t *h)
 		if (r->ready && !r->counted && !r->resp_bad) {
 			r->counted = 1;
 			c->buffered += r->resp_mem;
+			c->out_mem += r->resp_mem;
 		}
 		if (c->closed) {
 			conn_reap(c);
@@ -955,6 +966,10 @@ static void finish_loop(kaas_server *s)
 	uv_close((uv_handle_t *)&s->accept_pause, close_cb_noop);
 	uv_close((uv_handle_t *)&s->sigterm, close_cb_noop);
 	uv_close((uv_handle_t *)&s->sigint, close_cb_noop);
+	/* Relinquishing comes next and must not be cut short by a repeated
+	 * SIGTERM (libuv restored the default action just now). */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
 	if (s->lpoll_active) {
 		uv_close((uv_handle_t *)&s->lpoll, close_cb_noop);
 		s->lpoll_active = 0;

@@ -1,0 +1,108 @@
+# ci/lib/broker.sh — start and stop a real kaas broker for a test.
+#
+#   source ci/lib/broker.sh
+#   broker_start DATA_DIR [extra kaas flags...]   # sets BROKER_PID BROKER_PORT BROKER
+#   ... use "$BROKER" (127.0.0.1:PORT) ...
+#   broker_restart [extra flags...]               # SIGTERM, then start again on the same port
+#   broker_stop                                   # SIGTERM and wait; BROKER_RC = exit code
+#   broker_kill                                   # SIGKILL (crash)
+#
+# The broker listens on 127.0.0.1 port 0 (a free port it picks and logs) and
+# starts with --trust-unqualified unless BROKER_QUALIFIED=1.  Its log goes to
+# $BROKER_LOG (default DATA_DIR.log).  broker_cleanup stops it whatever
+# happened; broker_start installs it in the EXIT trap unless
+# BROKER_NO_TRAP=1 (then call it from your own trap).
+#
+# Needs: BIN (the directory holding kaas; default bin), bash.
+
+: "${BIN:=bin}"
+BROKER_PID=
+BROKER_PORT=
+BROKER=
+BROKER_RC=
+BROKER_DATA=
+BROKER_ARGS=()
+
+broker_cleanup() {
+	if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
+		kill -TERM "$BROKER_PID" 2>/dev/null
+		for _ in $(seq 1 300); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$BROKER_PID" 2>/dev/null
+		wait "$BROKER_PID" 2>/dev/null
+	fi
+	BROKER_PID=
+}
+
+# Waits for the "listening on" line; prints the log and fails on exit/timeout.
+_broker_wait_ready() {
+	local log=$1 start=$2
+	for _ in $(seq 1 600); do
+		if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+			wait "$BROKER_PID"; BROKER_RC=$?
+			echo "broker.sh: kaas exited ($BROKER_RC) during start-up; log:" >&2
+			tail -n +"$start" "$log" >&2
+			BROKER_PID=
+			return 1
+		fi
+		local line
+		line=$(tail -n +"$start" "$log" | grep -m1 -o 'listening on [^ ]*:[0-9]*,' || true)
+		if [ -n "$line" ]; then
+			BROKER_PORT=${line##*:}
+			BROKER_PORT=${BROKER_PORT%,}
+			BROKER=127.0.0.1:$BROKER_PORT
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "broker.sh: kaas did not start within 60 s; log:" >&2
+	tail -n +"$start" "$log" >&2
+	return 1
+}
+
+broker_start() {
+	BROKER_DATA=$1
+	shift
+	BROKER_ARGS=("$@")
+	: "${BROKER_LOG:=$BROKER_DATA.log}"
+	mkdir -p "$BROKER_DATA"
+	[ "${BROKER_NO_TRAP:-0}" = 1 ] || trap broker_cleanup EXIT
+	_broker_launch 0
+}
+
+_broker_launch() {
+	local port=$1 trust=(--trust-unqualified)
+	[ "${BROKER_QUALIFIED:-0}" = 1 ] && trust=()
+	touch "$BROKER_LOG"
+	local start=$(( $(wc -l < "$BROKER_LOG") + 1 ))
+	"$BIN/kaas" --data "$BROKER_DATA" --listen "127.0.0.1:$port" "${trust[@]}" "${BROKER_ARGS[@]}" \
+		>>"$BROKER_LOG" 2>&1 &
+	BROKER_PID=$!
+	_broker_wait_ready "$BROKER_LOG" "$start"
+}
+
+broker_stop() {
+	BROKER_RC=
+	[ -n "$BROKER_PID" ] || return 0
+	kill -TERM "$BROKER_PID" 2>/dev/null || true # it may be on its way out already
+	BROKER_RC=0
+	wait "$BROKER_PID" || BROKER_RC=$?
+	BROKER_PID=
+	return 0
+}
+
+broker_kill() {
+	[ -n "$BROKER_PID" ] || return 0
+	kill -KILL "$BROKER_PID" 2>/dev/null || true
+	wait "$BROKER_PID" 2>/dev/null || true
+	BROKER_PID=
+}
+
+# Stops (SIGTERM) and starts again on the same port, so running clients
+# reconnect; extra flags replace the previous ones when given.
+broker_restart() {
+	local port=$BROKER_PORT
+	broker_stop
+	[ "$BROKER_RC" = 0 ] || { echo "broker.sh: kaas exited $BROKER_RC on SIGTERM" >&2; return 1; }
+	[ $# -gt 0 ] && BROKER_ARGS=("$@")
+	_broker_launch "$port"
+}

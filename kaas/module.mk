@@ -1,0 +1,7 @@
+# kaas/ — the broker binary (docs/broker.md).  main.c wires the modules
+# together; each module lists what it links in its own module.mk.
+BINS += kaas
+kaas_MAIN := kaas/main.c
+kaas_USES := server admin coord topics broker stamp storage proto sub util
+
+E2E_TESTS += ci/broker/test_protocol.sh
