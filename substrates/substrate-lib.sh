@@ -19,7 +19,8 @@
 #                                      start, or while a check is running.
 #
 # start.sh records every resource in STATE/resources before creating it
-# ("mount PATH", "pid PIDFILE", "netns NAME", "loop DEV"); sub_teardown undoes
+# ("mount PATH", "pid PIDFILE", "pidnow PID", "pidkill PIDFILE", "netns NAME",
+# "loop DEV"); sub_teardown undoes
 # them newest first, so a half-finished start is cleaned up like a full one.
 
 SUB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -107,13 +108,21 @@ sub_unmount() {
 	fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 }
 
+# sub_alive PID — running (a zombie waiting for its reaper is not).
+sub_alive() {
+	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 # sub_kill PID [SECONDS] — SIGTERM, wait, then SIGKILL.
 sub_kill() {
 	local p=$1 t=${2:-10}
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
+	sub_alive "$p" || return 0
 	kill -TERM "$p" 2>/dev/null || true
-	sub_wait "$t" sh -c "! kill -0 $p" || { sub_log "pid $p ignored SIGTERM, killing"; kill -KILL "$p" 2>/dev/null || true; }
-	sub_wait 5 sh -c "! kill -0 $p" || true
+	sub_wait "$t" eval "! sub_alive $p" || { sub_log "pid $p ignored SIGTERM, killing"; kill -KILL "$p" 2>/dev/null || true; }
+	sub_wait 5 eval "! sub_alive $p" || true
 }
 
 sub_pid_of() { [ -s "$1" ] && tr -dc '0-9' <"$1"; }
@@ -127,6 +136,8 @@ sub_teardown() {
 		mount) sub_unmount "$what" ;;
 		pid) sub_kill "$(sub_pid_of "$what")" ;;
 		pidnow) sub_kill "$what" ;;
+		# daemons whose state is thrown away: no point in a clean shutdown
+		pidkill) p=$(sub_pid_of "$what"); if sub_alive "$p"; then kill -KILL "$p"; sub_wait 5 eval "! sub_alive $p" || true; fi ;;
 		netns)
 			if [ -e "/run/netns/$what" ]; then
 				for p in $(ip netns pids "$what" 2>/dev/null); do sub_kill "$p" 5; done
@@ -146,8 +157,8 @@ sub_check_clean() {
 	while read -r kind what; do
 		case $kind in
 		mount) grep -qs " $what " /proc/self/mountinfo && { sub_log "still mounted: $what"; bad=1; } ;;
-		pid) p=$(sub_pid_of "$what"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && { sub_log "still running: $p ($what)"; bad=1; } ;;
-		pidnow) kill -0 "$what" 2>/dev/null && { sub_log "still running: $what"; bad=1; } ;;
+		pid|pidkill) p=$(sub_pid_of "$what"); sub_alive "$p" && { sub_log "still running: $p ($what)"; bad=1; } ;;
+		pidnow) sub_alive "$what" && { sub_log "still running: $what"; bad=1; } ;;
 		netns) [ -e "/run/netns/$what" ] && { sub_log "netns left: $what"; bad=1; } ;;
 		loop) losetup "$what" 2>/dev/null | grep -q "$st" && { sub_log "loop device left: $what"; bad=1; } ;;
 		esac

@@ -12,7 +12,7 @@ for m in mA mB; do
 done
 for m in mA mB; do
 	p=$(sub_pid_of "$STATE/lyingfs-$m.pid") || true
-	[ -n "$p" ] && sub_wait 5 sh -c "! kill -0 $p"
+	[ -n "$p" ] && sub_wait 5 eval "! sub_alive $p"
 	fusermount3 -uz "$STATE/$m" 2>/dev/null || umount -l "$STATE/$m" 2>/dev/null || true
 done
 bash "$(dirname "$0")/mount.sh" "$STATE"
