@@ -63,10 +63,8 @@ int p_roll(kaas_partition *p, int64_t now_ms)
 	s->active = 1;
 	s->meta = 1;
 	p->segs[p->nsegs++] = s;
-	if (old) {
-		old->active = 0;
-		old->sync_pending = 1;
-	}
+	if (old)
+		old->active = 0; /* flushed later: its synced_pos is behind */
 	p->dir_dirty = 1;
 	p->ring_n = p->ring_head = 0;
 	free(p->snap_buf);
@@ -302,11 +300,18 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		/* Our turn: sync everything written so far. */
 		p->flushing = 1;
 		int64_t end = p->leo;
-		size_t nsync = 0;
+		/* Segments with unsynced bytes or index entries, oldest first.
+		 * Flushes sync in log order, so the first clean sealed segment
+		 * met walking back ends the search. */
+		size_t first = p->nsegs, nsync = 0;
+		while (first > 0) {
+			kseg *s = p->segs[first - 1];
+			if (!s->active && s->synced_pos >= s->end_pos && !s->idx_dirty)
+				break;
+			first--;
+		}
+		nsync = p->nsegs - first;
 		kseg *stack_segs[8], **segs = stack_segs;
-		for (size_t i = 0; i < p->nsegs; i++)
-			if (p->segs[i]->sync_pending || p->segs[i]->active)
-				nsync++;
 		if (nsync > 8 && !(segs = malloc(nsync * sizeof(*segs)))) {
 			p->flushing = 0;
 			rc = -ENOMEM;
@@ -314,15 +319,14 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 			break;
 		}
 		int idx_dirty[nsync ? nsync : 1];
-		nsync = 0;
-		for (size_t i = 0; i < p->nsegs; i++) {
-			kseg *s = p->segs[i];
-			if (s->sync_pending || s->active) {
-				seg_ref(s);
-				idx_dirty[nsync] = s->sync_pending || s->idx_dirty;
-				s->idx_dirty = 0;
-				segs[nsync++] = s;
-			}
+		uint64_t upto[nsync ? nsync : 1];
+		for (size_t k = 0; k < nsync; k++) {
+			kseg *s = p->segs[first + k];
+			seg_ref(s);
+			idx_dirty[k] = s->idx_dirty && s->idx;
+			s->idx_dirty = 0;
+			upto[k] = s->end_pos;
+			segs[k] = s;
 		}
 		int dir = p->dir_dirty;
 		p->dir_dirty = 0;
@@ -353,8 +357,8 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 
 		pthread_mutex_lock(&p->mu);
 		for (size_t i = 0; i < nsync; i++) {
-			if (rc == 0 && !segs[i]->active)
-				segs[i]->sync_pending = 0;
+			if (rc == 0 && upto[i] > segs[i]->synced_pos)
+				segs[i]->synced_pos = upto[i];
 			seg_unref(segs[i]);
 		}
 		if (segs != stack_segs)

@@ -115,6 +115,11 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	kaas_log_config *c = &p->cfg;
 	kseg *act = p->segs[p->nsegs - 1];
 
+	/* First the listing: a newer leader's files fence us before we
+	 * unlink anything (a zombie's retention must not touch the log). */
+	if ((rc = sweep(p)))
+		goto out;
+
 	/* segment.ms: roll an old, non-empty active segment. */
 	if (c->segment_ms >= 0 && act->end_pos > 0 && act->first_append_ms &&
 	    now_ms - act->first_append_ms >= c->segment_ms) {
@@ -161,9 +166,6 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	}
 	int64_t expire = c->producer_expiration_ms >= 0 ? now_ms - c->producer_expiration_ms : INT64_MIN;
 	kp_evict(&p->prod, p->log_start, expire);
-
-	if ((rc = sweep(p)))
-		goto out;
 
 	/* Checkpoint: the manifest's high watermark bounds recovery work. */
 	if ((p->man.hw != p->hw || p->man.log_start != p->log_start) &&

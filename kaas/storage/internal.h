@@ -42,8 +42,8 @@ typedef struct kseg {
 	sub_file *log, *idx, *tidx;
 	int active;              /* the segment appends go to (ours, writable) */
 	int meta;                /* end_pos/end_off/max_ts/index known */
-	int sync_pending;        /* sealed by a roll, not fsynced yet */
 	uint64_t end_pos;        /* valid bytes */
+	uint64_t synced_pos;     /* bytes known durable (fsynced) */
 	int64_t end_off;         /* offset after the last valid batch */
 	int64_t max_ts;          /* largest batch timestamp, -1 when none */
 	int64_t max_ts_off;

@@ -540,6 +540,7 @@ int p_seg_load(kaas_partition *p, size_t i, int64_t trust_off)
 		k = -1;
 	}
 	s->meta = 1;
+	s->synced_pos = s->end_pos;
 	return 0;
 }
 
@@ -776,6 +777,8 @@ static int create_active(kaas_partition *p)
 	s->active = 1;
 	s->meta = 1;
 	s->end_pos = 0;
+	s->synced_pos = 0;
+	s->idx_dirty = 0;
 	s->end_off = s->base;
 	s->max_ts = -1;
 	s->nix = s->ntx = 0;
@@ -846,7 +849,7 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 	if (p->man.valid && p->topic_id[0] && p->man.topic_id[0] &&
 	    strcmp(p->man.topic_id, p->topic_id))
 		return -ESTALE;
-	if ((rc = list_segments(p, 0, &all, &maxe)))
+	if ((rc = list_segments(p, 1, &all, &maxe)))
 		return rc;
 	if (maxe > epoch) {
 		seglist_free(&all);
@@ -1008,12 +1011,14 @@ int kaas_partition_relinquish(kaas_partition *p)
 		 * manifest record it. */
 		for (size_t i = 0; i < p->nsegs && rc == 0; i++) {
 			kseg *s = p->segs[i];
-			if (!s->active && !s->sync_pending)
+			if (!s->active && s->synced_pos >= s->end_pos && !s->idx_dirty)
 				continue;
 			if ((rc = sub_fsync(s->log)) == 0 && s->idx && (rc = sub_fsync(s->idx)) == 0)
 				rc = sub_fsync(s->tidx);
-			if (rc == 0)
-				s->sync_pending = 0;
+			if (rc == 0) {
+				s->synced_pos = s->end_pos;
+				s->idx_dirty = 0;
+			}
 		}
 		if (rc == 0 && p->dir_dirty)
 			rc = sub_fsync_dir(p->vfs, p->dir);
