@@ -6,4 +6,5 @@ coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_admin.c \
 	kaas/coord/glue.c
 coord_USES := proto sub util
 coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
-	kaas/coord/test/test_offsets.c
+	kaas/coord/test/test_offsets.c kaas/coord/test/test_pid.c \
+	kaas/coord/test/test_codec.c
