@@ -16,3 +16,5 @@ MODULES += admin
 admin_SRCS := kaas/topics/handlers.c
 admin_USES := topics broker storage proto sub util
 admin_TESTS :=
+
+E2E_TESTS += ci/topics/test_admin.sh
