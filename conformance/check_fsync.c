@@ -123,13 +123,15 @@ static int probe(kc_run *r, kc_result *res, const char *dir)
 			int64_t raw = json_integer_value(json_object_get(out, "raw_fsync_ns"));
 			int64_t lib = json_integer_value(json_object_get(out, "libc_fsync_ns"));
 			int64_t cre = json_integer_value(json_object_get(out, "create_ns"));
-			kc_result_count(res, "raw_fsync_us", raw / 1000);
-			kc_result_count(res, "libc_fsync_us", lib >= 0 ? lib / 1000 : -1);
-			kc_result_count(res, "create_us", cre / 1000);
+			int64_t opn = json_integer_value(json_object_get(out, "open_ns"));
+			kc_result_count(res, "raw_fsync_ns", raw);
+			kc_result_count(res, "libc_fsync_ns", lib);
+			kc_result_count(res, "create_ns", cre);
+			kc_result_count(res, "open_ns", opn);
 			kc_result_count(res, "samples", samples);
 			/* An fsync that returns before one round trip to the
 			 * substrate cannot have waited for stable storage. */
-			if (raw >= 0 && cre > 0 && raw < cre)
+			if (raw >= 0 && opn > 0 && raw < opn)
 				kc_result_count(res, "fast_fsync", 1);
 			if (lib >= 0 && raw >= 50000 && lib * 10 < raw)
 				kc_result_count(res, "libc_faster", 1);

@@ -175,15 +175,16 @@ kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len)
 	}
 	if (C("fast_fsync") > 0 || C("libc_faster") > 0) {
 		if (C("fast_fsync") > 0)
-			sb_add(&b, "suspicious: fsync (%lld us) is faster than one create round trip (%lld us)",
-			       C("raw_fsync_us"), C("create_us"));
+			sb_add(&b, "suspicious: fsync (%.1f us) is faster than opening a file (%.1f us), one round trip",
+			       C("raw_fsync_ns") / 1000.0, C("open_ns") / 1000.0);
 		if (C("libc_faster") > 0)
-			sb_add(&b, "%ssuspicious: libc fsync (%lld us) is much faster than the system call (%lld us)",
-			       C("fast_fsync") > 0 ? "; " : "", C("libc_fsync_us"), C("raw_fsync_us"));
+			sb_add(&b, "%ssuspicious: libc fsync (%.1f us) is much faster than the system call (%.1f us)",
+			       C("fast_fsync") > 0 ? "; " : "", C("libc_fsync_ns") / 1000.0,
+			       C("raw_fsync_ns") / 1000.0);
 		return KC_WARN;
 	}
-	sb_add(&b, "fsync %lld us vs create %lld us; %lld bytes survived %s", C("raw_fsync_us"),
-	       C("create_us"), C("crash_bytes"),
+	sb_add(&b, "fsync %.1f us vs open %.1f us; %lld bytes survived %s", C("raw_fsync_ns") / 1000.0,
+	       C("open_ns") / 1000.0, C("crash_bytes"),
 	       C("crash_cmd") > 0 ? "the writer's kill and the crash command" : "the writer's kill");
 	return KC_PASS;
 }

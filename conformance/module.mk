@@ -22,3 +22,5 @@ BINS += kaas-conform
 kaas-conform_MAIN := conformance/main.c
 kaas-conform_USES := conform stamp sub util
 
+E2E_TESTS += conformance/test/e2e_local.sh
+

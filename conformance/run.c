@@ -71,9 +71,10 @@ static void progress_line(void *arg)
 		kc_drv_progress(&r->drv, &done, &anom);
 	}
 	double secs = (double)(kaas_mono_ms() - r->variant_t0_ms) / 1000.0;
-	printf("\r\033[K  %-12s %-8s %9lld ops %8.0f/s  anomalies %lld", kc_check_name(r->cur),
-	       r->variant, (long long)done, secs > 0 ? (double)done / secs : 0.0, (long long)anom);
-	fflush(stdout);
+	fprintf(r->out, "\r\033[K  %-12s %-8s %9lld ops %8.0f/s  anomalies %lld",
+		kc_check_name(r->cur), r->variant, (long long)done, secs > 0 ? (double)done / secs : 0.0,
+		(long long)anom);
+	fflush(r->out);
 }
 
 /* Removes the scratch tree.  A silly-renamed file of a just-killed actor can
@@ -182,15 +183,16 @@ static void print_header(const kc_run *r)
 {
 	char kind[128];
 	kc_fs_kind(&r->ident, kind, sizeof(kind));
-	printf("kaas-conform %s: %s\n", KC_VERSION, r->o->url);
-	printf("  volume  %s%s%s%s%s\n", kind, r->ident.source[0] ? " from " : "", r->ident.source,
+	FILE *o = r->out;
+	fprintf(o, "kaas-conform %s: %s\n", KC_VERSION, r->o->url);
+	fprintf(o, "  volume  %s%s%s%s%s\n", kind, r->ident.source[0] ? " from " : "", r->ident.source,
 	       r->ident.mountpoint[0] ? " on " : "", r->ident.mountpoint);
-	printf("  actors  %d processes, %d distinct client%s, %d host%s%s\n", r->drv.n, r->clients,
+	fprintf(o, "  actors  %d processes, %d distinct client%s, %d host%s%s\n", r->drv.n, r->clients,
 	       r->clients == 1 ? "" : "s", r->hosts, r->hosts == 1 ? "" : "s",
 	       r->clients < r->drv.n ? " (actors share a client: cross-client behaviour is not exercised)"
 				     : "");
-	printf("  seed    %" PRIu64 ", %lld iterations\n", r->seed, (long long)r->o->iterations);
-	fflush(stdout);
+	fprintf(o, "  seed    %" PRIu64 ", %lld iterations\n", r->seed, (long long)r->o->iterations);
+	fflush(o);
 }
 
 static void run_checks(kc_run *r)
@@ -226,10 +228,10 @@ static void run_checks(kc_run *r)
 		if (crc && crc != -ENOENT)
 			kc_result_note(res, "could not remove its directory at once: %s", sub_strerror(crc));
 		if (r->live) {
-			printf("\r\033[K  %-12s %-8s %6.1fs  %s\n", kc_check_name(id),
-			       kc_verdict_name(res->verdict), (double)res->duration_ms / 1000.0,
-			       res->summary);
-			fflush(stdout);
+			fprintf(r->out, "\r\033[K  %-12s %-8s %6.1fs  %s\n", kc_check_name(id),
+				kc_verdict_name(res->verdict), (double)res->duration_ms / 1000.0,
+				res->summary);
+			fflush(r->out);
 		}
 		r->cur = -1;
 		if (res->verdict == KC_ERROR) {
@@ -301,7 +303,8 @@ int kc_cmd_check(int argc, char **argv)
 			s = (uint64_t)kaas_mono_ns();
 		r->seed = s & KC_SEED_MAX;
 	}
-	r->live = o.progress < 0 ? isatty(1) : o.progress;
+	r->out = (o.json && strcmp(o.json, "-") == 0) ? stderr : stdout;
+	r->live = o.progress < 0 ? isatty(fileno(r->out)) : o.progress;
 	if (o.json)
 		snprintf(r->report_path, sizeof(r->report_path), "%s", strcmp(o.json, "-") ? o.json : "");
 	else
@@ -372,7 +375,7 @@ int kc_cmd_check(int argc, char **argv)
 		fprintf(stderr, "kaas-conform: %s\n", rerr);
 		status = KC_EXIT_ERROR;
 	}
-	kc_report_table(r, (o.json && strcmp(o.json, "-") == 0) ? stderr : stdout);
+	kc_report_table(r, r->out);
 	if (r->verdict == KC_ERROR)
 		fprintf(stderr, "kaas-conform: %s\n", r->error);
 
@@ -383,11 +386,11 @@ int kc_cmd_check(int argc, char **argv)
 				fprintf(stderr, "kaas-conform: %s\n", rerr);
 				status = KC_EXIT_ERROR;
 			} else {
-				printf("stamp written: %s\n", where);
+				fprintf(r->out, "stamp written: %s\n", where);
 			}
 		} else {
-			printf("no stamp written: the verdict is %s, a stamp needs PASS\n",
-			       kc_verdict_name(r->verdict));
+			fprintf(r->out, "no stamp written: the verdict is %s, a stamp needs PASS\n",
+				kc_verdict_name(r->verdict));
 		}
 	}
 	fflush(stdout);
@@ -395,7 +398,7 @@ int kc_cmd_check(int argc, char **argv)
 
 interrupted_out:
 	if (r->live)
-		printf("\n");
+		fprintf(r->out, "\n");
 	kc_drv_kill_all(&r->drv);
 	rc = remove_scratch(r);
 	if (rc)

@@ -43,6 +43,7 @@ typedef struct kc_run {
 	int nactors;
 	json_t *actors; /* kc_report_actors(), taken before the actors end */
 	char report_path[4096];
+	FILE *out; /* the human output: stdout, or stderr when the JSON goes to stdout */
 } kc_run;
 
 /* A stream tag for (check, actor, variant), below 2^62 (a JSON integer). */

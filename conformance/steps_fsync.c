@@ -93,10 +93,11 @@ int kc_step_fsync_probe(kc_step *st)
 	int64_t *raw = calloc((size_t)samples, sizeof(int64_t));
 	int64_t *lib = calloc((size_t)samples, sizeof(int64_t));
 	int64_t *cre = calloc((size_t)samples, sizeof(int64_t));
+	int64_t *opn = calloc((size_t)samples, sizeof(int64_t));
 	char block[4096];
 	int nfd = sub_native_fd(f);
-	int nraw = 0, nlib = 0, ncre = 0;
-	if (!raw || !lib || !cre) {
+	int nraw = 0, nlib = 0, ncre = 0, nopn = 0;
+	if (!raw || !lib || !cre || !opn) {
 		rc = kc_step_fail(st, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -135,6 +136,14 @@ int kc_step_fsync_probe(kc_step *st)
 			cre[ncre++] = kaas_mono_ns() - t;
 			sub_unlink(v, cp);
 		}
+		/* Opening an existing file is one round trip on a network or FUSE
+		 * filesystem (close-to-open revalidation), and no I/O at all on a
+		 * local one: the floor for anything that reaches the server. */
+		t = kaas_mono_ns();
+		if (sub_open(v, path, O_RDONLY, 0, &c) == 0) {
+			sub_close(c);
+			opn[nopn++] = kaas_mono_ns() - t;
+		}
 		if (kc_step_should_stop(st))
 			break;
 		kc_step_progress(st, i + 1, 0);
@@ -143,11 +152,13 @@ int kc_step_fsync_probe(kc_step *st)
 	json_object_set_new(st->result, "raw_fsync_ns", json_integer(median(raw, nraw)));
 	json_object_set_new(st->result, "libc_fsync_ns", json_integer(median(lib, nlib)));
 	json_object_set_new(st->result, "create_ns", json_integer(median(cre, ncre)));
+	json_object_set_new(st->result, "open_ns", json_integer(median(opn, nopn)));
 	json_object_set_new(st->result, "native", json_boolean(nfd >= 0));
 out:
 	free(raw);
 	free(lib);
 	free(cre);
+	free(opn);
 	sub_close(f);
 	sub_unlink(v, path);
 	return rc;

@@ -101,11 +101,11 @@ START_TEST(judges_decide_from_counts)
 	JUDGE(kc_judge_unlink, "rmdir_after_close_failed=1 hidden_after_close=1", KC_FAIL,
 	      "could not be removed");
 
-	JUDGE(kc_judge_fsync, "raw_fsync_us=200 create_us=30 crash_bytes=100", KC_PASS, "survived");
+	JUDGE(kc_judge_fsync, "raw_fsync_ns=200000 open_ns=3000 crash_bytes=100", KC_PASS, "survived");
 	JUDGE(kc_judge_fsync, "interposed_actors=2", KC_FAIL, "interposed");
 	JUDGE(kc_judge_fsync, "crash_lost=1 crash_bytes=100 crash_bytes_lost=100", KC_FAIL,
 	      "100 of 100 bytes lost");
-	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_us=1 create_us=5", KC_WARN, "suspicious");
+	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_ns=1000 open_ns=5000", KC_WARN, "suspicious");
 
 	JUDGE(kc_judge_rcopy, "ratio_x100=104", KC_PASS, "ratio 1.04");
 	JUDGE(kc_judge_rcopy, "ratio_x100=8000 time_grows=1", KC_FAIL, "80.00x");

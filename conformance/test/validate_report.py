@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""validate_report.py REPORT.json [--stamp STAMP.json]
+
+Checks a kaas-conform JSON report (and optionally a qualification stamp)
+against the schema documented in docs/formats.md: required members, their
+types, the verdict vocabulary, and the rules that tie them together (the
+overall verdict is the worst check verdict, exit_code follows the verdict).
+Exits non-zero naming the first problem."""
+import json
+import sys
+
+VERDICTS = ["PASS", "WARN", "REFUSED", "FAIL", "ERROR"]
+EXIT = {"PASS": 0, "WARN": 0, "FAIL": 1, "ERROR": 2, "REFUSED": 3}
+CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy"]
+IDENTITY = ["backend", "fstype", "fs_magic", "fsid", "source", "options", "mountpoint",
+            "root", "volume_key"]
+
+
+def need(obj, key, typ, where):
+    if not isinstance(obj, dict) or key not in obj:
+        raise SystemExit(f"{where}: missing '{key}'")
+    v = obj[key]
+    ok = isinstance(v, typ) and not (typ is int and isinstance(v, bool))
+    if not ok:
+        raise SystemExit(f"{where}.{key}: expected {typ.__name__}, got {type(v).__name__}")
+    return v
+
+
+def identity(obj, where):
+    for k in IDENTITY:
+        need(obj, k, str, where)
+    if not obj["fs_magic"].startswith("0x"):
+        raise SystemExit(f"{where}.fs_magic: not hex")
+
+
+def report(r):
+    if need(r, "schema_version", int, "report") != 1:
+        raise SystemExit("report: unknown schema_version")
+    need(r, "tool", str, "report")
+    need(r, "tool_version", str, "report")
+    verdict = need(r, "verdict", str, "report")
+    if verdict not in VERDICTS:
+        raise SystemExit(f"report: bad verdict {verdict}")
+    if need(r, "exit_code", int, "report") != EXIT[verdict]:
+        raise SystemExit("report: exit_code does not follow the verdict")
+    if verdict == "ERROR":
+        need(r, "error", str, "report")
+    sub = need(r, "substrate", dict, "report")
+    need(sub, "url", str, "substrate")
+    for m in need(sub, "mounts", list, "substrate"):
+        if not isinstance(m, str):
+            raise SystemExit("substrate.mounts: not strings")
+    identity(need(sub, "identity", dict, "substrate"), "substrate.identity")
+    act = need(r, "actors", dict, "report")
+    n = need(act, "count", int, "actors")
+    need(act, "kind", str, "actors")
+    clients = need(act, "clients", int, "actors")
+    need(act, "distinct_clients", bool, "actors")
+    need(act, "hosts", int, "actors")
+    need(act, "distinct_hosts", bool, "actors")
+    lst = need(act, "list", list, "actors")
+    if len(lst) != n or not 1 <= clients <= max(n, 1):
+        raise SystemExit("actors: count/list/clients disagree")
+    for i, a in enumerate(lst):
+        w = f"actors.list[{i}]"
+        if need(a, "index", int, w) != i:
+            raise SystemExit(f"{w}: index out of order")
+        for k in ("kind", "url", "host", "client", "backend"):
+            need(a, k, str, w)
+        need(a, "pid", int, w)
+    seed = need(r, "seed", int, "report")
+    if not 0 <= seed < 2**53:
+        raise SystemExit("report: seed out of range")
+    need(r, "iterations", int, "report")
+    need(r, "started_at", str, "report")
+    need(r, "duration_ms", int, "report")
+    worst = "PASS"
+    names = []
+    for i, c in enumerate(need(r, "checks", list, "report")):
+        w = f"checks[{i}]"
+        name = need(c, "name", str, w)
+        if name not in CHECKS or name in names:
+            raise SystemExit(f"{w}: bad or repeated name {name}")
+        names.append(name)
+        need(c, "guarantee", str, w)
+        v = need(c, "verdict", str, w)
+        if v not in VERDICTS:
+            raise SystemExit(f"{w}: bad verdict {v}")
+        if VERDICTS.index(v) > VERDICTS.index(worst):
+            worst = v
+        need(c, "summary", str, w)
+        need(c, "duration_ms", int, w)
+        need(c, "iterations", int, w)
+        for k, val in need(c, "counts", dict, w).items():
+            if not isinstance(val, int):
+                raise SystemExit(f"{w}.counts.{k}: not an integer")
+        total = need(c, "anomalies_total", int, w)
+        an = need(c, "anomalies", list, w)
+        if len(an) > 10 or len(an) > total:
+            raise SystemExit(f"{w}: more anomalies listed than counted")
+        for j, a in enumerate(an):
+            aw = f"{w}.anomalies[{j}]"
+            need(a, "kind", str, aw)
+            need(a, "actor", int, aw)
+            need(a, "iteration", int, aw)
+            need(a, "detail", str, aw)
+            for t in need(a, "trace", list, aw):
+                if not isinstance(t, str):
+                    raise SystemExit(f"{aw}.trace: not strings")
+            if "variant" in a:
+                need(a, "variant", str, aw)
+        for nt in need(c, "notes", list, w):
+            if not isinstance(nt, str):
+                raise SystemExit(f"{w}.notes: not strings")
+        need(c, "profile", dict, w)
+        if v in ("FAIL", "WARN") and name != "preflight":
+            need(c, "reproduce", str, w)
+        if v == "ERROR":
+            need(c, "error", str, w)
+    if [x for x in CHECKS if x in names] != names:
+        raise SystemExit("checks: not in the documented order")
+    if verdict != "ERROR" and worst != verdict:
+        raise SystemExit(f"report: verdict {verdict} but the worst check is {worst}")
+
+
+def stamp(s):
+    if need(s, "kind", str, "stamp") != "kaas-qualification":
+        raise SystemExit("stamp: wrong kind")
+    if need(s, "schema_version", int, "stamp") != 1:
+        raise SystemExit("stamp: unknown schema_version")
+    need(s, "tool", str, "stamp")
+    need(s, "tool_version", str, "stamp")
+    if need(s, "verdict", str, "stamp") != "PASS":
+        raise SystemExit("stamp: a stamp is only written on PASS")
+    identity(need(s, "volume", dict, "stamp"), "stamp.volume")
+    a = need(s, "actors", dict, "stamp")
+    for k in ("count", "clients", "hosts"):
+        need(a, k, int, "stamp.actors")
+    for k in ("distinct_clients", "distinct_hosts"):
+        need(a, k, bool, "stamp.actors")
+    got = [need(c, "name", str, "stamp.checks") for c in need(s, "checks", list, "stamp")]
+    if sorted(got) != sorted(CHECKS):
+        raise SystemExit("stamp: not every check recorded")
+    for c in s["checks"]:
+        if need(c, "verdict", str, "stamp.checks") != "PASS":
+            raise SystemExit("stamp: a check is not PASS")
+        need(c, "summary", str, "stamp.checks")
+    need(s, "seed", int, "stamp")
+    need(s, "iterations", int, "stamp")
+    need(s, "qualified_at", str, "stamp")
+    need(s, "qualified_at_ms", int, "stamp")
+    need(s, "host", str, "stamp")
+    need(s, "url", str, "stamp")
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 3 and args[1] == "--stamp":
+        stamp(json.load(open(args[2])))
+        args = args[:1]
+    if len(args) != 1:
+        raise SystemExit(__doc__)
+    report(json.load(open(args[0])))
+
+
+if __name__ == "__main__":
+    main()
