@@ -113,14 +113,14 @@ static int is_this_broker(const kaas_admin_ctx *c, kaas_str name)
 typedef struct dc_res {
 	int8_t type;
 	kaas_str name;
-	int32_t nkeys;        /* -1: all */
+	int32_t nkeys;        /* -1 or 0: all */
 	kaas_str *keys;
 } dc_res;
 
 static int wanted(const dc_res *r, const char *name)
 {
-	if (r->nkeys < 0)
-		return 1;
+	if (r->nkeys <= 0)
+		return 1; /* null or empty: every config (as Kafka answers both) */
 	size_t len = strlen(name);
 	for (int32_t i = 0; i < r->nkeys; i++)
 		if (r->keys[i].len == (int32_t)len && memcmp(r->keys[i].s, name, len) == 0)

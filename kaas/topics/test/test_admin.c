@@ -556,6 +556,8 @@ START_TEST(describe_configs_every_version)
 			ck_assert_int_eq(find(r, "retention.ms")->nsyn, 0);
 		}
 		/* Only the keys asked for (unknown keys are simply absent). */
+		dc(v, 2, "dc", (const char *const[]){NULL}, 0, 0, r); /* an empty list: all */
+		ck_assert_int_eq(r->n, KAAS_TC_COUNT);
 		const char *keys[] = {"segment.ms", "no.such.key"};
 		dc(v, 2, "dc", keys, 2, 0, r);
 		ck_assert_int_eq(r->n, 1);
