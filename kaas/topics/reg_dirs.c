@@ -188,7 +188,7 @@ int kt_stamp_write(kaas_topics *reg, const kaas_topic_info *t)
  * name; removing the renamed tree is idempotent and re-driven (tick). */
 int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, trash_list *tl)
 {
-	char hex[9], trash[128];
+	char hex[9], trash[128], moved[SUB_PATH_MAX], sid[KAAS_TOPIC_ID_LEN + 1];
 	int rc = kt_rand_hex(hex, 8);
 	if (rc)
 		return rc;
@@ -197,6 +197,26 @@ int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, tra
 	if (rc)
 		return rc;
 	rc = sub_fsync_dir(reg->o.data, "");
+	/* The stamp was read before the rename: check what was moved.  If
+	 * another broker replaced the directory in between (a newer topic of
+	 * this name), put it back; if that is impossible, keep it under a name
+	 * the sweep never removes.  Never destroy what is not the old ID. */
+	snprintf(moved, sizeof(moved), "%s", trash);
+	if (kt_stamp_read(reg, moved, sid) != 0 || strcmp(sid, old_id) != 0) {
+		int brc = sub_rename(reg->o.data, trash, name);
+		if (brc) {
+			char kept[128];
+			snprintf(kept, sizeof(kept), KEPT_PREFIX "%s", trash + strlen(TRASH_PREFIX));
+			brc = sub_rename(reg->o.data, trash, kept);
+			KLOG_ERR("topics", "topic %s: the directory changed identity while it was being moved aside; "
+				 "kept as DATA/%s (%s) for an operator", name, kept, brc ? sub_strerror(brc) : "moved");
+		} else {
+			KLOG_WARN("topics", "topic %s: the directory changed identity while it was being moved aside; "
+				  "put back", name);
+		}
+		sub_fsync_dir(reg->o.data, "");
+		return -EAGAIN;
+	}
 	if (tl && tl->n < TRASH_LIST_MAX)
 		snprintf(tl->v[tl->n++], sizeof(tl->v[0]), "%s", trash);
 	return rc;

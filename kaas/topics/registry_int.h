@@ -69,6 +69,7 @@ struct kaas_topics {
 #define TRASH_PREFIX "~trash-"
 #define ABANDONED_PREFIX "~abandoned-"
 #define LOST_PREFIX "~lost-"
+#define KEPT_PREFIX "~kept-"
 #define REG_FILE_MAX (64 * 1024)
 #define NEG_MAX 4096
 #define FORMAT_VERSION 1

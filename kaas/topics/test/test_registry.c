@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sub.h"
+#include "topics/registry_int.h"
 #include "topics/tconfig.h"
 #include "topics/topics.h"
 #include "util/kerr.h"
@@ -765,6 +766,28 @@ START_TEST(tick_works_at_most_every_refresh_ms)
 }
 END_TEST
 
+START_TEST(move_aside_puts_back_a_directory_that_changed_identity)
+{
+	/* The stamp was read as one ID, but by the time of the rename the
+	 * directory is another topic's (a broker replaced it in between): the
+	 * move is undone, nothing is removed. */
+	kaas_topics *reg = open_reg();
+	ck_assert_int_eq(sub_mkdirs(data, "x/0", 0755), 0);
+	write_stamp("x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee");
+	put_file(data, "x/0/keep.log", "new topic's data");
+	trash_list tl = {0};
+	ck_assert_int_eq(kt_move_to_trash(reg, "x", "11111111-2222-4333-8444-555555555555", &tl), -EAGAIN);
+	ck_assert(exists(data, "x/0/keep.log"));
+	ck_assert_int_eq(count_prefix(data, "", "~"), 0);
+	ck_assert_uint_eq(tl.n, 0);
+	/* With the right ID it moves. */
+	ck_assert_int_eq(kt_move_to_trash(reg, "x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", &tl), 0);
+	ck_assert(!exists(data, "x"));
+	ck_assert_uint_eq(tl.n, 1);
+	kaas_topics_close(reg);
+}
+END_TEST
+
 int main(void)
 {
 	kaas_log_init_from_env();
@@ -789,6 +812,7 @@ int main(void)
 	tcase_add_test(tc, failed_hook_is_retried_by_tick);
 	tcase_add_test(tc, auto_create_uses_defaults);
 	tcase_add_test(tc, tick_works_at_most_every_refresh_ms);
+	tcase_add_test(tc, move_aside_puts_back_a_directory_that_changed_identity);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
