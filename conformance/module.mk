@@ -22,5 +22,7 @@ BINS += kaas-conform
 kaas-conform_MAIN := conformance/main.c
 kaas-conform_USES := conform stamp sub util
 
-E2E_TESTS += conformance/test/e2e_local.sh
+E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
+	conformance/test/e2e_environment.sh conformance/test/e2e_stamp.sh \
+	conformance/test/e2e_bad_input.sh
 

@@ -1,0 +1,88 @@
+#!/bin/bash
+# e2e_bad_input.sh — bad input gets one line naming the problem and exit 2,
+# and leaves nothing behind in the volume: unknown URL schemes, missing,
+# unwritable and non-directory paths, zero and huge actor counts, bad options,
+# a failing --crash-cmd.  An interrupt (SIGINT) ends the run the same way,
+# with the scratch directory removed and no actor or crash command left.
+source "$(dirname "$0")/lib.sh"
+
+vol=$(newdir vol)
+touch "$WORK/plainfile"
+ro=$(newdir ro)
+mount --bind "$vol" "$ro"
+CLEANUPS+=("umount '$ro'")
+mount -o remount,bind,ro "$ro"
+
+bad() { # NEEDLE ARGS...: exit 2, one line on stderr naming the problem, nothing else
+	local needle=$1
+	shift
+	expect_rc 2 "$KC" "$@"
+	[ "$(wc -l <"$WORK/err")" = 1 ] || fail "not one line for '$*': $(cat "$WORK/err")"
+	grep -q -- "$needle" "$WORK/err" || fail "'$*' said: $(cat "$WORK/err") (expected '$needle')"
+	[ ! -s "$WORK/out" ] || fail "'$*' printed to stdout: $(cat "$WORK/out")"
+	assert_empty "$vol"
+}
+
+bad "unknown substrate URL scheme" check "ftp://host/share"
+bad "No such file or directory" check "$WORK/does/not/exist"
+bad "not writable" check "$ro"
+bad "not a directory" check "$WORK/plainfile"
+bad "actors" check "$vol" --actors 0
+bad "out of range" check "$vol" --actors 100000
+bad "actors" check "$vol" --actors many
+bad "unknown check 'nope'" check "$vol" --checks rename,nope
+bad "unknown option '--colour'" check "$vol" --colour
+bad "missing URL" check
+bad "unknown fault option\|fault" check "fault:$vol?frobnicate=1"
+bad "--mount" check "$vol" --mount "$WORK/does/not/exist"
+bad "--cluster-dir" check "$vol" --stamp --cluster-dir "$WORK/plainfile"
+bad "--stamp needs every check" check "$vol" --stamp --checks rename
+bad "unknown command 'chek'" chek "$vol"
+pass "bad URLs, paths and options: exit 2, one line, nothing created"
+
+# A crash command that fails stops the run with exit 2; the scratch is gone.
+expect_rc 2 "$KC" check "$vol" --checks fsync --crash-cmd "exit 7" --json crash.json
+[ "$(wc -l <err)" = 1 ] || fail "not one line: $(cat err)"
+grep -q -- "--crash-cmd 'exit 7' failed with exit status 7" err || fail "crash-cmd error: $(cat err)"
+validate crash.json
+[ "$(jget crash.json "r['verdict']")" = ERROR ] || fail "verdict after a failing crash command"
+assert_empty "$vol"
+pass "a failing --crash-cmd: exit 2, named, scratch removed"
+
+# SIGINT in the middle of a long check.
+"$KC" check "$vol" --checks rename --iterations 1000000 --no-progress >int.out 2>int.err &
+pid=$!
+for _ in $(seq 200); do
+	[ -n "$(ls -A "$vol")" ] && break
+	sleep 0.05
+done
+[ -n "$(ls -A "$vol")" ] || fail "the run never created its scratch directory"
+sleep 0.5
+kids=$(pgrep -P "$pid" || true)
+[ "$(echo "$kids" | wc -w)" = 4 ] || fail "expected 4 actor processes, saw: $kids"
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 2 ] || fail "exit $rc after SIGINT"
+grep -q "interrupted" int.err || fail "no word about the interrupt: $(cat int.err)"
+assert_empty "$vol"
+for k in $kids; do ! kill -0 "$k" 2>/dev/null || fail "actor $k survived the interrupt"; done
+pass "SIGINT: exit 2, scratch removed, actors gone"
+
+# SIGINT while the crash command runs: the command is ended too.
+"$KC" check "$vol" --checks fsync --crash-cmd "echo \$\$ >'$WORK/cmd.pid'; exec sleep 60" \
+	--no-progress >int2.out 2>int2.err &
+pid=$!
+for _ in $(seq 200); do
+	[ -s "$WORK/cmd.pid" ] && break
+	sleep 0.05
+done
+[ -s "$WORK/cmd.pid" ] || fail "the crash command never started"
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 2 ] || fail "exit $rc after SIGINT during the crash command"
+sleep 0.2
+! kill -0 "$(cat "$WORK/cmd.pid")" 2>/dev/null || fail "the crash command survived the interrupt"
+assert_empty "$vol"
+pass "SIGINT during --crash-cmd: the command is killed, scratch removed"

@@ -1,0 +1,56 @@
+#!/bin/bash
+# e2e_stamp.sh — the qualification stamp: written (atomically, into
+# <URL>/__cluster or --cluster-dir) only when the verdict is PASS; accepted by
+# kc_stamp_verify (kaas-conform stamp-verify) for the same volume, rejected
+# for another volume, and absent after a failing or refused run.
+source "$(dirname "$0")/lib.sh"
+
+vol=$(newdir vol)
+expect_rc 0 "$KC" check "$vol" --stamp --iterations 50 --json r.json
+stamp="$vol/__cluster/qualification.json"
+[ -f "$stamp" ] || fail "no stamp after PASS"
+"$PY" "$VALIDATE" r.json --stamp "$stamp" || fail "stamp schema"
+[ "$(jget "$stamp" "r['volume']['volume_key'] == '$(jget r.json "r['substrate']['identity']['volume_key']")'")" = True ] ||
+	fail "stamp names another volume than the report"
+grep -q "stamp written: .*__cluster/qualification.json" out || fail "stamp not announced"
+[ "$(ls -A "$vol")" = __cluster ] || fail "more than the stamp left: $(ls -A "$vol")"
+[ "$(ls -A "$vol/__cluster")" = qualification.json ] || fail "temp files next to the stamp"
+expect_rc 0 "$KC" stamp-verify "$vol"
+grep -q "qualified" out || fail "stamp-verify output"
+pass "PASS writes a valid stamp that verifies for the same volume"
+
+# Another volume (a tmpfs) holding a copy of that stamp is not qualified by it.
+other=$(newdir other)
+mount -t tmpfs -o size=256m "kc-stamp-$$" "$other"
+CLEANUPS+=("umount '$other'")
+mkdir "$other/__cluster"
+cp "$stamp" "$other/__cluster/"
+expect_rc 1 "$KC" stamp-verify "$other"
+grep -q "qualifies volume '.*', this volume is 'tmpfs:fsid:" err || fail "rejection reason: $(cat err)"
+[ "$(wc -l <err)" = 1 ] || fail "rejection is not one line"
+# A stamp that was tampered into a failing one is rejected too.
+sed 's/"verdict": "PASS"/"verdict": "FAIL"/' "$stamp" >"$other/__cluster/qualification.json"
+expect_rc 1 "$KC" stamp-verify "$vol" --cluster-dir "$other/__cluster"
+grep -q "not PASS" err || fail "a FAIL stamp was accepted"
+pass "the stamp is rejected for another volume and when it does not record PASS"
+
+# --cluster-dir: the stamp lands there, and only there.
+cl=$(newdir cluster)
+vol2=$(newdir vol2)
+expect_rc 0 "$KC" check "$vol2" --stamp --cluster-dir "$cl" --iterations 20
+[ -f "$cl/qualification.json" ] || fail "no stamp in --cluster-dir"
+assert_empty "$vol2"
+expect_rc 0 "$KC" stamp-verify "$vol2" --cluster-dir "$cl"
+expect_rc 1 "$KC" stamp-verify "$vol2"
+grep -q "no qualification stamp" err || fail "missing stamp not reported"
+pass "--cluster-dir holds the stamp"
+
+# No stamp when the verdict is not PASS: FAIL (fault) and REFUSED (tmpfs).
+vol3=$(newdir vol3)
+expect_rc 1 "$KC" check "fault:$vol3?excl=broken" --stamp --iterations 20
+grep -q "no stamp written: the verdict is FAIL" out || fail "FAIL run did not say why there is no stamp"
+assert_empty "$vol3"
+rm -rf "$other/__cluster"
+expect_rc 3 "$KC" check "$other" --stamp --iterations 20
+assert_empty "$other"
+pass "FAIL and REFUSED runs write no stamp"
