@@ -302,7 +302,9 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		int64_t end = p->leo;
 		/* Segments with unsynced bytes or index entries, oldest first.
 		 * Flushes sync in log order, so the first clean sealed segment
-		 * met walking back ends the search. */
+		 * met walking back ends the search.  The active segment's index
+		 * files are synced only before a checkpoint (recovery trusts
+		 * index entries below the manifest's checkpoint alone). */
 		size_t first = p->nsegs, nsync = 0;
 		while (first > 0) {
 			kseg *s = p->segs[first - 1];
@@ -323,8 +325,9 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		for (size_t k = 0; k < nsync; k++) {
 			kseg *s = p->segs[first + k];
 			seg_ref(s);
-			idx_dirty[k] = s->idx_dirty && s->idx;
-			s->idx_dirty = 0;
+			idx_dirty[k] = s->idx_dirty && s->idx && !s->active;
+			if (idx_dirty[k])
+				s->idx_dirty = 0;
 			upto[k] = s->end_pos;
 			segs[k] = s;
 		}

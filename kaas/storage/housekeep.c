@@ -170,6 +170,21 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	/* Checkpoint: the manifest's high watermark bounds recovery work. */
 	if ((p->man.hw != p->hw || p->man.log_start != p->log_start) &&
 	    kaas_mono_ms() - p->manifest_ms >= c->checkpoint_ms) {
+		/* Index entries below the checkpoint must be durable with it
+		 * (a flush running across a roll leaves a sealed one dirty). */
+		for (size_t i = p->nsegs; i > 0; i--) {
+			kseg *a = p->segs[i - 1];
+			if (!a->idx_dirty || !a->idx) {
+				if (!a->active)
+					break;
+				continue;
+			}
+			if ((rc = sub_fsync(a->idx)) || (rc = sub_fsync(a->tidx))) {
+				p_poison(p, "index fsync", rc);
+				goto out;
+			}
+			a->idx_dirty = 0;
+		}
 		if ((rc = p_write_manifest(p, p->hw, p->log_start))) {
 			p_poison(p, "manifest write", rc);
 			goto out;
