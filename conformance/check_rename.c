@@ -26,9 +26,41 @@
 #include "payload.h"
 #include "run.h"
 
+/* profile.errnos.<variant>.<operation>.<ERRNO> += n over all actors. */
+static void merge_errnos(kc_result *res, const char *variant, const json_t *errnos)
+{
+	json_t *all = json_object_get(res->profile, "errnos");
+	if (!all) {
+		all = json_object();
+		json_object_set_new(res->profile, "errnos", all);
+	}
+	json_t *var = json_object_get(all, variant);
+	if (!var) {
+		var = json_object();
+		json_object_set_new(all, variant, var);
+	}
+	const char *op, *err;
+	json_t *byerr, *n;
+	json_object_foreach((json_t *)errnos, op, byerr)
+	{
+		json_t *dst = json_object_get(var, op);
+		if (!dst) {
+			dst = json_object();
+			json_object_set_new(var, op, dst);
+		}
+		json_object_foreach(byerr, err, n)
+		{
+			json_t *cur = json_object_get(dst, err);
+			json_object_set_new(dst, err,
+					    json_integer((cur ? json_integer_value(cur) : 0) + json_integer_value(n)));
+		}
+	}
+}
+
 static int merge(kc_result *res, const char *variant, json_t **results, int n)
 {
 	for (int i = 0; i < n; i++) {
+		merge_errnos(res, variant, json_object_get(results[i], "errnos"));
 		json_t *c = json_object_get(results[i], "counts");
 		json_t *an = json_object_get(results[i], "anomalies");
 		kc_result_add_counts(res, variant, c);

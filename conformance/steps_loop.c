@@ -22,6 +22,18 @@
 
 #define MAX_RECORD (64 * 1024)
 
+/* errnos[op][ERRNAME] += 1: every failed operation, classified by errno, so
+ * the report tells ESTALE from EPERM from EBUSY from ENOENT-in-read. */
+static void errno_add(json_t *errnos, const char *op, int rc)
+{
+	json_t *o = json_object_get(errnos, op);
+	if (!o) {
+		o = json_object();
+		json_object_set_new(errnos, op, o);
+	}
+	kc_count_add(o, kc_errname(rc), 1);
+}
+
 typedef struct loop_args {
 	const char *dir, *target;
 	int64_t iterations, tag, min, max, seed;
@@ -105,7 +117,7 @@ int kc_step_rename_writer(kc_step *st)
 		free(buf);
 		return rc;
 	}
-	json_t *counts = json_object(), *anomalies = json_array();
+	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
 	int64_t i, bad = 0;
@@ -118,6 +130,7 @@ int kc_step_rename_writer(kc_step *st)
 		kc_trace_add(&tr, "write seq %lld (%zu bytes) to %s: %s", (long long)i, len, tmp,
 			     kc_errname(rc));
 		if (rc) {
+			errno_add(errnos, what, rc);
 			kc_count_add(counts, "write_errors", 1);
 			kc_anomaly_add(anomalies, st, "write_error", i, &tr, "%s %s: %s", what, tmp,
 				       kc_errname(rc));
@@ -129,6 +142,7 @@ int kc_step_rename_writer(kc_step *st)
 			int hr = sub_open(v, a.path, O_RDONLY, 0, &held);
 			kc_trace_add(&tr, "hold %s open: %s", a.path, kc_errname(hr));
 			if (hr) {
+				errno_add(errnos, "hold open", hr);
 				kc_count_add(counts, "hold_errors", 1);
 				kc_anomaly_add(anomalies, st, "hold_error", i, &tr,
 					       "opening the current target to hold it: %s", kc_errname(hr));
@@ -138,6 +152,7 @@ int kc_step_rename_writer(kc_step *st)
 		rc = sub_rename(v, tmp, a.path);
 		kc_trace_add(&tr, "rename %s -> %s: %s", tmp, a.path, kc_errname(rc));
 		if (rc) {
+			errno_add(errnos, "rename", rc);
 			kc_count_add(counts, "rename_errors", 1);
 			kc_anomaly_add(anomalies, st, "rename_error", i, &tr,
 				       "rename over the target failed: %s", kc_errname(rc));
@@ -151,6 +166,7 @@ int kc_step_rename_writer(kc_step *st)
 		kc_step_progress(st, i, bad);
 	}
 	kc_count_add(counts, "renames", 0);
+	json_object_set_new(st->result, "errnos", errnos);
 	json_object_set_new(st->result, "counts", counts);
 	json_object_set_new(st->result, "bad", json_integer(bad));
 	json_object_set_new(st->result, "anomalies", anomalies);
@@ -171,7 +187,7 @@ int kc_step_rename_reader(kc_step *st)
 	char *buf = malloc(MAX_RECORD + 1);
 	if (!buf)
 		return kc_step_fail(st, -ENOMEM, "out of memory");
-	json_t *counts = json_object(), *anomalies = json_array();
+	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
 	static const char *const keys[] = {"reads", "ok", "missing", "estale_open", "estale_read",
 					   "read_enoent", "empty", "short", "long", "torn",
 					   "backwards", "errors"};
@@ -186,6 +202,8 @@ int kc_step_rename_reader(kc_step *st)
 		sub_file *f = NULL;
 		rc = sub_open(v, a.path, O_RDONLY, 0, &f);
 		kc_trace_add(&tr, "open %s: %s", a.path, kc_errname(rc));
+		if (rc)
+			errno_add(errnos, "open", rc);
 		if (rc == -ESTALE) {
 			kc_count_add(counts, "estale_open", 1);
 			continue;
@@ -213,6 +231,8 @@ int kc_step_rename_reader(kc_step *st)
 		}
 		sub_close(f);
 		kc_trace_add(&tr, "read %zu bytes: %s", got, kc_errname(rc));
+		if (rc)
+			errno_add(errnos, "read", rc);
 		if (rc == -ESTALE) {
 			kc_count_add(counts, "estale_read", 1);
 			continue;
@@ -250,6 +270,7 @@ int kc_step_rename_reader(kc_step *st)
 	json_object_set_new(st->result, "bad", json_integer(bad));
 	json_object_set_new(st->result, "anomalies", anomalies);
 	json_object_set_new(st->result, "last_seq", json_integer((json_int_t)last));
+	json_object_set_new(st->result, "errnos", errnos);
 	free(buf);
 	return 0;
 }
@@ -299,7 +320,7 @@ int kc_step_dir_renamer(kc_step *st)
 		return kc_step_fail(st, rc, "fsync %s: %s", d.dir, sub_strerror(rc));
 	if ((rc = kc_step_barrier(st)))
 		return rc;
-	json_t *counts = json_object(), *anomalies = json_array();
+	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
 	kc_count_add(counts, "renames", 0);
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
@@ -310,6 +331,7 @@ int kc_step_dir_renamer(kc_step *st)
 		rc = sub_rename(v, from, to);
 		kc_trace_add(&tr, "rename %s -> %s: %s", from, to, kc_errname(rc));
 		if (rc) {
+			errno_add(errnos, "rename", rc);
 			kc_count_add(counts, "rename_errors", 1);
 			kc_anomaly_add(anomalies, st, "rename_error", i, &tr,
 				       "directory rename failed: %s", kc_errname(rc));
@@ -324,6 +346,7 @@ int kc_step_dir_renamer(kc_step *st)
 	json_object_set_new(st->result, "bad", json_integer(bad));
 	json_object_set_new(st->result, "anomalies", anomalies);
 	json_object_set_new(st->result, "final", json_string(at_a ? d.a : d.b));
+	json_object_set_new(st->result, "errnos", errnos);
 	return 0;
 }
 
@@ -352,7 +375,7 @@ int kc_step_dir_lister(kc_step *st)
 	if ((rc = kc_step_barrier(st)))
 		return rc;
 	sub_vfs *v = st->as->vfs;
-	json_t *counts = json_object(), *anomalies = json_array();
+	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
 	static const char *const keys[] = {"listings", "complete", "partial", "absent",
 					   "both_present", "neither_present", "estale", "errors"};
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
@@ -369,6 +392,8 @@ int kc_step_dir_lister(kc_step *st)
 			size_t cnt = 0;
 			rc = sub_list(v, p, &names, &cnt);
 			kc_trace_add(&tr, "list %s: %s, %zu entries", p, kc_errname(rc), rc ? 0 : cnt);
+			if (rc && rc != -ENOENT)
+				errno_add(errnos, "list", rc);
 			if (rc == -ENOENT) {
 				kc_count_add(counts, "absent", 1);
 				continue;
@@ -408,5 +433,6 @@ int kc_step_dir_lister(kc_step *st)
 	json_object_set_new(st->result, "counts", counts);
 	json_object_set_new(st->result, "bad", json_integer(bad));
 	json_object_set_new(st->result, "anomalies", anomalies);
+	json_object_set_new(st->result, "errnos", errnos);
 	return 0;
 }

@@ -61,3 +61,23 @@ check_verdict cto.json cto FAIL
 [ "$(jget cto.json "r['checks'][0]['counts'].get('same.stale', 0) > 0")" = True ] || fail "no stale read counted"
 assert_empty "$vol"
 pass "cto=stale fails cto"
+
+# Errors are classified: ESTALE at open is retried and reported, never a
+# violation; ENOENT inside read() after a successful open (s3fs) is one.
+vol=$(newdir classify)
+run_fault estale "fault:$vol?failpath=*/rename/plain:open:ESTALE" 0 --checks rename --iterations 50
+check_verdict estale.json rename PASS
+"$PY" - estale.json <<'PY' || fail "ESTALE classification"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+assert c["counts"]["plain.estale_open"] > 0 and c["counts"]["plain.ok"] == 0, c["counts"]
+assert c["profile"]["errnos"]["plain"]["open"]["ESTALE"] == c["counts"]["plain.estale_open"]
+assert "ESTALE retried" in c["summary"], c["summary"]
+PY
+run_fault enoent "fault:$vol?failpath=*/rename/held:pread:ENOENT" 1 --checks rename --iterations 50
+check_verdict enoent.json rename FAIL
+[ "$(jget enoent.json "r['checks'][0]['counts']['held.read_enoent'] > 0")" = True ] || fail "ENOENT in read not counted"
+[ "$(jget enoent.json "r['checks'][0]['profile']['errnos']['held']['read']['ENOENT'] > 0")" = True ] ||
+	fail "ENOENT in read not classified"
+assert_empty "$vol"
+pass "ESTALE at open is retried and reported; ENOENT in read is a violation"
