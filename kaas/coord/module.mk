@@ -8,3 +8,7 @@ coord_USES := proto sub util
 coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
 	kaas/coord/test/test_offsets.c kaas/coord/test/test_pid.c \
 	kaas/coord/test/test_codec.c
+
+# Real clients against a real broker (docs/groups.md).
+E2E_TESTS += ci/coord/test_groups_kcat.sh ci/coord/test_groups_python.sh \
+	ci/coord/test_groups_kafkajs.sh

@@ -1,0 +1,36 @@
+#!/bin/bash
+# ci/coord/test_groups_python.sh — confluent-kafka-python (librdkafka): an
+# idempotent producer (InitProducerId), a consumer group member that commits
+# and leaves, a broker crash (kill -9), a new member that resumes exactly
+# at the committed offsets, ListGroups, a new producer-id block after the
+# restarts, and a transactional producer that is refused.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source ci/lib/broker.sh
+PY=/usr/bin/python3
+T=$(mktemp -d /tmp/kaas-groups-py.XXXXXX)
+BROKER_NO_TRAP=1
+BROKER_LOG=$T/broker.log
+trap 'broker_cleanup; rm -rf "$T"' EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- broker log (tail) ---" >&2
+	tail -n 30 "$BROKER_LOG" >&2
+	exit 1
+}
+
+broker_start "$T/data/d" --override group.initial.rebalance.delay.ms=200
+CL=$T/data/d/__cluster
+$PY ci/coord/groups_e2e.py "$BROKER" "$CL" produce || fail "produce"
+$PY ci/coord/groups_e2e.py "$BROKER" "$CL" first || fail "first member"
+port=$BROKER_PORT
+broker_kill
+_broker_launch "$port" || fail "start after kill -9"
+$PY ci/coord/groups_e2e.py "$BROKER" "$CL" resume || fail "resume after crash"
+$PY ci/coord/groups_e2e.py "$BROKER" "$CL" admin || fail "admin"
+$PY ci/coord/groups_e2e.py "$BROKER" "$CL" txn || fail "transactional producer"
+grep -q "transactions are not supported" "$BROKER_LOG" || fail "refused transactional id not logged"
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC on SIGTERM"
+echo "PASS ci/coord/test_groups_python.sh"
