@@ -325,6 +325,7 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		for (size_t k = 0; k < nsync; k++) {
 			kseg *s = p->segs[first + k];
 			seg_ref(s);
+			s->flush_pins++;
 			idx_dirty[k] = s->idx_dirty && s->idx && !s->active;
 			if (idx_dirty[k])
 				s->idx_dirty = 0;
@@ -360,9 +361,15 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 
 		pthread_mutex_lock(&p->mu);
 		for (size_t i = 0; i < nsync; i++) {
-			if (rc == 0 && upto[i] > segs[i]->synced_pos)
-				segs[i]->synced_pos = upto[i];
-			seg_unref(segs[i]);
+			kseg *s = segs[i];
+			if (rc == 0 && upto[i] > s->synced_pos)
+				s->synced_pos = upto[i];
+			if (--s->flush_pins == 0 && s->detached) {
+				sub_close(s->idx);
+				sub_close(s->tidx);
+				s->idx = s->tidx = NULL;
+			}
+			seg_unref(s);
 		}
 		if (segs != stack_segs)
 			free(segs);

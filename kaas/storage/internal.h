@@ -53,6 +53,8 @@ typedef struct kseg {
 	uint32_t ntx, captx;
 	uint64_t since_ix;       /* bytes appended since the last index entry */
 	int idx_dirty;           /* index entries written since the last fsync */
+	int flush_pins;          /* flushers using idx/tidx (under the partition lock) */
+	int detached;            /* dropped by the partition: close idx/tidx when unpinned */
 	int64_t first_append_ms; /* wall time of the first append (segment.ms) */
 } kseg;
 
@@ -60,6 +62,9 @@ kseg *seg_new(int32_t epoch, int64_t base);
 void seg_ref(kseg *s);
 void seg_unref(kseg *s);  /* closes files and frees at zero */
 void seg_close_files(kseg *s);
+/* The partition lets go of s: index handles close now (or when the last
+ * flusher using them is done), the log when the last reference goes. */
+void seg_detach(kseg *s);
 
 int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos);
 int seg_tx_push(kseg *s, int64_t ts, uint32_t rel);

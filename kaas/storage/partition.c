@@ -175,12 +175,16 @@ static int split_live(seglist *all, seglist *live, seglist *zombies)
 }
 
 /* Read plans may hold a segment after the partition let go of it; they only
- * need the log, so the index handles close now. */
-static void seg_detach(kseg *s)
+ * need the log, so the index handles close now (a flusher still syncing
+ * them closes them when it is done). */
+void seg_detach(kseg *s)
 {
-	sub_close(s->idx);
-	sub_close(s->tidx);
-	s->idx = s->tidx = NULL;
+	s->detached = 1;
+	if (!s->flush_pins) {
+		sub_close(s->idx);
+		sub_close(s->tidx);
+		s->idx = s->tidx = NULL;
+	}
 	seg_unref(s);
 }
 

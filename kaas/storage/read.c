@@ -136,6 +136,7 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 		if (cur < s->base)
 			cur = s->base;
 		range_out o;
+		seg_ref(s); /* held across the unlocked walk, then by the plan */
 		if (cur >= limit) {
 			memset(&o, 0, sizeof(o));
 		} else if (ring_covers(p, s, cur)) {
@@ -145,22 +146,23 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 			int64_t eoff;
 			seg_ix_lookup(s, cur, &pos, &eoff);
 			uint64_t end = s->end_pos;
-			seg_ref(s);
 			pthread_mutex_unlock(&p->mu);
 			rc = walk_range(s->log, pos, eoff, s->base, end, cur, limit, plan->total, budget, &o);
 			pthread_mutex_lock(&p->mu);
-			seg_unref(s);
-			if (rc)
+			if (rc) {
+				seg_unref(s);
 				break;
+			}
 		}
 		if (o.len) {
-			seg_ref(s);
 			plan->r[plan->n].file = s->log;
 			plan->r[plan->n].pos = o.start;
 			plan->r[plan->n].len = o.len;
 			plan->refs[plan->n] = s;
 			plan->n++;
 			plan->total += o.len;
+		} else {
+			seg_unref(s);
 		}
 		if (o.full)
 			break;

@@ -6,6 +6,8 @@
  */
 #include <pthread.h>
 
+#include "util/clock.h"
+
 #include "storage/test/harness.h"
 
 START_TEST(append_flush_read_roundtrip)
@@ -471,6 +473,131 @@ START_TEST(group_commit_concurrent_appenders)
 }
 END_TEST
 
+/* Readers walk the log while writers append and roll and housekeeping
+ * deletes segments underneath them: every plan must hold whole, valid,
+ * consecutive batches, and the log start only moves forward. */
+typedef struct mix_arg {
+	kaas_partition *p;
+	int *stop;
+	int reads;
+	int bad;
+} mix_arg;
+
+static void *mix_reader(void *x)
+{
+	mix_arg *a = x;
+	while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+		int64_t cur = kaas_partition_log_start(a->p);
+		for (int i = 0; i < 50 && !__atomic_load_n(a->stop, __ATOMIC_ACQUIRE); i++) {
+			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+			if (kaas_partition_read(a->p, cur, 3000, &plan)) {
+				a->bad++;
+				break;
+			}
+			if (plan.error == KERR_OFFSET_OUT_OF_RANGE)
+				break; /* retention overtook us */
+			if (plan.error) {
+				a->bad++;
+				break;
+			}
+			int64_t next = cur;
+			for (int r = 0; r < plan.n; r++) {
+				uint8_t *buf = malloc(plan.r[r].len);
+				if (sub_pread_full(plan.r[r].file, buf, plan.r[r].len, plan.r[r].pos)) {
+					a->bad++;
+				} else {
+					size_t pos = 0;
+					while (pos < plan.r[r].len) {
+						kb_hdr h;
+						kb_decode(buf + pos, &h);
+						if (h.magic != 2 || kb_crc(buf + pos, kb_size(&h)) != h.crc ||
+						    (next != cur && h.base_offset != next) || kb_last_offset(&h) < cur)
+							a->bad++;
+						next = kb_last_offset(&h) + 1;
+						pos += kb_size(&h);
+					}
+				}
+				free(buf);
+			}
+			if (plan.n)
+				a->reads++;
+			kaas_read_plan_release(&plan);
+			if (next == cur)
+				break;
+			cur = next;
+		}
+	}
+	return NULL;
+}
+
+static void *mix_keeper(void *x)
+{
+	mix_arg *a = x;
+	int64_t last = 0;
+	for (int i = 0; !__atomic_load_n(a->stop, __ATOMIC_ACQUIRE); i++) {
+		if (kaas_partition_housekeep(a->p, kaas_wall_ms()) < 0)
+			a->bad++;
+		if (i % 5 == 0) {
+			int64_t low;
+			int16_t err;
+			int64_t hw = kaas_partition_high_watermark(a->p);
+			if (kaas_partition_delete_records(a->p, hw / 2, &low, &err) || err)
+				a->bad++;
+		}
+		int64_t ls = kaas_partition_log_start(a->p);
+		if (ls < last)
+			a->bad++;
+		last = ls;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+START_TEST(concurrent_readers_writers_and_retention)
+{
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 4096;
+	cfg.retention_bytes = 20000;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/9", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	int stop = 0;
+	enum { W = 3, R = 2 };
+	pthread_t wt[W], rt[R], kt;
+	gc_arg wa[W];
+	mix_arg ra[R], ka = {p, &stop, 0, 0};
+	for (int i = 0; i < W; i++) {
+		wa[i] = (gc_arg){p, 150, 0};
+		pthread_create(&wt[i], NULL, gc_worker, &wa[i]);
+	}
+	for (int i = 0; i < R; i++) {
+		ra[i] = (mix_arg){p, &stop, 0, 0};
+		pthread_create(&rt[i], NULL, mix_reader, &ra[i]);
+	}
+	pthread_create(&kt, NULL, mix_keeper, &ka);
+	for (int i = 0; i < W; i++) {
+		pthread_join(wt[i], NULL);
+		ck_assert_int_eq(wa[i].errors, 0);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < R; i++) {
+		pthread_join(rt[i], NULL);
+		ck_assert_int_eq(ra[i].bad, 0);
+		ck_assert_int_gt(ra[i].reads, 0);
+	}
+	pthread_join(kt, NULL);
+	ck_assert_int_eq(ka.bad, 0);
+	ck_assert_int_eq(kaas_partition_high_watermark(p), W * 150);
+	ck_assert_int_gt(kaas_partition_log_start(p), 0);
+	uint8_t *log;
+	int64_t ls = kaas_partition_log_start(p);
+	size_t len = h_read_all(p, ls, 1 << 16, &log);
+	ck_assert_int_eq(h_check_log(log, len, -1), W * 150);
+	free(log);
+	kaas_partition_close(p);
+}
+END_TEST
+
 /* ---- descriptors ------------------------------------------------------------------- */
 
 START_TEST(open_without_takeover_holds_no_descriptors)
@@ -552,6 +679,7 @@ Suite *storage_suite(void)
 	tcase_add_test(tc, log_append_time_and_max_timestamp_fixup);
 	tcase_add_test(tc, list_offsets_by_time);
 	tcase_add_test(tc, group_commit_concurrent_appenders);
+	tcase_add_test(tc, concurrent_readers_writers_and_retention);
 	tcase_add_test(tc, open_without_takeover_holds_no_descriptors);
 	tcase_add_test(tc, read_plan_keeps_file_after_relinquish);
 	suite_add_tcase(s, tc);
