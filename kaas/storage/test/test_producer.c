@@ -262,6 +262,49 @@ START_TEST(producers_below_log_start_are_unknown)
 }
 END_TEST
 
+START_TEST(snapshot_of_a_superseded_epoch_is_not_trusted)
+{
+	kaas_log_config cfg = h_cfg();
+	char cmd[2048];
+	/* A stale leader at epoch 1 got to offset 30 (producer 7, seq 0..29)
+	 * and wrote its snapshot... */
+	kaas_partition *a = leader(h_vfs, "za", 1, &cfg);
+	for (int k = 0; k < 15; k++)
+		ck_assert_int_eq(send(a, 7, 0, 2 * k, 2).err, 0);
+	ck_assert_int_eq(kaas_partition_relinquish(a), 0);
+	kaas_partition_close(a);
+	/* ...but the real successor took over when epoch 1's log ended at 20. */
+	kaas_partition *b = leader(h_vfs, "zb", 1, &cfg);
+	for (int k = 0; k < 10; k++)
+		ck_assert_int_eq(send(b, 7, 0, 2 * k, 2).err, 0);
+	ck_assert_int_eq(kaas_partition_flush(b, NULL), 0);
+	snprintf(cmd, sizeof(cmd), "cp -a %s/zb %s/z", h_dir, h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	kaas_partition_close(b);
+	kaas_partition *c = leader(h_vfs, "z", 2, &cfg);
+	for (int k = 0; k < 10; k++)
+		ck_assert_int_eq(send(c, 8, 0, 2 * k, 2).err, 0);
+	ck_assert_int_eq(kaas_partition_log_end(c), 40);
+	ck_assert_int_eq(kaas_partition_relinquish(c), 0);
+	kaas_partition_close(c);
+	/* The stale snapshot lands last (it raced the fencing check). */
+	snprintf(cmd, sizeof(cmd), "cp %s/za/producer-state.snapshot %s/z/", h_dir, h_dir);
+	ck_assert_int_eq(system(cmd), 0);
+	kaas_partition *d = leader(h_vfs, "z", 3, &cfg);
+	/* Producer 7's real history ends at seq 19: 20 is next, 28 a duplicate of nothing. */
+	ck_assert_int_eq(send(d, 7, 0, 28, 2).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	pres r = send(d, 7, 0, 18, 2);
+	ck_assert(r.dup);
+	ck_assert_int_eq(r.base, 18);
+	r = send(d, 7, 0, 20, 2);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert(!r.dup);
+	ck_assert_int_eq(r.base, 40);
+	ck_assert(send(d, 8, 0, 18, 2).dup);
+	kaas_partition_close(d);
+}
+END_TEST
+
 Suite *producer_suite(void)
 {
 	Suite *s = suite_create("storage-producer");
@@ -273,6 +316,7 @@ Suite *producer_suite(void)
 	tcase_add_test(tc, snapshot_carries_the_window_across_takeover);
 	tcase_add_test(tc, snapshot_from_roll_plus_replayed_tail_after_crash);
 	tcase_add_test(tc, producers_below_log_start_are_unknown);
+	tcase_add_test(tc, snapshot_of_a_superseded_epoch_is_not_trusted);
 	suite_add_tcase(s, tc);
 	return s;
 }
