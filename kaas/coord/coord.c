@@ -130,7 +130,8 @@ int64_t kc_now(kaas_coord *c)
 
 int64_t kc_wall(kaas_coord *c)
 {
-	(void)c;
+	if (c->cfg.wall_ms)
+		return c->cfg.wall_ms(c->cfg.now_arg);
 	return kaas_wall_ms();
 }
 
@@ -193,6 +194,7 @@ kc_group *kc_group_new(kaas_coord *c, kaas_str id)
 		return NULL;
 	}
 	g->state = KC_EMPTY;
+	g->empty_since = kc_wall(c); /* also right after a restart: retention restarts */
 	g->pc_tail = &g->pc_head;
 	g->next_seq = 1;
 	if (c->ngroups >= c->tabsize)
@@ -386,7 +388,15 @@ static void *timer_main(void *arg)
 	kaas_coord *c = arg;
 	pthread_mutex_lock(&c->mu);
 	int64_t next = 0;
+	int64_t next_expiry = kc_now(c) + c->cfg.offsets_retention_check_ms;
 	while (!c->stop) {
+		if (c->cfg.offsets_retention_ms > 0 && kc_now(c) >= next_expiry) {
+			pthread_mutex_unlock(&c->mu);
+			kaas_coord_expire_offsets(c);
+			pthread_mutex_lock(&c->mu);
+			next_expiry = kc_now(c) + c->cfg.offsets_retention_check_ms;
+			continue;
+		}
 		kc_outbox ob;
 		kc_outbox_init(&ob);
 		if (!c->draining && (c->drain_requested || (c->cfg.stopping && *c->cfg.stopping)))
@@ -406,6 +416,8 @@ static void *timer_main(void *arg)
 		if (c->stop)
 			break;
 		int64_t until = next;
+		if (c->cfg.offsets_retention_ms > 0 && until > next_expiry)
+			until = next_expiry;
 		if (c->cfg.stopping && !c->draining && until > now + KC_STOP_POLL_MS)
 			until = now + KC_STOP_POLL_MS;
 		int64_t wait = until - now;
@@ -511,6 +523,7 @@ void kaas_coord_config_defaults(kaas_coord_config *cfg)
 	cfg->max_session_timeout_ms = 1800000;
 	cfg->max_group_size = INT32_MAX;
 	cfg->offsets_retention_ms = 7LL * 24 * 3600 * 1000;
+	cfg->offsets_retention_check_ms = 600000;
 	cfg->offset_metadata_max_bytes = 4096;
 	cfg->new_member_join_timeout_ms = 300000;
 	cfg->coordinator_epoch = 0;

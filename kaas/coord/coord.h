@@ -40,7 +40,8 @@ typedef struct kaas_coord_config {
 	int64_t min_session_timeout_ms;     /* group.min.session.timeout.ms (6000) */
 	int64_t max_session_timeout_ms;     /* group.max.session.timeout.ms (1800000) */
 	int32_t max_group_size;             /* group.max.size (2147483647) */
-	int64_t offsets_retention_ms;       /* offsets.retention.minutes * 60000 (7 days) */
+	int64_t offsets_retention_ms;       /* offsets.retention.minutes * 60000 (7 days); <= 0: forever */
+	int64_t offsets_retention_check_ms; /* offsets.retention.check.interval.ms (600000) */
 	int32_t offset_metadata_max_bytes;  /* offset.metadata.max.bytes (4096) */
 	int64_t new_member_join_timeout_ms; /* a new member must rejoin within (300000) */
 	int64_t coordinator_epoch;          /* stamped into group files; 0 on a single broker */
@@ -50,7 +51,8 @@ typedef struct kaas_coord_config {
 	/* Tests: no threads; time comes from now_ms(); kaas_coord_tick() and
 	 * kaas_coord_flush() do the threads' work. */
 	int manual;
-	int64_t (*now_ms)(void *arg);
+	int64_t (*now_ms)(void *arg);   /* monotonic ms */
+	int64_t (*wall_ms)(void *arg);  /* wall-clock ms (commit times, retention) */
 	void *now_arg;
 } kaas_coord_config;
 
@@ -143,6 +145,11 @@ int kaas_coord_handle(kaas_coord *c, const kaas_coord_call *call, kaas_rd *body,
  * return. */
 void kaas_coord_tick(kaas_coord *c);
 void kaas_coord_flush(kaas_coord *c);
+/* One retention pass (the timer runs it every offsets_retention_check_ms):
+ * offsets of groups that have had no members for the retention time, and
+ * were not committed within it, are removed (KIP-211).  Queues the writes;
+ * in manual mode follow with kaas_coord_flush(). */
+void kaas_coord_expire_offsets(kaas_coord *c);
 
 /* Counters for tests and the bench. */
 typedef struct kaas_coord_stats {
@@ -150,6 +157,7 @@ typedef struct kaas_coord_stats {
 	uint64_t group_writes;   /* group files written */
 	uint64_t write_failures;
 	uint64_t pid_blocks;     /* producer-ID blocks claimed */
+	uint64_t expired;        /* offsets removed by retention */
 } kaas_coord_stats;
 void kaas_coord_get_stats(kaas_coord *c, kaas_coord_stats *st);
 

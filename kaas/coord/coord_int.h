@@ -143,6 +143,7 @@ typedef struct kc_group {
 	int initial_delay;          /* the current wait is the initial delay */
 	int64_t initial_remaining;
 	int new_member_added;
+	int64_t empty_since;     /* wall ms: when it last had no members (retention) */
 
 	/* offsets: sorted by (topic, partition) */
 	int loaded;              /* the group file has been read */

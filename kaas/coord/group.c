@@ -435,6 +435,7 @@ static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob
 	g->generation++;
 	if (!g->members) {
 		g->state = KC_EMPTY;
+		g->empty_since = kc_wall(c);
 		kc_str_free(&g->protocol);
 		kc_str_free(&g->leader);
 		return;

@@ -654,3 +654,79 @@ out:
 	items_free(&it);
 	return rc;
 }
+
+/* ---- retention ---------------------------------------------------------------------------------- */
+
+/* Queues the removal of g's expired offsets (c->mu held). */
+static void expire_group(kaas_coord *c, kc_group *g, int64_t wall)
+{
+	if (g->nmembers || g->npending || g->pc_head || g->deleting || !g->loaded || !g->noffs)
+		return;
+	kc_items it = {0};
+	for (size_t i = 0; i < g->noffs; i++) {
+		const kc_offset *o = &g->offs[i];
+		int64_t since = o->commit_ms > g->empty_since ? o->commit_ms : g->empty_since;
+		if (wall - since < c->cfg.offsets_retention_ms)
+			continue;
+		kc_citem *e = items_add(&it);
+		if (!e || kc_str_set(&e->off.topic, o->topic.s, o->topic.len)) {
+			items_free(&it);
+			return;
+		}
+		e->off.partition = o->partition;
+		e->del = 1;
+		e->topic_start = 1;
+	}
+	if (!it.n)
+		return;
+	kc_pcommit *pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		items_free(&it);
+		return;
+	}
+	KLOG_INFO("coord", "group '%s': %zu committed offset(s) expired (offsets.retention.minutes)",
+		  g->id.s, it.n);
+	c->stats.expired += it.n;
+	pc->items = it.v;
+	pc->n = it.n;
+	pc->is_delete = 1;
+	pc->seq = g->next_seq++;
+	*g->pc_tail = pc;
+	g->pc_tail = &pc->next;
+	kc_flush_enqueue(c, g);
+}
+
+void kaas_coord_expire_offsets(kaas_coord *c)
+{
+	if (c->cfg.offsets_retention_ms <= 0)
+		return;
+	/* Groups that only exist on the volume are loaded first (each file is
+	 * read once per broker run; loading restarts their retention clock,
+	 * which only ever keeps offsets longer). */
+	char **names = NULL;
+	size_t n = 0;
+	if (sub_list(c->vfs, "groups", &names, &n) != 0)
+		n = 0;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < n && !c->stop; i++) {
+		size_t len = strlen(names[i]);
+		char id[KC_GNAME_MAX + 1];
+		size_t idlen;
+		if (names[i][0] == '.' || len <= 5 || len - 5 > KC_GNAME_MAX ||
+		    strcmp(names[i] + len - 5, ".json") != 0)
+			continue;
+		names[i][len - 5] = '\0';
+		if (kc_gname_decode(names[i], id, sizeof(id), &idlen) != 0)
+			continue; /* hashed names are loaded when ListGroups or a client names them */
+		kaas_str k = {id, (int32_t)idlen};
+		kc_group *g;
+		if (!kc_group_find(c, k))
+			kc_group_get(c, k, 0, &g);
+	}
+	int64_t wall = kc_wall(c);
+	for (size_t b = 0; b < c->tabsize; b++)
+		for (kc_group *g = c->tab[b]; g; g = g->hnext)
+			expire_group(c, g, wall);
+	pthread_mutex_unlock(&c->mu);
+	sub_names_free(names, n);
+}

@@ -46,9 +46,11 @@ typedef struct th {
 	kaas_coord *c;
 	kaas_coord_config cfg;
 	int64_t now;
+	int64_t wall;
 } th;
 
 static inline int64_t th_clock(void *arg) { return ((th *)arg)->now; }
+static inline int64_t th_wall(void *arg) { return ((th *)arg)->wall; }
 
 static inline void th_start(th *t)
 {
@@ -66,12 +68,14 @@ static inline void th_open(th *t)
 	kaas_coord_config_defaults(&t->cfg);
 	t->cfg.manual = 1;
 	t->cfg.now_ms = th_clock;
+	t->cfg.wall_ms = th_wall;
 	t->cfg.now_arg = t;
 	t->cfg.initial_rebalance_delay_ms = 0;
 	t->cfg.host = "broker-a";
 	t->cfg.port = 19092;
 	t->cfg.broker_id = 7;
 	t->now = 1000000;
+	t->wall = 1700000000000LL;
 	th_start(t);
 }
 

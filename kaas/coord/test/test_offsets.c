@@ -552,6 +552,79 @@ START_TEST(threaded_commits)
 }
 END_TEST
 
+/* KIP-211: offsets expire once their group has had no members, and they
+ * have not been committed, for offsets.retention.minutes. */
+START_TEST(retention_expires_offsets_of_empty_groups)
+{
+	th t;
+	th_open(&t);
+	const int64_t R = 7LL * 24 * 3600 * 1000;
+	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 0, 5, NULL), 0);
+	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 1, 6, NULL), 0);
+	/* "busy" has a member the whole time. */
+	kaas_wr w = KAAS_WR_INIT;
+	th_resp jr = {0}, sr = {0};
+	jg_req(&w, 0, "busy", 30000, 0, "", NULL, "consumer", "range=x");
+	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 0, &w, &jr), KAAS_DEFERRED);
+	kaas_coord_tick(t.c);
+	jg_resp j;
+	jg_parse(&jr, 0, &j);
+	sg_req(&w, 0, "busy", 1, j.member, NULL, 0, NULL, NULL);
+	ck_assert_int_eq(th_call(&t, KAAS_API_SYNC_GROUP, 0, &w, &sr), KAAS_HANDLED);
+	ck_assert_int_eq(th_commit_sync(&t, 2, "busy", 1, j.member, "t", 0, 7, NULL), 0);
+
+	t.wall += R / 2;
+	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 1, 8, NULL), 0); /* fresh again */
+	t.wall += R / 2 + 1;
+	kaas_coord_expire_offsets(t.c);
+	kaas_coord_flush(t.c);
+	/* t/0 of "old" is R+1 old; t/1 was committed R/2 ago. */
+	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 0, NULL, NULL, 0), -1);
+	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 1, NULL, NULL, 0), 8);
+	/* A group with a member keeps everything. */
+	ck_assert_int_eq(th_heartbeat(&t, 0, "busy", 1, j.member, NULL), 0);
+	ck_assert_int_eq(th_fetch(&t, 2, "busy", "t", 0, NULL, NULL, 0), 7);
+	/* Its member leaves: the clock starts now, not at the old commit. */
+	ck_assert_int_eq(th_leave(&t, 0, "busy", j.member, NULL, NULL), 0);
+	t.wall += R / 2;
+	kaas_coord_expire_offsets(t.c);
+	kaas_coord_flush(t.c);
+	ck_assert_int_eq(th_fetch(&t, 2, "busy", "t", 0, NULL, NULL, 0), 7);
+	t.wall += R / 2 + 1;
+	kaas_coord_expire_offsets(t.c);
+	kaas_coord_flush(t.c);
+	ck_assert_int_eq(th_fetch(&t, 2, "busy", "t", 0, NULL, NULL, 0), -1);
+	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 1, NULL, NULL, 0), -1);
+	sub_stat st;
+	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/old.json", &st), -ENOENT);
+	kaas_coord_stats cs;
+	kaas_coord_get_stats(t.c, &cs);
+	ck_assert_uint_eq(cs.expired, 3);
+	th_resp_free(&jr);
+	th_resp_free(&sr);
+	th_close(&t);
+}
+END_TEST
+
+/* After a restart, groups only on the volume get a fresh retention clock. */
+START_TEST(retention_after_restart_is_conservative)
+{
+	th t;
+	th_open(&t);
+	ck_assert_int_eq(th_commit_sync(&t, 2, "g", -1, "", "t", 0, 5, NULL), 0);
+	t.wall += 30LL * 24 * 3600 * 1000; /* the broker was down for a month */
+	th_restart(&t);
+	kaas_coord_expire_offsets(t.c);
+	kaas_coord_flush(t.c);
+	ck_assert_int_eq(th_fetch(&t, 2, "g", "t", 0, NULL, NULL, 0), 5);
+	t.wall += 7LL * 24 * 3600 * 1000;
+	kaas_coord_expire_offsets(t.c);
+	kaas_coord_flush(t.c);
+	ck_assert_int_eq(th_fetch(&t, 2, "g", "t", 0, NULL, NULL, 0), -1);
+	th_close(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("coord-offsets");
@@ -569,6 +642,8 @@ int main(void)
 	tcase_add_test(tc, offset_delete_rules);
 	tcase_add_test(tc, delete_groups_rules);
 	tcase_add_test(tc, threaded_commits);
+	tcase_add_test(tc, retention_expires_offsets_of_empty_groups);
+	tcase_add_test(tc, retention_after_restart_is_conservative);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
