@@ -287,12 +287,16 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 	pthread_mutex_lock(&p->mu);
 	int64_t target = p->leo;
 	for (;;) {
-		if (p->state != KAAS_PART_LEADER) {
-			rc = p->state == KAAS_PART_POISONED ? (p->fenced ? -ESTALE : -EIO) : -EPERM;
+		if (p->state == KAAS_PART_POISONED) {
+			rc = p->fenced ? -ESTALE : -EIO;
 			break;
 		}
 		if (p->hw >= target)
+			break; /* also after relinquish, which made everything durable */
+		if (p->state != KAAS_PART_LEADER) {
+			rc = -EPERM;
 			break;
+		}
 		if (p->flushing) {
 			pthread_cond_wait(&p->cv, &p->mu);
 			continue;
