@@ -313,7 +313,9 @@ int kc_cmd_check(int argc, char **argv)
 	uint64_t rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		rnd = (uint64_t)kaas_mono_ns();
-	snprintf(r->scratch, sizeof(r->scratch), ".kaas-conform-%016" PRIx64, rnd);
+	/* '~' is not in Kafka's topic alphabet: the scratch directory can never
+	 * be taken for a topic by a broker sharing the volume. */
+	snprintf(r->scratch, sizeof(r->scratch), "~kaas-conform-%016" PRIx64, rnd);
 	if ((rc = sub_mkdir(r->vfs, r->scratch, 0755))) {
 		snprintf(err, sizeof(err), "%s: cannot create the scratch directory: %s", o.url,
 			 sub_strerror(rc));

@@ -22,7 +22,7 @@ typedef struct kc_run {
 	kc_driver drv;
 	sub_vfs *vfs; /* the driver's own handle: scratch set-up and clean-up */
 	sub_identity ident;
-	char scratch[64]; /* ".kaas-conform-<hex>" under the URL's root */
+	char scratch[64]; /* "~kaas-conform-<hex>" under the URL's root */
 	uint64_t seed;
 	kc_result res[KC_NCHECKS];
 	int order[KC_NCHECKS]; /* checks in the order they ran */

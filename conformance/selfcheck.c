@@ -57,7 +57,7 @@ int kc_selfcheck(sub_vfs *v, const char *scratch_dir, char *why, size_t whylen)
 		snprintf(why, whylen, "self-check: no randomness");
 		return -EIO;
 	}
-	snprintf(leaf, sizeof(leaf), ".kaas-selfcheck-%016llx", (unsigned long long)rnd);
+	snprintf(leaf, sizeof(leaf), "~kaas-selfcheck-%016llx", (unsigned long long)rnd);
 	int rc = sub_join(dir, sizeof(dir), scratch_dir, leaf);
 	if (!rc)
 		rc = sub_join(claim, sizeof(claim), dir, "claim");
