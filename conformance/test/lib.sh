@@ -11,7 +11,8 @@ PY=/usr/bin/python3
 VALIDATE="$ROOT/conformance/test/validate_report.py"
 [ -x "$KC" ] || { echo "missing $KC (build first)"; exit 1; }
 
-WORK=$(mktemp -d /tmp/kc-e2e.XXXXXX)
+# /var/tmp is on disk on Debian (a /tmp on tmpfs would be refused as a volume).
+WORK=$(mktemp -d "${KC_TEST_TMPDIR:-/var/tmp}/kc-e2e.XXXXXX")
 CLEANUPS=()
 cleanup() {
 	local i
