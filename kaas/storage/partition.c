@@ -52,6 +52,12 @@ static void sanitize_cfg(kaas_log_config *c)
 		c->max_message_bytes = KB_HDR;
 	if (c->index_interval_bytes < 0)
 		c->index_interval_bytes = 0;
+	if (c->timestamp_difference_max_ms <= 0)
+		c->timestamp_difference_max_ms = -1;
+	if (c->producer_expiration_ms <= 0)
+		c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
+	if (c->checkpoint_ms == 0)
+		c->checkpoint_ms = 60000;
 }
 
 void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg)

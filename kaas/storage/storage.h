@@ -33,11 +33,12 @@ typedef struct kaas_log_config {
 	int32_t max_message_bytes;      /* largest batch accepted (1048588) */
 	int32_t index_interval_bytes;   /* bytes between sparse index entries (4096) */
 	int32_t timestamp_type;         /* 0 CreateTime (default), 1 LogAppendTime */
-	/* Added by the storage engine (docs/storage.md): */
-	int64_t timestamp_difference_max_ms; /* message.timestamp.difference.max.ms, -1 = unlimited (default) */
-	int32_t validate_compressed;    /* decompress compressed batches to check their records (1) */
-	int64_t producer_expiration_ms; /* forget idle producer ids after this (7 days) */
-	int64_t checkpoint_ms;          /* housekeep rewrites the manifest's high watermark this often (60 s) */
+	/* Added by the storage engine (docs/storage.md); a zeroed field means
+	 * the default, so callers unaware of them stay safe: */
+	int64_t timestamp_difference_max_ms; /* message.timestamp.difference.max.ms, <= 0 = unlimited (default) */
+	int32_t validate_compressed;    /* decompress compressed batches to check their records (1; 0 = off) */
+	int64_t producer_expiration_ms; /* forget idle producer ids after this (<= 0: 7 days) */
+	int64_t checkpoint_ms;          /* housekeep rewrites the manifest's high watermark this often (0: 60 s; < 0: every time) */
 } kaas_log_config;
 
 void kaas_log_config_defaults(kaas_log_config *cfg);

@@ -48,7 +48,7 @@ static inline kaas_log_config h_cfg(void)
 	kaas_log_config c;
 	kaas_log_config_defaults(&c);
 	c.index_interval_bytes = 256;
-	c.checkpoint_ms = 0;
+	c.checkpoint_ms = -1; /* every housekeeping */
 	return c;
 }
 

@@ -40,7 +40,7 @@ static kaas_log_config crash_cfg(void)
 	kaas_log_config c = h_cfg();
 	c.segment_bytes = 1200;
 	c.index_interval_bytes = 300;
-	c.checkpoint_ms = 0;
+	c.checkpoint_ms = -1;
 	c.retention_ms = -1;
 	c.segment_ms = -1;
 	return c;
