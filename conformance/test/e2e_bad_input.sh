@@ -57,8 +57,12 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 [ -n "$(ls -A "$vol")" ] || fail "the run never created its scratch directory"
-sleep 0.5
-kids=$(pgrep -P "$pid" || true)
+for _ in $(seq 200); do
+	kids=$(pgrep -P "$pid" || true)
+	[ "$(echo "$kids" | wc -w)" = 4 ] && break
+	sleep 0.05
+done
+sleep 0.3 # into the rename check
 [ "$(echo "$kids" | wc -w)" = 4 ] || fail "expected 4 actor processes, saw: $kids"
 kill -INT "$pid"
 rc=0
