@@ -616,9 +616,10 @@ void kaas_coord_close(kaas_coord *c)
 		 * that was accepted is written (or answered with an error). */
 		pthread_join(c->flush_thr, NULL);
 		pthread_join(c->timer_thr, NULL);
-	} else {
-		kaas_coord_flush(c);
 	}
+	/* Whatever was queued after the flusher left (a retention pass of the
+	 * timer, a late handler) is written here. */
+	kaas_coord_flush(c);
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->tabsize; i++)
 		for (kc_group *g = c->tab[i]; g; g = g->hnext)

@@ -554,6 +554,31 @@ START_TEST(parked_requests_always_answered)
 }
 END_TEST
 
+/* A SIGTERM drain: parked requests are answered now, nothing new parks,
+ * commits still work. */
+START_TEST(drain_answers_parked_and_parks_nothing)
+{
+	th t;
+	th_open(&t);
+	mjoin a, b;
+	jg_resp jr;
+	join_new(&t, &a, PROTOS);
+	ck_assert_int_eq(a.rc, KAAS_DEFERRED);
+	kaas_coord_drain(t.c);
+	ck_assert_int_eq(a.r.got, 1);
+	jg_parse(&a.r, 5, &jr);
+	ck_assert_int_eq(jr.err, KERR_NOT_COORDINATOR);
+	memset(&b, 0, sizeof(b));
+	ck_assert_int_eq(join_as(&t, &b, 3, "", NULL, PROTOS), KAAS_HANDLED);
+	jg_parse(&b.r, 3, &jr);
+	ck_assert_int_eq(jr.err, KERR_NOT_COORDINATOR);
+	ck_assert_int_eq(th_commit_sync(&t, 2, "other", -1, "", "t", 0, 3, NULL), KERR_NONE);
+	th_resp_free(&a.r);
+	th_resp_free(&b.r);
+	th_close(&t);
+}
+END_TEST
+
 START_TEST(retried_join_answers_first)
 {
 	th t;
@@ -595,6 +620,7 @@ int main(void)
 	tcase_add_test(tc, static_membership);
 	tcase_add_test(tc, parked_requests_always_answered);
 	tcase_add_test(tc, retried_join_answers_first);
+	tcase_add_test(tc, drain_answers_parked_and_parks_nothing);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
