@@ -117,5 +117,27 @@ elif PHASE == "txn":
     except KafkaException as e:
         print("ok init_transactions refused after %.1f s: %s" % (time.time() - t0, e.args[0]))
 
+elif PHASE == "kafka-python":
+    # Another client library takes over the group where librdkafka left it.
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient
+    p = KafkaProducer(bootstrap_servers=BROKER)
+    for i in range(5):
+        p.send(TOPIC, b"kp%d" % i)
+    p.flush()
+    p.close()
+    c = KafkaConsumer(TOPIC, bootstrap_servers=BROKER, group_id=GROUP, auto_offset_reset="earliest",
+                      enable_auto_commit=False, consumer_timeout_ms=6000)
+    got = sorted(m.value.decode() for m in c)
+    c.commit()
+    c.close()
+    check(got == sorted(["late"] + ["kp%d" % i for i in range(5)]),
+          "kafka-python resumed the group with %s" % got)
+    a = KafkaAdminClient(bootstrap_servers=BROKER)
+    offs = a.list_consumer_group_offsets(GROUP)
+    check(sum(o.offset for o in offs.values()) == N + 6, "committed offsets: %s" % offs)
+    a.close()
+    print("ok kafka-python resumed the librdkafka group at its committed offsets")
+
 else:
     check(False, "unknown phase " + PHASE)

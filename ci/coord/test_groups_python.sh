@@ -3,7 +3,8 @@
 # idempotent producer (InitProducerId), a consumer group member that commits
 # and leaves, a broker crash (kill -9), a new member that resumes exactly
 # at the committed offsets, ListGroups, a new producer-id block after the
-# restarts, and a transactional producer that is refused.
+# restarts, kafka-python (pure Python) taking the group over where librdkafka
+# left it, and a transactional producer that is refused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/broker.sh
@@ -29,6 +30,7 @@ broker_kill
 _broker_launch "$port" || fail "start after kill -9"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" resume || fail "resume after crash"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" admin || fail "admin"
+$PY ci/coord/groups_e2e.py "$BROKER" "$CL" kafka-python || fail "kafka-python takes over the group"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" txn || fail "transactional producer"
 grep -q "transactions are not supported" "$BROKER_LOG" || fail "refused transactional id not logged"
 broker_stop
