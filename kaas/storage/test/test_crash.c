@@ -264,7 +264,7 @@ Suite *crash_suite(void)
 {
 	Suite *s = suite_create("storage-crash");
 	TCase *tc = tcase_create("crash");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_add_checked_fixture(tc, h_setup_mem, h_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, crash_at_every_mutation_random);
 	tcase_add_test(tc, crash_at_every_mutation_drop_all_unsynced);
