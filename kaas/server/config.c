@@ -34,7 +34,7 @@ const kaas_config_key kaas_config_keys[] = {
 	{"kaas.cluster.dir", KCFG_PATH, OFF(cluster_url), 0, 0, "DATA/__cluster",
 	 "the cluster directory: registry, assignment, groups, stamp "
 	 "(--cluster-dir, KAAS_CLUSTER_DIR)"},
-	{"num.partitions", KCFG_I32, OFF(num_partitions), 1, 1000000, "1",
+	{"num.partitions", KCFG_I32, OFF(num_partitions), 1, 10000, "1",
 	 "partitions of an automatically created topic"},
 	{"auto.create.topics.enable", KCFG_BOOL, OFF(auto_create_topics), 0, 1, "true",
 	 "create a topic when Metadata asks for one that does not exist"},

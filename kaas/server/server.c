@@ -1002,12 +1002,12 @@ static void on_signal(uv_signal_t *h, int signum)
 {
 	kaas_server *s = h->data;
 	if (s->draining) {
-		KLOG_WARN("server", "second %s: exiting without waiting", strsignal(signum));
+		KLOG_WARN("server", "second %s: exiting without waiting", signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		on_drain_deadline(&s->drain_deadline);
 		return;
 	}
 	KLOG_INFO("server", "%s: draining %d connection(s): no new connections, finishing requests in flight",
-		  strsignal(signum), s->nconns);
+		  signum == SIGTERM ? "SIGTERM" : "SIGINT", s->nconns);
 	s->draining = 1;
 	s->b->stopping = 1;
 	if (s->lpoll_active) {

@@ -1,0 +1,109 @@
+#!/bin/bash
+# ci/broker/test_gate.sh — the broker's start-up contract: bad flags, settings
+# and config files exit 2 naming what is wrong; a volume without a passing
+# qualification stamp exits 78 naming the command to run; a stamp written by
+# `kaas-conform check --stamp` lets it start; --trust-unqualified starts with
+# a loud warning; --help documents every setting.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source ci/lib/broker.sh
+BINABS=$(cd "$BIN" && pwd)
+T=$(mktemp -d /tmp/kaas-gate.XXXXXX)
+BROKER_NO_TRAP=1
+trap 'broker_cleanup; rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect CODE PATTERN -- kaas args...: exit code and a message on stderr.
+expect() {
+	local code=$1 pat=$2
+	shift 3
+	local rc=0
+	timeout 60 "$BIN/kaas" "$@" >"$T/out" 2>"$T/err" </dev/null || rc=$?
+	[ "$rc" = "$code" ] || { cat "$T/err"; fail "kaas $* exited $rc, expected $code"; }
+	grep -q -- "$pat" "$T/err" || { cat "$T/err"; fail "kaas $*: no message matching '$pat'"; }
+	echo "ok exit $code: kaas $* -> $(head -1 "$T/err")"
+}
+
+mkdir -p "$T/d"
+expect 2 "--data is required" -- --listen 127.0.0.1:0
+expect 2 "unknown option --bogus" -- --bogus
+expect 2 "--broker-id: broker.id: invalid value 'abc'" -- --data "$T/d" --broker-id abc
+expect 2 "--broker-id: broker.id: invalid value '-3'" -- --data "$T/d" --broker-id -3
+expect 2 "--listen: listeners: invalid value" -- --data "$T/d" --listen nowhere
+expect 2 "--listen: listeners: invalid value" -- --data "$T/d" --listen SSL://h:1
+expect 2 "--advertise: advertised.listeners" -- --data "$T/d" --advertise h:0
+expect 2 "--data: log.dirs: invalid value" -- --data "$T/a,$T/b"
+expect 2 "--override: num.partitions: invalid value '0'" -- --data "$T/d" --override num.partitions=0
+expect 2 "--override: no.such.key: unknown setting" -- --data "$T/d" --override no.such.key=1
+expect 2 "expected KEY=VALUE" -- --data "$T/d" --override num.partitions
+rc=0; KAAS_BROKER_ID=x "$BIN/kaas" --data "$T/d" 2>"$T/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "KAAS_BROKER_ID: broker.id: invalid value 'x'" "$T/err" || fail "bad KAAS_BROKER_ID: $rc"
+echo "ok exit 2: a bad KAAS_BROKER_ID names the variable"
+printf '# settings\nnum.partitions=3\nauto.create.topics.enable=maybe\n' > "$T/bad.properties"
+expect 2 "bad.properties:3: auto.create.topics.enable: invalid value 'maybe'" -- --data "$T/d" --config "$T/bad.properties"
+expect 2 "no-such.properties: No such file" -- --data "$T/d" --config "$T/no-such.properties"
+expect 2 "log.segment.bytes: invalid value '12'" -- --data "$T/d" --override log.segment.bytes=12
+expect 2 "connections.max.idle.ms: invalid value 'soon'" -- --data "$T/d" --override connections.max.idle.ms=soon
+expect 2 "unknown substrate URL scheme" -- --data "smb://x/y"
+
+# --help documents every setting the file accepts (same table).
+"$BIN/kaas" --help > "$T/help"
+for k in broker.id listeners advertised.listeners log.dirs num.partitions auto.create.topics.enable \
+	log.retention.ms log.segment.bytes message.max.bytes socket.request.max.bytes \
+	connections.max.idle.ms num.io.threads; do
+	grep -q "^  $k " "$T/help" || fail "--help does not document $k"
+done
+grep -q -- "--trust-unqualified" "$T/help" || fail "--help does not document --trust-unqualified"
+echo "ok --help documents the settings"
+
+# No stamp: exit 78, naming the command that qualifies the volume.
+expect 78 "kaas-conform check $T/d --stamp" -- --data "$T/d" --listen 127.0.0.1:0
+[ ! -e "$T/d/__cluster/topics" ] || fail "the gate let the broker touch the registry"
+echo "ok an unqualified volume is refused before anything is written"
+
+# A separate cluster directory: the hint names it.
+mkdir -p "$T/c"
+expect 78 "kaas-conform check $T/d --stamp --cluster-dir $T/c" -- --data "$T/d" --cluster-dir "$T/c" --listen 127.0.0.1:0
+
+# --trust-unqualified: starts, with the warning in the log.
+BROKER_LOG=$T/trust.log broker_start "$T/d"
+grep -q "trust-unqualified: starting on a volume WITHOUT a passing" "$T/trust.log" || fail "no loud warning"
+grep -q "start-up self-check passed" "$T/trust.log" || fail "no self-check"
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
+echo "ok --trust-unqualified starts with a warning; the self-check ran"
+
+# Qualify with kaas-conform, then the broker starts without --trust-unqualified.
+mkdir -p "$T/q"
+# (A timing-based WARN, e.g. an fsync that looked too fast on a busy machine,
+# writes no stamp: try again a few times.)
+for attempt in 1 2 3; do
+	(cd "$T" && "$BINABS/kaas-conform" check "$T/q" --actors 2 --stamp >"$T/conform.out" 2>&1) ||
+		{ cat "$T/conform.out"; fail "kaas-conform did not qualify a local directory"; }
+	[ -s "$T/q/__cluster/qualification.json" ] && break
+done
+[ -s "$T/q/__cluster/qualification.json" ] || { cat "$T/conform.out"; fail "no stamp written"; }
+BROKER_QUALIFIED=1 BROKER_LOG=$T/q.log broker_start "$T/q"
+grep -q "passing qualification stamp" "$T/q.log" || fail "stamp not recognised"
+if grep -q "WITHOUT a passing" "$T/q.log"; then fail "warned although qualified"; fi
+echo 1 | timeout 30 kcat -b "$BROKER" -P -t gate-ok -X acks=all || fail "produce to a qualified broker"
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
+echo "ok a volume stamped by kaas-conform starts the broker"
+
+# A stamp bound to another volume does not count (the stamp binds to the
+# filesystem's identity, not to a directory: rewrite that identity).
+mkdir -p "$T/other/__cluster"
+/usr/bin/python3 - "$T/q/__cluster/qualification.json" "$T/other/__cluster/qualification.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["volume"]
+v["source"] = "otherhost:/export/elsewhere"
+v["fsid"] = "00000000deadbeef"
+v["volume_key"] = v.get("fstype", "x") + ":otherhost:/export/elsewhere"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+rc=0; timeout 30 "$BIN/kaas" --data "$T/other" --listen 127.0.0.1:0 2>"$T/err" </dev/null || rc=$?
+[ "$rc" = 78 ] || { cat "$T/err"; fail "a stamp of another volume was accepted (exit $rc)"; }
+echo "ok a stamp of another volume is refused (78): $(head -1 "$T/err")"
+echo "test_gate: all passed"
