@@ -9,11 +9,12 @@
  * Wiring into the broker (kaas/server):
  *   - after b->cluster is open:   kaas_coord_open(b, &b->coord)
  *   - dispatch rows: the kaas_h_* functions below, one per API, with the
- *     version ranges of DESIGN §8 (KAAS_COORD_API_ROWS lists them);
- *   - at SIGTERM, after the listener stopped accepting and before the
- *     server drains: kaas_coord_close(b->coord) — it flushes pending offset
- *     commits, answers every parked JoinGroup/SyncGroup with NOT_COORDINATOR
- *     (clients look for the coordinator again) and stops its threads.
+ *     version ranges of DESIGN §8 (noted beside each);
+ *   - SIGTERM: the coordinator watches b->stopping and answers every parked
+ *     JoinGroup/SyncGroup with NOT_COORDINATOR (clients look for the
+ *     coordinator again), so the server's drain is not held up; after the
+ *     server has drained, kaas_coord_close(b->coord) writes every accepted
+ *     offset commit and stops the threads.
  *
  * Threads: the coordinator runs two of its own — a timer thread (session
  * expiry, rebalance and initial delays) and a flusher (offset files).  The
@@ -104,21 +105,6 @@ int kaas_h_offset_commit(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 8: 
 int kaas_h_offset_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp);     /* 9: v0-7, flexible 6+ */
 int kaas_h_offset_delete(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 47: v0 */
 int kaas_h_init_producer_id(kaas_req *req, kaas_rd *body, kaas_wr *resp); /* 22: v0-4, flexible 2+ */
-
-/* The dispatch rows, for the table in kaas/server: {key, min, max, flexible_from, name, handler}. */
-#define KAAS_COORD_API_ROWS                                                                    \
-	{KAAS_API_OFFSET_COMMIT, 0, 7, -1, "OffsetCommit", kaas_h_offset_commit},              \
-	{KAAS_API_OFFSET_FETCH, 0, 7, 6, "OffsetFetch", kaas_h_offset_fetch},                  \
-	{KAAS_API_FIND_COORDINATOR, 0, 2, -1, "FindCoordinator", kaas_h_find_coordinator},     \
-	{KAAS_API_JOIN_GROUP, 0, 5, -1, "JoinGroup", kaas_h_join_group},                       \
-	{KAAS_API_HEARTBEAT, 0, 3, -1, "Heartbeat", kaas_h_heartbeat},                         \
-	{KAAS_API_LEAVE_GROUP, 0, 3, -1, "LeaveGroup", kaas_h_leave_group},                    \
-	{KAAS_API_SYNC_GROUP, 0, 3, -1, "SyncGroup", kaas_h_sync_group},                       \
-	{KAAS_API_DESCRIBE_GROUPS, 0, 4, -1, "DescribeGroups", kaas_h_describe_groups},        \
-	{KAAS_API_LIST_GROUPS, 0, 2, -1, "ListGroups", kaas_h_list_groups},                    \
-	{KAAS_API_INIT_PRODUCER_ID, 0, 4, 2, "InitProducerId", kaas_h_init_producer_id},       \
-	{KAAS_API_DELETE_GROUPS, 0, 1, -1, "DeleteGroups", kaas_h_delete_groups},              \
-	{KAAS_API_OFFSET_DELETE, 0, 0, -1, "OffsetDelete", kaas_h_offset_delete}
 
 /* ---- the same without a server (unit tests, tools) ---------------------------- */
 
