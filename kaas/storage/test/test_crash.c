@@ -276,6 +276,9 @@ static void crash_sweep_ex(const char *mode, uint64_t seed0, int stride, int dou
 	ck_assert_int_ge(points, (int)(m / (uint64_t)stride));
 	if (double_crash)
 		ck_assert_int_gt(interrupted, points);
+	if (getenv("KAAS_LOG_LEVEL"))
+		fprintf(stderr, "crash sweep %s: %d points, %d interrupted take-overs\n", mode, points,
+			interrupted);
 }
 
 static void crash_sweep(const char *mode, uint64_t seed0, int stride)

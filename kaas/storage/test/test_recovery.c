@@ -510,6 +510,52 @@ START_TEST(failed_write_or_fsync_poisons)
 }
 END_TEST
 
+START_TEST(failed_rename_poisons)
+{
+	char url[600], err[256];
+	sub_vfs *fv;
+	snprintf(url, sizeof(url), "fault:%s?failpath=*manifest.json:rename:EIO", h_dir);
+	ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	/* A partition created elsewhere: its manifest exists already. */
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "rn", NULL, 1, &cfg, &p), 0);
+	kaas_partition_close(p);
+	ck_assert_int_eq(kaas_partition_open(fv, "rn", NULL, 0, &cfg, &p), 0);
+	/* The take-over's manifest rename fails: not leader, nothing half done. */
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), -EIO);
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	kaas_partition_close(p);
+	/* Led through a healthy client, then DeleteRecords through the faulty one. */
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	h_put(p, 4, "r", 10);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	/* Fail only the second manifest rename: take-over passes, DeleteRecords not. */
+	snprintf(url, sizeof(url), "fault:%s?fail=rename:2:EIO", h_dir);
+	sub_vfs *fv3;
+	ck_assert_int_eq(sub_open_url(url, &fv3, err, sizeof(err)), 0);
+	ck_assert_int_eq(kaas_partition_open(fv3, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 3), 0);
+	int64_t low;
+	int16_t e16;
+	ck_assert_int_ne(kaas_partition_delete_records(p, 2, &low, &e16), 0);
+	ck_assert_int_eq(e16, KERR_KAFKA_STORAGE_ERROR);
+	ck_assert_int_eq(low, 0);
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_POISONED);
+	kaas_partition_close(p);
+	/* Nothing was acknowledged, nothing changed. */
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 4), 0);
+	ck_assert_int_eq(kaas_partition_log_start(p), 0);
+	ck_assert_int_eq(kaas_partition_log_end(p), 4);
+	kaas_partition_close(p);
+	sub_destroy(fv3);
+	sub_destroy(fv);
+}
+END_TEST
+
 Suite *recovery_suite(void)
 {
 	Suite *s = suite_create("storage-recovery");
@@ -523,6 +569,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, stale_garbage_and_newer_manifests);
 	tcase_add_test(tc, zombie_writes_never_reach_the_new_leader);
 	tcase_add_test(tc, failed_write_or_fsync_poisons);
+	tcase_add_test(tc, failed_rename_poisons);
 	suite_add_tcase(s, tc);
 	return s;
 }
