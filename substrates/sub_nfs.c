@@ -178,13 +178,19 @@ static int st_close(struct nfs_context *ctx, void *arg, nfs_call *c)
 	return nfs_close_async(ctx, ((io_args *)arg)->fh, sub_nfs_call_cb, c);
 }
 
+/* The handle to use for a file: its own (v3) or its open state's (v4). */
+static struct nfsfh *ffh(const nfs_file *f)
+{
+	return f->os ? f->os->fh : f->fh;
+}
+
 /* NFSv3 reports every READ/WRITE failure as -EFAULT; when the error string
  * did not name the status, a GETATTR of the handle usually does (ESTALE). */
 static int recover_io_errno(nfs_vfs *v, nfs_file *f, int rc)
 {
 	if (rc != -EIO || v->version != 3)
 		return rc;
-	io_args a = {.fh = f->fh};
+	io_args a = {.fh = ffh(f)};
 	nfs_call *c;
 	int src = sub_nfs_run_call(v, f->conn, CALL_STAT, 0, st_fstat, &a, &c);
 	sub_nfs_call_free(c);
@@ -215,7 +221,7 @@ static int open_locked(nfs_vfs *v, const char *p, int flags, unsigned mode, nfs_
 	for (int attempt = 0; attempt < 8; attempt++) {
 		if (!excl) {
 			path_args a = {.a = p, .flags = acc | (flags & O_TRUNC)};
-			rc = sub_nfs_run_path_op(v, CALL_FH, st_open, &a, &c, cnp);
+			rc = sub_nfs_run_path_op(v, CALL_FH | CALL_RETRANSMIT, st_open, &a, &c, cnp);
 			if (rc != -ENOENT || !create)
 				break;
 			sub_nfs_call_free(c);
@@ -253,14 +259,43 @@ static int nv_open(sub_vfs *vv, const char *path, int flags, unsigned mode, sub_
 	nfs_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	int acc = flags & O_ACCMODE;
 	pthread_mutex_lock(&v->mu);
 	nfs_conn *cn = NULL;
 	struct nfsfh *fh = NULL;
-	rc = open_locked(v, p, flags, mode, &cn, &fh);
+	nfs_ostate *os = NULL, *upgrade = NULL;
+	rc = 0;
+	if (v->version == 4 && !(flags & O_EXCL))
+		rc = sub_nfs_state_share(v, p, acc, flags & O_CREAT, &os, &upgrade, &cn);
+	if (rc == 1) {
+		/* Already open in this session: share its state; O_TRUNC still
+		 * truncates. */
+		rc = 0;
+		if ((flags & O_TRUNC) && acc != O_RDONLY) {
+			io_args a = {.fh = os->fh, .off = 0};
+			nfs_call *c;
+			rc = sub_nfs_run_call(v, cn, CALL_PLAIN, 0, st_ftruncate, &a, &c);
+			sub_nfs_call_free(c);
+			if (rc < 0) {
+				sub_nfs_state_release(v, cn, os);
+				rc = rc == ERR_RETRY_DELAY || rc == ERR_RETRY_NEWCONN ? -EIO : rc;
+			}
+		}
+	} else if (rc == 0) {
+		nfs_conn *before = v->conn;
+		rc = open_locked(v, p, flags, mode, &cn, &fh);
+		if (rc == 0 && v->version == 4) {
+			os = sub_nfs_state_add(cn, fh, acc, cn == before ? upgrade : NULL);
+			if (!os)
+				rc = -ENOMEM; /* fh stays with libnfs until the session ends */
+		}
+	}
 	if (rc == 0) {
 		f->base.vfs = vv;
 		f->conn = cn;
-		f->fh = fh;
+		f->fh = os ? NULL : fh;
+		f->os = os;
+		f->acc = acc;
 		cn->refs++;
 		file_link(v, f);
 		v->last_stateful_ms = sub_nfs_now_ms();
@@ -276,7 +311,7 @@ static int nv_open(sub_vfs *vv, const char *path, int flags, unsigned mode, sub_
 
 static int fsync_locked(nfs_vfs *v, nfs_file *f)
 {
-	io_args a = {.fh = f->fh};
+	io_args a = {.fh = ffh(f)};
 	nfs_call *c;
 	int rc = sub_nfs_run_file_op(v, f, CALL_PLAIN, 0, st_fsync, &a, &c);
 	sub_nfs_call_free(c);
@@ -296,13 +331,18 @@ static int nv_close(sub_file *ff)
 	int rc = 0;
 	if (f->dirty && v->version == 4)
 		rc = fsync_locked(v, f);
-	io_args a = {.fh = f->fh};
-	nfs_call *c;
-	/* libnfs frees the handle whatever the outcome. */
-	int crc = sub_nfs_run_call(v, f->conn, CALL_PLAIN, 0, st_close, &a, &c);
-	sub_nfs_call_free(c);
-	if (crc == ERR_RETRY_DELAY || crc == ERR_RETRY_NEWCONN)
-		crc = -EIO;
+	int crc;
+	if (f->os) {
+		crc = sub_nfs_state_release(v, f->conn, f->os);
+	} else {
+		io_args a = {.fh = f->fh};
+		nfs_call *c;
+		/* libnfs frees the handle whatever the outcome. */
+		crc = sub_nfs_run_call(v, f->conn, CALL_PLAIN, 0, st_close, &a, &c);
+		sub_nfs_call_free(c);
+		if (crc == ERR_RETRY_DELAY || crc == ERR_RETRY_NEWCONN)
+			crc = -EIO;
+	}
 	if (rc == 0)
 		rc = crc;
 	file_unlink(v, f);
@@ -322,7 +362,7 @@ static ssize_t nv_pread(sub_file *ff, void *buf, size_t n, uint64_t off)
 	pthread_mutex_lock(&v->mu);
 	while (done < n) {
 		size_t want = n - done < chunk ? n - done : chunk;
-		io_args a = {.fh = f->fh, .off = off + done, .n = want};
+		io_args a = {.fh = ffh(f), .off = off + done, .n = want};
 		nfs_call *c;
 		rc = sub_nfs_run_file_op(v, f, CALL_READ, want, st_pread, &a, &c);
 		if (rc > 0)
@@ -354,7 +394,7 @@ static ssize_t nv_pwrite(sub_file *ff, const void *buf, size_t n, uint64_t off)
 	pthread_mutex_lock(&v->mu);
 	while (done < n) {
 		size_t want = n - done < chunk ? n - done : chunk;
-		io_args a = {.fh = f->fh, .off = off + done, .n = want, .buf = (const char *)buf + done};
+		io_args a = {.fh = ffh(f), .off = off + done, .n = want, .buf = (const char *)buf + done};
 		nfs_call *c;
 		rc = sub_nfs_run_file_op(v, f, CALL_PLAIN, 0, st_pwrite, &a, &c);
 		sub_nfs_call_free(c);
@@ -389,7 +429,7 @@ static int nv_fsync(sub_file *ff)
 static int nv_ftruncate(sub_file *ff, uint64_t size)
 {
 	nfs_vfs *v = NV(ff->vfs);
-	io_args a = {.fh = NF(ff)->fh, .off = size};
+	io_args a = {.fh = ffh(NF(ff)), .off = size};
 	nfs_call *c;
 	pthread_mutex_lock(&v->mu);
 	int rc = sub_nfs_run_file_op(v, NF(ff), CALL_PLAIN, 0, st_ftruncate, &a, &c);
@@ -401,10 +441,10 @@ static int nv_ftruncate(sub_file *ff, uint64_t size)
 static int nv_fstat(sub_file *ff, sub_stat *st)
 {
 	nfs_vfs *v = NV(ff->vfs);
-	io_args a = {.fh = NF(ff)->fh};
+	io_args a = {.fh = ffh(NF(ff))};
 	nfs_call *c;
 	pthread_mutex_lock(&v->mu);
-	int rc = sub_nfs_run_file_op(v, NF(ff), CALL_STAT, 0, st_fstat, &a, &c);
+	int rc = sub_nfs_run_file_op(v, NF(ff), CALL_STAT | CALL_RETRANSMIT, 0, st_fstat, &a, &c);
 	pthread_mutex_unlock(&v->mu);
 	if (rc == 0)
 		stat_from(&c->st, st);
@@ -444,7 +484,7 @@ static int nv_stat(sub_vfs *vv, const char *path, sub_stat *st)
 		return rc;
 	path_args a = {.a = p};
 	nfs_call *c;
-	rc = path_op(v, CALL_STAT, st_lstat, &a, &c);
+	rc = path_op(v, CALL_STAT | CALL_RETRANSMIT, st_lstat, &a, &c);
 	if (rc == 0)
 		stat_from(&c->st, st);
 	sub_nfs_call_free(c);
@@ -518,7 +558,7 @@ static int nv_readdir(sub_vfs *vv, const char *path, sub_readdir_cb cb, void *ar
 	nfs_call *c;
 	nfs_conn *cn = NULL;
 	pthread_mutex_lock(&v->mu);
-	rc = sub_nfs_run_path_op(v, CALL_DIR, st_opendir, &a, &c, &cn);
+	rc = sub_nfs_run_path_op(v, CALL_DIR | CALL_RETRANSMIT, st_opendir, &a, &c, &cn);
 	if (rc < 0) {
 		pthread_mutex_unlock(&v->mu);
 		sub_nfs_call_free(c);
@@ -568,7 +608,7 @@ static int nv_statvfs(sub_vfs *vv, const char *path, sub_fsinfo *out)
 		return rc;
 	path_args a = {.a = p};
 	nfs_call *c;
-	rc = path_op(v, CALL_STATVFS, st_statvfs, &a, &c);
+	rc = path_op(v, CALL_STATVFS | CALL_RETRANSMIT, st_statvfs, &a, &c);
 	if (rc == 0) {
 		out->bsize = c->svfs.f_frsize ? c->svfs.f_frsize : c->svfs.f_bsize;
 		out->blocks = c->svfs.f_blocks;
@@ -637,7 +677,7 @@ static void *renew_main(void *arg)
 				seen |= g->conn == f->conn;
 			if (seen || f->conn->broken)
 				continue;
-			io_args a = {.fh = f->fh};
+			io_args a = {.fh = ffh(f)};
 			nfs_call *c;
 			sub_nfs_run_call(v, f->conn, CALL_READ, 0, st_pread0, &a, &c);
 			sub_nfs_call_free(c);

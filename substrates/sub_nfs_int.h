@@ -24,11 +24,28 @@
 #define DEFAULT_TIMEOUT_MS 10000
 #define RETRY_SLEEP_MS 100
 
+/* One NFSv4 open state: our open-owner (one per libnfs context) and one
+ * file.  The server keeps exactly one per pair: a second OPEN of the same
+ * file returns the same state with a newer stateid, and one CLOSE ends it
+ * for every handle.  libnfs does not track this, so we do (sub_nfs_state.c):
+ * our files share a state and only the last close sends CLOSE. */
+typedef struct nfs_ostate {
+	struct nfsfh *fh;        /* the newest handle: it carries the current stateid */
+	struct nfsfh **retired;  /* older handles of the same state, closed at the end */
+	int nretired;
+	uint64_t dev, ino;       /* the file, once known (has_id) */
+	int has_id;
+	int acc;                 /* O_RDONLY, O_WRONLY or O_RDWR: what the state allows */
+	int refs;                /* our open files using it */
+	struct nfs_ostate *next;
+} nfs_ostate;
+
 /* One NFS client session: a libnfs context. */
 typedef struct nfs_conn {
 	struct nfs_context *ctx;
 	int refs;   /* the vfs while current, plus each file opened on it */
 	int broken; /* no new operations: replace it */
+	nfs_ostate *states; /* NFSv4 open states of this session */
 } nfs_conn;
 
 typedef struct nfs_vfs {
@@ -59,7 +76,9 @@ typedef struct nfs_vfs {
 typedef struct nfs_file {
 	sub_file base;
 	nfs_conn *conn;
-	struct nfsfh *fh;
+	struct nfsfh *fh;  /* NFSv3: the file's own handle */
+	nfs_ostate *os;    /* NFSv4: the shared open state (its fh is the handle) */
+	int acc;           /* what this open asked for */
 	int dirty; /* written since the last COMMIT */
 	struct nfs_file *next, *prev;
 } nfs_file;
@@ -68,6 +87,15 @@ typedef struct nfs_file {
 #define NF(f) ((nfs_file *)(f))
 
 enum call_kind { CALL_PLAIN, CALL_FH, CALL_STAT, CALL_STATVFS, CALL_DIR, CALL_READ };
+/* Or'ed into a kind: an NFSv3 request that only reads metadata (LOOKUP,
+ * GETATTR, ACCESS, READDIR, FSSTAT).  nfs-ganesha 4.3 sometimes drops such a
+ * request (seen on handles that just went stale) and relies on the client
+ * retransmitting, as a kernel client does after its timeout; libnfs never
+ * retransmits.  These are sent with a short timeout and sent again until
+ * the operation's timeout is used up. */
+#define CALL_RETRANSMIT 0x100
+#define CALL_KIND(k) ((k) & 0xff)
+#define RETRANSMIT_MS 2000
 
 /* A completion record.  Freed by the waiter once done, or by the callback
  * when the waiter gave up on it (abandoned). */
@@ -116,6 +144,18 @@ int sub_nfs_run_path_op(nfs_vfs *v, int kind, start_fn start, void *arg, nfs_cal
 int sub_nfs_run_file_op(nfs_vfs *v, nfs_file *f, int kind, size_t rcap, start_fn start, io_args *a,
 			nfs_call **cp);
 int sub_nfs_start_create_v4(struct nfs_context *ctx, void *arg, nfs_call *c);
+
+/* sub_nfs_state.c (NFSv4; v->mu held) */
+/* Before an OPEN of path p: when the session already holds an open state of
+ * the same file, shares it (1, *os set, refs taken) if it allows `acc`;
+ * otherwise 0, with *upgrade set when the OPEN will upgrade that state.
+ * -ENOENT when the file does not exist and create is 0. */
+int sub_nfs_state_share(nfs_vfs *v, const char *p, int acc, int create, nfs_ostate **os,
+			nfs_ostate **upgrade, nfs_conn **cnp);
+/* After an OPEN on cn returned fh: records it (merging into `upgrade`). */
+nfs_ostate *sub_nfs_state_add(nfs_conn *cn, struct nfsfh *fh, int acc, nfs_ostate *upgrade);
+/* A file let go of its state; the last one sends CLOSE.  0 or -errno. */
+int sub_nfs_state_release(nfs_vfs *v, nfs_conn *cn, nfs_ostate *os);
 
 /* sub_nfs_url.c */
 int sub_nfs_parse_url(nfs_vfs *v, const char *url, char *err, size_t errlen);

@@ -149,9 +149,9 @@ void sub_nfs_call_cb(int status, struct nfs_context *nfs, void *data, void *priv
  * (a connect that never completes, a chain of requests).  Returns 0 when the
  * call completed (its status is in c->status), -ETIMEDOUT when it was
  * abandoned (the record then belongs to the callback). */
-static int call_wait(nfs_vfs *v, nfs_conn *cn, nfs_call *c)
+static int call_wait(nfs_conn *cn, nfs_call *c, int timeout_ms)
 {
-	int64_t deadline = sub_nfs_now_ms() + 2 * (int64_t)v->timeout_ms + 2000;
+	int64_t deadline = sub_nfs_now_ms() + 2 * (int64_t)timeout_ms + 2000;
 	while (!c->done) {
 		if (sub_nfs_now_ms() >= deadline) {
 			c->abandoned = 1;
@@ -381,7 +381,7 @@ int sub_nfs_conn_new(nfs_vfs *v, const char *export, nfs_conn **out, char *err, 
 		rc = -EIO;
 		goto fail;
 	}
-	if (call_wait(v, cn, c) != 0) {
+	if (call_wait(cn, c, v->timeout_ms) != 0) {
 		snprintf(err, errlen, "mount %s:%s: no answer within %d ms", v->server, export,
 			 2 * v->timeout_ms + 2000);
 		rc = -ETIMEDOUT;
@@ -438,15 +438,19 @@ int sub_nfs_run_call(nfs_vfs *v, nfs_conn *cn, int kind, size_t rcap, start_fn s
 		    nfs_call **cp)
 {
 	*cp = NULL;
-	nfs_call *c = call_new(kind, rcap);
+	nfs_call *c = call_new(CALL_KIND(kind), rcap);
 	if (!c)
 		return -ENOMEM;
+	int timeout = (kind & CALL_RETRANSMIT) && v->version == 3 && v->timeout_ms > RETRANSMIT_MS
+			      ? RETRANSMIT_MS
+			      : v->timeout_ms;
+	nfs_set_timeout(cn->ctx, timeout);
 	if (start(cn->ctx, arg, c) != 0) {
 		/* Not queued (encoding failure, out of memory). */
 		sub_nfs_call_free(c);
 		return -EIO;
 	}
-	if (call_wait(v, cn, c) != 0)
+	if (call_wait(cn, c, timeout) != 0)
 		return -ETIMEDOUT;
 	int rc = fix_err(cn, c->status, c->err);
 	if (c->status < 0 && nfs_debug)
@@ -471,6 +475,13 @@ int sub_nfs_run_path_op(nfs_vfs *v, int kind, start_fn start, void *arg, nfs_cal
 		if (cnp)
 			*cnp = cn;
 		rc = sub_nfs_run_call(v, cn, kind, 0, start, arg, cp);
+		if (rc == -ETIMEDOUT && (kind & CALL_RETRANSMIT) && v->version == 3 &&
+		    sub_nfs_now_ms() < deadline) {
+			/* Sent again, on a new session (this one is marked broken). */
+			sub_nfs_call_free(*cp);
+			*cp = NULL;
+			continue;
+		}
 		if (rc == ERR_RETRY_DELAY) {
 			sub_nfs_call_free(*cp);
 			*cp = NULL;
@@ -497,6 +508,12 @@ int sub_nfs_run_file_op(nfs_vfs *v, nfs_file *f, int kind, size_t rcap, start_fn
 	int64_t deadline = sub_nfs_now_ms() + v->timeout_ms;
 	for (;;) {
 		int rc = sub_nfs_run_call(v, f->conn, kind, rcap, start, a, cp);
+		if (rc == -ETIMEDOUT && (kind & CALL_RETRANSMIT) && v->version == 3 &&
+		    sub_nfs_now_ms() < deadline) {
+			sub_nfs_call_free(*cp);
+			*cp = NULL;
+			continue;
+		}
 		if (rc != ERR_RETRY_DELAY && rc != ERR_RETRY_NEWCONN)
 			return rc;
 		sub_nfs_call_free(*cp);

@@ -297,6 +297,57 @@ START_TEST(open_flags)
 }
 END_TEST
 
+/* One client opens a file it already holds open.  NFSv4 servers keep one
+ * open state per client and file: closing either handle must not end the
+ * other's (libnfs alone would send CLOSE and leave the other handle with a
+ * dead stateid). */
+START_TEST(same_file_twice)
+{
+	int ver = version_of(_i);
+	enter(&main_srv);
+	sub_vfs *v = open_v(ver, NULL), *other = open_v(ver, NULL);
+	char d[64], p[128], buf[16];
+	test_dir(v, d, sizeof(d), "twice", ver);
+	snprintf(p, sizeof(p), "%s/f", d);
+	sub_file *w, *r, *r2;
+	ck_assert_int_eq(sub_open(v, p, O_RDWR | O_CREAT | O_TRUNC, 0644, &w), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(sub_pwrite_full(w, "0123456789", 10, (uint64_t)i * 10), 0);
+		ck_assert_int_eq(sub_fsync(w), 0);
+		ck_assert_int_eq(sub_open(v, p, O_RDONLY, 0, &r), 0);
+		ck_assert_int_eq(sub_pread_full(r, buf, 10, 0), 0);
+		ck_assert_int_eq(sub_close(r), 0);
+	}
+	/* read-only first, then read-write: the second open upgrades */
+	ck_assert_int_eq(sub_close(w), 0);
+	ck_assert_int_eq(sub_open(v, p, O_RDONLY, 0, &r), 0);
+	ck_assert_int_eq(sub_open(v, p, O_WRONLY, 0, &w), 0);
+	ck_assert_int_eq(sub_pwrite_full(w, "ab", 2, 0), 0);
+	ck_assert_int_eq(sub_close(w), 0);
+	ck_assert_int_eq(sub_pread_full(r, buf, 4, 0), 0);
+	ck_assert_int_eq(memcmp(buf, "ab23", 4), 0);
+	/* another client replaces the name: a new open sees the new file, the
+	 * held one keeps the old (NFSv4) or goes stale (NFSv3) */
+	snprintf(buf, sizeof(buf), "%s", "replacement");
+	ck_assert_int_eq(sub_write_atomic(other, p, buf, 11), 0);
+	ck_assert_int_eq(sub_open(v, p, O_RDONLY, 0, &r2), 0);
+	ck_assert_int_eq(sub_pread_full(r2, buf, 11, 0), 0);
+	ck_assert_int_eq(memcmp(buf, "replacement", 11), 0);
+	ck_assert_int_eq(sub_close(r2), 0);
+	ssize_t n = sub_pread(r, buf, 4, 0);
+	if (ver == 4) {
+		ck_assert_int_eq(n, 4);
+		ck_assert_int_eq(memcmp(buf, "ab23", 4), 0);
+	} else {
+		ck_assert(n == 4 || n == -ESTALE);
+	}
+	sub_close(r);
+	ck_assert_int_eq(sub_remove_tree(v, d), 0);
+	sub_destroy(v);
+	sub_destroy(other);
+}
+END_TEST
+
 /* ---- two clients ------------------------------------------------------------ */
 
 #define RACE_ROUNDS 40
@@ -651,6 +702,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, every_operation, 0, 2);
 	tcase_add_loop_test(tc, open_flags, 0, 2);
+	tcase_add_loop_test(tc, same_file_twice, 0, 2);
 	tcase_add_loop_test(tc, two_clients_exclusive_create, 0, 2);
 	tcase_add_loop_test(tc, close_to_open, 0, 2);
 	tcase_add_loop_test(tc, delete_while_open, 0, 2);
