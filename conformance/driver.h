@@ -21,6 +21,7 @@ typedef struct kc_actor {
 	int index;
 	kc_chan ch;
 	pid_t pid; /* forked actor; 0 for an actor that is not our child */
+	char agent[256]; /* HOST:PORT of a remote agent (agent.h); "" when forked */
 	char url[SUB_PATH_MAX];
 	int alive;
 	json_t *hello; /* the hello result: pid, host, client, identity */

@@ -14,7 +14,7 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/check_util.c conformance/check_preflight.c conformance/check_rename.c \
 	conformance/check_excl.c conformance/check_cto.c conformance/check_unlink.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
-	conformance/run.c
+	conformance/run.c conformance/agent.c conformance/agent_client.c conformance/agent_net.c
 conform_USES := stamp sub util
 conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c
 
@@ -25,4 +25,5 @@ kaas-conform_USES := conform stamp sub util
 E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_environment.sh conformance/test/e2e_stamp.sh \
 	conformance/test/e2e_bad_input.sh
-
+# NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
+E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh
