@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "actor.h"
+#include "agent.h"
 #include "kc.h"
 #include "util/clock.h"
 
@@ -51,6 +52,8 @@ static void mark_dead(kc_driver *d, kc_actor *a)
 			snprintf(a->why, sizeof(a->why), "closed its channel");
 		if (r == a->pid)
 			a->pid = 0;
+	} else if (a->agent[0]) {
+		snprintf(a->why, sizeof(a->why), "lost its agent %.180s (connection closed or timed out)", a->agent);
 	} else {
 		snprintf(a->why, sizeof(a->why), "closed its channel");
 	}
@@ -449,6 +452,8 @@ int kc_drv_crash(kc_driver *d, int ai)
 
 int kc_drv_respawn(kc_driver *d, int ai)
 {
+	if (d->a[ai].agent[0])
+		return kc_drv_reconnect_agent(d, ai);
 	int rc = fork_actor(d, ai);
 	if (rc)
 		return rc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent.h"
 #include "kc.h"
 #include "opts.h"
 #include "run.h"
@@ -20,6 +21,8 @@ int main(int argc, char **argv)
 		return kc_cmd_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "stamp-verify") == 0)
 		return kc_cmd_stamp_verify(argc - 1, argv + 1);
+	if (strcmp(cmd, "agent") == 0)
+		return kc_cmd_agent(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
 		printf("kaas-conform %s (actor protocol %d, report schema %d)\n", KC_VERSION,
 		       KC_PROTOCOL_VERSION, KC_REPORT_SCHEMA);
@@ -29,6 +32,6 @@ int main(int argc, char **argv)
 		fputs(kc_usage, stdout);
 		return 0;
 	}
-	fprintf(stderr, "kaas-conform: unknown command '%s' (check, stamp-verify, --version)\n", cmd);
+	fprintf(stderr, "kaas-conform: unknown command '%s' (check, stamp-verify, agent, --version)\n", cmd);
 	return KC_EXIT_ERROR;
 }

@@ -15,6 +15,8 @@ const char kc_usage[] =
 	"                          [--seed S] [--checks LIST] [--json FILE] [--junit FILE]\n"
 	"                          [--stamp [--cluster-dir DIR]] [--crash-cmd CMD]\n"
 	"                          [--timeout SECONDS] [--progress|--no-progress]\n"
+	"                          [--agent HOST:PORT --agent HOST:PORT ...]\n"
+	"       kaas-conform agent --listen ADDR:PORT --root URL [--keepalive SECONDS]\n"
 	"       kaas-conform stamp-verify URL [--cluster-dir DIR]\n"
 	"       kaas-conform --version\n"
 	"\n"
@@ -109,7 +111,7 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 	o->checks = KC_ALL_CHECKS;
 	o->progress = -1;
 	o->timeout_s = 300;
-	int checks_given = 0;
+	int checks_given = 0, actors_given = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
 		int bad = 0;
@@ -134,6 +136,19 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			if (bad || parse_u64("--actors", v, KC_MIN_ACTORS, KC_MAX_ACTORS, &u, err, errlen))
 				return -EINVAL;
 			o->actors = (int)u;
+			actors_given = 1;
+		} else if (take(argc, argv, &i, "--agent", &v, err, errlen, &bad)) {
+			if (bad)
+				return -EINVAL;
+			if (!*v || !strchr(v, ':')) {
+				snprintf(err, errlen, "--agent: expected HOST:PORT, got '%s'", v);
+				return -EINVAL;
+			}
+			if (o->nagents >= KC_MAX_ACTORS) {
+				snprintf(err, errlen, "--agent: at most %d agents", KC_MAX_ACTORS);
+				return -EINVAL;
+			}
+			o->agents[o->nagents++] = v;
 		} else if (take(argc, argv, &i, "--iterations", &v, err, errlen, &bad)) {
 			if (bad || parse_u64("--iterations", v, 1, KC_MAX_ITERATIONS, &u, err, errlen))
 				return -EINVAL;
@@ -206,6 +221,23 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 	if (!o->url) {
 		snprintf(err, errlen, "missing URL of the volume to check (see --help)");
 		return -EINVAL;
+	}
+	if (o->nagents) {
+		/* One actor per agent: the agents are the actors. */
+		if (o->nagents < KC_MIN_ACTORS) {
+			snprintf(err, errlen, "--agent: at least %d agents", KC_MIN_ACTORS);
+			return -EINVAL;
+		}
+		if (actors_given && o->actors != o->nagents) {
+			snprintf(err, errlen, "--actors %d disagrees with %d --agent options (one actor per agent)",
+				 o->actors, o->nagents);
+			return -EINVAL;
+		}
+		if (o->nmounts) {
+			snprintf(err, errlen, "--mount and --agent do not mix (each agent has its own --root)");
+			return -EINVAL;
+		}
+		o->actors = o->nagents;
 	}
 	if (o->cluster_dir && !o->stamp) {
 		snprintf(err, errlen, "--cluster-dir only makes sense with --stamp");

@@ -20,6 +20,8 @@ typedef struct kc_opts {
 	const char *url;
 	const char *mounts[KC_MAX_MOUNTS];
 	int nmounts;
+	const char *agents[KC_MAX_ACTORS]; /* --agent HOST:PORT: one remote actor each */
+	int nagents;
 	int actors;
 	int64_t iterations;
 	uint64_t seed;

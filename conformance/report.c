@@ -20,14 +20,21 @@ json_t *kc_report_actors(const kc_run *r)
 		const kc_actor *a = &r->drv.a[i];
 		json_t *h = a->hello;
 		json_t *id = json_object_get(h, "identity");
-		json_array_append_new(
-			list, json_pack("{s:i,s:s,s:s,s:I,s:s,s:s,s:s}", "index", i, "kind", "process",
-					"url", a->url, "pid", json_integer_value(json_object_get(h, "pid")),
-					"host", json_string_value(json_object_get(h, "host")) ?: "",
-					"client", json_string_value(json_object_get(h, "client")) ?: "",
-					"backend", json_string_value(json_object_get(id, "backend")) ?: ""));
+		json_t *one = json_pack("{s:i,s:s,s:s,s:I,s:s,s:s,s:s}", "index", i, "kind",
+					a->agent[0] ? "agent" : "process", "url", a->url, "pid",
+					json_integer_value(json_object_get(h, "pid")), "host",
+					json_string_value(json_object_get(h, "host")) ?: "", "client",
+					json_string_value(json_object_get(h, "client")) ?: "", "backend",
+					json_string_value(json_object_get(id, "backend")) ?: "");
+		const char *hid = json_string_value(json_object_get(h, "host_id"));
+		if (hid)
+			json_object_set_new(one, "host_id", json_string(hid));
+		if (a->agent[0])
+			json_object_set_new(one, "agent", json_string(a->agent));
+		json_array_append_new(list, one);
 	}
-	return json_pack("{s:i,s:s,s:i,s:b,s:i,s:b,s:o}", "count", r->drv.n, "kind", "process",
+	return json_pack("{s:i,s:s,s:i,s:b,s:i,s:b,s:o}", "count", r->drv.n, "kind",
+			 r->o && r->o->nagents ? "agent" : "process",
 			 "clients", r->clients, "distinct_clients", r->clients == r->drv.n && r->drv.n > 0,
 			 "hosts", r->hosts, "distinct_hosts", r->hosts > 1, "list", list);
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "judge.h"
 #include "preflight.h"
 #include "run.h"
@@ -98,11 +99,15 @@ static void count_clients(kc_run *r)
 	r->clients = r->hosts = 0;
 	for (int i = 0; i < r->drv.n; i++) {
 		const char *c = json_string_value(json_object_get(r->drv.a[i].hello, "client"));
-		const char *h = json_string_value(json_object_get(r->drv.a[i].hello, "host"));
+		const char *h = json_string_value(json_object_get(r->drv.a[i].hello, "host_id"));
+		if (!h)
+			h = json_string_value(json_object_get(r->drv.a[i].hello, "host"));
 		int newc = 1, newh = 1;
 		for (int k = 0; k < i; k++) {
 			const char *c2 = json_string_value(json_object_get(r->drv.a[k].hello, "client"));
-			const char *h2 = json_string_value(json_object_get(r->drv.a[k].hello, "host"));
+			const char *h2 = json_string_value(json_object_get(r->drv.a[k].hello, "host_id"));
+			if (!h2)
+				h2 = json_string_value(json_object_get(r->drv.a[k].hello, "host"));
 			if (c && c2 && strcmp(c, c2) == 0)
 				newc = 0;
 			if (h && h2 && strcmp(h, h2) == 0)
@@ -187,8 +192,9 @@ static void print_header(const kc_run *r)
 	fprintf(o, "kaas-conform %s: %s\n", KC_VERSION, r->o->url);
 	fprintf(o, "  volume  %s%s%s%s%s\n", kind, r->ident.source[0] ? " from " : "", r->ident.source,
 	       r->ident.mountpoint[0] ? " on " : "", r->ident.mountpoint);
-	fprintf(o, "  actors  %d processes, %d distinct client%s, %d host%s%s\n", r->drv.n, r->clients,
-	       r->clients == 1 ? "" : "s", r->hosts, r->hosts == 1 ? "" : "s",
+	fprintf(o, "  actors  %d %s, %d distinct client%s, %d host%s%s\n", r->drv.n,
+	       r->o->nagents ? "agents" : "processes", r->clients, r->clients == 1 ? "" : "s",
+	       r->hosts, r->hosts == 1 ? "" : "s",
 	       r->clients < r->drv.n ? " (actors share a client: cross-client behaviour is not exercised)"
 				     : "");
 	fprintf(o, "  seed    %" PRIu64 ", %lld iterations\n", r->seed, (long long)r->o->iterations);
@@ -334,7 +340,11 @@ int kc_cmd_check(int argc, char **argv)
 	r->drv.interrupted = &interrupted;
 	r->drv.on_progress = progress_line;
 	r->drv.progress_arg = r;
-	if ((rc = kc_drv_spawn(&r->drv, o.actors, urls, 1 + o.nmounts))) {
+	if (o.nagents)
+		rc = kc_drv_connect_agents(&r->drv, o.agents, o.nagents);
+	else
+		rc = kc_drv_spawn(&r->drv, o.actors, urls, 1 + o.nmounts);
+	if (rc) {
 		if (rc == -EINTR || interrupted)
 			goto interrupted_out;
 		snprintf(err, sizeof(err), "%s", r->drv.err);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "actor.h"
+#include "agent.h"
 #include "kc.h"
 #include "payload.h"
 #include "stamp.h"
@@ -55,6 +56,9 @@ int kc_step_hello(kc_step *st)
 	json_object_set_new(st->result, "version", json_string(KC_VERSION));
 	json_object_set_new(st->result, "pid", json_integer(getpid()));
 	json_object_set_new(st->result, "host", json_string(as->host));
+	char host_id[400];
+	kc_host_id(host_id, sizeof(host_id));
+	json_object_set_new(st->result, "host_id", json_string(host_id));
 	json_object_set_new(st->result, "actor", json_integer(as->index));
 	json_object_set_new(st->result, "url", json_string(as->url));
 	json_object_set_new(st->result, "client", json_string(client));
