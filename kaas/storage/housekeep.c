@@ -145,7 +145,12 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 		if (!del && c->retention_ms >= 0) {
 			if ((rc = p_seg_load(p, i, INT64_MAX)))
 				goto out;
-			del = s->max_ts >= 0 ? now_ms - s->max_ts > c->retention_ms : 0;
+			int64_t ts = s->max_ts;
+			sub_stat st;
+			/* No record timestamps: the file's age, as Kafka does. */
+			if (ts < 0 && s->log && sub_fstat(s->log, &st) == 0)
+				ts = st.mtime_ns / 1000000;
+			del = ts >= 0 && now_ms - ts > c->retention_ms;
 		}
 		if (!del && c->retention_bytes >= 0 &&
 		    total - seg_bytes(s) >= (uint64_t)c->retention_bytes &&

@@ -112,7 +112,9 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 	plan->high_watermark = hw;
 	plan->log_start_offset = p->log_start;
 	plan->last_stable_offset = hw;
-	if (offset < p->log_start || offset > hw) {
+	/* As Kafka: beyond the log end is out of range; between the high
+	 * watermark and the log end (written, not yet durable) is just empty. */
+	if (offset < p->log_start || offset > p->leo) {
 		plan->error = KERR_OFFSET_OUT_OF_RANGE;
 		pthread_mutex_unlock(&p->mu);
 		return 0;

@@ -111,7 +111,8 @@ int kaas_partition_state_of(kaas_partition *p, int32_t *epoch);
 
 /* A read for Fetch: whole batches from the one containing `offset`, up to
  * max_bytes (but at least one whole batch, KIP-74), never past the high
- * watermark.  The plan holds references that keep its segment files open
+ * watermark.  OFFSET_OUT_OF_RANGE below the log start or beyond the log end;
+ * between the high watermark and the log end the plan is empty.  The plan holds references that keep its segment files open
  * (even if retention unlinks them meanwhile) until released. */
 #define KAAS_READ_MAX_RANGES 4
 typedef struct kaas_read_range {

@@ -38,13 +38,18 @@ START_TEST(append_flush_read_roundtrip)
 	kb_decode(b.buf + kb_size(&h), &h);
 	ck_assert_int_eq(h.base_offset, 3);
 
-	/* Written is not visible until durable. */
+	/* Written is not visible until durable (and not out of range either). */
 	ck_assert_int_eq(kaas_partition_log_end(p), 5);
 	ck_assert_int_eq(kaas_partition_high_watermark(p), 0);
 	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
 	ck_assert_int_eq(kaas_partition_read(p, 0, 1 << 20, &plan), 0);
 	ck_assert_int_eq(plan.error, 0);
 	ck_assert_int_eq(plan.n, 0);
+	ck_assert_int_eq(kaas_partition_read(p, 3, 1 << 20, &plan), 0);
+	ck_assert_int_eq(plan.error, 0);
+	ck_assert_int_eq(plan.n, 0);
+	ck_assert_int_eq(kaas_partition_read(p, 6, 1 << 20, &plan), 0);
+	ck_assert_int_eq(plan.error, KERR_OFFSET_OUT_OF_RANGE);
 	kaas_read_plan_release(&plan);
 
 	int64_t durable;
