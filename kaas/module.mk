@@ -4,4 +4,5 @@ BINS += kaas
 kaas_MAIN := kaas/main.c
 kaas_USES := server admin coord topics broker stamp storage proto sub util
 
-E2E_TESTS += ci/broker/test_gate.sh ci/broker/test_protocol.sh
+E2E_TESTS += ci/broker/test_gate.sh ci/broker/test_protocol.sh ci/broker/test_kcat.sh \
+	ci/broker/test_kafka_python.sh

@@ -9,7 +9,8 @@
 #
 # The broker listens on 127.0.0.1 port 0 (a free port it picks and logs) and
 # starts with --trust-unqualified unless BROKER_QUALIFIED=1.  Its log goes to
-# $BROKER_LOG (default DATA_DIR.log).  broker_cleanup stops it whatever
+# $BROKER_LOG when set at broker_start (default DATA_DIR.log); BROKER_LOGFILE
+# names the log in use (restarts append to it).  broker_cleanup stops it whatever
 # happened; broker_start installs it in the EXIT trap unless
 # BROKER_NO_TRAP=1 (then call it from your own trap).
 #
@@ -21,6 +22,7 @@ BROKER_PORT=
 BROKER=
 BROKER_RC=
 BROKER_DATA=
+BROKER_LOGFILE=
 BROKER_ARGS=()
 
 broker_cleanup() {
@@ -63,7 +65,7 @@ broker_start() {
 	BROKER_DATA=$1
 	shift
 	BROKER_ARGS=("$@")
-	: "${BROKER_LOG:=$BROKER_DATA.log}"
+	BROKER_LOGFILE=${BROKER_LOG:-$BROKER_DATA.log}
 	mkdir -p "$BROKER_DATA"
 	[ "${BROKER_NO_TRAP:-0}" = 1 ] || trap broker_cleanup EXIT
 	_broker_launch 0
@@ -72,12 +74,12 @@ broker_start() {
 _broker_launch() {
 	local port=$1 trust=(--trust-unqualified)
 	[ "${BROKER_QUALIFIED:-0}" = 1 ] && trust=()
-	touch "$BROKER_LOG"
-	local start=$(( $(wc -l < "$BROKER_LOG") + 1 ))
+	touch "$BROKER_LOGFILE"
+	local start=$(( $(wc -l < "$BROKER_LOGFILE") + 1 ))
 	"$BIN/kaas" --data "$BROKER_DATA" --listen "127.0.0.1:$port" "${trust[@]}" "${BROKER_ARGS[@]}" \
-		>>"$BROKER_LOG" 2>&1 &
+		>>"$BROKER_LOGFILE" 2>&1 &
 	BROKER_PID=$!
-	_broker_wait_ready "$BROKER_LOG" "$start"
+	_broker_wait_ready "$BROKER_LOGFILE" "$start"
 }
 
 broker_stop() {
