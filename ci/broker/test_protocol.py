@@ -124,7 +124,7 @@ with open(APIS_FILE) as f:
         w = line.split()
         lo, hi = w[2].split("-")
         expected[int(w[0])] = (int(lo), int(hi))
-assert expected[18] == (0, 3) and expected[0] == (3, 7) and expected[1] == (4, 11), expected
+assert expected[18] == (0, 3) and expected[0] == (0, 7) and expected[1] == (4, 11), expected
 c = Conn(HOST, PORT)
 for v in range(4):
     err, got = api_versions(c, v)
@@ -150,8 +150,8 @@ rc, _ = c.recv()
 assert rc == corr
 ok("unsupported Produce version answered with UNSUPPORTED_VERSION, connection kept")
 
-# Below the minimum too (Produce v2: kaas serves 3-7).
-corr = c.send(0, 2, b"")
+# Below the minimum too (Fetch v3: kaas serves 4-11).
+corr = c.send(1, 3, b"")
 rc, data = c.recv()
 assert rc == corr and Dec(data).i16() == 35
 ok("a version below the minimum is UNSUPPORTED_VERSION too")

@@ -23,7 +23,7 @@
 
 const kaas_api kaas_dispatch_table[] = {
 	/* key, min, max, flexible_from, name, handler */
-	{KAAS_API_PRODUCE, 3, 7, 9, "Produce", kaas_h_produce},
+	{KAAS_API_PRODUCE, 0, 7, 9, "Produce", kaas_h_produce},
 	{KAAS_API_FETCH, 4, 11, 12, "Fetch", kaas_h_fetch},
 	{KAAS_API_LIST_OFFSETS, 0, 3, 6, "ListOffsets", kaas_h_list_offsets},
 	{KAAS_API_METADATA, 0, 7, 9, "Metadata", kaas_h_metadata},

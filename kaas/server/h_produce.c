@@ -1,5 +1,5 @@
 /*
- * h_produce.c — Produce v3-v7.
+ * h_produce.c — Produce v0-v7.
  *
  * The whole request is decoded first (a malformed one touches nothing), then
  * every partition's record batches are appended to the partition this broker
@@ -13,9 +13,13 @@
  * partition (the high watermark is the durable offset), or with
  * KAFKA_STORAGE_ERROR when that flush failed.
  *
- * Version differences: v5 adds log_start_offset to the response.  v3+ carry
- * a transactional id (passed through: the batches carry the producer id,
- * epoch and sequence that the storage engine checks).
+ * Version differences: v1 adds throttle_time_ms to the response, v2
+ * log_append_time, v5 log_start_offset.  v3+ carry a transactional id
+ * (passed through: the batches carry the producer id, epoch and sequence
+ * that the storage engine checks).  v0-v2 are served because librdkafka
+ * compresses with gzip, snappy and lz4 only when the broker's Produce range
+ * includes v0; their records must be v2 batches like any other (older
+ * message formats are refused as CORRUPT_MESSAGE).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -76,12 +80,14 @@ static void write_response(pctx *c, kaas_wr *w)
 			kaas_wr_i32(w, p->index);
 			kaas_wr_i16(w, p->err);
 			kaas_wr_i64(w, p->err ? -1 : p->base_offset);
-			kaas_wr_i64(w, p->err ? -1 : p->log_append_time);
+			if (v >= 2)
+				kaas_wr_i64(w, p->err ? -1 : p->log_append_time);
 			if (v >= 5)
 				kaas_wr_i64(w, p->err ? -1 : p->log_start);
 		}
 	}
-	kaas_wr_i32(w, 0); /* throttle_time_ms */
+	if (v >= 1)
+		kaas_wr_i32(w, 0); /* throttle_time_ms */
 }
 
 /* Last one out answers a deferred request. */
@@ -117,7 +123,8 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	c->req = req;
 	atomic_init(&c->pending, 1);
 
-	KRD_STR(body, 0, &txn_id);
+	if (req->api_version >= 3)
+		KRD_STR(body, 0, &txn_id);
 	KRD_I16(body, &acks);
 	KRD_I32(body, &timeout_ms);
 	KRD_ARRAY(body, 0, 6, &nt);
