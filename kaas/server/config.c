@@ -43,7 +43,7 @@ const kaas_config_key kaas_config_keys[] = {
 	{"log.retention.ms", KCFG_I64, OFF(log.retention_ms), -1, INT64_MAX, "604800000",
 	 "delete segments older than this (-1: keep forever)"},
 	{"log.retention.minutes", KCFG_MINUTES, OFF(log.retention_ms), -1, INT64_MAX / 60000, "",
-	 "the same in minutes (log.retention.ms wins when both are set)"},
+	 "the same in minutes (log.retention.ms wins over it, it wins over .hours)"},
 	{"log.retention.hours", KCFG_HOURS, OFF(log.retention_ms), -1, INT64_MAX / 3600000, "168",
 	 "the same in hours"},
 	{"log.retention.bytes", KCFG_I64, OFF(log.retention_bytes), -1, INT64_MAX, "-1",
@@ -72,8 +72,9 @@ const kaas_config_key kaas_config_keys[] = {
 	{"kaas.flush.threads", KCFG_I32, OFF(num_flush_threads), 1, 64, "2",
 	 "threads that fsync appended data (group commit) for acks=all and the high watermark"},
 	{"kaas.connection.max.buffered.bytes", KCFG_I64, OFF(queued_max_request_bytes), 65536,
-	 INT64_MAX, "67108864", "per connection: once unanswered requests plus unsent responses "
-	 "exceed this, the broker stops reading from it (backpressure)"},
+	 INT64_MAX, "67108864", "per connection (backpressure): with more unsent responses than "
+	 "this no further request is processed, with more unanswered requests plus unsent "
+	 "responses nothing more is read"},
 	{"kaas.shutdown.timeout.ms", KCFG_I64, OFF(shutdown_timeout_ms), 0, INT64_MAX, "30000",
 	 "on SIGTERM, how long in-flight requests may take before connections are closed"},
 	{"group.initial.rebalance.delay.ms", KCFG_I64, OFF(group_initial_rebalance_delay_ms), 0,
@@ -280,9 +281,13 @@ int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t er
 	}
 	char line[8192];
 	int lineno = 0, rc = 0;
-	/* log.retention.ms must win over .minutes/.hours whatever the order. */
-	int have_ret_ms = 0, have_roll_ms = 0;
-	int64_t ret_ms = 0, roll_ms = 0;
+	/* Kafka's precedence whatever the order of the lines: log.retention.ms >
+	 * .minutes > .hours, log.roll.ms > log.roll.hours. */
+	static const char *const prio[] = {"log.retention.ms", "log.retention.minutes",
+					   "log.retention.hours", "log.roll.ms", "log.roll.hours"};
+	enum { NPRIO = 5 };
+	int have[NPRIO] = {0};
+	int64_t pval[NPRIO] = {0};
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
@@ -316,18 +321,18 @@ int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t er
 			rc = r;
 			goto out;
 		}
-		if (strcmp(key, "log.retention.ms") == 0) {
-			have_ret_ms = 1;
-			ret_ms = c->log.retention_ms;
-		} else if (strcmp(key, "log.roll.ms") == 0) {
-			have_roll_ms = 1;
-			roll_ms = c->log.segment_ms;
-		}
+		for (int i = 0; i < NPRIO; i++)
+			if (strcmp(key, prio[i]) == 0) {
+				have[i] = 1;
+				pval[i] = i < 3 ? c->log.retention_ms : c->log.segment_ms;
+			}
 	}
-	if (have_ret_ms)
-		c->log.retention_ms = ret_ms;
-	if (have_roll_ms)
-		c->log.segment_ms = roll_ms;
+	for (int i = 2; i >= 0; i--) /* lowest priority first, so the highest is applied last */
+		if (have[i])
+			c->log.retention_ms = pval[i];
+	for (int i = 4; i >= 3; i--)
+		if (have[i])
+			c->log.segment_ms = pval[i];
 out:
 	fclose(f);
 	return rc;

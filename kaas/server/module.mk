@@ -9,11 +9,11 @@
 MODULES += broker
 broker_SRCS := kaas/server/config.c kaas/server/req.c kaas/server/ptable.c
 broker_USES := storage proto sub util
-broker_TESTS :=
+broker_TESTS := kaas/server/test/test_config.c kaas/server/test/test_ptable.c
 
 MODULES += server
 server_SRCS := kaas/server/server.c kaas/server/pool.c kaas/server/dispatch.c \
 	kaas/server/h_metadata.c kaas/server/h_produce.c kaas/server/h_fetch.c \
 	kaas/server/h_list_offsets.c
 server_USES := admin coord topics broker storage proto sub util
-server_TESTS :=
+server_TESTS := kaas/server/test/test_pool.c
