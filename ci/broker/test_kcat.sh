@@ -97,4 +97,15 @@ assert seen == 5 * n, (seen, 5 * n)
 print("ok after SIGTERM: %d manifests at their assigned epochs, no segment of a later epoch, "
       "high watermarks sum to %d" % (len(assign), seen))
 PY
+
+# A substrate without kernel descriptors (the fault backend wrapping a
+# directory): fetches are read into memory on the workers instead of sendfile.
+mkdir -p "$T/f"
+BROKER_LOG=$T/fault.log broker_start "fault:$T/f" --override log.segment.bytes=65536
+gen fb 1 5000 | timeout 120 kcat -b "$BROKER" -P -t kc-fault -K: -z lz4 -X acks=all || fail "produce on fault:"
+got=$(timeout 120 kcat -b "$BROKER" -C -t kc-fault -o beginning -e -q -f '%k:%s\n' | md5sum)
+[ "$got" = "$(gen fb 1 5000 | md5sum)" ] || fail "records read back through pread differ"
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "kaas on fault: exited $BROKER_RC"
+echo "ok without kernel descriptors (fault: substrate) fetches are served by pread"
 echo "test_kcat: all passed"

@@ -65,8 +65,11 @@ broker_start() {
 	BROKER_DATA=$1
 	shift
 	BROKER_ARGS=("$@")
-	BROKER_LOGFILE=${BROKER_LOG:-$BROKER_DATA.log}
-	mkdir -p "$BROKER_DATA"
+	BROKER_LOGFILE=${BROKER_LOG:-${BROKER_DATA##*:}.log}
+	case $BROKER_DATA in
+	*://* | posix:* | fault:*) ;; # a substrate URL: the caller prepares it
+	*) mkdir -p "$BROKER_DATA" ;;
+	esac
 	[ "${BROKER_NO_TRAP:-0}" = 1 ] || trap broker_cleanup EXIT
 	_broker_launch 0
 }
