@@ -144,7 +144,12 @@ sub_teardown() {
 				ip netns del "$what" 2>/dev/null || sub_log "could not delete netns $what"
 			fi ;;
 		loop)
-			losetup "$what" >/dev/null 2>&1 && losetup -d "$what" 2>/dev/null || true ;;
+			if losetup "$what" 2>/dev/null | grep -qF "$st"; then
+				losetup -d "$what" 2>/dev/null || true
+				# detaching completes when the last user lets go
+				sub_wait 10 eval "! losetup '$what' 2>/dev/null | grep -qF '$st'" ||
+					sub_log "loop device $what is still attached"
+			fi ;;
 		esac
 	done
 	mv -f "$st/resources" "$st/resources.done"

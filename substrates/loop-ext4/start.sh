@@ -1,9 +1,9 @@
 #!/bin/bash
 # substrates/loop-ext4/start.sh STATE — ext4 on a loop device over a sparse
 # image file, with a power-cut crash hook (crash.sh): the image is copied while
-# the filesystem is mounted, so the copy holds exactly what reached the "disk",
-# then the copy is journal-replayed and mounted in place of the original.
-# Data that fsync acknowledged must be in the copy.
+# the filesystem is mounted, so the copy holds exactly what reached the "disk";
+# the copy is journal-replayed and the crashed file is set back to what it
+# holds.  Data that fsync acknowledged must be in the copy.
 #
 # EATMYDATA=1 runs the tool under eatmydata (fsync made a no-op by
 # LD_PRELOAD): the same disk, but the writer lies about durability.
@@ -18,7 +18,6 @@ truncate -s "${size}M" "$STATE/disk.0.img"
 mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$STATE/disk.0.img"
 dev=$(losetup -f --show "$STATE/disk.0.img")
 sub_record loop "$dev"
-echo 0 >"$STATE/generation"
 sub_record mount "$STATE/mnt"
 # noauto_da_alloc: no implicit flush on rename-over-existing, so only an
 # explicit fsync makes data durable (as on most filesystems).

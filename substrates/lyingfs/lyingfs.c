@@ -7,12 +7,22 @@
  * Every operation is forwarded to BACKING_DIR.  In honest mode (the default)
  * writes go straight to the backing file and fsync is a real fsync, so data
  * survives a SIGKILL of this daemon.  In lying mode (--lying, or LYING=1 in
- * the environment) written data is kept in this process's memory until the
- * file is closed, and fsync returns success without doing anything: killing
- * the daemon loses everything written since the last close, including data
- * whose fsync "succeeded".  Closing a file publishes its data (FLUSH is
- * synchronous with close(2)), so close-to-open, rename and exclusive create
- * stay correct in both modes: only durability lies.
+ * the environment) written data stays in this process's memory and fsync
+ * returns success without doing anything.  Held data reaches the backing
+ * file when the process that opened the file closes it (close-to-open keeps
+ * working), or, like a page cache's writeback, LYING_WRITEBACK_MS (default
+ * 5000) after it was written when nobody closes it (a writer that died).
+ * Killing the daemon before that loses data whose fsync "succeeded".
+ *
+ * SIGUSR1 simulates a crash and restart of the daemon without taking the
+ * mount away (a real FUSE daemon's death ends its mount, and with it every
+ * descriptor the clients hold): everything held in memory is forgotten and
+ * reads show the backing file again.  The daemon logs one "crash" line per
+ * signal once it is done.  In honest mode nothing is held, so nothing is lost.
+ *
+ * Rename,
+ * exclusive create and unlink are forwarded at once in both modes: only
+ * durability lies.
  *
  * Kernel attribute and entry caching are off and unlinked-but-open files are
  * really unlinked (hard_remove), so the honest mode is a coherent filesystem
@@ -25,12 +35,14 @@
 #include <fcntl.h>
 #include <fuse3/fuse.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The data a lying mount holds back for one inode, shared by every handle
@@ -39,6 +51,8 @@ typedef struct lf_held {
 	dev_t dev;
 	ino_t ino;
 	int refs;          /* open handles that use it */
+	int dirty;         /* holds bytes the backing file does not have */
+	long long dirty_ms; /* when it became dirty (CLOCK_MONOTONIC) */
 	int fd;            /* a writable descriptor to publish through */
 	char *buf;
 	size_t len, cap;
@@ -55,7 +69,16 @@ typedef struct lf_file {
 static int g_root = -1;   /* directory descriptor of the backing tree */
 static int g_lying;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static lf_held *g_held;   /* all held inodes (few: one per open written file) */
+static lf_held *g_held;   /* held inodes: open, or dirty and waiting for writeback */
+static long long g_writeback_ms = 5000;
+static volatile sig_atomic_t g_crash_req; /* SIGUSR1s received */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* FUSE paths start with '/'; the backing calls take them relative to g_root. */
 static const char *rel(const char *path)
@@ -65,12 +88,30 @@ static const char *rel(const char *path)
 	return *path ? path : ".";
 }
 
-/* The thread group of the task behind the current request: FUSE reports
- * the calling thread, and any thread of the opener may close the file. */
-static pid_t caller_tgid(void)
+/* Who sent the current request: the thread group (FUSE reports the calling
+ * thread, and any thread of the opener may close the file) and whether the
+ * task is exiting (PF_EXITING in /proc/TID/stat): a killed process closes its
+ * files on the way out, which is not the writer closing them. */
+#define LF_PF_EXITING 0x4u
+static pid_t caller_tgid(int *exiting)
 {
 	pid_t tid = fuse_get_context()->pid, tgid = tid;
-	char path[64], line[128];
+	char path[64], line[512];
+	if (exiting) {
+		*exiting = 1; /* gone already: certainly not a normal close */
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(line, sizeof(line), f)) {
+				/* fields after "(comm) ": state ppid pgrp session tty tpgid flags */
+				char *p = strrchr(line, ')');
+				unsigned long flags = 0;
+				if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1)
+					*exiting = (flags & LF_PF_EXITING) != 0;
+			}
+			fclose(f);
+		}
+	}
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	FILE *f = fopen(path, "r");
 	if (!f)
@@ -170,17 +211,12 @@ static int held_publish(lf_held *h)
 	}
 	if (ftruncate(h->fd, (off_t)h->len) < 0)
 		return -errno;
+	h->dirty = 0;
 	return 0;
 }
 
-static void held_detach(lf_file *f)
+static void held_free(lf_held *h)
 {
-	lf_held *h = f->held;
-	if (!h)
-		return;
-	f->held = NULL;
-	if (--h->refs > 0)
-		return;
 	for (lf_held **pp = &g_held; *pp; pp = &(*pp)->next)
 		if (*pp == h) {
 			*pp = h->next;
@@ -189,6 +225,74 @@ static void held_detach(lf_file *f)
 	close(h->fd);
 	free(h->buf);
 	free(h);
+}
+
+/* Called with g_lock held: forget whatever was not published, as a daemon
+ * that died and came back would have.  Open handles keep their descriptors
+ * and see the backing file's contents from now on. */
+static void held_forget_all(int n)
+{
+	size_t lost = 0, files = 0;
+	for (lf_held *h = g_held, *next; h; h = next) {
+		next = h->next;
+		if (h->dirty) {
+			lost += h->len;
+			files++;
+		}
+		if (h->refs == 0) {
+			held_free(h);
+			continue;
+		}
+		struct stat st;
+		h->len = 0;
+		h->dirty = 0;
+		if (fstat(h->fd, &st) == 0 && held_reserve(h, (size_t)st.st_size + 1) == 0) {
+			ssize_t got = pread(h->fd, h->buf, (size_t)st.st_size, 0);
+			h->len = got > 0 ? (size_t)got : 0;
+		}
+	}
+	fprintf(stderr, "kaas-lyingfs: crash %d: forgot %zu held bytes of %zu files\n", n, lost, files);
+}
+
+static void on_crash_signal(int sig)
+{
+	(void)sig;
+	g_crash_req++;
+}
+
+/* The writeback of data nobody closed: a lying cache still writes back
+ * eventually, just not when fsync asks.  Also carries out simulated crashes. */
+static void *writeback_main(void *arg)
+{
+	(void)arg;
+	int crashes = 0;
+	for (;;) {
+		usleep(50 * 1000);
+		long long now = now_ms();
+		pthread_mutex_lock(&g_lock);
+		while (crashes != g_crash_req)
+			held_forget_all(++crashes);
+		for (lf_held *h = g_held, *next; h; h = next) {
+			next = h->next;
+			if (h->dirty && now - h->dirty_ms >= g_writeback_ms)
+				held_publish(h);
+			if (!h->dirty && h->refs == 0)
+				held_free(h);
+		}
+		pthread_mutex_unlock(&g_lock);
+	}
+	return NULL;
+}
+
+static void held_detach(lf_file *f)
+{
+	lf_held *h = f->held;
+	if (!h)
+		return;
+	f->held = NULL;
+	if (--h->refs > 0 || h->dirty)
+		return; /* dirty and unreferenced: the writeback thread frees it */
+	held_free(h);
 }
 
 /* A lying mount reports the size of the data it holds, not the backing
@@ -325,7 +429,7 @@ static int open_common(const char *path, int flags, mode_t mode, struct fuse_fil
 		return err;
 	}
 	f->writable = (flags & O_ACCMODE) != O_RDONLY;
-	f->owner = g_lying ? caller_tgid() : 0;
+	f->owner = g_lying ? caller_tgid(NULL) : 0;
 	fi->fh = (uint64_t)(uintptr_t)f;
 	return 0;
 }
@@ -389,6 +493,10 @@ static int lf_write(const char *path, const char *buf, size_t size, off_t off,
 		memcpy(h->buf + off, buf, size);
 		if ((size_t)off + size > h->len)
 			h->len = (size_t)off + size;
+		if (!h->dirty) {
+			h->dirty = 1;
+			h->dirty_ms = now_ms();
+		}
 		rc = (int)size;
 	}
 	pthread_mutex_unlock(&g_lock);
@@ -402,20 +510,20 @@ static int lf_statfs(const char *path, struct statvfs *st)
 }
 
 /* close(2) by the opener: the data becomes visible to other clients, honest
- * or not.  Every close of a copy of the descriptor also sends FLUSH, in
- * particular the exec of a child the writer forks (close-on-exec), e.g. the
- * crash command itself; those are not the writer closing its file, so the
- * data stays held. */
+ * or not.  Every close of a copy of the descriptor also sends FLUSH: the
+ * exec of a child the writer forked (close-on-exec), or the writer being
+ * killed.  Neither is the writer closing its file, so the data stays held
+ * for the writeback thread. */
 static int lf_flush(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
 	lf_file *f = file_of(fi);
-	int rc = 0;
+	int rc = 0, exiting = 0;
 	if (!g_lying)
 		return 0;
-	pid_t who = caller_tgid();
+	pid_t who = caller_tgid(&exiting);
 	pthread_mutex_lock(&g_lock);
-	if (f->held && who == f->owner)
+	if (f->held && f->held->dirty && who == f->owner && !exiting)
 		rc = held_publish(f->held);
 	pthread_mutex_unlock(&g_lock);
 	return rc;
@@ -426,8 +534,6 @@ static int lf_release(const char *path, struct fuse_file_info *fi)
 	(void)path;
 	lf_file *f = file_of(fi);
 	pthread_mutex_lock(&g_lock);
-	if (f->held)
-		held_publish(f->held);
 	held_detach(f);
 	pthread_mutex_unlock(&g_lock);
 	close(f->fd);
@@ -528,7 +634,9 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: kaas-lyingfs [--lying] BACKING_DIR MOUNTPOINT [FUSE options]\n"
 		     "  honest passthrough by default; --lying (or LYING=1) makes fsync a\n"
-		     "  no-op and holds written data in memory until the file is closed\n");
+		     "  no-op and holds written data in memory until the opener closes the\n"
+		     "  file (or LYING_WRITEBACK_MS, default 5000, after the write);\n"
+		     "  SIGUSR1 forgets all held data (a simulated daemon crash)\n");
 }
 
 int main(int argc, char **argv)
@@ -563,6 +671,23 @@ int main(int argc, char **argv)
 	fargv[fargc++] = argv[0];
 	while (i < argc)
 		fargv[fargc++] = argv[i++];
+	const char *wb = getenv("LYING_WRITEBACK_MS");
+	if (wb && *wb)
+		g_writeback_ms = atoll(wb);
+	/* the handler is installed before fuse_main, which keeps it (it only
+	 * sets handlers for signals that have none) */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_crash_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t t;
+	if (pthread_create(&t, NULL, writeback_main, NULL) != 0) {
+		fprintf(stderr, "kaas-lyingfs: cannot start the writeback thread\n");
+		return 1;
+	}
+	pthread_detach(t);
 	fprintf(stderr, "kaas-lyingfs: %s mode over %s\n", g_lying ? "LYING" : "honest", back);
 	umask(0);
 	int rc = fuse_main(fargc, fargv, &lf_ops, NULL);
