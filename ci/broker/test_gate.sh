@@ -56,6 +56,27 @@ done
 grep -q -- "--trust-unqualified" "$T/help" || fail "--help does not document --trust-unqualified"
 echo "ok --help documents the settings"
 
+# docs/broker.md lists exactly the APIs and versions of the dispatch table,
+# and every setting --help knows.
+"$BIN/kaas" --apis > "$T/apis"
+/usr/bin/python3 - "$T/apis" "$T/help" docs/broker.md <<'PY' || fail "docs/broker.md is out of date"
+import re, sys
+apis = {}
+for line in open(sys.argv[1]):
+    w = line.split()
+    lo, hi = w[2].split("-")
+    apis[int(w[0])] = (w[1], lo if lo == hi else w[2], w[4] if len(w) > 4 else "")
+doc = open(sys.argv[3]).read()
+rows = {}
+for m in re.finditer(r"^\| (\d+) \| (\w+) \| ([\d-]+) \| (\d*) ?\|$", doc, re.M):
+    rows[int(m.group(1))] = (m.group(2), m.group(3), m.group(4))
+assert rows == apis, "API table differs:\n docs %r\n kaas %r" % (rows, apis)
+keys = re.findall(r"^  (\S+) ", open(sys.argv[2]).read().split("\nsettings (")[1], re.M)
+missing = [k for k in keys if "| `%s` |" % k not in doc]
+assert not missing, "settings missing from docs/broker.md: %s" % missing
+print("ok docs/broker.md matches the dispatch table (%d APIs) and documents %d settings" % (len(apis), len(keys)))
+PY
+
 # No stamp: exit 78, naming the command that qualifies the volume.
 expect 78 "kaas-conform check $T/d --stamp" -- --data "$T/d" --listen 127.0.0.1:0
 [ ! -e "$T/d/__cluster/topics" ] || fail "the gate let the broker touch the registry"
