@@ -1,0 +1,235 @@
+// kafkajs_e2e.js — kafkajs 2 (pure JavaScript) against kaas, in phases that
+// test_kafkajs.sh runs around broker restarts.  Needs NODE_PATH to hold an
+// `npm install kafkajs@2`.
+//
+//   produce BOOT TOPIC RUN T0 FROM TO OUT [--idempotent] [--gzip]
+//       spec.py's records FROM..TO-1 in sends of 250 (partition i % 3,
+//       acks=-1); offsets of each record from its partition's baseOffset;
+//       appended to OUT ({"i", "p", "o"}).
+//   group BOOT TOPIC GROUP N OUT PROGRESS GO
+//       a consumer-group member (subscribe, fromBeginning, eachMessage)
+//       until it has N distinct records.  Half-way it writes PROGRESS and
+//       waits inside eachMessage until the file GO exists (the test restarts
+//       the broker meanwhile).  Redelivered records must equal the first
+//       delivery; the group's committed offsets end at the high watermarks.
+//   times BOOT TOPIC T0 OUT ID...
+//       admin.fetchTopicOffsetsByTimestamp for the times of records ID...
+//   admin BOOT DATA / admin-after BOOT DATA
+//       the admin API, then what survives a restart.
+'use strict'
+const fs = require('fs')
+const path = require('path')
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs')
+const spec = require('./spec.js')
+
+const [phase, boot, ...args] = process.argv.slice(2)
+const kafka = new Kafka({
+  clientId: 'kaas-interop-kafkajs',
+  brokers: [boot],
+  logLevel: process.env.KJ_LOG ? logLevel[process.env.KJ_LOG] : logLevel.NOTHING,
+  retry: { retries: 20, initialRetryTime: 200, maxRetryTime: 3000 }
+})
+
+function check (cond, what) {
+  if (!cond) {
+    console.error('FAIL:', what)
+    process.exit(1)
+  }
+}
+const ok = (what) => console.log('ok', what)
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const NPART = 3
+
+async function produce () {
+  const [topic, run, t0s, froms, tos, out, ...flags] = args
+  const t0 = Number(t0s)
+  const idem = flags.includes('--idempotent')
+  const p = kafka.producer({ idempotent: idem, maxInFlightRequests: idem ? 1 : 5, allowAutoTopicCreation: true })
+  await p.connect()
+  const lines = []
+  for (let from = Number(froms); from < Number(tos); from += 250) {
+    const ids = []
+    for (let i = from; i < Math.min(from + 250, Number(tos)); i++) ids.push(i)
+    const messages = ids.map((i) => ({
+      key: spec.keyOf(run, i),
+      value: spec.valueOf(run, i),
+      headers: spec.headersObject(spec.headersOf(run, i)),
+      timestamp: String(t0 + i),
+      partition: i % NPART
+    }))
+    const res = await p.send({
+      topic,
+      acks: -1,
+      compression: flags.includes('--gzip') ? CompressionTypes.GZIP : CompressionTypes.None,
+      messages
+    })
+    const base = {}
+    for (const r of res) {
+      check(r.errorCode === 0, `send: error ${r.errorCode}`)
+      base[r.partition] = Number(r.baseOffset)
+    }
+    const next = {}
+    for (const i of ids) {
+      const part = i % NPART
+      next[part] = next[part] || 0
+      lines.push(JSON.stringify({ i, p: part, o: base[part] + next[part]++ }))
+    }
+  }
+  await p.disconnect()
+  fs.appendFileSync(out, lines.join('\n') + '\n')
+  ok(`${topic}: ${lines.length} records acknowledged (acks=-1${idem ? ', idempotent' : ''}${flags.includes('--gzip') ? ', gzip' : ''})`)
+}
+
+async function group () {
+  const [topic, groupId, ns, out, progress, go] = args
+  const n = Number(ns)
+  // Small fetches, so that most of the records are fetched after the restart.
+  const c = kafka.consumer({ groupId, maxWaitTimeInMs: 100, maxBytesPerPartition: 16384, sessionTimeout: 10000, heartbeatInterval: 1000 })
+  const seen = new Map()
+  let redelivered = 0
+  let done
+  const finished = new Promise((resolve) => { done = resolve })
+  await c.connect()
+  await c.subscribe({ topic, fromBeginning: true })
+  await c.run({
+    eachMessage: async ({ partition, message }) => {
+      const rec = {
+        p: partition,
+        o: Number(message.offset),
+        k: spec.hx(message.key),
+        v: spec.hx(message.value),
+        h: spec.headersList(message.headers),
+        ts: Number(message.timestamp)
+      }
+      const k = `${rec.p}:${rec.o}`
+      if (seen.has(k)) {
+        redelivered++
+        check(JSON.stringify(seen.get(k)) === JSON.stringify(rec), `redelivered ${k} differs from the first delivery`)
+      } else {
+        seen.set(k, rec)
+        if (seen.size === Math.floor(n / 2)) {
+          fs.writeFileSync(progress, String(seen.size))
+          for (let w = 0; w < 1200 && !fs.existsSync(go); w++) await sleep(50)
+        }
+      }
+      if (seen.size >= n) done()
+    }
+  })
+  const timeout = setTimeout(() => check(false, `group: ${seen.size} of ${n} records after 180 s`), 180000)
+  await finished
+  clearTimeout(timeout)
+  await c.disconnect() // commits what was consumed
+  fs.writeFileSync(out, [...seen.values()].map((r) => JSON.stringify(r)).join('\n') + '\n')
+  const admin = kafka.admin()
+  await admin.connect()
+  const hw = await admin.fetchTopicOffsets(topic)
+  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] })
+  for (const { partition, high } of hw) {
+    const c0 = committed.partitions.find((x) => x.partition === partition)
+    check(c0 && c0.offset === high, `group ${groupId}: committed ${c0 && c0.offset} for partition ${partition}, high watermark ${high}`)
+  }
+  const groups = await admin.describeGroups([groupId])
+  check(groups.groups[0].state === 'Empty' && groups.groups[0].protocolType === 'consumer',
+    `describeGroups after the member left: ${JSON.stringify(groups.groups[0])}`)
+  await admin.disconnect()
+  ok(`group ${groupId}: ${seen.size} records (${redelivered} redelivered after the restart, identical), committed = high watermarks`)
+}
+
+async function times () {
+  const [topic, t0s, out, ...ids] = args
+  const admin = kafka.admin()
+  await admin.connect()
+  const hw = {}
+  for (const { partition, high } of await admin.fetchTopicOffsets(topic)) hw[partition] = high
+  const lines = []
+  for (const id of ids) {
+    const ts = Number(t0s) + Number(id)
+    for (const { partition, offset } of await admin.fetchTopicOffsetsByTimestamp(topic, ts)) {
+      // kafkajs reports "no record at or after ts" as the high watermark.
+      lines.push(JSON.stringify({ ts, p: partition, o: offset === hw[partition] ? -1 : Number(offset) }))
+    }
+  }
+  await admin.disconnect()
+  fs.writeFileSync(out, lines.join('\n') + '\n')
+  ok(`${topic}: fetchTopicOffsetsByTimestamp for ${ids.length} times`)
+}
+
+async function adminPhase () {
+  const [data] = args
+  const a = kafka.admin()
+  await a.connect()
+  const cluster = await a.describeCluster()
+  check(cluster.brokers.length === 1 && cluster.controller === cluster.brokers[0].nodeId && cluster.clusterId,
+    `describeCluster: ${JSON.stringify(cluster)}`)
+  check(await a.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic: 'kj-admin', numPartitions: 2, configEntries: [{ name: 'retention.ms', value: '7200000' }] }]
+  }), 'createTopics kj-admin')
+  check(!(await a.createTopics({ topics: [{ topic: 'kj-admin', numPartitions: 2 }] })),
+    'createTopics of an existing topic returns false')
+  let err = null
+  try {
+    await a.createTopics({ topics: [{ topic: '../kj', numPartitions: 1 }] })
+  } catch (e) { err = e }
+  check(err && JSON.stringify(err.errors || err.message).includes('INVALID_TOPIC_EXCEPTION'),
+    `createTopics ../kj: ${err}`)
+  check(!fs.existsSync(path.join(data, '..', 'kj')), '../kj touched the disk')
+  const md = await a.fetchTopicMetadata({ topics: ['kj-admin'] })
+  check(md.topics[0].partitions.length === 2, 'kj-admin has 2 partitions')
+  const cfg = await a.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-admin', configNames: ['retention.ms', 'cleanup.policy'] }]
+  })
+  const entries = Object.fromEntries(cfg.resources[0].configEntries.map((e) => [e.configName, e]))
+  check(entries['retention.ms'].configValue === '7200000' && !entries['retention.ms'].isDefault,
+    'describeConfigs: retention.ms override')
+  check(entries['cleanup.policy'].configValue === 'delete', 'describeConfigs: cleanup.policy')
+  check(cfg.resources[0].configEntries.length === 2, 'describeConfigs with configNames returns only those')
+  await a.alterConfigs({
+    validateOnly: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-admin', configEntries: [{ name: 'retention.bytes', value: '1048576' }] }]
+  })
+  await a.createPartitions({ topicPartitions: [{ topic: 'kj-admin', count: 4 }] }) // throws on an error
+  // (also refreshes the admin's metadata, which deleteTopicRecords uses as it is)
+  const md4 = await a.fetchTopicMetadata({ topics: ['kj-admin'] })
+  check(md4.topics[0].partitions.length === 4, 'kj-admin has 4 partitions after createPartitions')
+
+  const p = kafka.producer()
+  await p.connect()
+  await p.send({ topic: 'kj-admin', acks: -1, messages: [0, 1, 2, 3].map((i) => ({ partition: 3, value: `r${i}` })) })
+  await p.disconnect()
+  await a.deleteTopicRecords({ topic: 'kj-admin', partitions: [{ partition: 3, offset: '2' }] })
+  const offs = await a.fetchTopicOffsets('kj-admin')
+  const p3 = offs.find((x) => x.partition === 3)
+  check(offs.length === 4 && p3.low === '2' && p3.high === '4', `after deleteTopicRecords: ${JSON.stringify(offs)}`)
+  await a.disconnect()
+  ok('kafkajs admin: describeCluster, createTopics (exists, invalid name), fetchTopicMetadata, describeConfigs (configNames), alterConfigs, createPartitions, deleteTopicRecords, fetchTopicOffsets')
+}
+
+async function adminAfter () {
+  const a = kafka.admin()
+  await a.connect()
+  const cfg = await a.describeConfigs({
+    includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-admin' }]
+  })
+  const entries = Object.fromEntries(cfg.resources[0].configEntries.map((e) => [e.configName, e.configValue]))
+  check(entries['retention.bytes'] === '1048576' && entries['retention.ms'] === '604800000',
+    `alterConfigs replaced the overrides and survived the restart: ${entries['retention.bytes']} ${entries['retention.ms']}`)
+  const offs = await a.fetchTopicOffsets('kj-admin')
+  check(offs.length === 4 && offs.find((x) => x.partition === 3).low === '2', 'partitions and low watermark survived')
+  const { groups } = await a.listGroups()
+  check(groups.some((g) => g.groupId === 'kj-group'), `listGroups: ${JSON.stringify(groups)}`)
+  const del = await a.deleteGroups(['kj-group'])
+  check(del[0].errorCode === 0, `deleteGroups: ${JSON.stringify(del)}`)
+  await a.deleteTopics({ topics: ['kj-admin'] })
+  check(!(await a.listTopics()).includes('kj-admin'), 'deleteTopics kj-admin')
+  await a.disconnect()
+  ok('kafkajs admin after the restart: configs, partitions, low watermark kept; listGroups, deleteGroups, deleteTopics')
+}
+
+const phases = { produce, group, times, admin: adminPhase, 'admin-after': adminAfter }
+check(phases[phase], `unknown phase ${phase}`)
+phases[phase]().catch((e) => {
+  console.error('FAIL:', phase, e, JSON.stringify(e))
+  process.exit(1)
+})
