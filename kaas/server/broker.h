@@ -147,7 +147,8 @@ struct kaas_req {
 	int16_t api_version;
 	int32_t correlation_id;
 	kaas_str client_id;       /* slice of the frame; len -1 when null */
-	int flex;                 /* body uses KIP-482 encodings: pass to KRD_*_F/kaas_wr_* */
+	int flex;                 /* body uses KIP-482 encodings: the `flex` argument of
+	                             KRD_STR/KRD_ARRAY/KRD_TAGS and kaas_wr_str/array/tags */
 	int64_t received_ms;      /* monotonic ms when the frame had fully arrived */
 	uint64_t conn_id;         /* unique per connection, for logs */
 	const char *peer;         /* "ip:port" of the client, for logs */
@@ -167,7 +168,9 @@ int kaas_broker_run(kaas_broker *b, kaas_work_fn fn, void *arg);
 /* Runs fn(arg) on a worker thread after delay_ms (monotonic).  Returns a
  * handle or NULL (out of memory).  Every handle must be given back exactly
  * once with kaas_timer_cancel(), also after it fired: it returns 1 when fn
- * was prevented from running, 0 when fn has already started or finished. */
+ * was prevented from running, 0 when the timer had fired (fn has run, is
+ * running, or is queued to run: synchronise with fn yourself, e.g. with a
+ * reference count, before freeing what arg points to). */
 kaas_timer *kaas_timer_start(kaas_broker *b, int64_t delay_ms, kaas_work_fn fn, void *arg);
 int kaas_timer_cancel(kaas_broker *b, kaas_timer *t);
 
