@@ -364,7 +364,7 @@ static ssize_t nv_pread(sub_file *ff, void *buf, size_t n, uint64_t off)
 		size_t want = n - done < chunk ? n - done : chunk;
 		io_args a = {.fh = ffh(f), .off = off + done, .n = want};
 		nfs_call *c;
-		rc = sub_nfs_run_file_op(v, f, CALL_READ, want, st_pread, &a, &c);
+		rc = sub_nfs_run_file_op(v, f, CALL_READ | CALL_RETRANSMIT, want, st_pread, &a, &c);
 		if (rc > 0)
 			memcpy((char *)buf + done, c->rbuf, (size_t)rc);
 		sub_nfs_call_free(c);

@@ -87,15 +87,16 @@ typedef struct nfs_file {
 #define NF(f) ((nfs_file *)(f))
 
 enum call_kind { CALL_PLAIN, CALL_FH, CALL_STAT, CALL_STATVFS, CALL_DIR, CALL_READ };
-/* Or'ed into a kind: an NFSv3 request that only reads metadata (LOOKUP,
- * GETATTR, ACCESS, READDIR, FSSTAT).  nfs-ganesha 4.3 sometimes drops such a
+/* Or'ed into a kind: an NFSv3 request that only reads (LOOKUP, GETATTR,
+ * ACCESS, READDIR, FSSTAT, READ).  nfs-ganesha 4.3 sometimes drops such a
  * request (seen on handles that just went stale) and relies on the client
  * retransmitting, as a kernel client does after its timeout; libnfs never
  * retransmits.  These are sent with a short timeout and sent again until
- * the operation's timeout is used up. */
+ * the operation's timeout is used up.  WRITE and COMMIT are not: a slow
+ * server may legitimately take long over them. */
 #define CALL_RETRANSMIT 0x100
 #define CALL_KIND(k) ((k) & 0xff)
-#define RETRANSMIT_MS 2000
+#define RETRANSMIT_MS 3000
 
 /* A completion record.  Freed by the waiter once done, or by the callback
  * when the waiter gave up on it (abandoned). */
