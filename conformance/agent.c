@@ -37,10 +37,13 @@ typedef struct agent {
 	uv_loop_t *loop;
 	uv_tcp_t server;
 	uv_signal_t sig_chld, sig_term, sig_int;
+	uv_timer_t idle_timer;
 	const char *root;
 	char listen[300];
 	char host_id[400];
 	int keepalive_s;
+	int exit_when_idle_s;  /* 0: serve forever */
+	int64_t idle_since_ms; /* when the last session ended */
 	pid_t session; /* the session process, 0 when idle */
 	char peer[128];
 	int64_t session_since_ms;
@@ -49,6 +52,7 @@ typedef struct agent {
 
 static const char agent_usage[] =
 	"usage: kaas-conform agent --listen ADDR:PORT --root URL [--keepalive SECONDS]\n"
+	"                          [--exit-when-idle SECONDS]\n"
 	"\n"
 	"Serves one kaas-conform driver at a time (check --agent HOST:PORT).  URL is\n"
 	"this host's view of the volume under test (a mounted path or nfs://...).\n"
@@ -88,6 +92,7 @@ static void reap(agent *ag)
 		KLOG_INFO(COMP, "session %lu with %s ended after %lld ms (%s)", ag->sessions, ag->peer,
 			  (long long)(kaas_mono_ms() - ag->session_since_ms), how);
 		ag->session = 0;
+		ag->idle_since_ms = kaas_mono_ms();
 	}
 }
 
@@ -221,6 +226,20 @@ static void on_sigchld(uv_signal_t *h, int sig)
 	reap(h->data);
 }
 
+/* --exit-when-idle: once a driver has come and gone, and none came back
+ * within the grace time, the run is over (a batch Job's agents). */
+static void on_idle_tick(uv_timer_t *t)
+{
+	agent *ag = t->data;
+	reap(ag);
+	if (ag->sessions > 0 && !ag->session &&
+	    kaas_mono_ms() - ag->idle_since_ms >= (int64_t)ag->exit_when_idle_s * 1000) {
+		KLOG_INFO(COMP, "idle for %d s after %lu session(s): exiting", ag->exit_when_idle_s,
+			  ag->sessions);
+		uv_stop(ag->loop);
+	}
+}
+
 static void on_stop(uv_signal_t *h, int sig)
 {
 	agent *ag = h->data;
@@ -240,9 +259,9 @@ static int parse_args(int argc, char **argv, agent *ag, const char **listen, cha
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = NULL;
-		const char *names[] = {"--listen", "--root", "--keepalive"};
+		const char *names[] = {"--listen", "--root", "--keepalive", "--exit-when-idle"};
 		int which = -1;
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 4; k++) {
 			size_t n = strlen(names[k]);
 			if (strncmp(a, names[k], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
 				which = k;
@@ -267,11 +286,15 @@ static int parse_args(int argc, char **argv, agent *ag, const char **listen, cha
 		} else {
 			char *end;
 			long s = strtol(v, &end, 10);
-			if (*end || s < 1 || s > 3600) {
-				snprintf(err, errlen, "--keepalive: '%s' is not 1..3600 seconds", v);
+			if (!*v || *end || s < 1 || s > 86400 || (which == 2 && s > 3600)) {
+				snprintf(err, errlen, "%s: '%s' is not 1..%d seconds", names[which], v,
+					 which == 2 ? 3600 : 86400);
 				return -EINVAL;
 			}
-			ag->keepalive_s = (int)s;
+			if (which == 2)
+				ag->keepalive_s = (int)s;
+			else
+				ag->exit_when_idle_s = (int)s;
 		}
 	}
 	if (!*listen || !ag->root || !*ag->root) {
@@ -344,6 +367,10 @@ int kc_cmd_agent(int argc, char **argv)
 	uv_signal_start(&ag.sig_chld, on_sigchld, SIGCHLD);
 	uv_signal_start(&ag.sig_term, on_stop, SIGTERM);
 	uv_signal_start(&ag.sig_int, on_stop, SIGINT);
+	uv_timer_init(ag.loop, &ag.idle_timer);
+	ag.idle_timer.data = &ag;
+	if (ag.exit_when_idle_s)
+		uv_timer_start(&ag.idle_timer, on_idle_tick, 1000, 1000);
 	printf("kaas-conform agent %s listening on %s, root %s (%s %s), host %s\n", KC_VERSION, listen_at,
 	       ag.root, id.fstype, id.source, ag.host_id);
 	fflush(stdout);
@@ -352,6 +379,7 @@ int kc_cmd_agent(int argc, char **argv)
 	uv_close((uv_handle_t *)&ag.sig_chld, NULL);
 	uv_close((uv_handle_t *)&ag.sig_term, NULL);
 	uv_close((uv_handle_t *)&ag.sig_int, NULL);
+	uv_close((uv_handle_t *)&ag.idle_timer, NULL);
 	uv_run(ag.loop, UV_RUN_DEFAULT);
 	uv_loop_close(ag.loop);
 	return 0;

@@ -28,7 +28,7 @@ GANESHA="$ROOT/substrates/nfs-ganesha"
 WORK=$(mktemp -d /tmp/kc-e2e-agents.XXXXXX)
 TAG=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 HUB=kaasag-$TAG-hub
-AGNS=(kaasag-$TAG-a1 kaasag-$TAG-a2 kaasag-$TAG-a3)
+AGNS=("kaasag-$TAG-a1" "kaasag-$TAG-a2" "kaasag-$TAG-a3")
 AGIP=(10.99.0.11 10.99.0.12 10.99.0.13)
 AGPID=()
 PIDS=()
@@ -167,7 +167,7 @@ echo "ok: a driver that closes or vanishes (keepalive) frees the agent"
 timeout 300 ip netns exec "$HUB" "$KC" check "nfs://10.99.0.2/export?version=3" "${AGENTS[@]}" \
 	--no-progress --json dead.json >dead.out 2>dead.err &
 drv=$!
-PIDS+=($drv)
+PIDS+=("$drv")
 timeout 20 sh -c "until grep -q 'session [0-9]* with driver' '$WORK/agent2.log'; do sleep 0.05; done" ||
 	fail "the driver did not reach agent 2"
 sleep 1
@@ -189,3 +189,25 @@ timeout 60 ip netns exec "$HUB" "$KC" check "nfs://10.99.0.2/export?version=3" "
 [ "$rc" = 2 ] || fail "absent agents: exit $rc"
 grep -q "agent 10.99.0.11:7070 (actor 0): cannot connect" none.err || fail "absent agent: $(cat none.err)"
 echo "ok: an absent agent is reported before the run starts"
+
+# ---- --exit-when-idle: an agent of a batch job ends after its driver left -------------
+ip netns exec "${AGNS[0]}" "$KC" agent --listen "${AGIP[0]}:7070" --root "nfs://10.99.0.2/export?version=3" \
+	--exit-when-idle 1 >"$WORK/agent-idle.log" 2>&1 &
+AGPID=($!)
+timeout 10 sh -c "until grep -q listening '$WORK/agent-idle.log'; do sleep 0.05; done" || fail "idle agent did not start"
+sleep 2
+kill -0 "${AGPID[0]}" 2>/dev/null || fail "the agent exited before any driver came"
+ip netns exec "$HUB" "$PY" -c '
+import socket
+s = socket.create_connection(("10.99.0.11", 7070), timeout=5)
+assert b"\"ev\":\"agent\"" in s.makefile("rb").readline()
+s.close()
+'
+rc=0
+timeout 15 sh -c "while [ -d /proc/${AGPID[0]} ] && ! grep -q '^State:.*Z' /proc/${AGPID[0]}/status; do sleep 0.1; done" ||
+	fail "the agent did not exit when idle"
+wait "${AGPID[0]}" || rc=$?
+AGPID=()
+[ "$rc" = 0 ] || fail "idle exit status $rc"
+grep -q "idle for 1 s after 1 session" "$WORK/agent-idle.log" || fail "idle exit not logged"
+echo "ok: --exit-when-idle ends the agent after its driver left"
