@@ -218,10 +218,11 @@ static void finish(void *arg)
 
 static void gate_pass(fctx *c)
 {
-	if (atomic_fetch_sub(&c->gate, 1) == 1) {
-		if (kaas_broker_run(c->req->broker, finish, c))
-			finish(c); /* pool stopping: answer from here */
-	}
+	/* Never finish inline: this may run inside a watch callback, under the
+	 * partition table's lock.  The pool only refuses work after the event
+	 * loop has stopped, when no answer could be sent anyway. */
+	if (atomic_fetch_sub(&c->gate, 1) == 1 && kaas_broker_run(c->req->broker, finish, c))
+		KLOG_DEBUG("fetch", "shutting down: a parked fetch is dropped");
 }
 
 /* Watch callback (ptable lock held) and timer: only flags and posting. */
