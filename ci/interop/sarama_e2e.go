@@ -1,0 +1,303 @@
+// sarama_e2e.go — sarama (Go, Debian's golang-github-shopify-sarama-dev)
+// against kaas, in phases that test_sarama.sh runs around broker restarts.
+// Built in GOPATH mode; sarama never calls ApiVersions, so config.Version
+// says which request versions to use (2.1: record batches v2, zstd, Fetch
+// v10, Produce v7).
+//
+//	sarama_e2e admin BOOT TOPIC
+//	    ClusterAdmin: CreateTopic (3 partitions, configs), DescribeTopics,
+//	    DescribeConfig, DeleteTopic of a scratch topic.
+//	sarama_e2e produce BOOT TOPIC RUN T0 FROM TO OUT CODEC
+//	    SyncProducer.SendMessages of spec.py's records FROM..TO-1 (partition
+//	    i % 3, WaitForAll); each acknowledged record appended to OUT.
+//	sarama_e2e consume BOOT TOPIC OUT
+//	    a PartitionConsumer per partition from OffsetOldest to the high
+//	    watermark; spec.py's consumed lines.
+//	sarama_e2e times BOOT TOPIC T0 OUT ID...
+//	    Client.GetOffset for the times of records ID...
+//	sarama_e2e records BOOT TOPIC
+//	    ClusterAdmin.DeleteRecords below offset 10 of partition 0, then a
+//	    consumer from OffsetOldest starts there.
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/Shopify/sarama"
+)
+
+const nparts = 3
+
+func check(cond bool, format string, a ...interface{}) {
+	if !cond {
+		fmt.Fprintf(os.Stderr, "FAIL: "+format+"\n", a...)
+		os.Exit(1)
+	}
+}
+
+func must(err error, what string) {
+	check(err == nil, "%s: %v", what, err)
+}
+
+func ok(format string, a ...interface{}) { fmt.Printf("ok "+format+"\n", a...) }
+
+// Record i of run, as spec.py builds it.
+func keyOf(run string, i int) []byte {
+	if i%101 == 7 {
+		return nil
+	}
+	return []byte(fmt.Sprintf("%s-k%d", run, i))
+}
+
+func valueOf(run string, i int) []byte {
+	if i%211 == 13 {
+		return nil
+	}
+	if i%53 == 11 {
+		return []byte{}
+	}
+	v := []byte(fmt.Sprintf("%s-v%d-", run, i))
+	for j := 0; j < i%64; j++ {
+		v = append(v, byte((i*7+j)%256))
+	}
+	return v
+}
+
+func headersOf(run string, i int) []sarama.RecordHeader {
+	if i%10 == 3 {
+		return nil
+	}
+	h := []sarama.RecordHeader{{Key: []byte("seq"), Value: []byte(strconv.Itoa(i))}}
+	if i%17 == 0 {
+		h = append(h, sarama.RecordHeader{Key: []byte("seq"), Value: []byte("dup")})
+	}
+	h = append(h, sarama.RecordHeader{Key: []byte("run"), Value: []byte(run)})
+	if i%5 == 0 {
+		h = append(h, sarama.RecordHeader{Key: []byte("bin"), Value: []byte{byte(i % 256), 0, 255}})
+	}
+	return h
+}
+
+func hx(b []byte) interface{} {
+	if b == nil {
+		return nil
+	}
+	return hex.EncodeToString(b)
+}
+
+func encoder(b []byte) sarama.Encoder {
+	if b == nil {
+		return nil
+	}
+	return sarama.ByteEncoder(b)
+}
+
+func config() *sarama.Config {
+	c := sarama.NewConfig()
+	c.Version = sarama.V2_1_0_0
+	c.ClientID = "kaas-interop-sarama"
+	c.Metadata.Retry.Max = 30
+	c.Metadata.Retry.Backoff = 500 * time.Millisecond
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Return.Successes = true
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Retry.Max = 10
+	c.Consumer.Return.Errors = true
+	c.Consumer.MaxWaitTime = 100 * time.Millisecond
+	return c
+}
+
+func appendLines(path string, lines []string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0644)
+	must(err, "open "+path)
+	for _, l := range lines {
+		_, err = f.WriteString(l + "\n")
+		must(err, "write "+path)
+	}
+	must(f.Close(), "close "+path)
+}
+
+func jsonLine(v interface{}) string {
+	b, err := json.Marshal(v)
+	must(err, "json")
+	return string(b)
+}
+
+func admin(boot, topic string) {
+	a, err := sarama.NewClusterAdmin([]string{boot}, config())
+	must(err, "NewClusterAdmin")
+	defer a.Close()
+	ret := "3600000"
+	must(a.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: nparts, ReplicationFactor: 1,
+		ConfigEntries: map[string]*string{"retention.ms": &ret}}, false), "CreateTopic")
+	err = a.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
+	check(err != nil, "creating %s twice succeeded", topic)
+	md, err := a.DescribeTopics([]string{topic})
+	must(err, "DescribeTopics")
+	check(len(md) == 1 && md[0].Err == sarama.ErrNoError && len(md[0].Partitions) == nparts,
+		"DescribeTopics %s: %+v", topic, md)
+	entries, err := a.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	must(err, "DescribeConfig")
+	found := false
+	for _, e := range entries {
+		if e.Name == "retention.ms" {
+			found = e.Value == "3600000" && !e.Default
+		}
+	}
+	check(found, "DescribeConfig: retention.ms override missing")
+	must(a.CreateTopic("sr-scratch", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false), "CreateTopic scratch")
+	must(a.DeleteTopic("sr-scratch"), "DeleteTopic")
+	ok("sarama ClusterAdmin: CreateTopic (configs; twice refused), DescribeTopics, DescribeConfig, DeleteTopic")
+}
+
+func produce(boot, topic, run string, t0 int64, from, to int, out, codec string) {
+	c := config()
+	switch codec {
+	case "zstd":
+		c.Producer.Compression = sarama.CompressionZSTD
+	case "snappy":
+		c.Producer.Compression = sarama.CompressionSnappy
+	case "lz4":
+		c.Producer.Compression = sarama.CompressionLZ4
+	case "gzip":
+		c.Producer.Compression = sarama.CompressionGZIP
+	}
+	p, err := sarama.NewSyncProducer([]string{boot}, c)
+	must(err, "NewSyncProducer")
+	n := 0
+	for first := from; first < to; first += 500 {
+		var msgs []*sarama.ProducerMessage
+		for i := first; i < to && i < first+500; i++ {
+			msgs = append(msgs, &sarama.ProducerMessage{
+				Topic: topic, Key: encoder(keyOf(run, i)), Value: encoder(valueOf(run, i)),
+				Headers: headersOf(run, i), Timestamp: time.Unix(0, (t0+int64(i))*int64(time.Millisecond)),
+				Partition: int32(i % nparts), Metadata: i,
+			})
+		}
+		must(p.SendMessages(msgs), "SendMessages")
+		var lines []string
+		for _, m := range msgs {
+			lines = append(lines, jsonLine(map[string]interface{}{"i": m.Metadata, "p": m.Partition, "o": m.Offset}))
+		}
+		appendLines(out, lines)
+		n += len(msgs)
+	}
+	must(p.Close(), "close producer")
+	ok("%s: %d records acknowledged (SyncProducer, WaitForAll, %s)", topic, n, codec)
+}
+
+func consume(boot, topic, out string) {
+	client, err := sarama.NewClient([]string{boot}, config())
+	must(err, "NewClient")
+	defer client.Close()
+	cons, err := sarama.NewConsumerFromClient(client)
+	must(err, "NewConsumer")
+	defer cons.Close()
+	parts, err := client.Partitions(topic)
+	must(err, "Partitions")
+	var lines []string
+	for _, p := range parts {
+		hw, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		must(err, "GetOffset newest")
+		if hw == 0 {
+			continue
+		}
+		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
+		must(err, "ConsumePartition")
+		deadline := time.After(120 * time.Second)
+		for next := int64(-1); next < hw-1; {
+			select {
+			case m := <-pc.Messages():
+				hs := [][]interface{}{}
+				for _, h := range m.Headers {
+					hs = append(hs, []interface{}{string(h.Key), hx(h.Value)})
+				}
+				lines = append(lines, jsonLine(map[string]interface{}{"p": m.Partition, "o": m.Offset,
+					"k": hx(m.Key), "v": hx(m.Value), "h": hs, "ts": m.Timestamp.UnixNano() / int64(time.Millisecond)}))
+				next = m.Offset
+			case e := <-pc.Errors():
+				check(false, "partition %d: %v", p, e)
+			case <-deadline:
+				check(false, "partition %d: stuck before offset %d", p, hw)
+			}
+		}
+		must(pc.Close(), "close partition consumer")
+	}
+	os.Remove(out)
+	appendLines(out, lines)
+	ok("%s: consumed %d records from %d partitions with PartitionConsumer", topic, len(lines), len(parts))
+}
+
+func times(boot, topic string, t0 int64, out string, ids []string) {
+	client, err := sarama.NewClient([]string{boot}, config())
+	must(err, "NewClient")
+	defer client.Close()
+	var lines []string
+	for _, s := range ids {
+		id, _ := strconv.ParseInt(s, 10, 64)
+		for p := int32(0); p < nparts; p++ {
+			off, err := client.GetOffset(topic, p, t0+id)
+			must(err, "GetOffset by time")
+			lines = append(lines, jsonLine(map[string]interface{}{"ts": t0 + id, "p": p, "o": off}))
+		}
+	}
+	os.Remove(out)
+	appendLines(out, lines)
+	ok("%s: GetOffset by time for %d times", topic, len(ids))
+}
+
+func records(boot, topic string) {
+	a, err := sarama.NewClusterAdmin([]string{boot}, config())
+	must(err, "NewClusterAdmin")
+	must(a.DeleteRecords(topic, map[int32]int64{0: 10}), "DeleteRecords")
+	a.Close()
+	client, err := sarama.NewClient([]string{boot}, config())
+	must(err, "NewClient")
+	defer client.Close()
+	low, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
+	must(err, "GetOffset oldest")
+	check(low == 10, "after DeleteRecords the oldest offset is %d, want 10", low)
+	cons, err := sarama.NewConsumerFromClient(client)
+	must(err, "NewConsumer")
+	pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	must(err, "ConsumePartition")
+	select {
+	case m := <-pc.Messages():
+		check(m.Offset == 10, "first record after DeleteRecords at offset %d", m.Offset)
+	case e := <-pc.Errors():
+		check(false, "consume after DeleteRecords: %v", e)
+	case <-time.After(60 * time.Second):
+		check(false, "nothing consumed after DeleteRecords")
+	}
+	pc.Close()
+	cons.Close()
+	ok("%s: DeleteRecords moved the log start to 10; OffsetOldest starts there", topic)
+}
+
+func main() {
+	a := os.Args[1:]
+	check(len(a) >= 3, "usage: sarama_e2e PHASE BOOT TOPIC ...")
+	switch a[0] {
+	case "admin":
+		admin(a[1], a[2])
+	case "produce":
+		t0, _ := strconv.ParseInt(a[4], 10, 64)
+		from, _ := strconv.Atoi(a[5])
+		to, _ := strconv.Atoi(a[6])
+		produce(a[1], a[2], a[3], t0, from, to, a[7], a[8])
+	case "consume":
+		consume(a[1], a[2], a[3])
+	case "times":
+		t0, _ := strconv.ParseInt(a[3], 10, 64)
+		times(a[1], a[2], t0, a[4], a[5:])
+	case "records":
+		records(a[1], a[2])
+	default:
+		check(false, "unknown phase %s", a[0])
+	}
+}
