@@ -13,9 +13,11 @@
  *
  * Long polls: when fewer than min_bytes are available and max_wait_ms > 0,
  * the request parks: a watch on every partition (woken when a flush moves
- * its high watermark past the fetch offset) and a timer for max_wait_ms.
- * Whichever fires first re-runs the read on a worker and answers.  The
- * connection goes on with its next request meanwhile.
+ * its high watermark past what the first read saw) and a timer for
+ * max_wait_ms.  Whichever fires first re-runs the read on a worker and
+ * answers with what is there then (with min_bytes > 1 that can be less than
+ * min_bytes: new data ends the wait).  The connection goes on with its next
+ * request meanwhile.
  *
  * Fetch sessions (KIP-227, v7+): kaas does not keep sessions.  A full fetch
  * (session_id 0) is answered with session_id 0, which tells the client to
@@ -43,6 +45,7 @@ typedef struct fpart {
 	int64_t offset;
 	int64_t log_start;
 	int32_t max_bytes;
+	int64_t hw_seen; /* high watermark at the first pass: a long poll waits for more */
 } fpart;
 
 typedef struct ftopic {
@@ -126,6 +129,7 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w)
 				}
 			}
 			int64_t hw = -1, lso = -1, lstart = -1;
+			fp->hw_seen = -1;
 			if (err == KERR_NONE) {
 				if (have_plan) {
 					hw = plan.high_watermark;
@@ -136,6 +140,7 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w)
 					lso = hw;
 					lstart = kaas_partition_log_start(ref.p);
 				}
+				fp->hw_seen = hw;
 			}
 			/* A later partition that does not fit the response budget sends no records. */
 			if (have_plan && plan.total > 0 && !first_data && (int64_t)plan.total > budget) {
@@ -342,7 +347,11 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 				wake(c); /* it went away meanwhile: answer */
 				continue;
 			}
-			kaas_watch *w = kaas_ptable_watch(&ref, t->parts[k].offset, wake, c);
+			/* Wake when data beyond what the first pass saw is durable. */
+			int64_t at = t->parts[k].offset;
+			if (t->parts[k].hw_seen > at)
+				at = t->parts[k].hw_seen;
+			kaas_watch *w = kaas_ptable_watch(&ref, at, wake, c);
 			kaas_pref_put(&ref);
 			if (w)
 				c->watches[c->nwatch++] = w;
