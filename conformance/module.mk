@@ -16,7 +16,8 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
 	conformance/run.c conformance/agent.c conformance/agent_client.c conformance/agent_net.c
 conform_USES := stamp sub util
-conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c
+conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c \
+	conformance/test/test_agent.c
 
 BINS += kaas-conform
 kaas-conform_MAIN := conformance/main.c
