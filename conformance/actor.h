@@ -135,4 +135,8 @@ int kc_step_fsync_probe(kc_step *st);
  * process, and does it differ from the one that defines `write`? */
 int kc_symbol_interposed(const char *name, char *object, size_t objlen);
 
+/* Exposed for unit tests: is a listing (sorted or not) exactly the names
+ * f0..f(files-1), each once? */
+int kc_listing_complete(char *const *names, size_t n, int64_t files);
+
 #endif

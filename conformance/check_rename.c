@@ -18,7 +18,10 @@
  *          complete is a partially moved directory (object stores copy
  *          directory entries one by one).  Seeing both names or neither is
  *          an artefact of listing them one after the other and is only
- *          counted.
+ *          counted.  The listers keep listing until the renamer has done
+ *          its --iterations renames, and at least --iterations rounds each:
+ *          a local directory renames in microseconds, and listers that
+ *          stopped with the renamer might have listed nothing at all.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -76,9 +76,18 @@ kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
 		       C("dir.listings"), viol);
 		return KC_FAIL;
 	}
-	if (ok == 0) {
-		sb_add(&b, "inconclusive: no reader completed a read (%lld attempts, ESTALE %lld)",
-		       reads, estale);
+	/* Each variant tests something the others cannot (a held target, a
+	 * directory), so each must have verified something of its own. */
+	const char *idle = C("plain.ok") == 0 ? "plain"
+			   : C("held.ok") == 0 ? "held"
+			   : C("dir.complete") == 0 ? "dir"
+						  : NULL;
+	if (idle) {
+		sb_add(&b, "inconclusive: the %s variant verified nothing (%lld reads, %lld directory listings",
+		       idle, reads, C("dir.listings"));
+		if (estale)
+			sb_add(&b, ", ESTALE retried %lld times", estale);
+		sb_add(&b, ")");
 		return KC_WARN;
 	}
 	sb_add(&b, "%lld renames, %lld verified reads, %lld directory listings: none missing, torn or going backwards",
@@ -126,8 +135,9 @@ kc_verdict kc_judge_cto(const json_t *counts, char *summary, size_t len)
 		       reads, viol);
 		return KC_FAIL;
 	}
-	if (reads == 0) {
-		sb_add(&b, "inconclusive: no read ran");
+	if (C("same.reads") == 0 || C("grow.reads") == 0) {
+		sb_add(&b, "inconclusive: no read of the %s rewrites ran",
+		       C("same.reads") == 0 ? "same-size" : "growing");
 		return KC_WARN;
 	}
 	sb_add(&b, "%lld same-size and %lld growing rewrites: every open after close saw the new version",

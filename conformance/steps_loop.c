@@ -7,7 +7,8 @@
  *                  current target open), rename over the target
  *   rename_reader  open + read + verify the target, over and over
  *   dir_renamer    rename a directory of K files back and forth
- *   dir_lister     list both names of that directory, over and over
+ *   dir_lister     list both names of that directory, over and over, at
+ *                  least "iterations" times and then until "stop"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -350,20 +351,32 @@ int kc_step_dir_renamer(kc_step *st)
 	return 0;
 }
 
-/* Does names[] hold exactly f0..f(K-1)? */
-static int complete_listing(char **names, size_t n, int64_t files)
+int kc_listing_complete(char *const *names, size_t n, int64_t files)
 {
 	if ((int64_t)n != files)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
+	char *seen = calloc((size_t)files + 1, 1);
+	if (!seen)
+		return 0;
+	int ok = 1;
+	for (size_t i = 0; i < n && ok; i++) {
 		char *end;
-		if (names[i][0] != 'f')
-			return 0;
-		long long k = strtoll(names[i] + 1, &end, 10);
-		if (*end || k < 0 || k >= files)
-			return 0;
+		const char *d = names[i] + 1;
+		/* f0..f(K-1) exactly as written: no sign, no leading zero. */
+		if (names[i][0] != 'f' || *d < '0' || *d > '9' || (d[0] == '0' && d[1])) {
+			ok = 0;
+			break;
+		}
+		long long k = strtoll(d, &end, 10);
+		/* A name listed twice hides a missing one (readdir during a
+		 * copy can repeat entries). */
+		if (*end || k < 0 || k >= files || seen[k])
+			ok = 0;
+		else
+			seen[k] = 1;
 	}
-	return 1;
+	free(seen);
+	return ok;
 }
 
 int kc_step_dir_lister(kc_step *st)
@@ -376,15 +389,17 @@ int kc_step_dir_lister(kc_step *st)
 		return rc;
 	sub_vfs *v = st->as->vfs;
 	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
-	static const char *const keys[] = {"listings", "complete", "partial", "absent",
+	static const char *const keys[] = {"rounds", "listings", "complete", "partial", "absent",
 					   "both_present", "neither_present", "estale", "errors"};
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		kc_count_add(counts, keys[k], 0);
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
 	int64_t n = 0, bad = 0;
-	while (!kc_step_should_stop(st)) {
+	/* The stop waits in the channel until the minimum is done. */
+	while (n < d.iterations || !kc_step_should_stop(st)) {
 		n++;
+		kc_count_add(counts, "rounds", 1);
 		int present = 0;
 		for (int side = 0; side < 2; side++) {
 			const char *p = side ? d.pb : d.pa;
@@ -411,7 +426,7 @@ int kc_step_dir_lister(kc_step *st)
 			}
 			present++;
 			kc_count_add(counts, "listings", 1);
-			if (complete_listing(names, cnt, d.files)) {
+			if (kc_listing_complete(names, cnt, d.files)) {
 				kc_count_add(counts, "complete", 1);
 			} else {
 				kc_count_add(counts, "partial", 1);

@@ -68,18 +68,92 @@ static json_t *counts(const char *spec)
 		json_decref(c_);                                                          \
 	} while (0)
 
+/* What every variant needs to be conclusive, so that a single counter added
+ * to it decides the verdict. */
+#define RENAME_OK "plain.ok=50 held.ok=40 dir.complete=30 dir.listings=30 "
+#define CTO_OK "same.reads=10 same.ok=10 grow.reads=10 grow.ok=10 "
+
+/* Every counter documented as a violation fails its check on its own, in
+ * every variant: a key dropped from a judge's list would pass silently. */
+START_TEST(judges_fail_on_every_violation_counter)
+{
+	static const char *const file_keys[] = {"missing", "read_enoent", "empty", "short",
+						"long", "torn", "backwards", "errors",
+						"write_errors", "rename_errors", "hold_errors"};
+	static const char *const dir_keys[] = {"partial", "errors", "rename_errors"};
+	static const char *const excl_keys[] = {"multi_winner", "no_winner", "loser_eperm",
+						"loser_other", "content_mismatch",
+						"winner_write_errors"};
+	static const char *const cto_keys[] = {"stale", "short", "long", "torn", "empty",
+					       "missing", "future", "errors", "write_errors"};
+	static const char *const rcopy_keys[] = {"inode_changed", "time_grows", "old_fd_broken",
+						 "content_mismatch", "rename_errors"};
+	static const char *const unlink_keys[] = {"rmdir_after_close_failed", "space_not_freed",
+						  "hidden_after_close"};
+	static const char *const fsync_keys[] = {"interposed_actors", "crash_lost"};
+	char spec[512], key[128];
+	for (int v = 0; v < 2; v++) {
+		const char *var = v ? "held" : "plain";
+		for (size_t i = 0; i < sizeof(file_keys) / sizeof(file_keys[0]); i++) {
+			snprintf(spec, sizeof(spec), RENAME_OK "%s.%s=1", var, file_keys[i]);
+			snprintf(key, sizeof(key), "%s %s 1", var, file_keys[i]);
+			JUDGE(kc_judge_rename, spec, KC_FAIL, key);
+		}
+	}
+	for (size_t i = 0; i < sizeof(dir_keys) / sizeof(dir_keys[0]); i++) {
+		snprintf(spec, sizeof(spec), RENAME_OK "dir.%s=2", dir_keys[i]);
+		snprintf(key, sizeof(key), "dir %s 2", dir_keys[i]);
+		JUDGE(kc_judge_rename, spec, KC_FAIL, key);
+	}
+	for (size_t i = 0; i < sizeof(excl_keys) / sizeof(excl_keys[0]); i++) {
+		snprintf(spec, sizeof(spec), "rounds=10 racers=3 one_winner=10 loser_eexist=19 %s=1",
+			 excl_keys[i]);
+		snprintf(key, sizeof(key), "%s 1", excl_keys[i]);
+		JUDGE(kc_judge_excl, spec, KC_FAIL, key);
+	}
+	for (int v = 0; v < 2; v++) {
+		const char *var = v ? "grow" : "same";
+		for (size_t i = 0; i < sizeof(cto_keys) / sizeof(cto_keys[0]); i++) {
+			snprintf(spec, sizeof(spec), CTO_OK "%s.%s=1", var, cto_keys[i]);
+			snprintf(key, sizeof(key), "%s %s 1", var, cto_keys[i]);
+			JUDGE(kc_judge_cto, spec, KC_FAIL, key);
+		}
+	}
+	for (size_t i = 0; i < sizeof(rcopy_keys) / sizeof(rcopy_keys[0]); i++) {
+		snprintf(spec, sizeof(spec), "ratio_x100=100 %s=1", rcopy_keys[i]);
+		JUDGE(kc_judge_rcopy, spec, KC_FAIL, "");
+	}
+	for (size_t i = 0; i < sizeof(unlink_keys) / sizeof(unlink_keys[0]); i++) {
+		snprintf(spec, sizeof(spec), "hidden_while_open=1 %s=1", unlink_keys[i]);
+		JUDGE(kc_judge_unlink, spec, KC_FAIL, "after the holder closed");
+	}
+	for (size_t i = 0; i < sizeof(fsync_keys) / sizeof(fsync_keys[0]); i++) {
+		snprintf(spec, sizeof(spec), "raw_fsync_ns=200000 open_ns=3000 crash_bytes=100 %s=1",
+			 fsync_keys[i]);
+		JUDGE(kc_judge_fsync, spec, KC_FAIL, "");
+	}
+}
+END_TEST
+
 START_TEST(judges_decide_from_counts)
 {
-	JUDGE(kc_judge_rename, "plain.renames=10 plain.reads=50 plain.ok=50 held.ok=5 dir.listings=9",
-	      KC_PASS, "none missing");
-	JUDGE(kc_judge_rename, "plain.ok=50 held.ok=40 held.missing=3", KC_FAIL, "held missing 3");
-	JUDGE(kc_judge_rename, "plain.ok=50 dir.partial=2 dir.listings=7", KC_FAIL, "dir partial 2");
-	JUDGE(kc_judge_rename, "plain.ok=50 plain.backwards=1", KC_FAIL, "plain backwards 1");
+	JUDGE(kc_judge_rename, "plain.renames=10 plain.reads=50 " RENAME_OK, KC_PASS, "none missing");
+	JUDGE(kc_judge_rename, RENAME_OK "held.missing=3", KC_FAIL, "held missing 3");
+	JUDGE(kc_judge_rename, RENAME_OK "dir.partial=2", KC_FAIL, "dir partial 2");
+	JUDGE(kc_judge_rename, RENAME_OK "plain.backwards=1", KC_FAIL, "plain backwards 1");
 	/* ESTALE is retried and reported, never a violation. */
-	JUDGE(kc_judge_rename, "plain.ok=50 plain.estale_open=7", KC_PASS, "ESTALE retried 7");
-	JUDGE(kc_judge_rename, "plain.reads=9 plain.estale_open=9", KC_WARN, "inconclusive");
+	JUDGE(kc_judge_rename, RENAME_OK "plain.estale_open=7", KC_PASS, "ESTALE retried 7");
+	/* A variant that verified nothing leaves the check inconclusive, even
+	 * when the others verified plenty. */
+	JUDGE(kc_judge_rename, "held.ok=40 dir.complete=30 plain.reads=9 plain.estale_open=9",
+	      KC_WARN, "inconclusive");
+	JUDGE(kc_judge_rename, "held.ok=40 dir.complete=30 plain.reads=9 plain.estale_open=9",
+	      KC_WARN, "ESTALE retried 9");
+	JUDGE(kc_judge_rename, "plain.ok=50 dir.complete=30", KC_WARN, "held");
+	JUDGE(kc_judge_rename, "plain.ok=50 held.ok=40 dir.absent=60 dir.neither_present=30", KC_WARN,
+	      "dir");
 	/* Sampling artefacts of the directory variant do not count. */
-	JUDGE(kc_judge_rename, "plain.ok=5 dir.both_present=4 dir.neither_present=3", KC_PASS, "none");
+	JUDGE(kc_judge_rename, RENAME_OK "dir.both_present=4 dir.neither_present=3", KC_PASS, "none");
 
 	JUDGE(kc_judge_excl, "rounds=10 racers=3 one_winner=10 loser_eexist=20", KC_PASS,
 	      "exactly one winner");
@@ -89,8 +163,10 @@ START_TEST(judges_decide_from_counts)
 	      "loser_eperm 20");
 	JUDGE(kc_judge_excl, "rounds=0", KC_WARN, "inconclusive");
 
-	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10 grow.reads=10 grow.ok=10", KC_PASS,
-	      "every open after close");
+	JUDGE(kc_judge_cto, CTO_OK, KC_PASS, "every open after close");
+	/* Both kinds of rewrite must have been read back. */
+	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10", KC_WARN, "grow");
+	JUDGE(kc_judge_cto, "grow.reads=10 grow.ok=10", KC_WARN, "same");
 	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10 grow.reads=10 grow.ok=7 grow.short=3",
 	      KC_FAIL, "grow short 3");
 	JUDGE(kc_judge_cto, "same.reads=10 same.stale=10", KC_FAIL, "same stale 10");
@@ -106,6 +182,8 @@ START_TEST(judges_decide_from_counts)
 	JUDGE(kc_judge_fsync, "crash_lost=1 crash_bytes=100 crash_bytes_lost=100", KC_FAIL,
 	      "100 of 100 bytes lost");
 	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_ns=1000 open_ns=5000", KC_WARN, "suspicious");
+	JUDGE(kc_judge_fsync, "libc_faster=1 raw_fsync_ns=300000 libc_fsync_ns=700", KC_WARN,
+	      "libc fsync");
 
 	JUDGE(kc_judge_rcopy, "ratio_x100=104", KC_PASS, "ratio 1.04");
 	JUDGE(kc_judge_rcopy, "ratio_x100=8000 time_grows=1", KC_FAIL, "80.00x");
@@ -373,6 +451,25 @@ START_TEST(preflight_refuses_and_explains)
 }
 END_TEST
 
+START_TEST(directory_listing_must_be_exact)
+{
+	char *full[] = {"f0", "f1", "f2", "f3"};
+	char *shuffled[] = {"f2", "f0", "f3", "f1"};
+	char *dup[] = {"f0", "f1", "f1", "f3"};
+	char *extra[] = {"f0", "f1", "f2", "f3", ".fuse_hidden0001"};
+	char *odd[] = {"f0", "f01", "f2", "f3"};
+	char *signs[] = {"f0", "f+1", "f2", "f3"};
+	ck_assert_int_eq(kc_listing_complete(full, 4, 4), 1);
+	ck_assert_int_eq(kc_listing_complete(shuffled, 4, 4), 1);
+	ck_assert_int_eq(kc_listing_complete(full, 3, 4), 0);
+	ck_assert_int_eq(kc_listing_complete(dup, 4, 4), 0);
+	ck_assert_int_eq(kc_listing_complete(extra, 5, 4), 0);
+	ck_assert_int_eq(kc_listing_complete(odd, 4, 4), 0);
+	ck_assert_int_eq(kc_listing_complete(signs, 4, 4), 0);
+	ck_assert_int_eq(kc_listing_complete(full, 4, 5), 0);
+}
+END_TEST
+
 #ifdef __SANITIZE_ADDRESS__
 START_TEST(interposition_is_seen_by_dladdr)
 {
@@ -505,11 +602,13 @@ int main(void)
 	TCase *t = tcase_create("logic");
 	tcase_add_test(t, verdicts_order_and_exit_codes);
 	tcase_add_test(t, judges_decide_from_counts);
+	tcase_add_test(t, judges_fail_on_every_violation_counter);
 	tcase_add_test(t, overall_verdict_and_reproduce_hint);
 	tcase_add_test(t, result_store_prefixes_and_caps);
 	tcase_add_test(t, options_parse_and_reject);
 	tcase_add_test(t, payload_classification);
 	tcase_add_test(t, preflight_refuses_and_explains);
+	tcase_add_test(t, directory_listing_must_be_exact);
 #ifdef __SANITIZE_ADDRESS__
 	tcase_add_test(t, interposition_is_seen_by_dladdr);
 #endif
