@@ -573,9 +573,16 @@ START_TEST(hung_server_times_out)
 	int rc = sub_stat_path(v, p, &st);
 	char buf[8];
 	ssize_t r = sub_pread(f, buf, sizeof(buf), 0);
+	/* A new client cannot even mount: it fails too, it does not hang. */
+	char url[128], err[512] = "";
+	snprintf(url, sizeof(url), "nfs://127.0.0.1/export?version=%d&timeout_ms=2000", ver);
+	sub_vfs *w = NULL;
+	int orc = sub_open_url(url, &w, err, sizeof(err));
 	ck_assert_int_eq(kill(pid, SIGCONT), 0);
 	ck_assert_int_eq(rc, -ETIMEDOUT);
 	ck_assert_int_eq(r, -ETIMEDOUT);
+	ck_assert_int_eq(orc, -ETIMEDOUT);
+	ck_assert_int_gt(strlen(err), 0);
 	sub_close(f);
 	/* A new session is made for path operations. */
 	expect_file(v, p, "before");
