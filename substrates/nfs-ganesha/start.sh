@@ -14,6 +14,10 @@
 #   --lease  NFSv4 lease lifetime (default 10 s; short so that dead clients'
 #         state goes away quickly).
 #
+# The environment may preset the FSAL (NFS_FSAL=vfs|mem, for callers of the
+# common substrate contract that pass only STATEDIR) and the NFS version of
+# SUB_URL (NFS_VERSION=3|4); arguments win over NFS_FSAL.
+#
 # STATEDIR is created if missing and must not hold a running instance.  On
 # success the script prints shell assignments (also saved in STATEDIR/env):
 #
