@@ -13,8 +13,10 @@
  *     Metadata operations are synchronous, as an NFS server commits them
  *     before it replies;
  *   - a lying fsync (writes held in memory until close), rename done as copy +
- *     unlink (object-store mounts), O_EXCL ignored, and a client cache that
- *     breaks close-to-open.
+ *     unlink (object-store mounts), an open file renamed over or unlinked
+ *     by first moving it aside to .fuse_hidden* (libfuse), O_EXCL ignored or
+ *     its loser told EPERM (SFTP), and client caches that break
+ *     close-to-open (whole contents, or only the size).
  *
  * One recursive mutex per vfs serialises everything, inner calls included:
  * this backend is for tests, where determinism matters more than overlap.
@@ -37,6 +39,7 @@
 #define FAULT_CHUNK 4096             /* rename=copy transfer size */
 #define FAULT_SECTOR 512             /* torn writes break at these boundaries */
 #define FAULT_CTO_MAX (1u << 20)     /* cto=stale caches files up to this size */
+enum { CTO_STRICT = 0, CTO_STALE, CTO_SIZE };
 #define FAULT_UNDO_MAX_DEFAULT (256ull << 20)
 
 /* ---- operations and options ---------------------------------------------- */
@@ -126,9 +129,11 @@ typedef struct fnode {
 	sub_file *keep;           /* a writable inner handle kept past close for undo */
 	undo_rec *undo, *undo_tail;
 	held_op *held, *held_tail;
+	char *hidden;             /* rename=hide: its .fuse_hidden name until the last close */
 } fnode;
 
-/* cto=stale: the contents this client saw at its first open of a path. */
+/* cto=stale: the contents this client saw at its first open of a path;
+ * cto=size: only their size (data is NULL). */
 typedef struct cto_entry {
 	struct cto_entry *next;
 	char *path;
@@ -150,7 +155,8 @@ typedef struct fault_vfs {
 	enum crash_mode crash_mode;
 	uint64_t undo_max;
 	uint64_t copy_delay_us;
-	int fsync_lie, rename_copy, excl_broken, cto_stale;
+	int fsync_lie, rename_copy, rename_hide, excl_broken, excl_eperm;
+	int cto_stale; /* CTO_STRICT, CTO_STALE or CTO_SIZE */
 	fault_rule *rules;
 	/* state */
 	uint64_t calls[OP_COUNT];
@@ -159,6 +165,7 @@ typedef struct fault_vfs {
 	uint64_t rng;
 	uint64_t seq;
 	uint64_t mem; /* undo + held + cache bytes */
+	uint64_t hides; /* rename=hide: names handed out */
 	fnode *nodes;
 	cto_entry *cache;
 	sub_fault_hook_fn hook;
@@ -467,6 +474,7 @@ static void node_maybe_free(fault_vfs *fv, fnode *nd)
 		node_unlist(fv, nd);
 	if (nd->keep)
 		sub_close(nd->keep);
+	free(nd->hidden);
 	free(nd);
 }
 
@@ -500,7 +508,8 @@ static void cto_put(fault_vfs *fv, cto_entry *e)
 	if (e->refs > 0)
 		e->refs--;
 	if (e->refs == 0 && !e->linked) {
-		mem_release(fv, e->len);
+		if (e->data)
+			mem_release(fv, e->len);
 		free(e->data);
 		free(e->path);
 		free(e);
@@ -838,6 +847,21 @@ static cto_entry *cto_snapshot(fault_vfs *fv, fault_file *ff)
 		e->refs++;
 		return e;
 	}
+	if (fv->cto_stale == CTO_SIZE) {
+		sub_stat st;
+		if (sub_fstat(ff->inner, &st) != 0 || !(e = calloc(1, sizeof(*e))))
+			return NULL;
+		if (!(e->path = strdup(ff->path))) {
+			free(e);
+			return NULL;
+		}
+		e->len = (size_t)held_size(ff->node, st.size);
+		e->linked = 1;
+		e->refs = 1;
+		e->next = fv->cache;
+		fv->cache = e;
+		return e;
+	}
 	unsigned char *data = malloc(FAULT_CTO_MAX + 1);
 	if (!data)
 		return NULL;
@@ -898,6 +922,7 @@ static int fw_open(sub_vfs *v, const char *path, int flags, unsigned mode, sub_f
 	int iflags = flags;
 	if (fv->excl_broken)
 		iflags &= ~O_EXCL;
+	int excl_create = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
 	ff->flags = flags;
 	ff->can_read = acc != O_WRONLY;
 	ff->can_write = acc != O_RDONLY;
@@ -912,6 +937,10 @@ static int fw_open(sub_vfs *v, const char *path, int flags, unsigned mode, sub_f
 	} else {
 		rc = sub_open(fv->inner, path, iflags, mode, &ff->inner);
 	}
+	/* An SFTP server answers a lost exclusive create with a generic
+	 * failure, which sshfs turns into EPERM. */
+	if (rc == -EEXIST && excl_create && fv->excl_eperm)
+		rc = -EPERM;
 	if (rc)
 		goto out;
 
@@ -1006,6 +1035,7 @@ static int fw_close(sub_file *f)
 	int rc = enter(fv, OP_CLOSE, ff->path, NULL);
 	sub_file *in = ff->inner;
 	fnode *nd = ff->node;
+	char *hidden = NULL;
 	if (nd) {
 		if (!fv->crashed && nd->held && ff->can_write) {
 			int frc = held_flush(fv, ff);
@@ -1013,6 +1043,15 @@ static int fw_close(sub_file *f)
 				rc = frc;
 		}
 		file_detach(ff);
+		if (nd->refs == 0 && nd->hidden) {
+			/* rename=hide: the last close removes the hidden name, and
+			 * with it the file's last name. */
+			hidden = nd->hidden;
+			nd->hidden = NULL;
+			undo_clear(fv, nd);
+			node_unlist(fv, nd);
+			nd->dead = 1;
+		}
 		if (!fv->crashed && nd->undo && !nd->keep && ff->can_write) {
 			nd->keep = in; /* the undo records need a writable handle */
 			in = NULL;
@@ -1023,6 +1062,14 @@ static int fw_close(sub_file *f)
 		int crc = sub_close(in);
 		if (!rc)
 			rc = crc;
+	}
+	if (hidden) {
+		if (!fv->crashed) {
+			int urc = sub_unlink(fv->inner, hidden);
+			if (!rc && urc != -ENOENT)
+				rc = urc;
+		}
+		free(hidden);
 	}
 	cto_put(fv, ff->cache);
 	free(ff->path);
@@ -1043,9 +1090,13 @@ static ssize_t fw_pread(sub_file *f, void *buf, size_t n, uint64_t off)
 			size_t k = off < e->len ? e->len - (size_t)off : 0;
 			if (k > n)
 				k = n;
-			if (k)
-				memcpy(buf, e->data + off, k);
-			rc = (ssize_t)k;
+			if (!e->data)
+				rc = k ? overlay_read(ff, buf, k, off) : 0; /* fresh bytes, cached size */
+			else {
+				if (k)
+					memcpy(buf, e->data + off, k);
+				rc = (ssize_t)k;
+			}
 		} else if (!ff->can_read) {
 			rc = -EBADF;
 		} else {
@@ -1363,6 +1414,40 @@ static int rename_copy(fault_vfs *fv, const char *from, const char *to)
 	return copy_tree(fv, from, to, 1);
 }
 
+/* rename=hide, as libfuse does for a file its client still has open: move
+ * path aside to .fuse_hidden<ino><n> in the same directory, so the open
+ * descriptors keep a name to work on, and pause before going on.  1 when
+ * path was hidden, 0 when nobody here holds it open, or -errno. */
+static int hide_if_open(fault_vfs *fv, const char *path)
+{
+	sub_stat st;
+	if (sub_stat_path(fv->inner, path, &st) != 0 || !S_ISREG(st.mode))
+		return 0;
+	fnode *nd = node_find(fv, st.dev, st.ino);
+	if (!nd || nd->refs == 0 || nd->hidden)
+		return 0;
+	const char *slash = strrchr(path, '/');
+	int dlen = slash ? (int)(slash - path) + 1 : 0;
+	char hidden[SUB_PATH_MAX];
+	int n = snprintf(hidden, sizeof(hidden), "%.*s.fuse_hidden%016" PRIx64 "%08" PRIx64, dlen, path,
+			 st.ino, ++fv->hides);
+	if (n < 0 || (size_t)n >= sizeof(hidden))
+		return -ENAMETOOLONG;
+	int rc = sub_rename(fv->inner, path, hidden);
+	if (rc)
+		return rc;
+	if (!(nd->hidden = strdup(hidden)))
+		return -ENOMEM;
+	fire_hook(fv, "rename-hide", hidden);
+	if (fv->copy_delay_us) {
+		struct timespec ts = {(time_t)(fv->copy_delay_us / 1000000),
+				      (long)(fv->copy_delay_us % 1000000) * 1000};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+	return 1;
+}
+
 static int fw_rename(sub_vfs *v, const char *from, const char *to)
 {
 	fault_vfs *fv = FV(v);
@@ -1380,6 +1465,8 @@ static int fw_rename(sub_vfs *v, const char *from, const char *to)
 	} else {
 		sub_stat tst, fst;
 		int last;
+		if (fv->rename_hide && strcmp(from, to) != 0 && (rc = hide_if_open(fv, to)) < 0)
+			goto out;
 		last_link(fv, to, &last, &tst);
 		rc = sub_rename(fv->inner, from, to);
 		if (rc == 0 && last && !(sub_stat_path(fv->inner, to, &fst) == 0 &&
@@ -1404,6 +1491,11 @@ static int fw_unlink(sub_vfs *v, const char *path)
 	cto_invalidate(fv, path);
 	sub_stat st;
 	int last;
+	if (fv->rename_hide && (rc = hide_if_open(fv, path)) != 0) {
+		if (rc > 0)
+			rc = 0; /* hidden, removed at the last close */
+		goto out;
+	}
 	last_link(fv, path, &last, &st);
 	rc = sub_unlink(fv->inner, path);
 	if (rc == 0 && last)
@@ -1571,6 +1663,7 @@ static void fw_destroy(sub_vfs *v)
 		fnode *next = nd->next;
 		undo_clear(fv, nd);
 		held_clear(fv, nd);
+		free(nd->hidden); /* left behind, as by a killed FUSE daemon */
 		free(nd);
 		nd = next;
 	}
@@ -1705,26 +1798,30 @@ static int parse_option(fault_vfs *fv, const char *opt, size_t optlen, char *err
 		else
 			OPT_ERR("fsync must be lie or honest");
 	} else if (IS("rename")) {
+		fv->rename_copy = fv->rename_hide = 0;
 		if (VAL("copy"))
 			fv->rename_copy = 1;
-		else if (VAL("atomic"))
-			fv->rename_copy = 0;
-		else
-			OPT_ERR("rename must be copy or atomic");
+		else if (VAL("hide"))
+			fv->rename_hide = 1;
+		else if (!VAL("atomic"))
+			OPT_ERR("rename must be copy, hide or atomic");
 	} else if (IS("excl")) {
+		fv->excl_broken = fv->excl_eperm = 0;
 		if (VAL("broken"))
 			fv->excl_broken = 1;
-		else if (VAL("atomic"))
-			fv->excl_broken = 0;
-		else
-			OPT_ERR("excl must be broken or atomic");
+		else if (VAL("eperm"))
+			fv->excl_eperm = 1;
+		else if (!VAL("atomic"))
+			OPT_ERR("excl must be broken, eperm or atomic");
 	} else if (IS("cto")) {
 		if (VAL("stale"))
-			fv->cto_stale = 1;
+			fv->cto_stale = CTO_STALE;
+		else if (VAL("size"))
+			fv->cto_stale = CTO_SIZE;
 		else if (VAL("strict"))
-			fv->cto_stale = 0;
+			fv->cto_stale = CTO_STRICT;
 		else
-			OPT_ERR("cto must be stale or strict");
+			OPT_ERR("cto must be stale, size or strict");
 	} else if (IS("fail") || IS("failpath")) {
 		/* fail=<op>:<n>[+]:<ERRNO>   failpath=<glob>:<op>:<ERRNO>
 		 * Split at the last two ':' so a glob may contain ':'. */

@@ -52,6 +52,8 @@ uint64_t sub_fault_mutations(sub_vfs *vfs);
  *                        what = the target file being filled;
  *   "rename-copy-entry"  rename=copy moved one entry of a directory;
  *                        what = that entry's new path;
+ *   "rename-hide"        rename=hide moved a file open here aside before a
+ *                        rename over it or its unlink; what = the hidden name;
  *   "crash-change"       a crash decided the fate of one unsynced change, in
  *                        the order the changes were made (all files): what =
  *                        "keep", "drop" or "torn:<offset>" (the change reached

@@ -1,8 +1,9 @@
 /*
  * test_sub_fault.c — the fault backend: error injection, the crash model
  * (reverts, torn writes, crash_after replay), fsync=lie, rename=copy,
- * excl=broken, cto=stale, option parsing.  What a crash left behind is always
- * checked through a plain posix vfs on the same directory.
+ * rename=hide, excl=broken, excl=eperm, cto=stale, cto=size, option
+ * parsing.  What a crash left behind is always checked through a plain posix
+ * vfs on the same directory.
  */
 #include <check.h>
 #include <errno.h>
@@ -879,6 +880,114 @@ START_TEST(excl_broken_lets_two_creators_win)
 }
 END_TEST
 
+/* ---- excl=eperm ----------------------------------------------------------- */
+
+START_TEST(excl_eperm_tells_the_loser_eperm)
+{
+	sub_vfs *v1 = fault_open("excl=eperm"), *v2 = fault_open("excl=eperm");
+	ck_assert_int_eq(sub_create_excl(v1, "claim", "me", 2), 0);
+	ck_assert_int_eq(sub_create_excl(v2, "claim", "you", 3), -EPERM);
+	ck_assert_int_eq(sub_create_excl(v1, "claim", "me again", 8), -EPERM);
+	assert_content("claim", "me");
+	/* Only the answer to a lost exclusive create changes. */
+	sub_file *f = NULL;
+	ck_assert_int_eq(sub_open(v2, "claim", O_CREAT | O_WRONLY, 0644, &f), 0);
+	ck_assert_int_eq(sub_close(f), 0);
+	ck_assert_int_eq(sub_open(v2, "nodir/x", O_CREAT | O_EXCL | O_WRONLY, 0644, &f), -ENOENT);
+	ck_assert_int_eq(sub_mkdir(v2, "dir", 0755), 0);
+	ck_assert_int_eq(sub_mkdir(v2, "dir", 0755), -EEXIST);
+	sub_destroy(v1);
+	sub_destroy(v2);
+}
+END_TEST
+
+/* ---- rename=hide ---------------------------------------------------------- */
+
+typedef struct hide_watch {
+	int hides;
+	int target_missing; /* the target's name was gone while hidden */
+	char hidden[256];
+} hide_watch;
+
+static void hide_hook(void *arg, const char *point, const char *what)
+{
+	hide_watch *w = arg;
+	if (strcmp(point, "rename-hide") != 0)
+		return;
+	w->hides++;
+	snprintf(w->hidden, sizeof(w->hidden), "%s", what);
+	sub_stat st;
+	w->target_missing = sub_stat_path(plain, "d/t", &st) == -ENOENT &&
+			    sub_stat_path(plain, what, &st) == 0;
+}
+
+/* Names in d other than "t" that start with ".fuse_hidden". */
+static int hidden_in_d(void)
+{
+	char **names;
+	size_t n;
+	int k = 0;
+	ck_assert_int_eq(sub_list(plain, "d", &names, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		k += strncmp(names[i], ".fuse_hidden", 12) == 0;
+	sub_names_free(names, n);
+	return k;
+}
+
+START_TEST(rename_hide_moves_an_open_target_aside)
+{
+	ck_assert_int_eq(sub_mkdir(plain, "d", 0755), 0);
+	put("d/t", "old");
+	put("d/n", "new");
+	sub_vfs *v = fault_open("rename=hide&copy_delay_us=0");
+	hide_watch w = {0};
+	ck_assert_int_eq(sub_fault_set_hook(v, hide_hook, &w), 0);
+	sub_file *held = NULL;
+	char buf[3];
+	ck_assert_int_eq(sub_open(v, "d/t", O_RDONLY, 0, &held), 0);
+	ck_assert_int_eq(sub_rename(v, "d/n", "d/t"), 0);
+	/* Between hiding the old target and the rename, the name was gone. */
+	ck_assert_int_eq(w.hides, 1);
+	ck_assert_int_eq(w.target_missing, 1);
+	ck_assert_int_eq(strncmp(w.hidden, "d/.fuse_hidden", 14), 0);
+	assert_content("d/t", "new");
+	ck_assert_int_eq(hidden_in_d(), 1);
+	ck_assert_int_eq(sub_pread_full(held, buf, 3, 0), 0);
+	ck_assert_int_eq(memcmp(buf, "old", 3), 0);
+	/* The hidden file goes with the last close. */
+	ck_assert_int_eq(sub_close(held), 0);
+	ck_assert_int_eq(hidden_in_d(), 0);
+
+	/* A target nobody here holds is replaced directly. */
+	put("d/n", "newer");
+	ck_assert_int_eq(sub_rename(v, "d/n", "d/t"), 0);
+	ck_assert_int_eq(w.hides, 1);
+	assert_content("d/t", "newer");
+
+	/* Unlinking a file held open hides it until it is closed. */
+	ck_assert_int_eq(sub_open(v, "d/t", O_RDONLY, 0, &held), 0);
+	ck_assert_int_eq(sub_unlink(v, "d/t"), 0);
+	sub_stat st;
+	ck_assert_int_eq(sub_stat_path(plain, "d/t", &st), -ENOENT);
+	ck_assert_int_eq(hidden_in_d(), 1);
+	ck_assert_int_eq(sub_close(held), 0);
+	ck_assert_int_eq(hidden_in_d(), 0);
+	ck_assert_int_eq(sub_rmdir(v, "d"), 0);
+	sub_destroy(v);
+
+	/* Control: the default rename never hides. */
+	ck_assert_int_eq(sub_mkdir(plain, "d", 0755), 0);
+	put("d/t", "old");
+	put("d/n", "new");
+	v = fault_open("");
+	ck_assert_int_eq(sub_open(v, "d/t", O_RDONLY, 0, &held), 0);
+	ck_assert_int_eq(sub_rename(v, "d/n", "d/t"), 0);
+	ck_assert_int_eq(hidden_in_d(), 0);
+	ck_assert_int_eq(sub_close(held), 0);
+	sub_destroy(v);
+}
+END_TEST
+
 /* ---- cto=stale ------------------------------------------------------------ */
 
 static char *vread(sub_vfs *v, const char *path)
@@ -927,6 +1036,50 @@ START_TEST(cto_stale_serves_first_contents)
 	ck_assert_int_eq(sub_close(f), 0);
 	s = vread(v, "f");
 	ck_assert_str_eq(s, "mine, in place");
+	free(s);
+	sub_destroy(fresh);
+	sub_destroy(v);
+}
+END_TEST
+
+START_TEST(cto_size_keeps_the_first_size)
+{
+	put("f", "version-1");
+	sub_vfs *v = fault_open("cto=size"), *fresh = fault_open("");
+	char *s = vread(v, "f");
+	ck_assert_str_eq(s, "version-1");
+	free(s);
+
+	/* Another client grows the file: new bytes, but only as many as the
+	 * size this client cached (a FUSE attribute cache). */
+	put("f", "VERSION-2, longer");
+	s = vread(v, "f");
+	ck_assert_str_eq(s, "VERSION-2");
+	free(s);
+	sub_stat st;
+	ck_assert_int_eq(sub_stat_path(v, "f", &st), 0);
+	ck_assert_uint_eq(st.size, 9);
+	sub_file *f = NULL;
+	ck_assert_int_eq(sub_open(v, "f", O_RDONLY, 0, &f), 0);
+	ck_assert_int_eq(sub_fstat(f, &st), 0);
+	ck_assert_uint_eq(st.size, 9);
+	ck_assert_int_eq(sub_close(f), 0);
+	s = vread(fresh, "f");
+	ck_assert_str_eq(s, "VERSION-2, longer");
+	free(s);
+
+	/* A same-size rewrite in place is seen whole. */
+	ck_assert_int_eq(sub_open(plain, "f", O_WRONLY | O_TRUNC, 0, &f), 0);
+	write_str(f, "version-3", 0);
+	ck_assert_int_eq(sub_close(f), 0);
+	s = vread(v, "f");
+	ck_assert_str_eq(s, "version-3");
+	free(s);
+
+	/* Its own writes drop the cached size. */
+	ck_assert_int_eq(sub_write_atomic(v, "f", "mine, and longer", 16), 0);
+	s = vread(v, "f");
+	ck_assert_str_eq(s, "mine, and longer");
 	free(s);
 	sub_destroy(fresh);
 	sub_destroy(v);
@@ -1076,6 +1229,9 @@ int main(void)
 	tcase_add_test(tc, rename_copy_is_a_new_inode_and_not_atomic);
 	tcase_add_test(tc, excl_broken_lets_two_creators_win);
 	tcase_add_test(tc, cto_stale_serves_first_contents);
+	tcase_add_test(tc, excl_eperm_tells_the_loser_eperm);
+	tcase_add_test(tc, rename_hide_moves_an_open_target_aside);
+	tcase_add_test(tc, cto_size_keeps_the_first_size);
 	tcase_add_test(tc, bad_options_are_rejected);
 	tcase_add_test(tc, options_follow_the_last_question_mark);
 	tcase_add_test(tc, mutation_counting_and_api_checks);
