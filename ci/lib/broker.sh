@@ -14,6 +14,10 @@
 # happened; broker_start installs it in the EXIT trap unless
 # BROKER_NO_TRAP=1 (then call it from your own trap).
 #
+# BROKER_WRAP (optional) is a command prefix for the broker, e.g.
+# "nsenter --net=/run/netns/NAME" to run it inside a test network namespace
+# (the prefix must exec the broker so that BROKER_PID is the broker).
+#
 # Needs: BIN (the directory holding kaas; default bin), bash.
 
 : "${BIN:=bin}"
@@ -79,8 +83,9 @@ _broker_launch() {
 	[ "${BROKER_QUALIFIED:-0}" = 1 ] && trust=()
 	touch "$BROKER_LOGFILE"
 	local start=$(( $(wc -l < "$BROKER_LOGFILE") + 1 ))
-	"$BIN/kaas" --data "$BROKER_DATA" --listen "127.0.0.1:$port" "${trust[@]}" "${BROKER_ARGS[@]}" \
-		>>"$BROKER_LOGFILE" 2>&1 &
+	# shellcheck disable=SC2086 # BROKER_WRAP is a word list
+	${BROKER_WRAP:-} "$BIN/kaas" --data "$BROKER_DATA" --listen "127.0.0.1:$port" "${trust[@]}" \
+		"${BROKER_ARGS[@]}" >>"$BROKER_LOGFILE" 2>&1 &
 	BROKER_PID=$!
 	_broker_wait_ready "$BROKER_LOGFILE" "$start"
 }
