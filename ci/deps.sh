@@ -1,5 +1,5 @@
 #!/bin/bash
-# ci/deps.sh build|test — install the Debian 12 packages kaas needs that are
+# ci/deps.sh build|test|bench — install the Debian 12 packages kaas needs that are
 # missing.  Idempotent: when everything is present it only runs dpkg queries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +13,12 @@ TEST_PKGS=(clang libclang-rt-14-dev iproute2 procps psmisc util-linux e2fsprogs
 	kcat librdkafka-dev python3 python3-confluent-kafka python3-kafka
 	eatmydata golang-go golang-github-shopify-sarama-dev nodejs npm)
 
+# What `make bench` adds (ci/bench/run.sh): plots and instruction counts.
+BENCH_PKGS=(gnuplot-nox valgrind)
+
 want=("${BUILD_PKGS[@]}")
 [ "${1:-build}" = test ] && want+=("${TEST_PKGS[@]}")
+[ "${1:-build}" = bench ] && want+=("${TEST_PKGS[@]}" "${BENCH_PKGS[@]}")
 
 missing=()
 for p in "${want[@]}"; do
