@@ -109,6 +109,13 @@ static int variant_run(kc_run *r, kc_result *res, const char *dir, const char *v
 	snprintf(path, sizeof(path), "%s/%s", dir, variant);
 	uint64_t tag = kc_run_tag(r, KC_CHK_CTO, 0, variant);
 	int n = r->drv.n;
+	static const char *const zero[] = {"reads", "ok", "stale", "short", "long", "torn", "empty",
+					   "missing", "future", "errors", "write_errors", "estale"};
+	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++) {
+		char key[64];
+		snprintf(key, sizeof(key), "%s.%s", variant, zero[k]);
+		kc_result_count(res, key, 0); /* every counter is in the report */
+	}
 	kc_run_variant(r, variant);
 	r->manual = 1;
 	int rc = write_once(r, res, variant, path, 0, tag);

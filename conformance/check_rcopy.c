@@ -93,6 +93,10 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 	json_int_t hs = 0, hb = 0, ino_s, ino_b;
 	int rc, cur = 0;
 	res->iterations = ROUNDS;
+	static const char *const zero[] = {"inode_changed", "time_grows", "old_fd_broken",
+					   "content_mismatch", "rename_errors"};
+	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
+		kc_result_count(res, zero[k], 0); /* every counter is in the report */
 	kc_run_variant(r, "setup");
 	if ((rc = call(r, A, "file_write",
 		       json_pack("{s:s,s:I,s:I,s:b}", "path", small, "size", (json_int_t)SMALL_BYTES, "tag",

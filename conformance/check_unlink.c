@@ -98,6 +98,11 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 	json_object_set_new(prof, "holder_actor", json_integer(A));
 	json_object_set_new(prof, "deleter_actor", json_integer(B));
 	json_object_set_new(prof, "file_bytes", json_integer(FILE_BYTES));
+	static const char *const zero[] = {"hidden_while_open", "hidden_after_close",
+					   "rmdir_after_close_failed", "space_not_freed",
+					   "space_unknown"};
+	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
+		kc_result_count(res, zero[k], 0); /* every counter is in the report */
 
 	if ((rc = call(r, B, "mkdirs", json_pack("{s:s}", "path", d), &out)))
 		goto fail;

@@ -167,6 +167,9 @@ int kc_step_rename_writer(kc_step *st)
 		kc_step_progress(st, i, bad);
 	}
 	kc_count_add(counts, "renames", 0);
+	kc_count_add(counts, "rename_errors", 0);
+	kc_count_add(counts, "write_errors", 0);
+	kc_count_add(counts, "hold_errors", 0);
 	json_object_set_new(st->result, "errnos", errnos);
 	json_object_set_new(st->result, "counts", counts);
 	json_object_set_new(st->result, "bad", json_integer(bad));
@@ -323,6 +326,7 @@ int kc_step_dir_renamer(kc_step *st)
 		return rc;
 	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
 	kc_count_add(counts, "renames", 0);
+	kc_count_add(counts, "rename_errors", 0);
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
 	int at_a = 1;

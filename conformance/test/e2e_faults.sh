@@ -1,8 +1,11 @@
 #!/bin/bash
 # e2e_faults.sh — every behavioural check is shown to fail, through the
-# fault backend: rename=copy fails rename and rename-copy, fsync=lie with a
-# crash fails fsync, excl=broken fails excl, cto=stale fails cto.  The same
-# layer without a fault passes, so the failures are the faults'.
+# fault backend: rename=copy fails rename (every variant) and rename-copy,
+# rename=hide only the held-target variant, fsync=lie with a crash fails
+# fsync, excl=broken and excl=eperm fail excl, cto=stale fails cto and
+# cto=size only its growing variant, an rmdir that keeps failing fails
+# unlink-open.  The same layer without a fault passes, so the failures are the
+# faults'.
 source "$(dirname "$0")/lib.sh"
 
 run_fault() { # NAME URL EXPECTED-EXIT ARGS...
@@ -67,6 +70,75 @@ check_verdict cto.json cto FAIL
 [ "$(jget cto.json "r['checks'][0]['counts'].get('same.stale', 0) > 0")" = True ] || fail "no stale read counted"
 assert_empty "$vol"
 pass "cto=stale fails cto"
+
+# The variants catch what the others cannot.  A client that caches only the
+# size (sshfs, s3fs) reads growing rewrites short and same-size ones right.
+vol=$(newdir ctosize)
+run_fault ctosize "fault:$vol?cto=size" 1 --checks cto --iterations 30
+check_verdict ctosize.json cto FAIL
+"$PY" - ctosize.json <<'PY' || fail "cto=size evidence"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+n = c["counts"]
+assert n["same.ok"] == n["same.reads"] == 60, n
+assert n["grow.short"] > 0 and n["grow.ok"] < n["grow.reads"], n
+assert c["anomalies"][0]["variant"] == "grow" and c["anomalies"][0]["kind"] == "short", c["anomalies"][0]
+assert "grow short" in c["summary"], c["summary"]
+PY
+assert_empty "$vol"
+pass "cto=size fails only the growing variant"
+
+# A renamer that hides the open target first (libfuse without hard_remove,
+# as sshfs does) shows readers a missing name in the held variant only.
+vol=$(newdir hide)
+run_fault hide "fault:$vol?rename=hide" 1 --checks rename --iterations 50
+check_verdict hide.json rename FAIL
+"$PY" - hide.json <<'PY' || fail "rename=hide evidence"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+n = c["counts"]
+assert n["held.missing"] > 0, n
+plain = sum(v for k, v in n.items() if k.startswith("plain.") and k.split(".")[1] not in
+            ("renames", "reads", "ok", "estale_open", "estale_read"))
+assert plain == 0 and n["plain.ok"] > 0 and n["dir.partial"] == 0, n
+assert {a["variant"] for a in c["anomalies"]} == {"held"}, c["anomalies"]
+assert c["profile"]["errnos"]["held"]["open"]["ENOENT"] == n["held.missing"], c["profile"]["errnos"]
+PY
+assert_empty "$vol"
+pass "rename=hide fails only the held-target variant"
+
+# A loser of O_EXCL told EPERM (SFTP) is flagged although one actor won.
+vol=$(newdir eperm)
+run_fault eperm "fault:$vol?excl=eperm" 1 --checks excl --iterations 20
+check_verdict eperm.json excl FAIL
+"$PY" - eperm.json <<'PY' || fail "excl=eperm evidence"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+n = c["counts"]
+assert n["one_winner"] == 20 and n["multi_winner"] == 0, n
+assert n["loser_eperm"] == 20 * 3 and n["loser_eexist"] == 0, n
+assert c["profile"]["errnos"]["EPERM"] == 60, c["profile"]
+a = c["anomalies"][0]
+assert a["kind"] == "loser_errno" and "EPERM" in a["detail"] and a["trace"], a
+PY
+assert_empty "$vol"
+pass "excl=eperm: the loser's EPERM is classified and fails excl"
+
+# unlink-open: a directory that cannot be removed after the holder closed
+# the file fails the check.  Only the deleting actor (actor 1, the --mount)
+# sees the fault, so the tool's own clean-up is unaffected.
+vol=$(newdir unlink)
+run_fault unlink "$vol" 1 --checks unlink-open --actors 2 --mount "fault:$vol?failpath=*/unlink-open/held:rmdir:EBUSY"
+check_verdict unlink.json unlink-open FAIL
+"$PY" - unlink.json <<'PY' || fail "unlink-open evidence"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+assert c["counts"]["rmdir_after_close_failed"] == 1, c["counts"]
+assert c["profile"]["rmdir_while_open"] == "EBUSY" and c["profile"]["rmdir_after_close"] == "EBUSY", c["profile"]
+assert c["anomalies"][0]["kind"] == "not_released", c["anomalies"]
+PY
+assert_empty "$vol"
+pass "unlink-open fails when the directory cannot be removed after the close"
 
 # Errors are classified: ESTALE at open is retried and reported, never a
 # violation; ENOENT inside read() after a successful open (s3fs) is one.

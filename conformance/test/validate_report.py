@@ -12,6 +12,30 @@ import sys
 VERDICTS = ["PASS", "WARN", "REFUSED", "FAIL", "ERROR"]
 EXIT = {"PASS": 0, "WARN": 0, "FAIL": 1, "ERROR": 2, "REFUSED": 3}
 CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy"]
+# The counters formats.md lists per check, present in every report of a
+# check that ran to the end ({v}: each variant).
+READER = ["reads", "ok", "missing", "read_enoent", "empty", "short", "long", "torn",
+          "backwards", "errors", "estale_open", "estale_read", "renames", "rename_errors",
+          "write_errors", "hold_errors"]
+CTO = ["reads", "ok", "stale", "short", "long", "torn", "empty", "missing", "future",
+       "errors", "write_errors", "estale"]
+COUNTS = {
+    "preflight": ["refused", "warnings"],
+    "rename": [f"{v}.{k}" for v in ("plain", "held") for k in READER] +
+              [f"dir.{k}" for k in ("renames", "rename_errors", "rounds", "listings",
+                                    "complete", "partial", "absent", "both_present",
+                                    "neither_present", "estale", "errors")],
+    "excl": ["rounds", "racers", "one_winner", "multi_winner", "no_winner", "loser_eexist",
+             "loser_eperm", "loser_other", "content_mismatch", "winner_write_errors"],
+    "cto": [f"{v}.{k}" for v in ("same", "grow") for k in CTO],
+    "unlink-open": ["hidden_while_open", "hidden_after_close", "rmdir_after_close_failed",
+                    "space_not_freed", "space_unknown"],
+    "fsync": ["interposed_actors", "raw_fsync_ns", "libc_fsync_ns", "open_ns", "create_ns",
+              "samples", "fast_fsync", "libc_faster", "crash_bytes", "crash_lost",
+              "crash_bytes_lost", "crash_cmd"],
+    "rename-copy": ["ratio_x100", "time_grows", "inode_changed", "old_fd_broken",
+                    "content_mismatch", "rename_errors"],
+}
 IDENTITY = ["backend", "fstype", "fs_magic", "fsid", "source", "options", "mountpoint",
             "root", "volume_key"]
 
@@ -91,9 +115,14 @@ def report(r):
         need(c, "summary", str, w)
         need(c, "duration_ms", int, w)
         need(c, "iterations", int, w)
-        for k, val in need(c, "counts", dict, w).items():
-            if not isinstance(val, int):
+        counts = need(c, "counts", dict, w)
+        for k, val in counts.items():
+            if not isinstance(val, int) or isinstance(val, bool):
                 raise SystemExit(f"{w}.counts.{k}: not an integer")
+        if v != "ERROR":
+            for k in COUNTS[name]:
+                if k not in counts:
+                    raise SystemExit(f"{w}.counts: missing documented counter '{k}'")
         total = need(c, "anomalies_total", int, w)
         an = need(c, "anomalies", list, w)
         if len(an) > 10 or len(an) > total:
