@@ -10,7 +10,10 @@
  *
  * Variants: same (every version has the same size, so only the change
  * attribute or mtime can reveal the change) and grow (each version is longer,
- * so a cached size shows up as a short read).
+ * so a cached size shows up as a short read).  The growing rewrites start a
+ * new file every GROW_CYCLE versions, so that the file stays small whatever
+ * --iterations is; the first version of each new file is read by a client
+ * that has nothing cached for it yet.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,9 +21,20 @@
 
 #include "run.h"
 
+#define GROW_CYCLE 64
+
 static int64_t size_of(const char *variant, int64_t v)
 {
-	return strcmp(variant, "same") == 0 ? 6000 : 1024 + v * 512;
+	return strcmp(variant, "same") == 0 ? 6000 : 1024 + (v % GROW_CYCLE) * 512;
+}
+
+/* The file that holds version v. */
+static void path_of(char *buf, size_t len, const char *dir, const char *variant, int64_t v)
+{
+	if (strcmp(variant, "same") == 0)
+		snprintf(buf, len, "%s/same", dir);
+	else
+		snprintf(buf, len, "%s/grow.%lld", dir, (long long)(v / GROW_CYCLE));
 }
 
 /* One open-after-close read: count it; anything but "ok" is a violation. */
@@ -105,8 +119,8 @@ static int write_once(kc_run *r, kc_result *res, const char *variant, const char
 
 static int variant_run(kc_run *r, kc_result *res, const char *dir, const char *variant)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", dir, variant);
+	char path[256], prev[256];
+	path_of(path, sizeof(path), dir, variant, 0);
 	uint64_t tag = kc_run_tag(r, KC_CHK_CTO, 0, variant);
 	int n = r->drv.n;
 	static const char *const zero[] = {"reads", "ok", "stale", "short", "long", "torn", "empty",
@@ -121,13 +135,20 @@ static int variant_run(kc_run *r, kc_result *res, const char *dir, const char *v
 	int rc = write_once(r, res, variant, path, 0, tag);
 	for (int64_t v = 1; rc == 0 && v <= r->o->iterations; v++) {
 		int reader = 1 + (int)(v % (n - 1));
+		path_of(prev, sizeof(prev), dir, variant, v - 1);
+		path_of(path, sizeof(path), dir, variant, v);
 		/* Prime the reader's cache with the current version ... */
-		rc = read_once(r, res, variant, reader, path, v - 1, tag, "priming");
+		rc = read_once(r, res, variant, reader, prev, v - 1, tag, "priming");
 		/* ... then rewrite, close, and signal it through the driver. */
 		if (!rc)
 			rc = write_once(r, res, variant, path, v, tag);
 		if (!rc)
 			rc = read_once(r, res, variant, reader, path, v, tag, "after-close");
+		if (!rc && strcmp(prev, path) != 0) {
+			json_t *out = NULL;
+			rc = kc_drv_call(&r->drv, 0, "unlink", json_pack("{s:s}", "path", prev), &out);
+			json_decref(out);
+		}
 		r->manual_done = v;
 	}
 	return rc;
@@ -138,9 +159,11 @@ int kc_check_cto(kc_run *r, kc_result *res, const char *dir)
 	res->iterations = r->o->iterations;
 	json_object_set_new(res->profile, "writer_actor", json_integer(0));
 	json_object_set_new(res->profile, "same_size_bytes", json_integer(6000));
+	int64_t top = r->o->iterations < GROW_CYCLE ? r->o->iterations : GROW_CYCLE - 1;
 	json_object_set_new(res->profile, "grow_bytes",
 			    json_pack("[I,I]", (json_int_t)size_of("grow", 0),
-				      (json_int_t)size_of("grow", r->o->iterations)));
+				      (json_int_t)size_of("grow", top)));
+	json_object_set_new(res->profile, "grow_versions_per_file", json_integer(GROW_CYCLE));
 	int rc = variant_run(r, res, dir, "same");
 	if (!rc)
 		rc = variant_run(r, res, dir, "grow");

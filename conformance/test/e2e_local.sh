@@ -46,6 +46,16 @@ assert r['checks'][0]['counts']['racers'] == 3
 assert r['checks'][1]['counts']['same.reads'] == 2 * 17
 " || fail "--checks/--iterations/--json -"
 grep -q "VERDICT PASS" err || fail "table not moved to stderr with --json -"
+# Growing rewrites stay small however many there are (a new file every 64
+# versions), and every read after a close saw its version.
+expect_rc 0 "$KC" check "$vol" --checks cto --iterations 150 --actors 2 --json -
+"$PY" -c "
+import json; c = json.load(open('$WORK/out'))['checks'][0]
+n = c['counts']
+assert n['grow.reads'] == n['grow.ok'] == 2 * 150, n
+lo, hi = c['profile']['grow_bytes']
+assert lo < hi <= 64 * 1024, c['profile']
+" || fail "growing rewrites are not bounded"
 assert_empty "$vol"
 pass "--checks, --iterations, --actors and --json - honoured"
 
