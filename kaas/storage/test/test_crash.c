@@ -13,6 +13,7 @@
  * producer state that recognises a retry of the last batch it holds.
  */
 #include "storage/test/harness.h"
+#include "storage/test/shim.h"
 #include "sub_fault.h"
 
 #define MAXB 64
@@ -25,6 +26,7 @@ typedef struct expected {
 	int n;
 	int64_t durable;       /* highest offset+1 acknowledged as durable */
 	int64_t deleted_to;    /* acknowledged DeleteRecords */
+	int64_t delete_asked;  /* DeleteRecords issued (acknowledged or not) */
 	int32_t next_seq;
 	int stopped;
 } expected;
@@ -34,6 +36,55 @@ static void exp_free(expected *e)
 	for (int i = 0; i < e->n; i++)
 		free(e->bytes[i]);
 	memset(e, 0, sizeof(*e));
+}
+
+/* Which engine call the workload is in, for the trace of mutations. */
+static const char *wl_phase = "";
+
+/* The mutating calls of a full run, in order: crash_after=n fails the
+ * call at index n, so this says which write path each crash point hits. */
+#define TRACE_MAX 4096
+typedef struct trace_ent {
+	const char *phase;
+	char op[12];
+	char what[40]; /* the kind of file: ".log", "manifest.json", ... */
+} trace_ent;
+static trace_ent trace[TRACE_MAX];
+static size_t ntrace;
+static int tracing;
+
+static const char *file_kind(const char *path)
+{
+	static const char *const kinds[] = {".log", ".index", ".timeindex", "manifest.json",
+					    "producer-state.snapshot"};
+	const char *leaf = strrchr(path, '/');
+	leaf = leaf ? leaf + 1 : path;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (shim_ends(leaf, kinds[i]) || (leaf[0] == '.' && strstr(leaf, kinds[i])))
+			return kinds[i]; /* temp files of a metadata write count as it */
+	return strchr(leaf, '.') ? leaf : "dir";
+}
+
+static void trace_hook(void *arg, const char *op, const char *path, const char *to)
+{
+	(void)arg;
+	if (!tracing || ntrace >= TRACE_MAX)
+		return;
+	trace_ent *t = &trace[ntrace++];
+	t->phase = wl_phase;
+	snprintf(t->op, sizeof(t->op), "%s", op);
+	snprintf(t->what, sizeof(t->what), "%s", file_kind(to ? to : path));
+}
+
+/* How many crash points of the full run land in phase/op/what. */
+static int trace_count(const char *phase, const char *op, const char *what)
+{
+	int n = 0;
+	for (size_t i = 0; i < ntrace; i++)
+		if (strcmp(trace[i].phase, phase) == 0 && strcmp(trace[i].op, op) == 0 &&
+		    strcmp(trace[i].what, what) == 0)
+			n++;
+	return n;
 }
 
 static kaas_log_config crash_cfg(void)
@@ -56,6 +107,7 @@ static int wl_append(kaas_partition *p, expected *e, int i)
 	char tag[16];
 	snprintf(tag, sizeof(tag), "w%d", i);
 	kbuild_simple(&b, 42, 0, e->next_seq, 2, 1700000000000LL + i, tag, 40 + (i * 37) % 90, KBUILD_NONE);
+	wl_phase = "append";
 	int rc = kaas_partition_append(p, b.buf, b.len, &res);
 	ck_assert_int_lt(e->n, MAXB);
 	kb_hdr h;
@@ -82,6 +134,7 @@ static int wl_append(kaas_partition *p, expected *e, int i)
 static void wl_flush(kaas_partition *p, expected *e)
 {
 	int64_t d;
+	wl_phase = "flush";
 	if (kaas_partition_flush(p, &d) == 0 && d > e->durable)
 		e->durable = d;
 }
@@ -91,40 +144,66 @@ static void workload(sub_vfs *v, const char *dir, expected *e)
 {
 	kaas_log_config cfg = crash_cfg();
 	kaas_partition *p = NULL;
-	if (kaas_partition_open(v, dir, NULL, 1, &cfg, &p) || kaas_partition_take_over(p, 1))
+	wl_phase = "open";
+	if (kaas_partition_open(v, dir, NULL, 1, &cfg, &p))
+		goto out;
+	wl_phase = "takeover";
+	if (kaas_partition_take_over(p, 1))
 		goto out;
 	for (int i = 0; i < 18 && !e->stopped; i++) {
 		if (wl_append(p, e, i))
 			break;
 		if (i % 3 == 2)
 			wl_flush(p, e);
+		wl_phase = "housekeep";
 		if (i % 7 == 6 && kaas_partition_housekeep(p, 1700000000000LL) < 0)
 			break;
 		if (i == 12) {
 			int64_t low;
 			int16_t err;
-			if (kaas_partition_delete_records(p, 6, &low, &err) == 0 && err == 0)
+			wl_phase = "delete";
+			e->delete_asked = 12;
+			if (kaas_partition_delete_records(p, 12, &low, &err) == 0 && err == 0)
 				e->deleted_to = low;
 		}
 	}
 	if (e->stopped)
 		goto out;
+	wl_phase = "relinquish";
 	if (kaas_partition_relinquish(p) == 0)
 		e->durable = kaas_partition_high_watermark(p);
 	kaas_partition_close(p);
 	p = NULL;
 	/* A second leadership on the same directory. */
-	if (kaas_partition_open(v, dir, NULL, 0, &cfg, &p) || kaas_partition_take_over(p, 2))
+	wl_phase = "open";
+	if (kaas_partition_open(v, dir, NULL, 0, &cfg, &p))
 		goto out;
-	for (int i = 18; i < 26 && !e->stopped; i++) {
+	wl_phase = "takeover";
+	if (kaas_partition_take_over(p, 2))
+		goto out;
+	for (int i = 18; i < 28 && !e->stopped; i++) {
 		if (wl_append(p, e, i))
 			break;
 		if (i % 4 == 1)
 			wl_flush(p, e);
 	}
+	if (e->stopped)
+		goto out;
+	/* A new epoch while leading (the broker re-drives its assignment):
+	 * the take-over recovers this leader's own unflushed tail and claims it
+	 * as the high watermark, so it must make it durable first. */
+	wl_phase = "retake";
+	if (kaas_partition_take_over(p, 3))
+		goto out;
+	e->durable = kaas_partition_high_watermark(p);
+	for (int i = 28; i < 31 && !e->stopped; i++)
+		if (wl_append(p, e, i))
+			break;
+	wl_phase = "relinquish";
 	if (!e->stopped && kaas_partition_relinquish(p) == 0)
 		e->durable = kaas_partition_high_watermark(p);
 out:
+	wl_phase = "close";
 	kaas_partition_close(p);
 }
 
@@ -134,9 +213,11 @@ static uint64_t run_once(const char *dir, const char *opts, expected *e)
 	sub_vfs *fv;
 	snprintf(url, sizeof(url), "fault:%s?%s", h_dir, opts);
 	ck_assert_msg(sub_open_url(url, &fv, err, sizeof(err)) == 0, "%s", err);
-	workload(fv, dir, e);
+	shim_vfs *sv = shim_wrap(fv, trace_hook, NULL);
+	workload(&sv->base, dir, e);
 	uint64_t m = sub_fault_mutations(fv);
 	sub_fault_crash(fv); /* whatever was not synced is lost now */
+	sub_destroy(&sv->base);
 	sub_destroy(fv);
 	return m;
 }
@@ -174,6 +255,9 @@ static void verify(const char *dir, const expected *e, uint64_t point)
 		      (unsigned long long)point, (long long)leo, (long long)e->durable);
 	ck_assert_msg(lso >= e->deleted_to, "point %llu: log start %lld < acknowledged %lld",
 		      (unsigned long long)point, (long long)lso, (long long)e->deleted_to);
+	/* Nor beyond what was asked: a log start too far hides durable data. */
+	ck_assert_msg(lso <= e->delete_asked, "point %llu: log start %lld, only %lld was deleted",
+		      (unsigned long long)point, (long long)lso, (long long)e->delete_asked);
 	if (leo > lso) {
 		uint8_t *log;
 		size_t len = h_read_all(p, lso, 700, &log);
@@ -252,8 +336,43 @@ static void crash_sweep_ex(const char *mode, uint64_t seed0, int stride, int dou
 	char full[48];
 	snprintf(full, sizeof(full), "full%llu", (unsigned long long)seed0);
 	snprintf(opts, sizeof(opts), "seed=1&crash_mode=%s", mode);
+	ntrace = 0;
+	tracing = 1;
 	uint64_t m = run_once(full, opts, &e);
+	tracing = 0;
 	ck_assert_int_eq(e.stopped, 0);
+	/* Every mutation was traced, so trace[n] is where crash point n lands:
+	 * the sweep below crashes in each write path the issue names. */
+	ck_assert_uint_eq(ntrace, m);
+	static const char *const must[][3] = {
+		{"open", "create", "manifest.json"},        /* a new partition's stamp */
+		{"takeover", "create", ".log"},             /* the new epoch's segment */
+		{"takeover", "rename", "manifest.json"},
+		{"append", "pwrite", ".log"},               /* the append itself */
+		{"append", "pwrite", ".index"},
+		{"append", "pwrite", ".timeindex"},
+		{"append", "create", ".log"},               /* roll by size */
+		{"append", "create", ".index"},
+		{"flush", "fsync", ".log"},                 /* group commit */
+		{"flush", "fsync", ".index"},               /* a sealed segment's index */
+		{"flush", "fsync_dir", "dir"},              /* the rolled segment's name */
+		{"flush", "create", "producer-state.snapshot"}, /* snapshot of a roll */
+		{"flush", "fsync", "producer-state.snapshot"},
+		{"flush", "rename", "producer-state.snapshot"},
+		{"housekeep", "rename", "manifest.json"},   /* checkpoint */
+		{"delete", "rename", "manifest.json"},      /* DeleteRecords */
+		{"delete", "unlink", ".log"},
+		{"relinquish", "fsync", ".log"},
+		{"relinquish", "rename", "producer-state.snapshot"},
+		{"relinquish", "rename", "manifest.json"},
+		{"relinquish", "fsync_dir", "dir"},
+		{"retake", "fsync", ".log"},                /* the recovered tail */
+		{"retake", "create", ".log"},
+		{"retake", "rename", "manifest.json"},
+	};
+	for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++)
+		ck_assert_msg(trace_count(must[i][0], must[i][1], must[i][2]) > 0,
+			      "no crash point in %s: %s %s", must[i][0], must[i][1], must[i][2]);
 	ck_assert_int_gt(e.durable, 40);
 	verify(full, &e, m);
 	exp_free(&e);
