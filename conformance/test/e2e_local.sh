@@ -59,6 +59,24 @@ assert lo < hi <= 64 * 1024, c['profile']
 assert_empty "$vol"
 pass "--checks, --iterations, --actors and --json - honoured"
 
+# On a terminal (script(1) gives it one) a running check shows a live line —
+# operations, rate, anomalies so far — refreshed every 250 ms, then its
+# verdict, then the table; redirected output gets no live lines.  rename=copy
+# sleeps at least 1 ms per file copied, so the rename check lasts well over
+# one refresh.
+! grep -q $'\r' out err || fail "live progress written although the output is not a terminal"
+script -qec "'$KC' check 'fault:$vol?rename=copy' --checks rename,excl --iterations 50 --json tty.json" /dev/null >tty.out || true
+"$PY" - tty.out <<'PY' || fail "live progress on a terminal"
+import re, sys
+t = open(sys.argv[1], encoding="utf-8", errors="replace", newline="").read()
+assert re.search(r"\r\x1b\[K  rename +(plain|held|dir) +\d+ ops +\d+/s  anomalies \d+", t), t
+for c, v in (("rename", "FAIL"), ("excl", "PASS")):
+    assert re.search(r"\r\x1b\[K  %s +%s +\d+\.\ds  " % (c, v), t), (c, t)
+assert "CHECK        VERDICT" in t and "VERDICT FAIL (exit 1)" in t, t
+PY
+assert_empty "$vol"
+pass "live progress and the final table on a terminal"
+
 # Without --json the report goes to ./kaas-conform-report.json.
 expect_rc 0 "$KC" check "posix:$vol" --checks preflight
 validate kaas-conform-report.json
