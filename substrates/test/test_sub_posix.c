@@ -16,6 +16,23 @@
 static char tmpdir[256];
 static sub_vfs *vfs;
 
+/* Defined in the program, these replace the C library's for every caller in
+ * the process, exactly as an LD_PRELOADed eatmydata does.  The posix backend
+ * must never reach them: it syncs through the raw system call. */
+static int libc_syncs;
+int fsync(int fd)
+{
+	(void)fd;
+	libc_syncs++;
+	return 0;
+}
+int fdatasync(int fd)
+{
+	(void)fd;
+	libc_syncs++;
+	return 0;
+}
+
 static void setup(void)
 {
 	char err[256];
@@ -56,6 +73,30 @@ START_TEST(write_atomic_replaces_and_leaves_no_temp)
 	/* Into a missing directory: error, nothing created. */
 	ck_assert_int_eq(sub_write_atomic(vfs, "nodir/x", "y", 1), -ENOENT);
 	ck_assert_int_eq(count_entries(""), 1);
+}
+END_TEST
+
+START_TEST(fsync_bypasses_an_interposed_libc)
+{
+	/* The interposition is in force: a direct call lands in it. */
+	ck_assert_int_eq(fsync(-1), 0);
+	ck_assert_int_eq(libc_syncs, 1);
+	libc_syncs = 0;
+	sub_file *f = NULL;
+	ck_assert_int_eq(sub_open(vfs, "f", O_CREAT | O_RDWR, 0644, &f), 0);
+	ck_assert_int_eq(sub_pwrite_full(f, "x", 1, 0), 0);
+	ck_assert_int_eq(sub_fsync(f), 0);
+	ck_assert_int_eq(sub_close(f), 0);
+	ck_assert_int_eq(sub_fsync_dir(vfs, ""), 0);
+	ck_assert_int_eq(sub_write_atomic(vfs, "m", "1", 1), 0);
+	ck_assert_int_eq(sub_create_excl(vfs, "c", "1", 1), 0);
+	ck_assert_int_eq(libc_syncs, 0);
+	/* The raw call is real: it reports a bad descriptor, the stub would not. */
+	ck_assert_int_eq(sub_open(vfs, "f", O_RDONLY, 0, &f), 0);
+	close(sub_native_fd(f));
+	ck_assert_int_eq(sub_fsync(f), -EBADF);
+	sub_close(f);
+	ck_assert_int_eq(libc_syncs, 0);
 }
 END_TEST
 
@@ -167,6 +208,7 @@ int main(void)
 	TCase *tc = tcase_create("posix");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, write_atomic_replaces_and_leaves_no_temp);
+	tcase_add_test(tc, fsync_bypasses_an_interposed_libc);
 	tcase_add_test(tc, create_excl_has_one_winner);
 	tcase_add_test(tc, read_file_enforces_limit);
 	tcase_add_test(tc, remove_tree_is_idempotent);
