@@ -9,6 +9,7 @@
 #include "util/clock.h"
 
 #include "storage/test/harness.h"
+#include "storage/test/shim.h"
 
 START_TEST(append_flush_read_roundtrip)
 {
@@ -478,6 +479,130 @@ START_TEST(group_commit_concurrent_appenders)
 }
 END_TEST
 
+/* The group commit made observable: the first fsync of a segment is held
+ * in flight by the substrate until the test lets it go. */
+typedef struct gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int log_fsyncs;     /* fsyncs of .log files started */
+	int held;           /* the first one is waiting */
+	int open;           /* let it go */
+	int appended;       /* appenders done appending */
+	kaas_partition *p;
+	int64_t hw_in_fsync; /* the high watermark while the first fsync runs */
+} gate;
+
+static void gate_hook(void *arg, const char *op, const char *path, const char *to)
+{
+	gate *g = arg;
+	(void)to;
+	if (strcmp(op, "fsync") || !shim_ends(path, ".log"))
+		return;
+	pthread_mutex_lock(&g->mu);
+	int first = g->log_fsyncs++ == 0;
+	if (first) {
+		g->held = 1;
+		pthread_cond_broadcast(&g->cv);
+		while (!g->open)
+			pthread_cond_wait(&g->cv, &g->mu);
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (first)
+		g->hw_in_fsync = kaas_partition_high_watermark(g->p);
+}
+
+/* Waits (generously) for *flag under g->mu. */
+static void gate_wait(gate *g, int *flag, int want)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 60;
+	pthread_mutex_lock(&g->mu);
+	while (*flag < want)
+		ck_assert_int_eq(pthread_cond_timedwait(&g->cv, &g->mu, &dl), 0);
+	pthread_mutex_unlock(&g->mu);
+}
+
+typedef struct gflush {
+	gate *g;
+	int append;      /* append one batch before flushing */
+	int rc;
+	int64_t last;    /* last offset appended */
+	int64_t durable;
+} gflush;
+
+static void *gflush_main(void *x)
+{
+	gflush *a = x;
+	a->last = -1;
+	if (a->append) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL, "gate", 30, KBUILD_NONE);
+		a->rc = kaas_partition_append(a->g->p, b.buf, b.len, &res);
+		if (a->rc == 0 && res.error)
+			a->rc = -EINVAL;
+		a->last = res.last_offset;
+		kbuild_free(&b);
+		pthread_mutex_lock(&a->g->mu);
+		a->g->appended++;
+		pthread_cond_broadcast(&a->g->cv);
+		pthread_mutex_unlock(&a->g->mu);
+		if (a->rc)
+			return NULL;
+	}
+	a->rc = kaas_partition_flush(a->g->p, &a->durable);
+	return NULL;
+}
+
+START_TEST(group_commit_appends_during_fsync_and_shares_it)
+{
+	enum { K = 8 };
+	gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .hw_in_fsync = -1};
+	shim_vfs *sv = shim_wrap(h_vfs, gate_hook, &g);
+	kaas_log_config cfg = h_cfg();
+	ck_assert_int_eq(kaas_partition_open(&sv->base, "t/gc", NULL, 1, &cfg, &g.p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(g.p, 1), 0);
+	h_put(g.p, 1, "first", 30);
+	/* A flush for offset 0 starts its fsync and is held there. */
+	pthread_t t0, tk[K];
+	gflush f0 = {&g, 0, 0, -1, -1}, fk[K];
+	pthread_create(&t0, NULL, gflush_main, &f0);
+	gate_wait(&g, &g.held, 1);
+	/* Appends go on while it is in flight (they would hang here if the
+	 * fsync held the partition lock); each appender then flushes. */
+	for (int i = 0; i < K; i++) {
+		fk[i] = (gflush){&g, 1, 0, -1, -1};
+		pthread_create(&tk[i], NULL, gflush_main, &fk[i]);
+	}
+	gate_wait(&g, &g.appended, K);
+	ck_assert_int_eq(kaas_partition_log_end(g.p), 1 + K);
+	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
+	pthread_mutex_lock(&g.mu);
+	g.open = 1;
+	pthread_cond_broadcast(&g.cv);
+	pthread_mutex_unlock(&g.mu);
+	pthread_join(t0, NULL);
+	for (int i = 0; i < K; i++)
+		pthread_join(tk[i], NULL);
+	/* The held fsync covered offset 0 only: its flush may not claim the
+	 * appends that came while it ran. */
+	ck_assert_int_eq(g.hw_in_fsync, 0);
+	ck_assert_int_eq(f0.rc, 0);
+	ck_assert_int_eq(f0.durable, 1);
+	/* The K later flushes shared one more fsync (all their data was
+	 * written before it started), and each saw its batch durable. */
+	ck_assert_int_eq(g.log_fsyncs, 2);
+	for (int i = 0; i < K; i++) {
+		ck_assert_int_eq(fk[i].rc, 0);
+		ck_assert_int_gt(fk[i].durable, fk[i].last);
+	}
+	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 1 + K);
+	kaas_partition_close(g.p);
+	sub_destroy(&sv->base);
+}
+END_TEST
+
 /* Readers walk the log while writers append and roll and housekeeping
  * deletes segments underneath them: every plan must hold whole, valid,
  * consecutive batches, and the log start only moves forward. */
@@ -684,6 +809,7 @@ Suite *storage_suite(void)
 	tcase_add_test(tc, log_append_time_and_max_timestamp_fixup);
 	tcase_add_test(tc, list_offsets_by_time);
 	tcase_add_test(tc, group_commit_concurrent_appenders);
+	tcase_add_test(tc, group_commit_appends_during_fsync_and_shares_it);
 	tcase_add_test(tc, concurrent_readers_writers_and_retention);
 	tcase_add_test(tc, open_without_takeover_holds_no_descriptors);
 	tcase_add_test(tc, read_plan_keeps_file_after_relinquish);
