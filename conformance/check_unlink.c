@@ -216,12 +216,39 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 							: "OK"));
 	if (!removed) {
 		kc_result_count(res, "rmdir_after_close_failed", 1);
+		/* What keeps it busy: a hidden name, or the deleted file itself
+		 * come back (s3fs re-uploads it when its holder writes). */
+		json_t *left = json_array();
+		if ((rc = list_hidden(r, B, d, left, &hidden, &total, &exists))) {
+			json_decref(left);
+			goto fail;
+		}
 		if (hidden > 0)
 			kc_result_count(res, "hidden_after_close", hidden);
-		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "not_released", "actor", B,
-					"iteration", 1, "detail",
-					"the directory still could not be removed 5 s after the holder closed the file",
-					"trace");
+		char names[300] = "";
+		size_t used = 0;
+		for (size_t i = 0; i < json_array_size(left) && used < sizeof(names) - 1; i++) {
+			int w = snprintf(names + used, sizeof(names) - used, "%s%s", i ? " " : "",
+					 json_string_value(json_array_get(left, i)));
+			used = w < 0 ? used : used + (size_t)w;
+		}
+		if (unlinked && json_array_size(left) > 0) {
+			for (size_t i = 0; i < json_array_size(left); i++)
+				if (strcmp(json_string_value(json_array_get(left, i)), "victim") == 0)
+					kc_result_note(res, "the deleted file is back under its name after its holder wrote to it and closed it");
+		}
+		json_object_set_new(prof, "listing_after_close", left);
+		char detail[600];
+		snprintf(detail, sizeof(detail),
+			 "the directory still could not be removed 5 s after the holder closed the file (rmdir: %s; it holds: %s)",
+			 json_string_value(json_object_get(prof, "rmdir_after_close")),
+			 names[0] ? names : "nothing");
+		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s,s]}]", "kind", "not_released", "actor", B,
+					"iteration", 1, "detail", detail, "trace",
+					"actor 0: create, write 16 MiB, fsync, keep open",
+					"actor 1: unlink, list, rmdir",
+					"actor 0: read, write, fsync, fstat, close",
+					"actor 1: unlink again if it had failed, rmdir, for 5 s");
 		kc_result_add_anomalies(res, NULL, one, 1);
 		json_decref(one);
 	}

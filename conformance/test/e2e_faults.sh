@@ -135,7 +135,9 @@ import json, sys
 c = json.load(open(sys.argv[1]))["checks"][0]
 assert c["counts"]["rmdir_after_close_failed"] == 1, c["counts"]
 assert c["profile"]["rmdir_while_open"] == "EBUSY" and c["profile"]["rmdir_after_close"] == "EBUSY", c["profile"]
-assert c["anomalies"][0]["kind"] == "not_released", c["anomalies"]
+a = c["anomalies"][0]
+assert a["kind"] == "not_released" and "rmdir: EBUSY" in a["detail"] and "holds: nothing" in a["detail"], a
+assert c["profile"]["listing_after_close"] == [], c["profile"]
 PY
 assert_empty "$vol"
 pass "unlink-open fails when the directory cannot be removed after the close"
