@@ -202,8 +202,18 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 			       &out)))
 			goto fail;
 		st = json_string_value(json_object_get(out, "status"));
-		if (!st || strcmp(st, "ok") != 0)
+		if (!st || strcmp(st, "ok") != 0) {
 			kc_result_count(res, "content_mismatch", 1);
+			char d[400];
+			snprintf(d, sizeof(d), "%s after the renames reads: %s (%lld bytes, first difference at %lld)",
+				 names[i], st ? st : "?",
+				 (long long)json_integer_value(json_object_get(out, "bytes")),
+				 (long long)json_integer_value(json_object_get(out, "first_bad")));
+			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "content_mismatch",
+						"actor", B, "iteration", 0, "detail", d, "trace");
+			kc_result_add_anomalies(res, NULL, one, 1);
+			json_decref(one);
+		}
 		json_decref(out);
 	}
 	for (int i = 0; i < 2; i++) {

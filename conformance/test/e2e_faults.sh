@@ -142,6 +142,22 @@ PY
 assert_empty "$vol"
 pass "unlink-open fails when the directory cannot be removed after the close"
 
+# rename-copy: a descriptor opened before the renames that can no longer
+# read, and a renamed file that does not read back, each fail the check.
+vol=$(newdir rcopy)
+run_fault rcopy "$vol" 1 --checks rename-copy --actors 2 --mount "fault:$vol?failpath=*/rename-copy/big*:pread:EIO"
+check_verdict rcopy.json rename-copy FAIL
+"$PY" - rcopy.json <<'PY' || fail "rename-copy evidence"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+n = c["counts"]
+assert n["old_fd_broken"] == 1 and n["content_mismatch"] == 1 and n["inode_changed"] == 0, n
+kinds = {a["kind"]: a["detail"] for a in c["anomalies"]}
+assert "EIO" in kinds["old_fd_broken"] and "EIO" in kinds["content_mismatch"], kinds
+PY
+assert_empty "$vol"
+pass "rename-copy fails when the old descriptor or the moved file cannot be read"
+
 # Errors are classified: ESTALE at open is retried and reported, never a
 # violation; ENOENT inside read() after a successful open (s3fs) is one.
 vol=$(newdir classify)
