@@ -48,6 +48,11 @@ bluestore block create = true
 bluestore block size = 2147483648
 bluestore fsck on mkfs = false
 osd memory target = 939524096
+[mds]
+# reply only once the journal has the change: with early (unsafe) replies,
+# another client's lookup of a just-renamed name waits for the next journal
+# flush, up to the 5 s MDS tick, which makes every cross-client step slow
+mds early reply = false
 [client]
 client mount timeout = 30
 CFG

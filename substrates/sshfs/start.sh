@@ -17,6 +17,9 @@ mkdir -p /run/sshd   # privilege-separation directory sshd insists on
 ssh-keygen -q -t ed25519 -N '' -f "$STATE/keys/host"
 ssh-keygen -q -t ed25519 -N '' -f "$STATE/keys/client"
 cp "$STATE/keys/client.pub" "$STATE/keys/authorized_keys"
+# a known-hosts file of its own: ssh may rewrite that file by renaming a
+# temporary over it, which must never happen to /dev/null
+: >"$STATE/known_hosts"
 port=$(sub_free_port)
 cat >"$STATE/sshd_config" <<CFG
 Port $port
@@ -38,7 +41,7 @@ for m in mA mB; do
 	sub_record mount "$STATE/$m"
 	sshfs "root@127.0.0.1:$STATE/export" "$STATE/$m" -p "$port" \
 		-o IdentityFile="$STATE/keys/client",StrictHostKeyChecking=no \
-		-o UserKnownHostsFile=/dev/null,LogLevel=ERROR,BatchMode=yes \
+		-o UserKnownHostsFile="$STATE/known_hosts",UpdateHostKeys=no,LogLevel=ERROR,BatchMode=yes \
 		${SSHFS_OPTS:+-o "$SSHFS_OPTS"}
 done
 SUB_URL=$STATE/mA/data
