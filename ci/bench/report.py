@@ -1,0 +1,425 @@
+#!/usr/bin/python3
+"""report.py RESULTS.jsonl OUTDIR STAMP — turns the JSON lines collected by
+ci/bench/run.sh into OUTDIR/STAMP.json (summary + every raw measurement),
+OUTDIR/STAMP.md (tables), OUTDIR/STAMP-storage.svg (when gnuplot is there)
+and OUTDIR/README.md (the latest tables and the list of runs).
+
+Every comparison is made within one round (the limit measured right before
+the thing it limits) and the median over rounds is reported, so a machine
+whose load changes during the run shows a lower limit, not a false
+regression.  Standard library only.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(x, nd=0, unit=""):
+    if x is None:
+        return "—"
+    return ("{:,.%df}" % nd).format(x) + unit
+
+
+def fr(x):
+    return "—" if x is None else "%.2f" % x
+
+
+def fus(us):
+    """Microseconds, shown as µs below 10 ms, else ms."""
+    if us is None:
+        return "—"
+    if us < 10000:
+        return "%.0f µs" % us
+    return "%.1f ms" % (us / 1000.0)
+
+
+class Run:
+    def __init__(self, lines):
+        self.lines = lines
+        self.env = next((j for j in lines if j.get("kind") == "env"), {})
+        self.env_end = next((j for j in lines if j.get("kind") == "env-end"), {})
+        self.errors = [j for j in lines if "error" in j]
+
+    def step(self, name):
+        return [j for j in self.lines if j.get("step") == name and "error" not in j]
+
+    def by_round(self, name):
+        return {j["round"]: j for j in self.step(name)}
+
+    def one(self, name):
+        s = self.step(name)
+        return s[-1] if s else None
+
+
+def storage_configs(run):
+    seen = []
+    for j in run.lines:
+        st = j.get("step", "")
+        if st.startswith("gc:") or st.startswith("device:") or st.startswith("naive:"):
+            cfg = st.split(":", 1)[1]
+            if cfg not in seen:
+                seen.append(cfg)
+    return seen
+
+
+def summarize(run):
+    s = {}
+    # Loopback.
+    net = [j for j in run.step("net") if j.get("mode") == "stream"]
+    rtt = [j for j in run.step("net") if j.get("mode") == "rtt"]
+    s["loopback_mbps"] = median([j["mbps"] for j in net])
+    s["loopback_rtt_p50_us"] = median([j["lat"]["p50_us"] for j in rtt])
+    s["loopback_rtt_p99_us"] = median([j["lat"]["p99_us"] for j in rtt])
+    # Device stream ceiling.
+    stream = run.by_round("stream")
+    s["stream_mbps"] = median([j["mbps"] for j in stream.values()])
+    s["stream_fsync_p50_us"] = median([j["lat"]["p50_us"] for j in stream.values()])
+    # Storage matrix.
+    rows = []
+    for cfg in storage_configs(run):
+        dev, nai, gc = run.by_round("device:" + cfg), run.by_round("naive:" + cfg), run.by_round("gc:" + cfg)
+        rounds = sorted(set(dev) | set(nai) | set(gc))
+        any_gc = next(iter(gc.values()), None) or next(iter(nai.values()), None)
+        any_dev = next(iter(dev.values()), None)
+        row = {
+            "config": cfg,
+            "appenders": (any_gc or {}).get("appenders", (any_dev or {}).get("threads")),
+            "partitions": (any_gc or {}).get("partitions", (any_dev or {}).get("files")),
+            "records": (any_gc or {}).get("records"),
+            "record_size": (any_gc or {}).get("record_size"),
+            "batch_bytes": (any_gc or {}).get("batch_bytes", (any_dev or {}).get("size")),
+            "rounds": len(rounds),
+            "device_mbps": median([j["mbps"] for j in dev.values()]),
+            "device_ops": median([j["ops_per_s"] for j in dev.values()]),
+            "device_p50_us": median([j["lat"]["p50_us"] for j in dev.values()]),
+            "naive_mbps": median([j["mbps"] for j in nai.values()]),
+            "gc_mbps": median([j["mbps"] for j in gc.values()]),
+            "gc_batches_per_s": median([j["batches_per_s"] for j in gc.values()]),
+            "gc_batches_per_fsync": median([j["batches_per_fsync"] for j in gc.values()]),
+            "gc_p50_us": median([j["lat"]["p50_us"] for j in gc.values()]),
+            "gc_p99_us": median([j["lat"]["p99_us"] for j in gc.values()]),
+            "naive_p50_us": median([j["lat"]["p50_us"] for j in nai.values()]),
+            "gc_over_device": median([ratio(gc[r]["mbps"], dev[r]["mbps"]) for r in rounds if r in gc and r in dev]),
+            "naive_over_device": median([ratio(nai[r]["mbps"], dev[r]["mbps"])
+                                         for r in rounds if r in nai and r in dev]),
+            "gc_over_naive": median([ratio(gc[r]["mbps"], nai[r]["mbps"]) for r in rounds if r in gc and r in nai]),
+            "gc_over_stream": median([ratio(gc[r]["mbps"], stream[r]["mbps"])
+                                      for r in rounds if r in gc and r in stream]),
+        }
+        rows.append(row)
+    s["storage"] = rows
+    nos = run.step("nosync")
+    s["nosync_mbps"] = median([j["mbps"] for j in nos])
+    s["nosync_p50_us"] = median([j["lat"]["p50_us"] for j in nos])
+    # Reads.
+    reads = [j for j in run.step("read")]
+    by = {}
+    for j in reads:
+        by.setdefault(j["mode"], {})[j["round"]] = j
+    rd = {m: median([j["mbps"] for j in v.values()]) for m, v in by.items()}
+    rd["plans_per_s"] = median([j["plans_per_s"] for j in by.get("plan", {}).values()])
+
+    def rr(a, b):
+        A, B = by.get(a, {}), by.get(b, {})
+        return median([ratio(A[r]["mbps"], B[r]["mbps"]) for r in A if r in B])
+
+    rd["plan_pread_over_raw"] = rr("plan_pread", "raw_pread")
+    rd["plan_sendfile_over_raw"] = rr("plan_sendfile", "raw_sendfile")
+    rd["cold_plan_over_raw"] = rr("cold_plan_pread", "cold_raw_pread")
+    rd["raw_sendfile_over_loopback"] = ratio(rd.get("raw_sendfile"), s["loopback_mbps"])
+    if reads:
+        rd["log_bytes"] = reads[0]["log_bytes"]
+        rd["max_bytes"] = reads[0]["max_bytes"]
+    s["read"] = rd
+    # Broker.
+    ref = run.one("storage-ref")
+    s["storage_ref"] = ref and {"records": ref["records"], "batch_bytes": ref["batch_bytes"], "mbps": ref["mbps"],
+                                "records_per_s": ref["records_per_s"],
+                                "batches_per_fsync": ref["batches_per_fsync"]}
+    def cores(j, st):
+        """CPU cores the client and the broker used during step st."""
+        b = run.one(st + ":broker")
+        secs = j.get("secs") or 0
+        return (ratio(j.get("cpu_secs"), secs), ratio(b and b.get("cpu_secs"), secs))
+
+    prod = []
+    for st in ("produce:acks1", "produce:acksall", "produce:acksall-lz4", "produce:acksall-zstd"):
+        j = run.one(st)
+        if not j:
+            continue
+        cc, bc = cores(j, st)
+        prod.append({"step": st, "acks": j["acks"], "compression": j["compression"], "mbps": j["mbps"],
+                     "msgs_per_s": j["msgs_per_s"], "avg_batch_msgs": j["avg_batch_msgs"],
+                     "client_cores": cc, "broker_cores": bc,
+                     "over_storage": ratio(j["msgs_per_s"], ref and ref["records_per_s"]),
+                     "over_loopback": ratio(j["mbps"], s["loopback_mbps"])})
+    s["produce"] = prod
+    c = run.one("consume")
+    s["consume"] = c and {"mbps": c["mbps"], "msgs_per_s": c["msgs_per_s"], "msgs": c["msgs"],
+                          "client_cores": cores(c, "consume")[0], "broker_cores": cores(c, "consume")[1],
+                          "over_raw_sendfile": ratio(c["mbps"], rd.get("raw_sendfile")),
+                          "over_loopback": ratio(c["mbps"], s["loopback_mbps"])}
+    # One small write + fsync: the device latency of the 1-appender small-batch config.
+    small = next((r for r in rows if r["appenders"] == 1 and r["partitions"] == 1 and (r["batch_bytes"] or 0) < 8192),
+                 None)
+    s["fsync_small_p50_us"] = small and small["device_p50_us"]
+    lat = []
+    for a in ("all", "1"):
+        j = run.one("latency:acks" + a)
+        if not j:
+            continue
+        floor = s["fsync_small_p50_us"] if a == "all" else s["loopback_rtt_p50_us"]
+        cc, bc = cores(j, "latency:acks" + a)
+        lat.append({"acks": a, "rate": j["rate"], "msgs": j["msgs"], "p50_us": j["lat"]["p50_us"],
+                    "client_cores": cc, "broker_cores": bc,
+                    "p90_us": j["lat"]["p90_us"], "p99_us": j["lat"]["p99_us"], "max_us": j["lat"]["max_us"],
+                    "floor": "small write+fsync p50" if a == "all" else "loopback round trip p50",
+                    "floor_us": floor, "p50_over_floor": ratio(j["lat"]["p50_us"], floor)})
+    s["latency"] = lat
+    s["conform"] = run.one("conform")
+    s["callgrind"] = [j for j in run.lines if j.get("kind") == "callgrind"]
+    s["callgrind_skipped"] = next((j["skipped"] for j in run.lines if j.get("step") == "callgrind"
+                                   and "skipped" in j), None)
+    return s
+
+
+def cfg_label(r):
+    return "%s × %s, %s × %s B" % (r["appenders"], r["partitions"], r["records"], r["record_size"])
+
+
+def markdown(run, s, stamp, plot):
+    e = run.env
+    L = []
+    w = L.append
+    w("# kaas benchmark run %s" % stamp)
+    w("")
+    w("Commit `%s`%s, %s CPUs (%s), %s MiB RAM, Linux %s.  Scratch directory on **%s** (`%s`).  "
+      "Load average %.1f at the start, %.1f at the end.  %s s × %s rounds per storage measurement, "
+      "%s s per broker measurement%s.  How to read this: docs/performance.md."
+      % (e.get("commit", "?"), " (with uncommitted changes)" if e.get("dirty") else "", e.get("cpus"), e.get("cpu"),
+         e.get("mem_mib"), e.get("kernel"), e.get("fstype"), e.get("device"), e.get("load_start", 0),
+         run.env_end.get("load_end", 0), e.get("secs"), e.get("rounds"), e.get("e2e_secs"),
+         " — **quick smoke run, not a measurement**" if e.get("quick") else ""))
+    w("")
+    if run.errors:
+        w("**Failed steps:** " + "; ".join("%s (round %s): %s" % (j["step"], j["round"], j["error"])
+                                          for j in run.errors))
+        w("")
+    # Headline.
+    w("## Headline")
+    w("")
+    w("| what | measured | limit measured in the same run | ratio |")
+    w("| --- | --- | --- | --- |")
+    rows = s["storage"]
+    for r in rows:
+        if r["appenders"] == 16 and r["partitions"] == 1:
+            w("| append+flush (group commit), %s appenders, 1 partition, %s B batches | %s MB/s, %s batches/fsync "
+              "| device write+fsync, same sizes and concurrency: %s MB/s | **%s** (one fsync per request: %s) |"
+              % (r["appenders"], fmt(r["batch_bytes"]), fmt(r["gc_mbps"], 1), fmt(r["gc_batches_per_fsync"], 1),
+                 fmt(r["device_mbps"], 1), fr(r["gc_over_device"]), fr(r["naive_over_device"])))
+    best = max(rows, key=lambda r: r["gc_mbps"] or 0) if rows else None
+    if best:
+        w("| best append+flush configuration (%s) | %s MB/s | device sequential, 4 MiB writes + fsync: %s MB/s | **%s** |"
+          % (cfg_label(best), fmt(best["gc_mbps"], 1), fmt(s["stream_mbps"], 1), fr(best["gc_over_stream"])))
+    rd = s["read"]
+    w("| fetch-style read, plans + sendfile over loopback | %s MB/s | raw sendfile of the same file: %s MB/s | **%s** |"
+      % (fmt(rd.get("plan_sendfile"), 0), fmt(rd.get("raw_sendfile"), 0), fr(rd.get("plan_sendfile_over_raw"))))
+    for p in s["produce"]:
+        if p["step"] == "produce:acksall":
+            w("| broker produce, acks=all, librdkafka, 1 KiB messages | %s MB/s (%s msg/s) | storage engine alone, "
+              "same batches: %s records/s; loopback TCP: %s MB/s | **%s** of storage; %s of loopback |"
+              % (fmt(p["mbps"], 1), fmt(p["msgs_per_s"]), fmt(s["storage_ref"] and s["storage_ref"]["records_per_s"]),
+                 fmt(s["loopback_mbps"]), fr(p["over_storage"]), fr(p["over_loopback"])))
+    c = s["consume"]
+    if c:
+        w("| broker consume from the beginning | %s MB/s | raw sendfile over loopback: %s MB/s | **%s** |"
+          % (fmt(c["mbps"], 1), fmt(rd.get("raw_sendfile")), fr(c["over_raw_sendfile"])))
+    for l in s["latency"]:
+        w("| produce latency at %s msg/s, acks=%s | p50 %s, p99 %s | %s: %s | **%s** × |"
+          % (fmt(l["rate"]), l["acks"], fus(l["p50_us"]), fus(l["p99_us"]), l["floor"], fus(l["floor_us"]),
+             fr(l["p50_over_floor"])))
+    cg = next((c for c in s["callgrind"] if c["codec"] == "none"), None)
+    if cg:
+        w("| instructions per append of %s × %s B records (callgrind) | %s per batch, %s per record | — | — |"
+          % (cg["records"], cg["record_size"], fmt(cg["ir_per_batch"]), fmt(cg["ir_per_record"])))
+    w("")
+    # Storage.
+    w("## Storage engine: append + flush (acks=all)")
+    w("")
+    w("`kaas-bench append` against `kaas-bench device` (raw pwrite + fsync per write, same write size, threads and "
+      "files), measured right before it in each round; medians over rounds.  *naive* holds a per-partition "
+      "lock over append+flush (one fsync per request); *gc* lets concurrent flushes share fsyncs.")
+    w("")
+    w("| appenders × partitions, batch | device MB/s | naive MB/s | gc MB/s | gc / device | naive / device | "
+      "gc / naive | batches per fsync | gc p50 / p99 | device p50 |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        w("| %s (%s B) | %s | %s | %s | **%s** | %s | %s | %s | %s / %s | %s |"
+          % (cfg_label(r), fmt(r["batch_bytes"]), fmt(r["device_mbps"], 1), fmt(r["naive_mbps"], 1),
+             fmt(r["gc_mbps"], 1), fr(r["gc_over_device"]), fr(r["naive_over_device"]), fr(r["gc_over_naive"]),
+             fmt(r["gc_batches_per_fsync"], 1), fus(r["gc_p50_us"]), fus(r["gc_p99_us"]), fus(r["device_p50_us"])))
+    w("")
+    w("Device sequential ceiling (1 thread, 4 MiB writes, fsync each): %s MB/s.  Engine without waiting for the "
+      "device (append only, `nosync`, 100 × 1 KiB batches): %s MB/s, p50 %s per append."
+      % (fmt(s["stream_mbps"], 1), fmt(s["nosync_mbps"], 0), fus(s["nosync_p50_us"])))
+    w("")
+    if plot:
+        w("![append throughput per configuration](%s)" % plot)
+        w("")
+    # Reads.
+    w("## Storage engine: read plans")
+    w("")
+    w("A consumer catching up from offset 0 over a %s MiB segment, %s bytes per request (Fetch's "
+      "max.partition.fetch.bytes), medians over rounds." % (fmt((rd.get("log_bytes") or 0) / 1048576.0),
+                                                           fmt(rd.get("max_bytes"))))
+    w("")
+    w("| path | through read plans | raw, same file | ratio |")
+    w("| --- | --- | --- | --- |")
+    w("| plan only (no I/O) | %s plans/s | — | — |" % fmt(rd.get("plans_per_s")))
+    w("| pread, page cache | %s MB/s | %s MB/s | **%s** |" % (fmt(rd.get("plan_pread")), fmt(rd.get("raw_pread")),
+                                                            fr(rd.get("plan_pread_over_raw"))))
+    w("| sendfile to loopback TCP, page cache | %s MB/s | %s MB/s | **%s** |"
+      % (fmt(rd.get("plan_sendfile")), fmt(rd.get("raw_sendfile")), fr(rd.get("plan_sendfile_over_raw"))))
+    w("| pread after dropping the file's cache | %s MB/s | %s MB/s | **%s** |"
+      % (fmt(rd.get("cold_plan_pread")), fmt(rd.get("cold_raw_pread")), fr(rd.get("cold_plan_over_raw"))))
+    w("")
+    w("Raw sendfile over loopback is %s of the loopback TCP stream (%s MB/s)."
+      % (fr(rd.get("raw_sendfile_over_loopback")), fmt(s["loopback_mbps"])))
+    w("")
+    # Broker.
+    w("## Broker end to end (librdkafka over loopback)")
+    w("")
+    ref = s["storage_ref"]
+    w("One broker, one partition, 1 KiB messages with text-like payloads, linger.ms=5, `kaas-bench-rdk`.  "
+      "*storage* is the engine alone appending the same batches (%s records of 1 KiB, 4 appenders, group commit) "
+      "right after the acks=all run: %s records/s.  Loopback: %s MB/s, round trip p50 %s."
+      % (ref and ref["records"], fmt(ref and ref["records_per_s"]), fmt(s["loopback_mbps"]),
+         fus(s["loopback_rtt_p50_us"])))
+    w("")
+    w("| run | payload MB/s | msg/s | messages per batch | / storage (msg/s) | / loopback (MB/s) | "
+      "CPU cores: client / broker |")
+    w("| --- | --- | --- | --- | --- | --- | --- |")
+    for p in s["produce"]:
+        w("| produce acks=%s, %s | %s | %s | %s | **%s** | %s | %s / %s |"
+          % (p["acks"], p["compression"], fmt(p["mbps"], 1), fmt(p["msgs_per_s"]), fmt(p["avg_batch_msgs"]),
+             fr(p["over_storage"]), fr(p["over_loopback"]), fr(p["client_cores"]), fr(p["broker_cores"])))
+    if c:
+        w("| consume all %s messages from offset 0 | %s | %s | — | %s of raw sendfile | %s | %s / %s |"
+          % (fmt(c["msgs"]), fmt(c["mbps"], 1), fmt(c["msgs_per_s"]), fr(c["over_raw_sendfile"]),
+             fr(c["over_loopback"]), fr(c["client_cores"]), fr(c["broker_cores"])))
+    w("")
+    if s["latency"]:
+        w("| latency, fixed rate, linger.ms=0 | messages | p50 | p90 | p99 | max | p50 / floor | "
+          "CPU cores: client / broker |")
+        w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for l in s["latency"]:
+            w("| acks=%s at %s msg/s | %s | %s | %s | %s | %s | **%s** (%s %s) | %s / %s |"
+              % (l["acks"], fmt(l["rate"]), fmt(l["msgs"]), fus(l["p50_us"]), fus(l["p90_us"]), fus(l["p99_us"]),
+                 fus(l["max_us"]), fr(l["p50_over_floor"]), l["floor"], fus(l["floor_us"]), fr(l["client_cores"]),
+                 fr(l["broker_cores"])))
+        w("")
+    # Callgrind.
+    w("## Instructions on the append hot path (callgrind)")
+    w("")
+    if s["callgrind"]:
+        w("User-space instructions inside `kaas_partition_append` (validation, CRC-32C, offsets, index, the "
+          "pwrite call; not the kernel's copy), per batch of 100 × 1 KiB text records.  Independent of load: "
+          "compare across commits.")
+        w("")
+        w("| compression | batch bytes | instructions per batch | per record | top self cost |")
+        w("| --- | --- | --- | --- | --- |")
+        for cgr in s["callgrind"]:
+            top = ", ".join("%s %.0f%%" % (t["fn"], t["pct"]) for t in cgr["top"][:4])
+            w("| %s | %s | %s | %s | %s |" % (cgr["codec"], fmt(cgr["batch_bytes"]), fmt(cgr["ir_per_batch"]),
+                                          fmt(cgr["ir_per_record"]), top))
+    else:
+        w("Skipped: %s." % (s["callgrind_skipped"] or "no data"))
+    w("")
+    # Conformance.
+    cf = s["conform"]
+    w("## Conformance tool (informational)")
+    w("")
+    if cf and "error" not in cf:
+        w("`kaas-conform check` with its defaults on a local directory: **%.1f s** wall clock, verdict %s.  "
+          % (cf["secs"], cf.get("verdict")) + "Per check: " +
+          ", ".join("%s %.1f s" % (c["name"], c["secs"] or 0) for c in cf.get("checks", [])) + ".")
+    else:
+        w("No result: %s." % ((cf or {}).get("error") or "not run"))
+    w("")
+    return "\n".join(L)
+
+
+def plot_storage(s, outdir, stamp):
+    if not shutil.which("gnuplot") or not s["storage"]:
+        return None
+    name = "%s-storage.svg" % stamp
+    with tempfile.TemporaryDirectory() as td:
+        data = os.path.join(td, "d.dat")
+        with open(data, "w") as f:
+            for r in s["storage"]:
+                f.write('"%s×%s\\n%s B" %s %s %s\n' % (r["appenders"], r["partitions"], fmt(r["batch_bytes"]),
+                                                     r["device_mbps"] or 0, r["naive_mbps"] or 0, r["gc_mbps"] or 0))
+        script = """
+set terminal svg size 900,420 font "sans,11" background rgb "white"
+set output '%s'
+set title "append + flush (acks=all): storage engine vs the device, same sizes and concurrency"
+set ylabel "MB/s"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set key top left
+set grid ytics
+set xtics font ",9"
+set yrange [0:*]
+plot '%s' using 2:xtic(1) title "device: pwrite+fsync per write" lc rgb "#999999", \\
+     '' using 3 title "engine, one fsync per request (naive)" lc rgb "#e6a03c", \\
+     '' using 4 title "engine, group commit" lc rgb "#2f7ed8"
+""" % (os.path.join(outdir, name), data)
+        try:
+            subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print("report.py: gnuplot failed: %s" % e, file=sys.stderr)
+            return None
+    return name
+
+
+def main():
+    jl, outdir, stamp = sys.argv[1:4]
+    lines = [json.loads(l) for l in open(jl) if l.strip()]
+    run = Run(lines)
+    s = summarize(run)
+    plot = plot_storage(s, outdir, stamp)
+    md = markdown(run, s, stamp, plot)
+    with open(os.path.join(outdir, stamp + ".md"), "w") as f:
+        f.write(md + "\n")
+    with open(os.path.join(outdir, stamp + ".json"), "w") as f:
+        json.dump({"stamp": stamp, "env": run.env, "summary": s, "measurements": lines}, f, indent=1)
+        f.write("\n")
+    runs = sorted((n[:-3] for n in os.listdir(outdir) if n.endswith(".md") and n != "README.md"), reverse=True)
+    readme = ["# Benchmark results", "",
+              "Written by `make bench` (ci/bench/run.sh); what each number means and how the limits are "
+              "measured: docs/performance.md.  Numbers are only comparable as ratios: the absolute values "
+              "depend on the machine and on whatever else it was doing.", "",
+              "Runs: " + ", ".join("[%s](%s.md)" % (r, r) for r in runs), "",
+              "The latest run follows.", ""]
+    body = md.split("\n", 1)[1] if "\n" in md else ""
+    with open(os.path.join(outdir, "README.md"), "w") as f:
+        f.write("\n".join(readme) + "\n## Run %s\n" % stamp + body.replace("\n## ", "\n### ") + "\n")
+
+
+if __name__ == "__main__":
+    main()

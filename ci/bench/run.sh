@@ -1,0 +1,286 @@
+#!/bin/bash
+# ci/bench/run.sh — what `make bench` runs: storage engine, read path and
+# broker end to end, each as absolute numbers and as a ratio against a limit
+# measured in the same run on the same machine (docs/performance.md).
+#
+# Writes results/bench/<UTC stamp>.md and .json (+ .svg plots when gnuplot
+# is installed) and rewrites results/bench/README.md with the latest tables.
+#
+# Environment:
+#   BIN                  directory holding kaas and kaas-conform (default bin)
+#   KAAS_BENCH_PROGS     directory holding kaas-bench and kaas-bench-rdk (set
+#                        by `make bench`; otherwise built with make bench-progs)
+#   KAAS_BENCH_DIR       where the scratch directory goes: the volume being
+#                        measured (default ./var; never tmpfs for fsync numbers)
+#   KAAS_BENCH_SECS      seconds per storage measurement (default 1)
+#   KAAS_BENCH_ROUNDS    rounds of every storage comparison (default 3)
+#   KAAS_BENCH_E2E_SECS  seconds per broker measurement (default 4)
+#   KAAS_BENCH_OUT       results directory (default results/bench)
+#   KAAS_BENCH_QUICK=1   a smoke run: fewer configurations, short measurements
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+
+: "${BIN:=bin}"
+SECS=${KAAS_BENCH_SECS:-1}
+ROUNDS=${KAAS_BENCH_ROUNDS:-3}
+E2E_SECS=${KAAS_BENCH_E2E_SECS:-4}
+OUT=${KAAS_BENCH_OUT:-results/bench}
+QUICK=${KAAS_BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	SECS=0.3 ROUNDS=1 E2E_SECS=1
+fi
+
+if [ -z "${KAAS_BENCH_PROGS:-}" ]; then
+	make -s BUILD="${BUILD:-build}" BIN="$BIN" bench-progs all
+	KAAS_BENCH_PROGS=${BUILD:-build}/rel/ci/bench
+fi
+KB=$KAAS_BENCH_PROGS/kaas-bench
+KRDK=$KAAS_BENCH_PROGS/kaas-bench-rdk
+for f in "$KB" "$KRDK" "$BIN/kaas" "$BIN/kaas-conform"; do
+	[ -x "$f" ] || { echo "run.sh: $f is missing (make bench builds it)" >&2; exit 1; }
+done
+# Plots and instruction counts are optional: without gnuplot or valgrind
+# (and without root to install them) those sections say "skipped".
+bash ci/deps.sh bench >/dev/null 2>&1 || echo "run.sh: some bench packages are missing (ci/deps.sh bench)" >&2
+
+base=${KAAS_BENCH_DIR:-var}
+mkdir -p "$base"
+WORK=$(mktemp -d "$base/kaas-bench.XXXXXX")
+WORK=$(cd "$WORK" && pwd)
+JL=$WORK/results.jsonl
+FAILED=0
+
+source ci/lib/broker.sh
+cleanup() {
+	broker_cleanup
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+log() { printf '%s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# rec STEP ROUND CMD...: runs CMD, tags each JSON line it prints with the
+# step and round, appends them to the results; a failure is recorded too.
+rec() {
+	local step=$1 round=$2 rc=0 out
+	shift 2
+	out=$("$@" 2>"$WORK/stderr") || rc=$?
+	if [ $rc -ne 0 ]; then
+		FAILED=1
+		log "FAILED ($rc): $*"
+		sed 's/^/    /' "$WORK/stderr" | tail -5 >&2
+		/usr/bin/python3 -c 'import json,sys; print(json.dumps({"step":sys.argv[1],"round":int(sys.argv[2]),"error":sys.argv[3]}))' \
+			"$step" "$round" "exit $rc: $(tail -1 "$WORK/stderr")" >>"$JL"
+		return 0
+	fi
+	[ -z "$out" ] || printf '%s\n' "$out" | sed "s/^{/{\"step\":\"$step\",\"round\":$round,/" >>"$JL"
+}
+
+# The value of field F in the last JSON line of step S (for chaining runs).
+field() {
+	/usr/bin/python3 - "$JL" "$1" "$2" <<'EOF'
+import json, sys
+val = ""
+for line in open(sys.argv[1]):
+    if not line.strip():
+        continue
+    j = json.loads(line)
+    if j.get("step") == sys.argv[2] and sys.argv[3] in j:
+        val = j[sys.argv[3]]
+print(val)
+EOF
+}
+
+# ---- the machine ---------------------------------------------------------------------
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+fstype=$(findmnt -n -o FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
+source_dev=$(df -P "$WORK" | awk 'NR==2 {print $1}')
+/usr/bin/python3 - "$JL" "$STAMP" "$fstype" "$source_dev" "$SECS" "$ROUNDS" "$E2E_SECS" "$QUICK" <<'EOF'
+import json, os, platform, subprocess, sys
+jl, stamp, fstype, dev, secs, rounds, e2e, quick = sys.argv[1:]
+def sh(*a):
+    try:
+        return subprocess.run(a, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+cpu = ""
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip()
+        break
+mem = 0
+for line in open("/proc/meminfo"):
+    if line.startswith("MemTotal"):
+        mem = int(line.split()[1]) // 1024
+env = {"step": "env", "round": 0, "kind": "env", "stamp": stamp, "fstype": fstype, "device": dev,
+       "cpus": os.cpu_count(), "cpu": cpu, "mem_mib": mem, "kernel": platform.release(),
+       "load_start": os.getloadavg()[0], "commit": sh("git", "rev-parse", "--short", "HEAD"),
+       "dirty": bool(sh("git", "status", "--porcelain", "--untracked-files=no")),
+       "secs": float(secs), "rounds": int(rounds), "e2e_secs": float(e2e), "quick": quick == "1"}
+print(json.dumps(env), file=open(jl, "a"))
+EOF
+case $fstype in
+tmpfs|ramfs) log "WARNING: $WORK is on $fstype: fsync costs nothing there, the storage numbers mean little" ;;
+esac
+log "bench: scratch $WORK ($fstype on $source_dev), ${SECS}s x $ROUNDS rounds per storage measurement"
+
+# ---- loopback limits -----------------------------------------------------------------
+log "net: loopback TCP stream and round trip"
+for r in $(seq 1 "$ROUNDS"); do
+	rec net "$r" "$KB" net --secs "$SECS" --rtt-count 3000
+done
+
+# ---- storage: append + flush against the device -------------------------------------------
+# Configurations: appenders partitions records record-size.
+CONFIGS=("1 1 100 1024" "4 1 100 1024" "16 1 100 1024" "4 4 100 1024" "16 4 100 1024"
+	"1 1 10 100" "16 1 10 100")
+[ "$QUICK" = 1 ] && CONFIGS=("1 1 100 1024" "4 1 100 1024" "4 1 10 100")
+SD=$WORK/storage
+mkdir -p "$SD"
+batch_size() { # records record-size -> batch bytes (one append --count 1 run)
+	"$KB" append --dir "$SD" --records "$1" --record-size "$2" --mode nosync --count 1 |
+		/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["batch_bytes"])'
+}
+for r in $(seq 1 "$ROUNDS"); do
+	log "storage round $r/$ROUNDS: device stream ceiling (4 MiB writes + fsync)"
+	rec stream "$r" "$KB" device --dir "$SD" --threads 1 --files 1 --size 4194304 --secs "$SECS" --label stream
+	for c in "${CONFIGS[@]}"; do
+		read -r n m rcount rsize <<<"$c"
+		bs=$(batch_size "$rcount" "$rsize")
+		cfg="a${n}-p${m}-r${rcount}x${rsize}"
+		log "storage round $r/$ROUNDS: $n appenders, $m partitions, batches of $rcount x $rsize B ($bs B)"
+		# The device's limit right before the engine, same sizes and concurrency.
+		rec "device:$cfg" "$r" "$KB" device --dir "$SD" --threads "$n" --files "$m" --size "$bs" --secs "$SECS"
+		# naive and gc take turns at going first.
+		modes="naive gc"
+		[ $((r % 2)) = 0 ] && modes="gc naive"
+		for mode in $modes; do
+			rec "$mode:$cfg" "$r" "$KB" append --dir "$SD" --appenders "$n" --partitions "$m" \
+				--records "$rcount" --record-size "$rsize" --mode "$mode" --secs "$SECS"
+		done
+	done
+	# The engine without waiting for the device: CPU and page cache only.
+	rec "nosync" "$r" "$KB" append --dir "$SD" --mode nosync --count 2000
+done
+
+# ---- storage: read plans -----------------------------------------------------------------
+log "read: plans vs raw pread/sendfile, hot and cold cache"
+RD=$WORK/read
+mkdir -p "$RD"
+rsecs=$(/usr/bin/python3 -c "print(max(0.2, $SECS / 2))")
+rec read 0 "$KB" read --dir "$RD" --mib "$([ "$QUICK" = 1 ] && echo 32 || echo 128)" --secs "$rsecs" --rounds "$ROUNDS"
+rm -rf "$RD"
+
+# ---- broker end to end -----------------------------------------------------------------------
+log "broker: starting kaas on $WORK/broker"
+BROKER_NO_TRAP=1 BROKER_LOG=$WORK/broker.log broker_start "$WORK/broker" ||
+	{ echo "run.sh: the broker did not start" >&2; exit 1; }
+T=bench-$STAMP
+rec create 0 "$KRDK" create --brokers "$BROKER" --topic "$T" --partitions 1
+broker_cpu() { # CPU seconds (user + system) the broker has used so far
+	awk -v t="$(getconf CLK_TCK)" '{ print ($14 + $15) / t }' "/proc/$BROKER_PID/stat"
+}
+# e2e STEP CMD...: rec, plus the broker's CPU time during the step (client
+# and broker share this machine's cores).
+e2e() {
+	local step=$1 c0 c1
+	shift
+	c0=$(broker_cpu)
+	rec "$step" 0 "$@"
+	c1=$(broker_cpu)
+	echo "{\"step\":\"$step:broker\",\"round\":0,\"kind\":\"broker-cpu\",\"cpu_secs\":$(awk "BEGIN { print $c1 - $c0 }")}" >>"$JL"
+}
+produce() { # step acks compression [extra flags]
+	local step=$1 acks=$2 codec=$3
+	shift 3
+	log "broker: $step (acks=$acks, compression=$codec)"
+	e2e "$step" "$KRDK" produce --brokers "$BROKER" --topic "$T" --acks "$acks" --compression "$codec" \
+		--secs "$E2E_SECS" --label "$step" "$@"
+}
+produce "produce:acks1" 1 none
+produce "produce:acksall" all none
+# The engine alone with the batches librdkafka just sent (same sizes), right after.
+bmsgs=$(field "produce:acksall" avg_batch_msgs)
+bmsgs=$(/usr/bin/python3 -c "print(max(1, round(float('${bmsgs:-0}' or 0))))")
+log "broker: storage reference, batches of $bmsgs x 1 KiB records, 4 appenders, 1 partition"
+rec "storage-ref" 0 "$KB" append --dir "$SD" --appenders 4 --partitions 1 --records "$bmsgs" \
+	--record-size 1024 --payload text --mode gc --secs "$SECS"
+produce "produce:acksall-lz4" all lz4
+produce "produce:acksall-zstd" all zstd
+total=0
+for s in produce:acks1 produce:acksall produce:acksall-lz4 produce:acksall-zstd; do
+	v=$(field "$s" msgs)
+	total=$((total + ${v:-0}))
+done
+log "broker: consume all $total messages from the beginning"
+e2e "consume" "$KRDK" consume --brokers "$BROKER" --topic "$T" --partitions 1 --count "$total"
+RATE=1000
+log "broker: latency at a fixed $RATE msg/s, linger.ms=0"
+for a in all 1; do
+	e2e "latency:acks$a" "$KRDK" produce --brokers "$BROKER" --topic "$T" --acks "$a" --rate "$RATE" \
+		--linger-ms 0 --secs "$E2E_SECS" --label "latency:acks$a"
+done
+broker_stop
+if [ "$BROKER_RC" != 0 ]; then
+	log "FAILED: the broker exited $BROKER_RC on SIGTERM"
+	FAILED=1
+fi
+
+# ---- the conformance tool, default run on a local directory (informational) ---------------------
+log "conform: kaas-conform check on a local directory"
+mkdir -p "$WORK/conform"
+t0=$(date +%s.%N)
+crc=0
+"$BIN/kaas-conform" check "$WORK/conform" --no-progress --json "$WORK/conform.json" >/dev/null 2>&1 || crc=$?
+t1=$(date +%s.%N)
+/usr/bin/python3 - "$JL" "$WORK/conform.json" "$crc" "$t0" "$t1" <<'EOF'
+import json, sys
+jl, rep, rc, t0, t1 = sys.argv[1:]
+out = {"step": "conform", "round": 0, "kind": "conform", "exit": int(rc), "secs": float(t1) - float(t0)}
+try:
+    r = json.load(open(rep))
+    out["verdict"] = r.get("verdict")
+    out["tool_secs"] = r.get("duration_ms", 0) / 1000.0
+    out["checks"] = [{"name": c.get("name"), "verdict": c.get("verdict"),
+                      "secs": c.get("duration_ms", 0) / 1000.0} for c in r.get("checks", [])]
+except (OSError, ValueError) as e:
+    out["error"] = "no report: %s" % e
+print(json.dumps(out), file=open(jl, "a"))
+EOF
+
+# ---- instruction counts of the append hot path (repeatable on a loaded machine) ---------------------
+if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+	CG=$WORK/cg
+	mkdir -p "$CG"
+	N=300
+	for codec in none lz4 zstd; do
+		log "callgrind: kaas_partition_append, $N batches of 100 x 1 KiB, compression $codec"
+		rm -rf "$CG/data" && mkdir -p "$CG/data"
+		if valgrind --tool=callgrind --callgrind-out-file="$CG/out.$codec" \
+			--toggle-collect=kaas_partition_append "$KB" append --dir "$CG/data" --mode nosync \
+			--count $N --codec "$codec" --payload text >"$CG/run.$codec" 2>"$CG/vg.$codec"; then
+			callgrind_annotate --auto=no "$CG/out.$codec" >"$CG/self.$codec" 2>/dev/null || true
+			callgrind_annotate --auto=no --inclusive=yes "$CG/out.$codec" >"$CG/incl.$codec" 2>/dev/null || true
+			/usr/bin/python3 ci/bench/callgrind.py "$codec" $N "$CG/run.$codec" "$CG/self.$codec" \
+				"$CG/incl.$codec" >>"$JL"
+		else
+			FAILED=1
+			log "FAILED: callgrind run ($codec)"
+			tail -3 "$CG/vg.$codec" >&2
+		fi
+	done
+else
+	echo '{"step":"callgrind","round":0,"skipped":"valgrind is not installed"}' >>"$JL"
+fi
+
+# ---- report ---------------------------------------------------------------------------------
+/usr/bin/python3 - "$JL" <<'EOF'
+import json, os, sys
+print(json.dumps({"step": "env-end", "round": 0, "kind": "env-end", "load_end": os.getloadavg()[0]}),
+      file=open(sys.argv[1], "a"))
+EOF
+mkdir -p "$OUT"
+/usr/bin/python3 ci/bench/report.py "$JL" "$OUT" "$STAMP"
+log "bench: wrote $OUT/$STAMP.md, $OUT/$STAMP.json and $OUT/README.md"
+exit $FAILED
