@@ -53,4 +53,11 @@ assert_empty "$vol3"
 rm -rf "$other/__cluster"
 expect_rc 3 "$KC" check "$other" --stamp --iterations 20
 assert_empty "$other"
-pass "FAIL and REFUSED runs write no stamp"
+# WARN exits 0 but is not PASS: every open of one rename target answers
+# ESTALE, so that variant verifies nothing.
+vol4=$(newdir vol4)
+expect_rc 0 "$KC" check "fault:$vol4?failpath=*/rename/plain:open:ESTALE" --stamp --iterations 20 --json w.json
+[ "$(jget w.json "r['verdict']")" = WARN ] || fail "expected WARN, got $(jget w.json "r['verdict']")"
+grep -q "no stamp written: the verdict is WARN" out || fail "WARN run did not say why there is no stamp"
+assert_empty "$vol4"
+pass "FAIL, REFUSED and WARN runs write no stamp"
