@@ -285,14 +285,33 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 	kaas_hw_listener fn = NULL;
 	void *arg = NULL;
 	pthread_mutex_lock(&p->mu);
-	int64_t target = p->leo;
+	int64_t target = p->leo, dur = -1;
+	uint64_t gen = p->lead_gen;
+	int led = p->state != KAAS_PART_FOLLOWER;
 	for (;;) {
+		dur = p->hw;
+		if (p->lead_gen != gen || (p->state == KAAS_PART_FOLLOWER && (led || gen))) {
+			/* The leadership the caller appended under is over: answer
+			 * for it, never with a later one's (or a newer leader's
+			 * manifest's) offsets.  After a clean relinquish that is
+			 * success: it made everything appended durable. */
+			if (gen && p->ended_gen == gen) {
+				dur = p->ended_durable;
+				rc = p->ended_rc;
+				if (rc == 0 && led && dur < target)
+					rc = -EPERM;
+			} else {
+				dur = -1;
+				rc = -EPERM;
+			}
+			break;
+		}
 		if (p->state == KAAS_PART_POISONED) {
 			rc = p->fenced ? -ESTALE : -EIO;
 			break;
 		}
 		if (p->hw >= target)
-			break; /* also after relinquish, which made everything durable */
+			break; /* nothing ours is pending (also: never led here) */
 		if (p->state != KAAS_PART_LEADER) {
 			rc = -EPERM;
 			break;
@@ -391,7 +410,7 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		}
 	}
 	if (durable)
-		*durable = p->hw;
+		*durable = dur;
 	if (notify >= 0) {
 		fn = p->listener;
 		arg = p->listener_arg;

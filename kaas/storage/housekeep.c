@@ -103,6 +103,11 @@ static uint64_t seg_bytes(const kseg *s)
 int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 {
 	int64_t durable;
+	pthread_mutex_lock(&p->mu);
+	int st = p->state;
+	pthread_mutex_unlock(&p->mu);
+	if (st == KAAS_PART_FOLLOWER)
+		return 0; /* nothing to do, whatever the last leadership left */
 	int rc = kaas_partition_flush(p, &durable);
 	if (rc == -EPERM)
 		return 0;

@@ -149,6 +149,13 @@ struct kaas_partition {
 
 	kaas_hw_listener listener;
 	void *listener_arg;
+
+	/* How the last leadership ended, for flushes that outlive it (a flush
+	 * answers for the leadership its caller appended under). */
+	uint64_t lead_gen;      /* bumped by every successful take-over */
+	uint64_t ended_gen;     /* lead_gen of the leadership that ended last; 0: none */
+	int ended_rc;           /* 0: its relinquish made everything durable */
+	int64_t ended_durable;  /* its durable offset when it ended */
 };
 
 /* ---- shared by the partition's files (caller holds p->mu) ------------------ */

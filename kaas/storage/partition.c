@@ -624,11 +624,20 @@ out:
 	return 0;
 }
 
-/* Closes every handle and forgets leader state (caller holds the lock). */
-static void drop_leadership(kaas_partition *p)
+/* Closes every handle and forgets leader state (caller holds the lock).
+ * `why` is what flushes of the leadership being dropped answer: 0 when its
+ * relinquish made everything appended durable. */
+static void drop_leadership(kaas_partition *p, int why)
 {
 	while (p->flushing)
 		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->state != KAAS_PART_FOLLOWER) {
+		if (p->state == KAAS_PART_POISONED && !why)
+			why = p->fenced ? -ESTALE : -EIO;
+		p->ended_gen = p->lead_gen;
+		p->ended_rc = why;
+		p->ended_durable = p->hw;
+	}
 	drop_segs(p);
 	kp_free(&p->prod);
 	free(p->snap_buf);
@@ -646,7 +655,7 @@ void kaas_partition_close(kaas_partition *p)
 		return;
 	kaas_partition_relinquish(p);
 	pthread_mutex_lock(&p->mu);
-	drop_leadership(p);
+	drop_leadership(p, -EPERM);
 	pthread_mutex_unlock(&p->mu);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
@@ -987,16 +996,19 @@ int kaas_partition_take_over(kaas_partition *p, int32_t epoch)
 		pthread_mutex_unlock(&p->mu);
 		return -ESTALE;
 	}
-	drop_leadership(p);
+	/* A leadership replaced without relinquish: its flushes fail (the
+	 * producers retry and are deduplicated). */
+	drop_leadership(p, -EPERM);
 	int rc = do_take_over(p, epoch);
 	if (rc) {
 		KLOG_WARN("storage", "%s: take over at epoch %d: %s", p->dir, (int)epoch, sub_strerror(rc));
-		drop_leadership(p);
+		drop_leadership(p, -EPERM);
 		int32_t keep = p->epoch;
 		load_view(p);
 		p->epoch = rc == -ESTALE ? keep : -1;
 	} else {
 		p->state = KAAS_PART_LEADER;
+		p->lead_gen++;
 		KLOG_INFO("storage", "%s: leader at epoch %d, log [%lld, %lld)", p->dir, (int)epoch,
 			  (long long)p->log_start, (long long)p->leo);
 	}
@@ -1032,10 +1044,12 @@ int kaas_partition_relinquish(kaas_partition *p)
 		}
 		if (rc == 0 && p->dir_dirty)
 			rc = sub_fsync_dir(p->vfs, p->dir);
-		if (rc == 0)
-			p->hw = p->leo;
+		/* A newer leader's log does not hold what we appended since it
+		 * took over: then that is not durable, whatever our fsyncs did. */
 		if (rc == 0)
 			rc = p_fence_check(p);
+		if (rc == 0)
+			p->hw = p->leo;
 		if (rc == 0) {
 			uint8_t *b;
 			size_t len;
@@ -1055,7 +1069,7 @@ int kaas_partition_relinquish(kaas_partition *p)
 		if (p->fenced)
 			rc = -ESTALE;
 	}
-	drop_leadership(p);
+	drop_leadership(p, rc);
 	int32_t keep = p->epoch;
 	load_view(p);
 	p->epoch = keep;

@@ -556,6 +556,63 @@ START_TEST(failed_rename_poisons)
 }
 END_TEST
 
+/* A flush that comes after the leadership ended answers for that
+ * leadership: success only if its relinquish made everything durable, and
+ * never with a durable offset read from someone else's manifest. */
+START_TEST(flush_after_relinquish_answers_for_that_leadership)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p;
+	int64_t d = -1;
+	/* Clean: everything appended was made durable by the relinquish. */
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "fr", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	h_put(p, 3, "clean", 10);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_eq(kaas_partition_flush(p, &d), 0);
+	ck_assert_int_eq(d, 3);
+	kaas_partition_close(p);
+
+	/* The relinquish's fsync fails (fsyncs: the new partition's manifest,
+	 * the take-over's manifest, then the relinquish's segment fsync). */
+	char url[600], err[256];
+	sub_vfs *fv;
+	snprintf(url, sizeof(url), "fault:%s?fail=fsync:3:EIO", h_dir);
+	ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
+	ck_assert_int_eq(kaas_partition_open(fv, "ff", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	h_put(p, 2, "lost", 10);
+	ck_assert_int_lt(kaas_partition_relinquish(p), 0);
+	d = -1;
+	ck_assert_int_lt(kaas_partition_flush(p, &d), 0);
+	ck_assert_int_lt(d, 2);
+	kaas_partition_close(p);
+	sub_destroy(fv);
+
+	/* Fenced: a newer leader took over and got further; the stale one's
+	 * appends after that are not in the log, whatever its flush says. */
+	sub_vfs *v2;
+	kaas_partition *neu;
+	ck_assert_int_eq(sub_open_url(h_dir, &v2, err, sizeof(err)), 0);
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "fz", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	h_put(p, 3, "old", 10);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(kaas_partition_open(v2, "fz", NULL, 0, &cfg, &neu), 0);
+	ck_assert_int_eq(kaas_partition_take_over(neu, 2), 0);
+	h_put(neu, 10, "new", 10);
+	ck_assert_int_eq(kaas_partition_relinquish(neu), 0); /* manifest: hw 13 */
+	ck_assert_int_eq(h_put(p, 2, "zombie", 10), 3);       /* offsets 3..4 in its view */
+	ck_assert_int_eq(kaas_partition_relinquish(p), -ESTALE);
+	d = -1;
+	ck_assert_int_eq(kaas_partition_flush(p, &d), -ESTALE);
+	ck_assert_int_le(d, 3);
+	kaas_partition_close(p);
+	kaas_partition_close(neu);
+	sub_destroy(v2);
+}
+END_TEST
+
 Suite *recovery_suite(void)
 {
 	Suite *s = suite_create("storage-recovery");
@@ -570,6 +627,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, zombie_writes_never_reach_the_new_leader);
 	tcase_add_test(tc, failed_write_or_fsync_poisons);
 	tcase_add_test(tc, failed_rename_poisons);
+	tcase_add_test(tc, flush_after_relinquish_answers_for_that_leadership);
 	suite_add_tcase(s, tc);
 	return s;
 }
