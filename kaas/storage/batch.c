@@ -37,7 +37,8 @@ void kb_decode(const uint8_t *p, kb_hdr *h)
 int kb_header_sane(const kb_hdr *h)
 {
 	return h->magic == 2 && h->length >= KB_MIN_LENGTH && h->base_offset >= 0 &&
-	       h->last_delta >= 0 && h->count > 0 && h->count == h->last_delta + 1;
+	       h->base_offset <= KB_OFFSET_MAX && h->last_delta >= 0 && h->count > 0 &&
+	       h->count == h->last_delta + 1;
 }
 
 uint32_t kb_crc(const uint8_t *batch, size_t size)

@@ -18,6 +18,10 @@
 #include <stdint.h>
 
 #define KB_HDR 61              /* full v2 header */
+/* The largest offset the engine accepts from the volume (names, batch
+ * headers, the manifest): 2^62, so that adding any batch's record count or
+ * a segment's relative offset can never overflow an int64. */
+#define KB_OFFSET_MAX ((int64_t)1 << 62)
 #define KB_LOG_OVERHEAD 12     /* baseOffset + batchLength */
 #define KB_MIN_LENGTH (KB_HDR - KB_LOG_OVERHEAD)
 

@@ -56,10 +56,10 @@ int manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m)
 		why = "unknown version";
 	else if (get_i64(o, "epoch", 0, &epoch) || epoch > INT32_MAX)
 		why = "bad epoch";
-	else if (get_i64(o, "high_watermark", 0, &hw))
+	else if (get_i64(o, "high_watermark", 0, &hw) || hw > KB_OFFSET_MAX)
 		why = "bad high_watermark";
-	else if (get_i64(o, "log_start_offset", 0, &lso))
-		why = "bad log_start_offset";
+	else if (get_i64(o, "log_start_offset", 0, &lso) || lso > hw)
+		why = "bad log_start_offset (negative or beyond high_watermark)";
 	if (!why) {
 		json_t *t = json_object_get(o, "topic_id");
 		if (json_is_string(t) && json_string_length(t) < sizeof(m->topic_id))

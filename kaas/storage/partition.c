@@ -903,6 +903,11 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 			}
 	}
 	p->log_start = p->man.valid ? p->man.log_start : 0;
+	/* A stale manifest's writer was superseded where the newest epoch
+	 * begins (ck): above that its offsets named other records, so its log
+	 * start counts only up to there. */
+	if (stale_manifest && p->log_start > ck)
+		p->log_start = ck;
 	if (p->nsegs && p->segs[0]->base > p->log_start)
 		p->log_start = p->segs[0]->base;
 	int64_t from = ck > p->log_start ? ck : p->log_start;

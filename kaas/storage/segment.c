@@ -33,8 +33,8 @@ int seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
 		return -1;
 	if (digits(name, 10, &e) || digits(name + 11, 20, &b))
 		return -1;
-	if (e > INT32_MAX || b > INT64_MAX)
-		return -1;
+	if (e > INT32_MAX || b > (uint64_t)KB_OFFSET_MAX)
+		return -1; /* not a name the engine writes: left alone */
 	for (int k = 0; k < SEG_NKINDS; k++) {
 		if (strcmp(name + SEG_STEM_LEN, seg_suffix[k]) == 0) {
 			*epoch = (int32_t)e;

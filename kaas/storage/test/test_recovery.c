@@ -319,6 +319,107 @@ START_TEST(stale_garbage_and_newer_manifests)
 }
 END_TEST
 
+/* A manifest older than the newest live segment (its writer was superseded
+ * and its rename landed late, or the newer take-over died before writing
+ * its own): its high watermark is ignored and its log start is honoured
+ * only up to where the newer epoch's log begins, since above that the old
+ * writer's offsets named other records. */
+START_TEST(stale_manifest_of_an_older_epoch)
+{
+	kbuild all = KBUILD_INIT;
+	kaas_partition *p = make_log("se", 30, 2048, &all); /* epoch 1: offsets 0..89 */
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	kaas_log_config cfg = h_cfg();
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(h_put(p, 2, "epoch-two", 10), 90 + 2 * i);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	/* Epoch 1's leader believed it reached 95 and deleted records below it. */
+	write_manifest("se", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
+			     "\"high_watermark\":95,\"log_start_offset\":95}");
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 3), 0);
+	ck_assert_int_eq(kaas_partition_log_end(p), 100);
+	ck_assert_int_eq(kaas_partition_log_start(p), 90);
+	uint8_t *log;
+	size_t len = h_read_all(p, 90, 4000, &log);
+	ck_assert_int_eq(h_check_log(log, len, 90), 100);
+	ck_assert_ptr_nonnull(memmem(log, len, "epoch-two", 9));
+	free(log);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	/* Below that point an old manifest's log start still counts. */
+	write_manifest("se", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
+			     "\"high_watermark\":90,\"log_start_offset\":30}");
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 4), 0);
+	ck_assert_int_eq(kaas_partition_log_start(p), 30);
+	ck_assert_int_eq(kaas_partition_log_end(p), 100);
+	len = h_read_all(p, 30, 4000, &log);
+	ck_assert_int_eq(h_check_log(log, len, -1), 100);
+	size_t pos30, size30;
+	int64_t off30;
+	batch_at(&all, 10, &pos30, &size30, &off30); /* batch 10 holds offset 30 */
+	ck_assert_int_eq(off30, 30);
+	ck_assert_mem_eq(log, all.buf + pos30, all.len - pos30);
+	free(log);
+	kaas_partition_close(p);
+	kbuild_free(&all);
+}
+END_TEST
+
+/* Offsets near the end of the int64 range, in names, batches and the
+ * manifest, as a broken or hostile host could leave them: never a crash (the
+ * sanitizers abort on signed overflow), never an unlinked segment. */
+START_TEST(hostile_offsets_on_the_volume)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *q;
+	char path[512];
+	/* A segment named near INT64_MAX, holding a valid batch at that base
+	 * whose last offset would overflow. */
+	ck_assert_int_eq(mkdir(strcat(strcpy(path, h_dir), "/hn"), 0755), 0);
+	snprintf(path, sizeof(path), "%s/hn/0000000001-09223372036854775802.log", h_dir);
+	kbuild b = KBUILD_INIT;
+	kbuild_simple(&b, -1, -1, -1, 10, 1700000000000LL, "far", 10, KBUILD_NONE);
+	kb_put64(b.buf, (uint64_t)INT64_MAX - 5);
+	FILE *f = fopen(path, "wb");
+	fwrite(b.buf, 1, b.len, f);
+	fclose(f);
+	kbuild_free(&b);
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "hn", NULL, 0, &cfg, &q), 0);
+	ck_assert_int_eq(kaas_partition_take_over(q, 2), 0);
+	ck_assert_int_eq(h_put(q, 3, "near", 10), 0); /* not a segment: a fresh log */
+	ck_assert_int_eq(kaas_partition_flush(q, NULL), 0);
+	kaas_partition_close(q);
+	ck_assert_int_eq(access(path, F_OK), 0); /* and left alone */
+
+	/* A manifest claiming offsets near INT64_MAX, no segments. */
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "hm", NULL, 1, &cfg, &q), 0);
+	kaas_partition_close(q);
+	write_manifest("hm", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
+			     "\"high_watermark\":9223372036854775807,\"log_start_offset\":9223372036854775807}");
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "hm", NULL, 0, &cfg, &q), 0);
+	ck_assert_int_eq(kaas_partition_take_over(q, 2), 0);
+	ck_assert_int_eq(h_put(q, 2, "mani", 10), 0);
+	kaas_partition_close(q);
+
+	/* A manifest whose log start lies beyond its own high watermark is not
+	 * one the engine wrote: it must not make the take-over drop the log. */
+	kbuild all = KBUILD_INIT;
+	kaas_partition *p = make_log("hl", 30, 2048, &all);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	write_manifest("hl", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
+			     "\"high_watermark\":90,\"log_start_offset\":1000000}");
+	check_recovered("hl", 2, &all, all.len, 90);
+	kbuild_free(&all);
+}
+END_TEST
+
 /* ---- zombies ---------------------------------------------------------------------- */
 
 /* Reads the whole log of p and fails on any batch whose records carry tag. */
@@ -624,6 +725,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, flipped_crc_bytes);
 	tcase_add_test(tc, missing_and_garbage_index_files);
 	tcase_add_test(tc, stale_garbage_and_newer_manifests);
+	tcase_add_test(tc, stale_manifest_of_an_older_epoch);
+	tcase_add_test(tc, hostile_offsets_on_the_volume);
 	tcase_add_test(tc, zombie_writes_never_reach_the_new_leader);
 	tcase_add_test(tc, failed_write_or_fsync_poisons);
 	tcase_add_test(tc, failed_rename_poisons);
