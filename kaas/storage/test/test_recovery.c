@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include "storage/test/harness.h"
+#include "storage/test/shim.h"
+#include "util/clock.h"
 #include "sub_fault.h"
 
 /* Copies DATA/src to DATA/dst as it is now (leader still running). */
@@ -540,6 +542,105 @@ START_TEST(zombie_writes_never_reach_the_new_leader)
 }
 END_TEST
 
+/* The race the fencing check cannot close: the stale leader lists the
+ * directory (no newer epoch yet), the new leader takes over, then the stale
+ * one creates its rolled segment and keeps appending into it.  The shim
+ * runs the new leader's take-over at exactly that point. */
+typedef struct race {
+	int armed;
+	sub_vfs *vfs2;
+	kaas_log_config cfg;
+	kaas_partition *neu;
+	int64_t base;     /* where the new leader's log continues */
+} race;
+
+static void race_hook(void *arg, const char *op, const char *path, const char *to)
+{
+	race *r = arg;
+	(void)to;
+	if (!r->armed || strcmp(op, "create") || !shim_ends(path, ".log"))
+		return;
+	r->armed = 0;
+	ck_assert_int_eq(kaas_partition_open(r->vfs2, "zr", NULL, 0, &r->cfg, &r->neu), 0);
+	ck_assert_int_eq(kaas_partition_take_over(r->neu, 2), 0);
+	r->base = kaas_partition_log_end(r->neu);
+}
+
+START_TEST(zombie_rolls_after_the_takeover)
+{
+	race r = {0};
+	char err[256];
+	r.cfg = h_cfg();
+	r.cfg.segment_bytes = 2048;
+	r.cfg.segment_ms = 60000;
+	r.cfg.retention_ms = -1;
+	ck_assert_int_eq(sub_open_url(h_dir, &r.vfs2, err, sizeof(err)), 0);
+	shim_vfs *sv = shim_wrap(h_vfs, race_hook, &r);
+	kaas_partition *old;
+	ck_assert_int_eq(kaas_partition_open(&sv->base, "zr", NULL, 1, &r.cfg, &old), 0);
+	ck_assert_int_eq(kaas_partition_take_over(old, 1), 0);
+	for (int i = 0; i < 6; i++)
+		h_put(old, 2, "legit-one", 30);
+	ck_assert_int_eq(kaas_partition_flush(old, NULL), 0);
+	/* segment.ms rolls the old leader's segment; the new one takes over
+	 * between its fencing check and its create. */
+	r.armed = 1;
+	ck_assert_int_ge(kaas_partition_housekeep(old, kaas_wall_ms() + 3600 * 1000), 0);
+	ck_assert_int_eq(r.armed, 0);
+	ck_assert_ptr_nonnull(r.neu);
+	ck_assert_int_eq(r.base, 12);
+	char zpath[512];
+	snprintf(zpath, sizeof(zpath), "%s/zr/%010d-%020lld.log", h_dir, 1, (long long)r.base);
+	ck_assert_int_eq(access(zpath, F_OK), 0); /* the stale leader's roll happened */
+
+	/* Both append; the stale one into its rolled segment until its next
+	 * roll meets the newer epoch. */
+	kbuild b = KBUILD_INIT;
+	kaas_append_result res;
+	int zombie_appends = 0, fenced = 0;
+	for (int i = 0; i < 200 && !fenced; i++) {
+		kbuild_reset(&b);
+		kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ZOMBIE", 30, KBUILD_NONE);
+		ck_assert_int_eq(kaas_partition_append(old, b.buf, b.len, &res), 0);
+		if (res.error == 0) {
+			zombie_appends++;
+			ck_assert_int_eq(kaas_partition_flush(old, NULL), 0);
+		} else {
+			ck_assert_int_eq(res.error, KERR_NOT_LEADER_OR_FOLLOWER);
+			fenced = 1;
+		}
+		if (i % 4 == 0)
+			h_put(r.neu, 1, "legit-two", 30);
+	}
+	kbuild_free(&b);
+	ck_assert_int_gt(zombie_appends, 10);
+	ck_assert(fenced);
+	ck_assert_int_eq(kaas_partition_flush(r.neu, NULL), 0);
+	size_t len_before;
+	int64_t end = read_no_tag(r.neu, "ZOMBIE", &len_before);
+	ck_assert_int_eq(end, kaas_partition_high_watermark(r.neu));
+	ck_assert_int_gt(end, r.base);
+	ck_assert_int_eq(kaas_partition_relinquish(old), -ESTALE);
+	kaas_partition_close(old);
+	ck_assert_int_eq(kaas_partition_relinquish(r.neu), 0);
+	kaas_partition_close(r.neu);
+
+	/* Another takeover: the same log, no zombie byte, the zombie's segment
+	 * gone (and its snapshot, written after the new leader's, harmless). */
+	kaas_partition *third;
+	ck_assert_int_eq(kaas_partition_open(h_vfs, "zr", NULL, 0, &r.cfg, &third), 0);
+	ck_assert_int_eq(kaas_partition_take_over(third, 3), 0);
+	ck_assert_int_eq(kaas_partition_log_end(third), end);
+	size_t len_after;
+	ck_assert_int_eq(read_no_tag(third, "ZOMBIE", &len_after), end);
+	ck_assert_uint_eq(len_after, len_before);
+	ck_assert_int_eq(access(zpath, F_OK), -1);
+	kaas_partition_close(third);
+	sub_destroy(&sv->base);
+	sub_destroy(r.vfs2);
+}
+END_TEST
+
 /* ---- poisoning --------------------------------------------------------------------- */
 
 static void poison_case(const char *opts, int fail_on_flush)
@@ -728,6 +829,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, stale_manifest_of_an_older_epoch);
 	tcase_add_test(tc, hostile_offsets_on_the_volume);
 	tcase_add_test(tc, zombie_writes_never_reach_the_new_leader);
+	tcase_add_test(tc, zombie_rolls_after_the_takeover);
 	tcase_add_test(tc, failed_write_or_fsync_poisons);
 	tcase_add_test(tc, failed_rename_poisons);
 	tcase_add_test(tc, flush_after_relinquish_answers_for_that_leadership);
