@@ -131,6 +131,16 @@ bench: deps-test
 	$(MAKE) all
 	@fail=0; for b in $(BENCHES); do echo "== $$b"; bash $$b || fail=1; done; exit $$fail
 
+# The real-substrate matrix (ci/matrix): install what the substrates need,
+# build again (kaas-lyingfs appears once libfuse3 is there), run, write results/.
+matrix:
+	@bash ci/deps.sh matrix
+	$(MAKE) matrix-run
+
+.PHONY: matrix-run
+matrix-run: all
+	@bash ci/matrix
+
 clean:
 	rm -rf $(BUILD) $(BIN)
 
