@@ -16,8 +16,14 @@ TEST_PKGS=(clang libclang-rt-14-dev iproute2 procps psmisc util-linux e2fsprogs
 # What `make bench` adds (ci/bench/run.sh): plots and instruction counts.
 BENCH_PKGS=(gnuplot-nox valgrind)
 
+# What the real-substrate matrix (make matrix) stands up on top of that.
+MATRIX_PKGS=(ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common
+	glusterfs-server glusterfs-client s3fs sshfs openssh-server openssh-client
+	samba smbclient smbnetfs fuse3 libfuse3-dev jq curl)
+
 want=("${BUILD_PKGS[@]}")
 [ "${1:-build}" = test ] && want+=("${TEST_PKGS[@]}")
+[ "${1:-build}" = matrix ] && want+=("${TEST_PKGS[@]}" "${MATRIX_PKGS[@]}")
 [ "${1:-build}" = bench ] && want+=("${TEST_PKGS[@]}" "${BENCH_PKGS[@]}")
 
 missing=()
