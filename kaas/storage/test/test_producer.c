@@ -222,6 +222,45 @@ START_TEST(snapshot_carries_the_window_across_takeover)
 }
 END_TEST
 
+/* What only the snapshot knows: DeleteRecords removed the older batches of
+ * a producer's window from the log, so a take-over that rebuilt the state
+ * from the log would call their retries out of order. */
+START_TEST(snapshot_is_used_not_rebuilt_from_the_log)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p = leader(h_vfs, "sd", 1, &cfg);
+	for (int k = 0; k < 30; k++)
+		ck_assert_int_eq(send(p, 77, 0, 2 * k, 2).err, 0);
+	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	int64_t low;
+	int16_t err;
+	ck_assert_int_eq(kaas_partition_delete_records(p, 56, &low, &err), 0);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+
+	sub_vfs *v2;
+	char e[256];
+	ck_assert_int_eq(sub_open_url(h_dir, &v2, e, sizeof(e)), 0);
+	kaas_partition *q = leader(v2, "sd", 2, &cfg);
+	ck_assert_int_eq(kaas_partition_log_start(q), 56);
+	/* Batches 25..29 (seq 50..59) are the window; 25..27 lie below 56. */
+	for (int k = 25; k < 30; k++) {
+		pres r = send(q, 77, 0, 2 * k, 2);
+		ck_assert_msg(r.err == 0 && r.dup, "batch %d: err %d dup %d", k, r.err, r.dup);
+		ck_assert_int_eq(r.base, 2 * k);
+	}
+	ck_assert_int_eq(send(q, 77, 0, 2 * 24, 2).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	ck_assert_int_eq(send(q, 77, 0, 62, 2).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	pres r = send(q, 77, 0, 60, 2);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert(!r.dup);
+	ck_assert_int_eq(r.base, 60);
+	kaas_partition_close(q);
+	sub_destroy(v2);
+}
+END_TEST
+
 START_TEST(snapshot_from_roll_plus_replayed_tail_after_crash)
 {
 	kaas_log_config cfg = h_cfg();
@@ -314,6 +353,7 @@ Suite *producer_suite(void)
 	tcase_add_test(tc, sequence_rules);
 	tcase_add_test(tc, sequence_wraps_and_snapshot_codec);
 	tcase_add_test(tc, snapshot_carries_the_window_across_takeover);
+	tcase_add_test(tc, snapshot_is_used_not_rebuilt_from_the_log);
 	tcase_add_test(tc, snapshot_from_roll_plus_replayed_tail_after_crash);
 	tcase_add_test(tc, producers_below_log_start_are_unknown);
 	tcase_add_test(tc, snapshot_of_a_superseded_epoch_is_not_trusted);
