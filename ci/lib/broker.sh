@@ -44,7 +44,8 @@ _broker_wait_ready() {
 	local log=$1 start=$2
 	for _ in $(seq 1 600); do
 		if ! kill -0 "$BROKER_PID" 2>/dev/null; then
-			wait "$BROKER_PID"; BROKER_RC=$?
+			BROKER_RC=0
+			wait "$BROKER_PID" || BROKER_RC=$?
 			echo "broker.sh: kaas exited ($BROKER_RC) during start-up; log:" >&2
 			tail -n +"$start" "$log" >&2
 			BROKER_PID=

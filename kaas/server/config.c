@@ -203,6 +203,8 @@ int kaas_config_set(kaas_config *c, const char *key, const char *value, char *er
 			snprintf(why, sizeof(why), "must be between %" PRId64 " and %" PRId64, k->min, k->max);
 			return bad(err, errlen, key, value, why);
 		}
+		if (v == 0 && k->off == OFF(connections_max_idle_ms))
+			return bad(err, errlen, key, value, "0 would close every connection; -1 disables the timeout");
 		if (k->type == KCFG_I16)
 			*(int16_t *)(base + k->off) = (int16_t)v;
 		else if (k->type == KCFG_I32)

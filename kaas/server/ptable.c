@@ -948,6 +948,46 @@ void kaas_ptable_wake_all(kaas_ptable *t)
 void kaas_ptable_housekeep(kaas_ptable *t)
 {
 	int64_t now = kaas_mono_ms();
+	/* Find poisoned leaders without holding mu across the partition locks
+	 * (an append may hold one through a slow write). */
+	kaas_pentry **lead = NULL;
+	size_t nl = 0, lcap = 0;
+	pthread_mutex_lock(&t->mu);
+	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
+		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
+			for (int32_t i = 0; i < tp->n; i++) {
+				kaas_pentry *e = tp->parts[i];
+				if (e->state != PE_LEADER || !e->p || tp->dropping)
+					continue;
+				if (nl == lcap) {
+					lcap = lcap ? lcap * 2 : 64;
+					kaas_pentry **l2 = realloc(lead, lcap * sizeof(*lead));
+					if (!l2)
+						goto scanned;
+					lead = l2;
+				}
+				e->refs++;
+				lead[nl++] = e;
+			}
+scanned:
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < nl; i++) {
+		int32_t ep;
+		if (kaas_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
+			pthread_mutex_lock(&t->mu);
+			if (lead[i]->state == PE_LEADER) {
+				lead[i]->state = PE_FAILED;
+				lead[i]->err = -EIO;
+				lead[i]->retry_at_ms = now;
+				KLOG_WARN("ptable", "%s/%d: poisoned by a failed write; taking it over again",
+					  lead[i]->topic->name, lead[i]->index);
+			}
+			pthread_mutex_unlock(&t->mu);
+		}
+		put_entry(t, lead[i]);
+	}
+	free(lead);
+
 	/* Re-drive failed and poisoned partitions with a new epoch (Rule 2). */
 	if (pthread_mutex_trylock(&t->ctl) == 0) {
 		if (!t->stopped) {
@@ -959,14 +999,6 @@ void kaas_ptable_housekeep(kaas_ptable *t)
 				for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 					for (int32_t i = 0; i < tp->n; i++) {
 						kaas_pentry *e = tp->parts[i];
-						int32_t ep;
-						int poisoned = e->state == PE_LEADER && e->p &&
-							       kaas_partition_state_of(e->p, &ep) == KAAS_PART_POISONED;
-						if (poisoned) {
-							e->state = PE_FAILED;
-							e->err = -EIO;
-							e->retry_at_ms = now;
-						}
 						if (e->state == PE_FAILED && e->retry_at_ms <= now) {
 							if (nt == cap) {
 								cap = cap ? cap * 2 : 16;
