@@ -114,8 +114,13 @@ static int probe(kc_run *r, kc_result *res, const char *dir)
 				 json_string_value(json_object_get(first, "symbol")),
 				 json_string_value(json_object_get(first, "object")),
 				 json_string_value(json_object_get(out, "preload")));
-			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "interposed", "actor", i,
-						"iteration", 0, "detail", d, "trace");
+			char t1[700], t2[700];
+			snprintf(t1, sizeof(t1), "actor %d: dladdr(dlsym(RTLD_DEFAULT, \"%s\")) = %s", i,
+				 json_string_value(json_object_get(first, "symbol")),
+				 json_string_value(json_object_get(first, "object")));
+			snprintf(t2, sizeof(t2), "actor %d: dladdr(gnu_get_libc_version) names the C library", i);
+			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s]}]", "kind", "interposed", "actor", i,
+						"iteration", 0, "detail", d, "trace", t1, t2);
 			kc_result_add_anomalies(res, NULL, one, 1);
 			json_decref(one);
 		}

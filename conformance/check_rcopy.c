@@ -29,11 +29,14 @@ static int cmp64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void anomaly(kc_result *res, const char *dir, const char *kind, int actor, int iteration,
+		    const char *detail, const char *seen);
+
 /* Renames small and big back and forth ROUNDS times each, interleaved;
  * returns the ratio of the medians x100.  *cur says which names hold the
  * files now (0: original, 1: moved). */
-static int measure(kc_run *r, kc_result *res, const char *small, const char *big, int *cur,
-		   int64_t *ratio_x100, int64_t *med_small, int64_t *med_big)
+static int measure(kc_run *r, kc_result *res, const char *dir, const char *small, const char *big,
+		   int *cur, int64_t *ratio_x100, int64_t *med_small, int64_t *med_big)
 {
 	char sm[320], bm[320];
 	snprintf(sm, sizeof(sm), "%s.moved", small);
@@ -60,10 +63,10 @@ static int measure(kc_run *r, kc_result *res, const char *small, const char *big
 				kc_result_count(res, "rename_errors", 1);
 				char d[200];
 				snprintf(d, sizeof(d), "rename of the %s file failed: %s", j ? "64 MiB" : "1 KiB", e);
-				json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "rename_error",
-							"actor", 0, "iteration", k, "detail", d, "trace");
-				kc_result_add_anomalies(res, NULL, one, 1);
-				json_decref(one);
+				char seen[700];
+				snprintf(seen, sizeof(seen), "actor 0: rename %s (round %d): %s",
+					 j ? big : small, k + 1, e);
+				anomaly(res, dir, "rename_error", 0, k, d, seen);
 			}
 		}
 	}
@@ -80,6 +83,26 @@ static int measure(kc_run *r, kc_result *res, const char *small, const char *big
 static int call(kc_run *r, int a, const char *op, json_t *args, json_t **out)
 {
 	return kc_drv_call(&r->drv, a, op, args, out);
+}
+
+/* The operations behind every rename-copy anomaly, then what was seen. */
+static json_t *trace(const char *dir, const char *seen)
+{
+	char l1[400], l3[400];
+	snprintf(l1, sizeof(l1), "actor 0: write %s/small (1 KiB) and %s/big (64 MiB), fsync each", dir,
+		 dir);
+	snprintf(l3, sizeof(l3), "actor 0: rename each to <name>.moved and back, interleaved, %d times",
+		 ROUNDS);
+	return json_pack("[s,s,s,s]", l1, "actor 1: open both, keep the descriptors", l3, seen);
+}
+
+static void anomaly(kc_result *res, const char *dir, const char *kind, int actor, int iteration,
+		    const char *detail, const char *seen)
+{
+	json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:o}]", "kind", kind, "actor", actor, "iteration",
+				iteration, "detail", detail, "trace", trace(dir, seen));
+	kc_result_add_anomalies(res, NULL, one, 1);
+	json_decref(one);
 }
 
 int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
@@ -124,11 +147,11 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 
 	kc_run_variant(r, "timing");
 	int64_t ratio, ms, mb, ratio2 = 0, ms2 = 0, mb2 = 0;
-	if ((rc = measure(r, res, small, big, &cur, &ratio, &ms, &mb)))
+	if ((rc = measure(r, res, dir, small, big, &cur, &ratio, &ms, &mb)))
 		goto fail;
 	int grows = 0;
 	if (ratio >= KC_RCOPY_RATIO_LIMIT * 100) {
-		if ((rc = measure(r, res, small, big, &cur, &ratio2, &ms2, &mb2)))
+		if ((rc = measure(r, res, dir, small, big, &cur, &ratio2, &ms2, &mb2)))
 			goto fail;
 		grows = ratio2 >= KC_RCOPY_RATIO_LIMIT * 100;
 		if (ratio2 < ratio)
@@ -147,10 +170,10 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 		char d[200];
 		snprintf(d, sizeof(d), "median rename: 1 KiB %lld us, 64 MiB %lld us", (long long)(ms / 1000),
 			 (long long)(mb / 1000));
-		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "rename_time_grows", "actor", A,
-					"iteration", 0, "detail", d, "trace");
-		kc_result_add_anomalies(res, NULL, one, 1);
-		json_decref(one);
+		char seen[300];
+		snprintf(seen, sizeof(seen), "actor 0: renamed again to confirm: 1 KiB %lld us, 64 MiB %lld us",
+			 (long long)(ms2 / 1000), (long long)(mb2 / 1000));
+		anomaly(res, dir, "rename_time_grows", A, 0, d, seen);
 	}
 
 	kc_run_variant(r, "verify");
@@ -168,10 +191,10 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 			char d[300];
 			snprintf(d, sizeof(d), "%s: inode %lld before the renames, %lld (%s) after", names[i],
 				 (long long)inos[i], (long long)ino, err ? err : "?");
-			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "inode_changed", "actor",
-						A, "iteration", 0, "detail", d, "trace");
-			kc_result_add_anomalies(res, NULL, one, 1);
-			json_decref(one);
+			char seen[400];
+			snprintf(seen, sizeof(seen), "actor 0: stat %s: %s, inode %lld", names[i],
+				 err ? err : "?", (long long)ino);
+			anomaly(res, dir, "inode_changed", A, 0, d, seen);
 		}
 		json_decref(out);
 	}
@@ -190,10 +213,10 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 			char d[300];
 			snprintf(d, sizeof(d), "a descriptor opened on %s before the renames now reads: %s",
 				 i ? "the 64 MiB file" : "the 1 KiB file", st ? st : "?");
-			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "old_fd_broken",
-						"actor", B, "iteration", 0, "detail", d, "trace");
-			kc_result_add_anomalies(res, NULL, one, 1);
-			json_decref(one);
+			char seen[300];
+			snprintf(seen, sizeof(seen), "actor 1: read the whole file through the old descriptor: %s",
+				 st ? st : "?");
+			anomaly(res, dir, "old_fd_broken", B, 0, d, seen);
 		}
 		json_decref(out);
 		if ((rc = call(r, B, "file_verify",
@@ -209,10 +232,9 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 				 names[i], st ? st : "?",
 				 (long long)json_integer_value(json_object_get(out, "bytes")),
 				 (long long)json_integer_value(json_object_get(out, "first_bad")));
-			json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "content_mismatch",
-						"actor", B, "iteration", 0, "detail", d, "trace");
-			kc_result_add_anomalies(res, NULL, one, 1);
-			json_decref(one);
+			char seen[600];
+			snprintf(seen, sizeof(seen), "actor 1: open %s, read to EOF: %s", names[i], st ? st : "?");
+			anomaly(res, dir, "content_mismatch", B, 0, d, seen);
 		}
 		json_decref(out);
 	}

@@ -263,10 +263,14 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 			       s0 < 0 ? "unavailable" : "did not show the 16 MiB file being written");
 	} else if (s3 < s1 + FILE_BYTES / 2) {
 		kc_result_count(res, "space_not_freed", 1);
-		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[]}]", "kind", "space_not_freed", "actor", B,
+		char t1[200], t2[200], t3[200];
+		snprintf(t1, sizeof(t1), "actor 1: statvfs: %lld bytes available before the file", (long long)s0);
+		snprintf(t2, sizeof(t2), "actor 1: statvfs: %lld with the 16 MiB file held open", (long long)s1);
+		snprintf(t3, sizeof(t3), "actor 1: statvfs: %lld 5 s after it was deleted and closed", (long long)s3);
+		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s]}]", "kind", "space_not_freed", "actor", B,
 					"iteration", 1, "detail",
 					"free space did not grow back by the file's size within 5 s of the close",
-					"trace");
+					"trace", t1, t2, t3);
 		kc_result_add_anomalies(res, NULL, one, 1);
 		json_decref(one);
 	}

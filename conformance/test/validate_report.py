@@ -133,7 +133,10 @@ def report(r):
             need(a, "actor", int, aw)
             need(a, "iteration", int, aw)
             need(a, "detail", str, aw)
-            for t in need(a, "trace", list, aw):
+            trace = need(a, "trace", list, aw)
+            if not trace:
+                raise SystemExit(f"{aw}.trace: an anomaly comes with its operation trace")
+            for t in trace:
                 if not isinstance(t, str):
                     raise SystemExit(f"{aw}.trace: not strings")
             if "variant" in a:
