@@ -200,6 +200,35 @@ START_TEST(selfcheck_passes_and_cleans_up)
 }
 END_TEST
 
+/* Each primitive broken in turn makes the self-check fail, naming it, and
+ * leaves nothing behind. */
+START_TEST(selfcheck_fails_on_broken_primitives)
+{
+	static const struct {
+		const char *opts, *needle;
+	} broken[] = {
+		{"excl=broken", "2 winners"},
+		{"excl=eperm", "Operation not permitted"},
+		{"failpath=*/target:rename:EXDEV", "rename over an existing file"},
+		{"failpath=*/target:pread:EIO", "after rename the target reads"},
+	};
+	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+		char url[400], err[256] = "", why[512] = "";
+		sub_vfs *fv = NULL;
+		snprintf(url, sizeof(url), "fault:%s?%s", tmpdir, broken[i].opts);
+		ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
+		ck_assert_int_ne(kc_selfcheck(fv, "", why, sizeof(why)), 0);
+		ck_assert_msg(strstr(why, broken[i].needle) != NULL, "%s: %s", broken[i].opts, why);
+		sub_destroy(fv);
+		char **names;
+		size_t n;
+		ck_assert_int_eq(sub_list(vfs, "", &names, &n), 0);
+		ck_assert_msg(n == 0, "%s left %s behind", broken[i].opts, n ? names[0] : "");
+		sub_names_free(names, n);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stamp");
@@ -212,6 +241,7 @@ int main(void)
 	tcase_add_checked_fixture(f, setup, teardown);
 	tcase_add_test(f, write_then_verify_on_a_directory);
 	tcase_add_test(f, selfcheck_passes_and_cleans_up);
+	tcase_add_test(f, selfcheck_fails_on_broken_primitives);
 	suite_add_tcase(s, f);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
