@@ -38,3 +38,23 @@ grep -q "not durable\|in memory only" tmpfs.json || fail "refusal not explained"
 grep -q "VERDICT REFUSED (exit 3)" out || fail "table"
 assert_empty "$tmp"
 pass "a tmpfs directory is refused (exit 3), with the reason"
+
+# The identity comes from the mount that holds the path, found in mountinfo
+# even when the mount point's name needs escaping there (a space is \040).
+sp="$WORK/mount point"
+mkdir "$sp"
+mount -t tmpfs -o size=16m "kc-e2e-sp-$$" "$sp"
+CLEANUPS+=("umount '$sp'")
+mkdir "$sp/sub dir"
+expect_rc 3 "$KC" check "$sp/sub dir" --checks preflight --json sp.json
+validate sp.json
+"$PY" - sp.json "$sp" "kc-e2e-sp-$$" <<'PY' || fail "identity from mountinfo"
+import json, sys
+r = json.load(open(sys.argv[1]))
+i = r["substrate"]["identity"]
+assert i["mountpoint"] == sys.argv[2] and i["fstype"] == "tmpfs", i
+assert i["source"] == sys.argv[3] and i["fs_magic"] == "0x1021994", i
+assert i["root"] == sys.argv[2] + "/sub dir" and "size=16384k" in i["options"], i
+assert i["volume_key"].startswith("tmpfs:fsid:"), i
+PY
+pass "identity: statfs magic and the mountinfo entry of a mount point with a space"
