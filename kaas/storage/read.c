@@ -42,7 +42,9 @@ static int take(range_out *o, uint64_t pos, uint32_t size, int64_t last, uint32_
 }
 
 /* Header walk from an index position (validated: the first batch must be
- * the one the index names, else the walk restarts at the segment start). */
+ * the one the index names, else the walk restarts at the segment start; an
+ * entry pointing into a batch, which shows no sane header at all, counts as
+ * wrong too, never as the end of the segment). */
 static int walk_range(sub_file *f, uint64_t pos, int64_t eoff, int64_t base, uint64_t end,
 		      int64_t cur, int64_t limit, uint32_t have, uint32_t budget, range_out *o)
 {
@@ -66,6 +68,8 @@ static int walk_range(sub_file *f, uint64_t pos, int64_t eoff, int64_t base, uin
 			if (take(o, bpos, kb_size(&h), kb_last_offset(&h), have, budget))
 				break;
 		}
+		if (rc == 0 && first && pos != 0)
+			retry = 1;
 		seg_iter_free(&it);
 		if (rc < 0)
 			return rc;
@@ -212,37 +216,44 @@ static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offs
 	uint64_t pos;
 	int64_t eoff;
 	seg_ix_lookup(s, from, &pos, &eoff);
-	seg_iter it;
-	kb_hdr h;
-	uint64_t bpos;
-	int rc, res = 0, first = 1;
-	seg_iter_init(&it, s->log, pos, s->end_pos, 0, 16 * 1024);
-	while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
-		if (first && h.base_offset != eoff && bpos != 0) {
-			/* Index disagrees with the log: search from the start. */
-			seg_iter_free(&it);
-			seg_iter_init(&it, s->log, 0, s->end_pos, 0, 16 * 1024);
+	int rc = 0, res = 0;
+	for (int attempt = 0; attempt < 2 && !res; attempt++) {
+		seg_iter it;
+		kb_hdr h;
+		uint64_t bpos;
+		int first = 1, retry = 0;
+		seg_iter_init(&it, s->log, pos, s->end_pos, 0, 16 * 1024);
+		while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+			if (first && h.base_offset != eoff && pos != 0) {
+				retry = 1; /* the index disagrees with the log */
+				break;
+			}
 			first = 0;
-			continue;
-		}
-		first = 0;
-		if (h.base_offset >= limit)
+			if (h.base_offset >= limit)
+				break;
+			if (kb_last_offset(&h) < p->log_start || h.max_ts < ts)
+				continue;
+			uint8_t *b;
+			if ((rc = seg_read_batch(s->log, bpos, kb_size(&h), &b)))
+				break;
+			if (kb_find_ts(b, kb_size(&h), ts, p->log_start, offset, found)) {
+				/* Records unreadable: answer with the batch, as Kafka's index would. */
+				*offset = h.base_offset < p->log_start ? p->log_start : h.base_offset;
+				*found = h.max_ts;
+			}
+			free(b);
+			res = 1;
 			break;
-		if (kb_last_offset(&h) < p->log_start || h.max_ts < ts)
-			continue;
-		uint8_t *b;
-		if ((rc = seg_read_batch(s->log, bpos, kb_size(&h), &b)))
-			break;
-		if (kb_find_ts(b, kb_size(&h), ts, p->log_start, offset, found)) {
-			/* Records unreadable: answer with the batch, as Kafka's index would. */
-			*offset = h.base_offset < p->log_start ? p->log_start : h.base_offset;
-			*found = h.max_ts;
 		}
-		free(b);
-		res = 1;
-		break;
+		if (rc == 0 && first && pos != 0)
+			retry = 1; /* no sane batch where the index points */
+		seg_iter_free(&it);
+		if (rc < 0 || !retry)
+			break;
+		/* Search the whole segment. */
+		pos = 0;
+		eoff = s->base;
 	}
-	seg_iter_free(&it);
 	return rc < 0 ? rc : res;
 }
 

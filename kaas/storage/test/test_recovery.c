@@ -225,6 +225,54 @@ START_TEST(flipped_crc_bytes)
 }
 END_TEST
 
+/* Rewrites every index file of dir in place: how = 0 paired entries that
+ * are consistent with each other but point at wrong positions; 1 the
+ * positions of all but the last offset entry moved 8 bytes into their
+ * batch (the last, which loading checks, stays right). */
+static void forge_indexes(const char *dir, int how)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", h_dir, dir);
+	DIR *d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	int forged = 0;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l < 7 || strcmp(e->d_name + l - 6, ".index"))
+			continue;
+		char ip[1024], tp[1024];
+		snprintf(ip, sizeof(ip), "%s/%s", path, e->d_name);
+		snprintf(tp, sizeof(tp), "%s/%.*s.timeindex", path, (int)(l - 6), e->d_name);
+		FILE *f = fopen(ip, "r+b"), *t = fopen(tp, "r+b");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_ptr_nonnull(t);
+		uint8_t buf[8 * 512];
+		size_t n = fread(buf, 8, 512, f);
+		for (size_t i = 0; i < n; i++) {
+			uint8_t *x = buf + 8 * i;
+			if (how == 0) {
+				kb_put32(x, (uint32_t)(2 * i + 1));
+				kb_put32(x + 4, (uint32_t)(61 * i + 5));
+				uint8_t te[12];
+				kb_put64(te, 1700000000000ULL + i);
+				kb_put32(te + 8, (uint32_t)(2 * i + 1));
+				ck_assert_int_eq(fseek(t, (long)(12 * i), SEEK_SET), 0);
+				ck_assert_uint_eq(fwrite(te, 12, 1, t), 1);
+			} else if (i + 1 < n) {
+				kb_put32(x + 4, kb_get32(x + 4) + 8);
+			}
+		}
+		forged += n > 1;
+		rewind(f);
+		ck_assert_uint_eq(fwrite(buf, 8, n, f), n);
+		fclose(f);
+		fclose(t);
+	}
+	closedir(d);
+	ck_assert_int_gt(forged, 0);
+}
+
 START_TEST(missing_and_garbage_index_files)
 {
 	kbuild all = KBUILD_INIT;
@@ -233,37 +281,53 @@ START_TEST(missing_and_garbage_index_files)
 	kaas_partition_close(p);
 	snapshot_dir("live", "noidx");
 	snapshot_dir("live", "badidx");
+	snapshot_dir("live", "pairidx");
+	snapshot_dir("live", "shiftidx");
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "rm %s/noidx/*.index %s/noidx/*.timeindex", h_dir, h_dir);
 	ck_assert_int_eq(system(cmd), 0);
-	/* Garbage: every index entry points somewhere wrong but plausible. */
+	/* Random bytes: out of bounds, rejected when loaded. */
 	snprintf(cmd, sizeof(cmd),
-		 "for f in %s/badidx/*.index; do n=$(stat -c %%s $f); "
-		 "head -c $n /dev/urandom | tr '\\000-\\377' '\\001-\\077\\001-\\077\\001-\\077\\001-\\077' > $f.x && mv $f.x $f; done",
-		 h_dir);
+		 "for f in %s/badidx/*.index %s/badidx/*.timeindex; do n=$(stat -c %%s $f); "
+		 "head -c $n /dev/urandom > $f.x && mv $f.x $f; done",
+		 h_dir, h_dir);
 	ck_assert_int_eq(system(cmd), 0);
-	check_recovered("noidx", 2, &all, all.len, 240);
-	check_recovered("badidx", 2, &all, all.len, 240);
+	/* Plausible: in bounds, increasing, paired, but wrong. */
+	forge_indexes("pairidx", 0);
+	forge_indexes("shiftidx", 1);
+	const char *dirs[] = {"noidx", "badidx", "pairidx", "shiftidx"};
+	for (int d = 0; d < 4; d++)
+		check_recovered(dirs[d], 2, &all, all.len, 240);
 	/* Lookups by offset and time are right without (good) indexes. */
-	const char *dirs[] = {"noidx", "badidx"};
-	for (int d = 0; d < 2; d++) {
+	for (int d = 0; d < 4; d++) {
+		/* Epoch 1's damaged index files are still there (a leader writes
+		 * only its own epoch's); loaded lazily this time. */
 		kaas_partition *q;
 		kaas_log_config cfg = h_cfg();
-		ck_assert_int_eq(kaas_partition_open(h_vfs, dirs[d], NULL, 0, &cfg, &q), 0);
+		const char *name = dirs[d];
+		ck_assert_int_eq(kaas_partition_open(h_vfs, name, NULL, 0, &cfg, &q), 0);
 		ck_assert_int_eq(kaas_partition_take_over(q, 9), 0);
-		for (int64_t off = 0; off < 240; off += 11) {
+		for (int64_t off = 0; off < 240; off++) {
 			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
 			ck_assert_int_eq(kaas_partition_read(q, off, 1, &plan), 0);
-			ck_assert_int_eq(plan.n, 1);
+			ck_assert_msg(plan.n == 1, "%s: read at %lld: %d ranges", name, (long long)off, plan.n);
 			uint8_t hdr[KB_HDR];
 			ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
 			kb_hdr h;
 			kb_decode(hdr, &h);
-			ck_assert_int_eq(h.base_offset, off - off % 3);
+			ck_assert_msg(h.base_offset == off - off % 3, "%s: read at %lld: batch %lld", name,
+				      (long long)off, (long long)h.base_offset);
 			kaas_read_plan_release(&plan);
 		}
 		int64_t off, ts;
-		/* Batch i holds timestamps base+i .. base+i+2: base+50 is batch 48's last. */
+		/* Batch i holds timestamps base+i .. base+i+2 at offsets 3i..3i+2:
+		 * the first record at or after base+T is batch T-2's last. */
+		for (int64_t t = 0; t <= 81; t++) {
+			ck_assert_int_eq(kaas_partition_offset_for_time(q, 1700000000000LL + t, &off, &ts), 0);
+			ck_assert_msg(off == (t >= 2 ? 3 * (t - 2) + 2 : t), "%s: time +%lld: offset %lld", name,
+				      (long long)t, (long long)off);
+			ck_assert_int_eq(ts, 1700000000000LL + t);
+		}
 		ck_assert_int_eq(kaas_partition_offset_for_time(q, 1700000000000LL + 50, &off, &ts), 0);
 		ck_assert_int_eq(off, 146);
 		ck_assert_int_eq(ts, 1700000000000LL + 50);
