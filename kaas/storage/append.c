@@ -119,6 +119,13 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 	res->log_append_time = -1;
 	res->log_start_offset = -1;
 	res->batch_index = -1;
+	if (len > INT32_MAX) {
+		/* Batch positions in a request and in a segment are 32-bit. */
+		res->error = KERR_MESSAGE_TOO_LARGE;
+		res->batch_index = 0;
+		res->message = "records larger than 2 GiB in one request";
+		return 0;
+	}
 	kb_info stack_info[STACK_BATCHES], *info = stack_info;
 	overlay stack_ov[STACK_BATCHES], *ov = stack_ov;
 	int nb = kb_count(records, len), n, bad, rc = 0;

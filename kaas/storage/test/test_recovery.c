@@ -744,6 +744,10 @@ static void poison_case(const char *opts, int fail_on_flush)
 	int16_t e16;
 	kaas_partition_delete_records(p, 1, &low, &e16);
 	ck_assert_int_eq(e16, KERR_KAFKA_STORAGE_ERROR);
+	int64_t toff, tts;
+	ck_assert_int_eq(kaas_partition_offset_for_time(p, 0, &toff, &tts), -EIO);
+	ck_assert_int_eq(toff, -1);
+	ck_assert_int_eq(kaas_partition_housekeep(p, 1700000000000LL), -EIO);
 	ck_assert_int_eq(kaas_partition_high_watermark(p), 2);
 	/* Re-taken (the fault was transient): the durable data is there. */
 	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);

@@ -269,6 +269,12 @@ START_TEST(invalid_batches_are_refused_whole)
 	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_INVALID_TXN_STATE);
 	kbuild_free(&b);
+	/* A length no request can have (positions are 32-bit): refused before
+	 * anything is read. */
+	kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL, "len", 10, KBUILD_NONE);
+	ck_assert_int_eq(kaas_partition_append(p, b.buf, (size_t)INT32_MAX + 5, &res), 0);
+	ck_assert_int_eq(res.error, KERR_MESSAGE_TOO_LARGE);
+	kbuild_free(&b);
 	/* Empty and truncated requests. */
 	uint8_t junk[30] = {0};
 	ck_assert_int_eq(kaas_partition_append(p, junk, 0, &res), 0);
