@@ -1,8 +1,8 @@
 /*
  * append.c — `kaas-bench append`: the storage engine's produce path,
  * kaas_partition_append followed by kaas_partition_flush (acks=all), from
- * `appenders` threads onto `partitions` partitions (thread i appends to
- * partition i % partitions).
+ * appender threads onto partitions (thread i appends to partition
+ * i % partitions).
  *
  * Modes:
  *   gc      append, then flush: concurrent flushes share fsyncs (group commit)
@@ -17,6 +17,7 @@
  */
 #include "bench.h"
 #include "main.h"
+#include "stor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,9 +31,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-enum { MODE_GC, MODE_NAIVE, MODE_NOSYNC };
-
-static _Atomic uint64_t g_fsyncs, g_dir_fsyncs;
+static _Atomic uint64_t g_fsyncs;
 static const sub_methods *g_inner;
 static sub_methods g_counting;
 
@@ -42,26 +41,20 @@ static int counting_fsync(sub_file *f)
 	return g_inner->fsync(f);
 }
 
-static int counting_fsync_dir(sub_vfs *v, const char *path)
-{
-	atomic_fetch_add(&g_dir_fsyncs, 1);
-	return g_inner->fsync_dir(v, path);
-}
-
-static void count_fsyncs(sub_vfs *vfs)
-{
-	g_inner = vfs->m;
-	g_counting = *vfs->m;
-	g_counting.fsync = counting_fsync;
-	g_counting.fsync_dir = counting_fsync_dir;
-	vfs->m = &g_counting;
-}
-
 typedef struct apart {
 	kaas_partition *p;
 	pthread_mutex_t mu; /* naive mode: one request (and its fsync) at a time */
 	_Atomic int64_t records;
 } apart;
+
+struct app_set {
+	sub_vfs *vfs;
+	int nparts, opened;
+	apart *parts;
+	uint8_t *tmpl;
+	size_t len;
+	int32_t records;
+};
 
 typedef struct athread {
 	pthread_t th;
@@ -69,12 +62,11 @@ typedef struct athread {
 	int mode;
 	uint8_t *req;      /* this thread's copy: append rewrites it in place */
 	size_t len;
-	int64_t count;     /* batches per thread, or 0: until the deadline */
+	int64_t count;     /* batches, or 0: until the deadline */
 	int64_t deadline_ns;
 	int32_t records;   /* per batch */
 	uint64_t batches;
 	int err;
-	const char *what;
 	bn_lat lat;
 } athread;
 
@@ -83,28 +75,27 @@ static void *append_main(void *arg)
 	athread *t = arg;
 	for (int64_t i = 0; t->count ? i < t->count : bn_now_ns() < t->deadline_ns; i++) {
 		int64_t t0 = bn_now_ns();
-		if (t->mode == MODE_NAIVE)
+		if (t->mode == APP_NAIVE)
 			pthread_mutex_lock(&t->part->mu);
 		kaas_append_result res;
+		int64_t durable = -1;
 		int rc = kaas_partition_append(t->part->p, t->req, t->len, &res);
-		if (rc == 0 && res.error == 0 && t->mode != MODE_NOSYNC) {
-			int64_t durable = -1;
+		if (rc == 0 && res.error == 0 && t->mode != APP_NOSYNC)
 			rc = kaas_partition_flush(t->part->p, &durable);
-			if (rc == 0 && durable <= res.last_offset) {
-				t->err = EIO;
-				t->what = "flush returned before the batch was durable";
-			}
-		}
-		if (t->mode == MODE_NAIVE)
+		if (t->mode == APP_NAIVE)
 			pthread_mutex_unlock(&t->part->mu);
 		if (rc || res.error) {
+			fprintf(stderr, "kaas-bench: append/flush failed: rc %d, error %d%s%s\n", rc, res.error,
+				res.message ? ": " : "", res.message ? res.message : "");
 			t->err = rc ? -rc : EINVAL;
-			t->what = res.message ? res.message : rc ? "append/flush failed" : "append refused";
-			fprintf(stderr, "kaas-bench append: %s (error %d, rc %d)\n", t->what, res.error, rc);
 			return NULL;
 		}
-		if (t->err)
+		if (t->mode != APP_NOSYNC && durable <= res.last_offset) {
+			fprintf(stderr, "kaas-bench: flush returned durable offset %lld, batch ends at %lld\n",
+				(long long)durable, (long long)res.last_offset);
+			t->err = EIO;
 			return NULL;
+		}
 		bn_lat_add(&t->lat, bn_now_ns() - t0);
 		atomic_fetch_add(&t->part->records, t->records);
 		t->batches++;
@@ -112,18 +103,18 @@ static void *append_main(void *arg)
 	return NULL;
 }
 
-static int parse_mode(const char *s)
+int app_parse_mode(const char *s)
 {
 	if (strcmp(s, "gc") == 0)
-		return MODE_GC;
+		return APP_GC;
 	if (strcmp(s, "naive") == 0)
-		return MODE_NAIVE;
+		return APP_NAIVE;
 	if (strcmp(s, "nosync") == 0)
-		return MODE_NOSYNC;
+		return APP_NOSYNC;
 	return -1;
 }
 
-static int parse_codec(const char *s)
+int app_parse_codec(const char *s)
 {
 	static const char *names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
 	for (int i = 0; i < 5; i++)
@@ -137,7 +128,7 @@ static int parse_codec(const char *s)
 static uint8_t *build_batch(int32_t records, int32_t size, int codec, int text, size_t *len)
 {
 	kbuild b = KBUILD_INIT;
-	uint8_t *val = malloc((size_t)size);
+	uint8_t *val = malloc(size > 0 ? (size_t)size : 1);
 	if (!val)
 		return NULL;
 	int64_t ts = kaas_wall_ms();
@@ -161,6 +152,135 @@ static uint8_t *build_batch(int32_t records, int32_t size, int codec, int text, 
 	return out;
 }
 
+int app_open(const char *dir, int nparts, int32_t records, int32_t rsize, int codec, int text, app_set **out)
+{
+	char err[256];
+	int rc = 0;
+	app_set *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->nparts = nparts;
+	s->records = records;
+	s->parts = calloc((size_t)nparts, sizeof(*s->parts));
+	s->tmpl = build_batch(records, rsize, codec, text, &s->len);
+	if (!s->parts || !s->tmpl) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = sub_open_url(dir, &s->vfs, err, sizeof(err)))) {
+		fprintf(stderr, "kaas-bench: %s: %s\n", dir, err);
+		goto fail;
+	}
+	if (!g_inner) {
+		g_inner = s->vfs->m;
+		g_counting = *s->vfs->m;
+		g_counting.fsync = counting_fsync;
+	}
+	if (s->vfs->m == g_inner)
+		s->vfs->m = &g_counting;
+	kaas_log_config cfg;
+	kaas_log_config_defaults(&cfg);
+	for (int i = 0; i < nparts; i++) {
+		char pdir[64];
+		snprintf(pdir, sizeof(pdir), "bench/%d", i);
+		pthread_mutex_init(&s->parts[i].mu, NULL);
+		rc = kaas_partition_open(s->vfs, pdir, NULL, 1, &cfg, &s->parts[i].p);
+		if (rc == 0)
+			s->opened++;
+		if (rc == 0)
+			rc = kaas_partition_take_over(s->parts[i].p, 1);
+		if (rc) {
+			fprintf(stderr, "kaas-bench: partition %s: %s\n", pdir, sub_strerror(rc));
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	app_close(s);
+	return rc;
+}
+
+size_t app_batch_bytes(const app_set *s) { return s->len; }
+
+void app_close(app_set *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->opened; i++)
+		kaas_partition_close(s->parts[i].p);
+	if (s->vfs) {
+		sub_remove_tree(s->vfs, "bench");
+		sub_destroy(s->vfs);
+	}
+	free(s->parts);
+	free(s->tmpl);
+	free(s);
+}
+
+int app_run(app_set *s, int threads, int mode, double secs, int64_t count, bn_lat *lat, st_res *res)
+{
+	memset(res, 0, sizeof(*res));
+	athread *th = calloc((size_t)threads, sizeof(*th));
+	if (!th)
+		return -ENOMEM;
+	uint64_t f0 = atomic_load(&g_fsyncs);
+	int64_t t0 = bn_now_ns();
+	int started = 0, rc = 0;
+	for (int i = 0; i < threads; i++) {
+		athread *t = &th[i];
+		t->part = &s->parts[i % s->nparts];
+		t->mode = mode;
+		t->len = s->len;
+		t->count = count;
+		t->deadline_ns = t0 + (int64_t)(secs * 1e9);
+		t->records = s->records;
+		/* Append rewrites baseOffset and the leader epoch in place (both
+		 * outside the CRC), so a thread can send its copy again and again. */
+		if (!(t->req = malloc(s->len))) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(t->req, s->tmpl, s->len);
+		if (pthread_create(&t->th, NULL, append_main, t)) {
+			rc = -EAGAIN;
+			break;
+		}
+		started++;
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i].th, NULL);
+	res->ns = bn_now_ns() - t0;
+	res->fsyncs = atomic_load(&g_fsyncs) - f0;
+	for (int i = 0; i < threads; i++) {
+		res->ops += th[i].batches;
+		if (lat)
+			bn_lat_merge(lat, &th[i].lat);
+		if (th[i].err && rc == 0)
+			rc = -th[i].err;
+		bn_lat_free(&th[i].lat);
+		free(th[i].req);
+	}
+	res->bytes = res->ops * s->len;
+	free(th);
+	return rc;
+}
+
+int app_verify(app_set *s)
+{
+	for (int i = 0; i < s->nparts; i++) {
+		int64_t hw = -1, want = atomic_load(&s->parts[i].records);
+		int rc = kaas_partition_flush(s->parts[i].p, &hw);
+		int64_t leo = kaas_partition_log_end(s->parts[i].p);
+		if (rc || leo != want || hw != want) {
+			fprintf(stderr, "kaas-bench: partition %d: flush %d, log end %lld, high watermark %lld, "
+					"appended %lld records\n", i, rc, (long long)leo, (long long)hw, (long long)want);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 int bench_append(bn_opts *o)
 {
 	const char *dir = bn_opt_str(o, "dir", NULL);
@@ -176,7 +296,7 @@ int bench_append(bn_opts *o)
 	const char *label = bn_opt_str(o, "label", "append");
 	if (bn_opts_check(o, "kaas-bench append"))
 		return 2;
-	int mode = parse_mode(mode_s), codec = parse_codec(codec_s);
+	int mode = app_parse_mode(mode_s), codec = app_parse_codec(codec_s);
 	if (!dir || nthreads < 1 || nparts < 1 || records < 1 || rsize < 0 || mode < 0 || codec < 0 ||
 	    count < 0 || (count == 0 && secs <= 0)) {
 		fprintf(stderr, "kaas-bench append: --dir DIR [--appenders N] [--partitions M] [--records R] "
@@ -185,107 +305,24 @@ int bench_append(bn_opts *o)
 		return 2;
 	}
 	kaas_log_level = KAAS_LOG_WARN;
-	int rc = 1, opened = 0;
-	char err[256];
-	sub_vfs *vfs = NULL;
-	apart *parts = calloc((size_t)nparts, sizeof(*parts));
-	athread *th = calloc((size_t)nthreads, sizeof(*th));
-	size_t len = 0;
-	uint8_t *tmpl = build_batch(records, rsize, codec, strcmp(payload, "text") == 0, &len);
-	if (!parts || !th || !tmpl)
-		goto out;
-	if (sub_open_url(dir, &vfs, err, sizeof(err))) {
-		fprintf(stderr, "kaas-bench append: %s: %s\n", dir, err);
-		goto out;
-	}
-	count_fsyncs(vfs);
-	kaas_log_config cfg;
-	kaas_log_config_defaults(&cfg);
-	for (int i = 0; i < nparts; i++) {
-		char pdir[64];
-		snprintf(pdir, sizeof(pdir), "bench/%d", i);
-		pthread_mutex_init(&parts[i].mu, NULL);
-		int e = kaas_partition_open(vfs, pdir, NULL, 1, &cfg, &parts[i].p);
-		if (e == 0)
-			e = kaas_partition_take_over(parts[i].p, 1);
-		if (e) {
-			fprintf(stderr, "kaas-bench append: partition %s: %s\n", pdir, sub_strerror(e));
-			goto out;
-		}
-		opened++;
-	}
-	uint64_t f0 = atomic_load(&g_fsyncs);
-	int64_t t0 = bn_now_ns();
-	int started = 0;
-	for (int i = 0; i < nthreads; i++) {
-		athread *t = &th[i];
-		t->part = &parts[i % nparts];
-		t->mode = mode;
-		t->len = len;
-		t->count = count;
-		t->deadline_ns = t0 + (int64_t)(secs * 1e9);
-		t->records = records;
-		/* Append rewrites baseOffset and the leader epoch in place (both
-		 * outside the CRC), so a thread can send its copy again and again. */
-		if (!(t->req = malloc(len)))
-			break;
-		memcpy(t->req, tmpl, len);
-		if (pthread_create(&t->th, NULL, append_main, t))
-			break;
-		started++;
-	}
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i].th, NULL);
-	int64_t elapsed = bn_now_ns() - t0;
-	uint64_t fsyncs = atomic_load(&g_fsyncs) - f0;
-	int bad = started != nthreads;
-	uint64_t batches = 0;
-	bn_lat all = BN_LAT_INIT;
-	for (int i = 0; i < started; i++) {
-		batches += th[i].batches;
-		bn_lat_merge(&all, &th[i].lat);
-		if (th[i].err) {
-			fprintf(stderr, "kaas-bench append: %s\n", th[i].what ? th[i].what : strerror(th[i].err));
-			bad = 1;
-		}
-	}
-	/* Everything appended must be there, and durable. */
-	for (int i = 0; i < nparts && !bad; i++) {
-		int64_t hw = -1;
-		if (kaas_partition_flush(parts[i].p, &hw) ||
-		    kaas_partition_log_end(parts[i].p) != atomic_load(&parts[i].records) ||
-		    hw != atomic_load(&parts[i].records)) {
-			fprintf(stderr, "kaas-bench append: partition %d: log end %lld, high watermark %lld, "
-					"appended %lld records\n", i, (long long)kaas_partition_log_end(parts[i].p),
-				(long long)hw, (long long)atomic_load(&parts[i].records));
-			bad = 1;
-		}
-	}
-	if (!bad) {
-		double s = (double)elapsed / 1e9;
+	app_set *s = NULL;
+	bn_lat lat = BN_LAT_INIT;
+	st_res r;
+	int rc = 1;
+	if (app_open(dir, nparts, records, rsize, codec, strcmp(payload, "text") == 0, &s) == 0 &&
+	    app_run(s, nthreads, mode, secs, count, &lat, &r) == 0 && app_verify(s) == 0) {
+		double el = (double)r.ns / 1e9;
 		json_t *j = json_pack(
 			"{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind", "append",
 			"label", label, "mode", mode_s, "codec", codec_s, "appenders", nthreads, "partitions", nparts,
-			"records", records, "record_size", rsize, "batch_bytes", (json_int_t)len, "secs", s,
-			"batches", (json_int_t)batches, "bytes", (json_int_t)(batches * len), "mbps",
-			bn_mbps(batches * len, elapsed), "batches_per_s", (double)batches / s, "records_per_s",
-			(double)batches * records / s, "fsyncs", (json_int_t)fsyncs, "batches_per_fsync",
-			fsyncs ? (double)batches / (double)fsyncs : 0.0, "lat", bn_lat_json(&all));
+			"records", records, "record_size", rsize, "batch_bytes", (json_int_t)s->len, "secs", el,
+			"batches", (json_int_t)r.ops, "bytes", (json_int_t)r.bytes, "mbps", st_mbps(&r), "batches_per_s",
+			(double)r.ops / el, "records_per_s", (double)r.ops * records / el, "fsyncs",
+			(json_int_t)r.fsyncs, "batches_per_fsync", r.fsyncs ? (double)r.ops / (double)r.fsyncs : 0.0,
+			"lat", bn_lat_json(&lat));
 		rc = bn_emit(j) ? 1 : 0;
 	}
-	bn_lat_free(&all);
-out:
-	for (int i = 0; th && i < nthreads; i++) {
-		free(th[i].req);
-		bn_lat_free(&th[i].lat);
-	}
-	for (int i = 0; parts && i < opened; i++)
-		kaas_partition_close(parts[i].p);
-	if (vfs)
-		sub_remove_tree(vfs, "bench");
-	sub_destroy(vfs);
-	free(parts);
-	free(th);
-	free(tmpl);
+	bn_lat_free(&lat);
+	app_close(s);
 	return rc;
 }

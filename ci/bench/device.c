@@ -3,15 +3,14 @@
  * yardstick for the storage engine's append numbers.
  *
  * The minimal loop a storage engine cannot beat at the same write size and
- * concurrency: `threads` threads append `size`-byte writes to `files` fresh
- * files (thread i writes file i % files, at an offset reserved with an
- * atomic add) and call fsync after every write through the raw system call,
- * as the posix substrate does.  `--sync-every K` syncs after every K-th
- * write only: with a large size that measures the device's sequential
- * bandwidth when fsyncs are amortised (the "stream" ceiling).
+ * concurrency: threads append `size`-byte writes to fresh files (thread i
+ * writes file i % files, at an offset reserved with an atomic add) and call
+ * fsync after every write through the raw system call, as the posix
+ * substrate does.  `--sync-every K` syncs after every K-th write only.
  */
 #include "bench.h"
 #include "main.h"
+#include "stor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +27,13 @@ typedef struct dev_file {
 	_Atomic uint64_t off;
 	char path[4096];
 } dev_file;
+
+struct dev_set {
+	int nfiles;
+	dev_file *files;
+	size_t bufsize;
+	uint8_t *buf;
+};
 
 typedef struct dev_thread {
 	pthread_t th;
@@ -74,6 +80,104 @@ static void *dev_main(void *arg)
 	return NULL;
 }
 
+int dev_open(const char *dir, int nfiles, dev_set **out)
+{
+	static _Atomic int seq;
+	dev_set *s = calloc(1, sizeof(*s));
+	if (!s || !(s->files = calloc((size_t)nfiles, sizeof(*s->files)))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->nfiles = nfiles;
+	for (int i = 0; i < nfiles; i++)
+		s->files[i].fd = -1;
+	int set = atomic_fetch_add(&seq, 1), rc = 0;
+	for (int i = 0; i < nfiles && rc == 0; i++) {
+		dev_file *f = &s->files[i];
+		snprintf(f->path, sizeof(f->path), "%s/device-%d-%d-%d.dat", dir, (int)getpid(), set, i);
+		f->fd = open(f->path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (f->fd < 0) {
+			rc = -errno;
+			fprintf(stderr, "kaas-bench: %s: %s\n", f->path, strerror(errno));
+		}
+	}
+	/* The new names are made durable first, as a segment roll does, so
+	 * the writes time data syncs only. */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		syscall(SYS_fsync, dfd);
+		close(dfd);
+	}
+	if (rc) {
+		dev_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void dev_close(dev_set *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nfiles; i++) {
+		if (s->files[i].fd >= 0) {
+			close(s->files[i].fd);
+			unlink(s->files[i].path);
+		}
+	}
+	free(s->files);
+	free(s->buf);
+	free(s);
+}
+
+int dev_run(dev_set *s, int threads, size_t size, int sync_every, double secs, bn_lat *lat, st_res *res)
+{
+	memset(res, 0, sizeof(*res));
+	if (s->bufsize < size) {
+		uint8_t *nb = realloc(s->buf, size);
+		if (!nb)
+			return -ENOMEM;
+		s->buf = nb;
+		s->bufsize = size;
+		bn_fill_random(s->buf, size, 42);
+	}
+	dev_thread *th = calloc((size_t)threads, sizeof(*th));
+	if (!th)
+		return -ENOMEM;
+	int64_t t0 = bn_now_ns();
+	int started = 0, rc = 0;
+	for (int i = 0; i < threads; i++) {
+		th[i].f = &s->files[i % s->nfiles];
+		th[i].size = size;
+		th[i].sync_every = sync_every;
+		th[i].deadline_ns = t0 + (int64_t)(secs * 1e9);
+		th[i].buf = s->buf;
+		if (pthread_create(&th[i].th, NULL, dev_main, &th[i])) {
+			rc = -EAGAIN;
+			break;
+		}
+		started++;
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i].th, NULL);
+	res->ns = bn_now_ns() - t0;
+	for (int i = 0; i < started; i++) {
+		res->ops += th[i].ops;
+		res->bytes += th[i].bytes;
+		res->fsyncs += th[i].syncs;
+		if (lat)
+			bn_lat_merge(lat, &th[i].lat);
+		if (th[i].err && rc == 0) {
+			rc = -th[i].err;
+			fprintf(stderr, "kaas-bench: device write/fsync: %s\n", strerror(th[i].err));
+		}
+		bn_lat_free(&th[i].lat);
+	}
+	free(th);
+	return rc;
+}
+
 int bench_device(bn_opts *o)
 {
 	const char *dir = bn_opt_str(o, "dir", NULL);
@@ -90,81 +194,20 @@ int bench_device(bn_opts *o)
 				"[--sync-every K] [--secs S]\n");
 		return 2;
 	}
+	dev_set *s = NULL;
+	bn_lat lat = BN_LAT_INIT;
+	st_res r;
 	int rc = 1;
-	dev_file *files = calloc((size_t)nfiles, sizeof(*files));
-	dev_thread *th = calloc((size_t)nthreads, sizeof(*th));
-	uint8_t *buf = malloc(size);
-	if (!files || !th || !buf)
-		goto out;
-	bn_fill_random(buf, size, 42);
-	for (int i = 0; i < nfiles; i++)
-		files[i].fd = -1;
-	for (int i = 0; i < nfiles; i++) {
-		snprintf(files[i].path, sizeof(files[i].path), "%s/device-%d.dat", dir, i);
-		files[i].fd = open(files[i].path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-		if (files[i].fd < 0) {
-			fprintf(stderr, "kaas-bench device: %s: %s\n", files[i].path, strerror(errno));
-			goto out;
-		}
+	if (dev_open(dir, nfiles, &s) == 0 && dev_run(s, nthreads, size, sync_every, secs, &lat, &r) == 0) {
+		double el = (double)r.ns / 1e9;
+		json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:I,s:i,s:f,s:I,s:I,s:I,s:f,s:f,s:o}", "kind", "device",
+				      "label", label, "threads", nthreads, "files", nfiles, "size", (json_int_t)size,
+				      "sync_every", sync_every, "secs", el, "ops", (json_int_t)r.ops, "bytes",
+				      (json_int_t)r.bytes, "fsyncs", (json_int_t)r.fsyncs, "mbps", st_mbps(&r),
+				      "ops_per_s", (double)r.ops / el, "lat", bn_lat_json(&lat));
+		rc = bn_emit(j) ? 1 : 0;
 	}
-	/* The new files' directory entries are made durable first, as a
-	 * segment roll does, so the loop times data syncs only. */
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		syscall(SYS_fsync, dfd);
-		close(dfd);
-	}
-	int64_t t0 = bn_now_ns();
-	int64_t deadline = t0 + (int64_t)(secs * 1e9);
-	int started = 0;
-	for (int i = 0; i < nthreads; i++) {
-		th[i].f = &files[i % nfiles];
-		th[i].size = size;
-		th[i].sync_every = sync_every;
-		th[i].deadline_ns = deadline;
-		th[i].buf = buf;
-		if (pthread_create(&th[i].th, NULL, dev_main, &th[i]))
-			break;
-		started++;
-	}
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i].th, NULL);
-	int64_t elapsed = bn_now_ns() - t0;
-	uint64_t ops = 0, bytes = 0, syncs = 0;
-	bn_lat all = BN_LAT_INIT;
-	int err = started == nthreads ? 0 : EAGAIN;
-	for (int i = 0; i < started; i++) {
-		ops += th[i].ops;
-		bytes += th[i].bytes;
-		syncs += th[i].syncs;
-		bn_lat_merge(&all, &th[i].lat);
-		if (th[i].err)
-			err = th[i].err;
-	}
-	if (err) {
-		fprintf(stderr, "kaas-bench device: %s\n", strerror(err));
-		bn_lat_free(&all);
-		goto out;
-	}
-	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:I,s:i,s:f,s:I,s:I,s:I,s:f,s:f,s:o}", "kind", "device",
-			      "label", label, "threads", nthreads, "files", nfiles, "size", (json_int_t)size,
-			      "sync_every", sync_every, "secs", (double)elapsed / 1e9, "ops", (json_int_t)ops,
-			      "bytes", (json_int_t)bytes, "fsyncs", (json_int_t)syncs, "mbps",
-			      bn_mbps(bytes, elapsed), "ops_per_s", (double)ops / ((double)elapsed / 1e9),
-			      "lat", bn_lat_json(&all));
-	bn_lat_free(&all);
-	rc = bn_emit(j) ? 1 : 0;
-out:
-	for (int i = 0; files && i < nfiles; i++) {
-		if (files[i].fd >= 0) {
-			close(files[i].fd);
-			unlink(files[i].path);
-		}
-	}
-	for (int i = 0; th && i < nthreads; i++)
-		bn_lat_free(&th[i].lat);
-	free(files);
-	free(th);
-	free(buf);
+	bn_lat_free(&lat);
+	dev_close(s);
 	return rc;
 }

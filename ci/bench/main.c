@@ -4,6 +4,7 @@
  *
  *   kaas-bench device --dir DIR ...   raw pwrite+fsync loop (the device limit)
  *   kaas-bench append --dir URL ...   storage engine append + group commit
+ *   kaas-bench compare --dir DIR ...  device and engine in alternating slices
  *   kaas-bench read   --dir URL ...   read plans vs raw pread/sendfile
  *   kaas-bench net ...                loopback TCP throughput and round trip
  *
@@ -23,6 +24,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"device", bench_device},
 		{"append", bench_append},
+		{"compare", bench_compare},
 		{"read", bench_read},
 		{"net", bench_net},
 	};
@@ -38,7 +40,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	fprintf(stderr, "usage: kaas-bench device|append|read|net [--option value ...]\n"
+	fprintf(stderr, "usage: kaas-bench device|append|compare|read|net [--option value ...]\n"
 			"(see ci/bench/*.c and docs/performance.md)\n");
 	return 2;
 }

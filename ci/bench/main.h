@@ -10,6 +10,7 @@
 
 int bench_device(bn_opts *o); /* device.c: raw write+fsync limit */
 int bench_append(bn_opts *o); /* append.c: storage engine append + group commit */
+int bench_compare(bn_opts *o); /* compare.c: device / engine modes in alternating slices */
 int bench_read(bn_opts *o);   /* read.c: read plans vs raw pread/sendfile */
 int bench_net(bn_opts *o);    /* net.c: loopback TCP throughput and round trip */
 

@@ -8,7 +8,7 @@ BENCHES += ci/bench/run.sh
 
 BENCH_PROGS_DIR := $(BUILD)/rel/ci/bench
 BENCH_SRCS := ci/bench/main.c ci/bench/util.c ci/bench/device.c ci/bench/append.c \
-	ci/bench/read.c ci/bench/net.c
+	ci/bench/compare.c ci/bench/read.c ci/bench/net.c
 BENCH_RDK_SRCS := ci/bench/rdk.c ci/bench/util.c
 
 $(BENCH_PROGS_DIR)/kaas-bench: $(BENCH_SRCS:%.c=$(BUILD)/rel/%.o) \

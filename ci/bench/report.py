@@ -64,15 +64,17 @@ class Run:
         return s[-1] if s else None
 
 
-def storage_configs(run):
-    seen = []
-    for j in run.lines:
-        st = j.get("step", "")
-        if st.startswith("gc:") or st.startswith("device:") or st.startswith("naive:"):
-            cfg = st.split(":", 1)[1]
-            if cfg not in seen:
-                seen.append(cfg)
-    return seen
+def spread(d):
+    """A ratio's {"median","p25","p75",...} from kaas-bench compare."""
+    return d if isinstance(d, dict) else {}
+
+
+def fsp(d):
+    """'1.26 (1.10–1.41)': the median and the interquartile range over cycles."""
+    d = spread(d)
+    if d.get("median") is None:
+        return "—"
+    return "**%.2f** (%.2f–%.2f)" % (d["median"], d["p25"], d["p75"])
 
 
 def summarize(run):
@@ -83,43 +85,25 @@ def summarize(run):
     s["loopback_mbps"] = median([j["mbps"] for j in net])
     s["loopback_rtt_p50_us"] = median([j["lat"]["p50_us"] for j in rtt])
     s["loopback_rtt_p99_us"] = median([j["lat"]["p99_us"] for j in rtt])
-    # Device stream ceiling.
-    stream = run.by_round("stream")
-    s["stream_mbps"] = median([j["mbps"] for j in stream.values()])
-    s["stream_fsync_p50_us"] = median([j["lat"]["p50_us"] for j in stream.values()])
-    # Storage matrix.
+    # Storage: one kaas-bench compare per configuration.
     rows = []
-    for cfg in storage_configs(run):
-        dev, nai, gc = run.by_round("device:" + cfg), run.by_round("naive:" + cfg), run.by_round("gc:" + cfg)
-        rounds = sorted(set(dev) | set(nai) | set(gc))
-        any_gc = next(iter(gc.values()), None) or next(iter(nai.values()), None)
-        any_dev = next(iter(dev.values()), None)
-        row = {
-            "config": cfg,
-            "appenders": (any_gc or {}).get("appenders", (any_dev or {}).get("threads")),
-            "partitions": (any_gc or {}).get("partitions", (any_dev or {}).get("files")),
-            "records": (any_gc or {}).get("records"),
-            "record_size": (any_gc or {}).get("record_size"),
-            "batch_bytes": (any_gc or {}).get("batch_bytes", (any_dev or {}).get("size")),
-            "rounds": len(rounds),
-            "device_mbps": median([j["mbps"] for j in dev.values()]),
-            "device_ops": median([j["ops_per_s"] for j in dev.values()]),
-            "device_p50_us": median([j["lat"]["p50_us"] for j in dev.values()]),
-            "naive_mbps": median([j["mbps"] for j in nai.values()]),
-            "gc_mbps": median([j["mbps"] for j in gc.values()]),
-            "gc_batches_per_s": median([j["batches_per_s"] for j in gc.values()]),
-            "gc_batches_per_fsync": median([j["batches_per_fsync"] for j in gc.values()]),
-            "gc_p50_us": median([j["lat"]["p50_us"] for j in gc.values()]),
-            "gc_p99_us": median([j["lat"]["p99_us"] for j in gc.values()]),
-            "naive_p50_us": median([j["lat"]["p50_us"] for j in nai.values()]),
-            "gc_over_device": median([ratio(gc[r]["mbps"], dev[r]["mbps"]) for r in rounds if r in gc and r in dev]),
-            "naive_over_device": median([ratio(nai[r]["mbps"], dev[r]["mbps"])
-                                         for r in rounds if r in nai and r in dev]),
-            "gc_over_naive": median([ratio(gc[r]["mbps"], nai[r]["mbps"]) for r in rounds if r in gc and r in nai]),
-            "gc_over_stream": median([ratio(gc[r]["mbps"], stream[r]["mbps"])
-                                      for r in rounds if r in gc and r in stream]),
-        }
-        rows.append(row)
+    for j in run.lines:
+        if j.get("kind") != "compare":
+            continue
+        md, ra = j["modes"], j["ratios"]
+        rows.append({
+            "config": j["label"], "appenders": j["appenders"], "partitions": j["partitions"],
+            "records": j["records"], "record_size": j["record_size"], "batch_bytes": j["batch_bytes"],
+            "cycles": j["cycles"], "slice_secs": j["slice_secs"],
+            "device_mbps": md["device"]["mbps"]["median"], "bandwidth_mbps": md["bandwidth"]["mbps"]["median"],
+            "naive_mbps": md["naive"]["mbps"]["median"], "gc_mbps": md["gc"]["mbps"]["median"],
+            "gc_batches_per_fsync": md["gc"]["ops_per_fsync"],
+            "gc_p50_us": md["gc"]["lat"]["p50_us"], "gc_p99_us": md["gc"]["lat"]["p99_us"],
+            "naive_p50_us": md["naive"]["lat"]["p50_us"], "device_p50_us": md["device"]["lat"]["p50_us"],
+            "gc_over_device": ra["gc_over_device"], "naive_over_device": ra["naive_over_device"],
+            "gc_over_naive": ra["gc_over_naive"], "gc_over_bandwidth": ra["gc_over_bandwidth"],
+            "device_over_bandwidth": ra["device_over_bandwidth"],
+        })
     s["storage"] = rows
     nos = run.step("nosync")
     s["nosync_mbps"] = median([j["mbps"] for j in nos])
@@ -145,10 +129,13 @@ def summarize(run):
         rd["max_bytes"] = reads[0]["max_bytes"]
     s["read"] = rd
     # Broker.
-    ref = run.one("storage-ref")
-    s["storage_ref"] = ref and {"records": ref["records"], "batch_bytes": ref["batch_bytes"], "mbps": ref["mbps"],
-                                "records_per_s": ref["records_per_s"],
-                                "batches_per_fsync": ref["batches_per_fsync"]}
+    refs = run.step("storage-ref")
+    ref = refs and {"records": refs[0]["records"], "batch_bytes": refs[0]["batch_bytes"],
+                    "mbps": statistics.mean(j["mbps"] for j in refs),
+                    "records_per_s": statistics.mean(j["records_per_s"] for j in refs),
+                    "records_per_s_each": [j["records_per_s"] for j in refs],
+                    "batches_per_fsync": statistics.mean(j["batches_per_fsync"] for j in refs)}
+    s["storage_ref"] = ref or None
     def cores(j, st):
         """CPU cores the client and the broker used during step st."""
         b = run.one(st + ":broker")
@@ -164,7 +151,7 @@ def summarize(run):
         prod.append({"step": st, "acks": j["acks"], "compression": j["compression"], "mbps": j["mbps"],
                      "msgs_per_s": j["msgs_per_s"], "avg_batch_msgs": j["avg_batch_msgs"],
                      "client_cores": cc, "broker_cores": bc,
-                     "over_storage": ratio(j["msgs_per_s"], ref and ref["records_per_s"]),
+                     "over_storage": ratio(j["msgs_per_s"], ref["records_per_s"] if ref else None),
                      "over_loopback": ratio(j["mbps"], s["loopback_mbps"])})
     s["produce"] = prod
     c = run.one("consume")
@@ -206,13 +193,20 @@ def markdown(run, s, stamp, plot):
     w = L.append
     w("# kaas benchmark run %s" % stamp)
     w("")
+    def pr(k, end):
+        v = (run.env_end if end else e).get(k)
+        return "—" if v is None else "%.0f%%" % v
+
     w("Commit `%s`%s, %s CPUs (%s), %s MiB RAM, Linux %s.  Scratch directory on **%s** (`%s`).  "
-      "Load average %.1f at the start, %.1f at the end.  %s s × %s rounds per storage measurement, "
-      "%s s per broker measurement%s.  How to read this: docs/performance.md."
+      "Load average %.1f at the start, %.1f at the end; CPU pressure %s → %s, I/O pressure %s → %s "
+      "(share of the last 10 s in which some task waited, /proc/pressure).  Storage: %s cycles of %s s slices per "
+      "configuration; reads and loopback: %s s × %s rounds; broker: %s s per measurement%s.  "
+      "How to read this: docs/performance.md."
       % (e.get("commit", "?"), " (with uncommitted changes)" if e.get("dirty") else "", e.get("cpus"), e.get("cpu"),
          e.get("mem_mib"), e.get("kernel"), e.get("fstype"), e.get("device"), e.get("load_start", 0),
-         run.env_end.get("load_end", 0), e.get("secs"), e.get("rounds"), e.get("e2e_secs"),
-         " — **quick smoke run, not a measurement**" if e.get("quick") else ""))
+         run.env_end.get("load_end", 0), pr("cpu_pressure_start", 0), pr("cpu_pressure_end", 1),
+         pr("io_pressure_start", 0), pr("io_pressure_end", 1), e.get("cycles"), e.get("slice"), e.get("secs"),
+         e.get("rounds"), e.get("e2e_secs"), " — **quick smoke run, not a measurement**" if e.get("quick") else ""))
     w("")
     if run.errors:
         w("**Failed steps:** " + "; ".join("%s (round %s): %s" % (j["step"], j["round"], j["error"])
@@ -226,14 +220,16 @@ def markdown(run, s, stamp, plot):
     rows = s["storage"]
     for r in rows:
         if r["appenders"] == 16 and r["partitions"] == 1:
-            w("| append+flush (group commit), %s appenders, 1 partition, %s B batches | %s MB/s, %s batches/fsync "
-              "| device write+fsync, same sizes and concurrency: %s MB/s | **%s** (one fsync per request: %s) |"
+            w("| append+flush (group commit), %s appenders, 1 partition, %s B batches | %s MB/s, %s batches per fsync "
+              "| device pwrite+fsync, same sizes and concurrency: %s MB/s | %s; one fsync per request: %.2f |"
               % (r["appenders"], fmt(r["batch_bytes"]), fmt(r["gc_mbps"], 1), fmt(r["gc_batches_per_fsync"], 1),
-                 fmt(r["device_mbps"], 1), fr(r["gc_over_device"]), fr(r["naive_over_device"])))
-    best = max(rows, key=lambda r: r["gc_mbps"] or 0) if rows else None
+                 fmt(r["device_mbps"], 1), fsp(r["gc_over_device"]), spread(r["naive_over_device"]).get("median", 0)))
+    big = [r for r in rows if (r["batch_bytes"] or 0) > 65536]
+    best = max(big, key=lambda r: spread(r["gc_over_bandwidth"]).get("median") or 0) if big else None
     if best:
-        w("| best append+flush configuration (%s) | %s MB/s | device sequential, 4 MiB writes + fsync: %s MB/s | **%s** |"
-          % (cfg_label(best), fmt(best["gc_mbps"], 1), fmt(s["stream_mbps"], 1), fr(best["gc_over_stream"])))
+        w("| append+flush closest to the device's bandwidth (%s) | %s MB/s | the device with 4 MiB writes + fsync, "
+          "same concurrency: %s MB/s | %s |"
+          % (cfg_label(best), fmt(best["gc_mbps"], 1), fmt(best["bandwidth_mbps"], 1), fsp(best["gc_over_bandwidth"])))
     rd = s["read"]
     w("| fetch-style read, plans + sendfile over loopback | %s MB/s | raw sendfile of the same file: %s MB/s | **%s** |"
       % (fmt(rd.get("plan_sendfile"), 0), fmt(rd.get("raw_sendfile"), 0), fr(rd.get("plan_sendfile_over_raw"))))
@@ -259,22 +255,27 @@ def markdown(run, s, stamp, plot):
     # Storage.
     w("## Storage engine: append + flush (acks=all)")
     w("")
-    w("`kaas-bench append` against `kaas-bench device` (raw pwrite + fsync per write, same write size, threads and "
-      "files), measured right before it in each round; medians over rounds.  *naive* holds a per-partition "
-      "lock over append+flush (one fsync per request); *gc* lets concurrent flushes share fsyncs.")
+    w("`kaas-bench compare`: four modes take turns in %s-second slices, %s cycles per configuration, each cycle "
+      "in a rotated order — *device*: raw pwrite + fsync per write with the same write size, threads and files; "
+      "*bandwidth*: the same threads and files writing 4 MiB + fsync (the device when fsyncs are few); *naive*: "
+      "the engine with a per-partition lock over append+flush (one fsync per request); *gc*: the engine's group "
+      "commit.  MB/s are medians of the slices; each ratio is formed within a cycle and given as the median "
+      "(interquartile range) over cycles; latencies are over all slices."
+      % (rows[0]["slice_secs"] if rows else "?", rows[0]["cycles"] if rows else "?"))
     w("")
-    w("| appenders × partitions, batch | device MB/s | naive MB/s | gc MB/s | gc / device | naive / device | "
-      "gc / naive | batches per fsync | gc p50 / p99 | device p50 |")
-    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    w("| appenders × partitions, batch | device MB/s | naive MB/s | gc MB/s | bandwidth MB/s | gc / device | "
+      "naive / device | gc / naive | gc / bandwidth | batches per fsync | gc p50 / p99 | device p50 |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        w("| %s (%s B) | %s | %s | %s | **%s** | %s | %s | %s | %s / %s | %s |"
+        w("| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |"
           % (cfg_label(r), fmt(r["batch_bytes"]), fmt(r["device_mbps"], 1), fmt(r["naive_mbps"], 1),
-             fmt(r["gc_mbps"], 1), fr(r["gc_over_device"]), fr(r["naive_over_device"]), fr(r["gc_over_naive"]),
-             fmt(r["gc_batches_per_fsync"], 1), fus(r["gc_p50_us"]), fus(r["gc_p99_us"]), fus(r["device_p50_us"])))
+             fmt(r["gc_mbps"], 1), fmt(r["bandwidth_mbps"], 1), fsp(r["gc_over_device"]),
+             fsp(r["naive_over_device"]).replace("**", ""), fsp(r["gc_over_naive"]).replace("**", ""),
+             fsp(r["gc_over_bandwidth"]).replace("**", ""), fmt(r["gc_batches_per_fsync"], 1), fus(r["gc_p50_us"]),
+             fus(r["gc_p99_us"]), fus(r["device_p50_us"])))
     w("")
-    w("Device sequential ceiling (1 thread, 4 MiB writes, fsync each): %s MB/s.  Engine without waiting for the "
-      "device (append only, `nosync`, 100 × 1 KiB batches): %s MB/s, p50 %s per append."
-      % (fmt(s["stream_mbps"], 1), fmt(s["nosync_mbps"], 0), fus(s["nosync_p50_us"])))
+    w("Engine without waiting for the device (append only, `nosync`, 100 × 1 KiB batches): %s MB/s, p50 %s per "
+      "append." % (fmt(s["nosync_mbps"], 0), fus(s["nosync_p50_us"])))
     w("")
     if plot:
         w("![append throughput per configuration](%s)" % plot)
@@ -370,12 +371,13 @@ def plot_storage(s, outdir, stamp):
         data = os.path.join(td, "d.dat")
         with open(data, "w") as f:
             for r in s["storage"]:
-                f.write('"%s×%s\\n%s B" %s %s %s\n' % (r["appenders"], r["partitions"], fmt(r["batch_bytes"]),
-                                                     r["device_mbps"] or 0, r["naive_mbps"] or 0, r["gc_mbps"] or 0))
+                f.write('"%s×%s\\n%s B" %s %s %s %s\n' % (r["appenders"], r["partitions"], fmt(r["batch_bytes"]),
+                                                        r["device_mbps"] or 0, r["naive_mbps"] or 0, r["gc_mbps"] or 0,
+                                                        r["bandwidth_mbps"] or 0))
         script = """
-set terminal svg size 900,420 font "sans,11" background rgb "white"
+set terminal svg size 1000,460 font "sans,11" background rgb "white"
 set output '%s'
-set title "append + flush (acks=all): storage engine vs the device, same sizes and concurrency"
+set title "append + flush (acks=all): the storage engine against the device, same sizes and concurrency\\n(medians of alternating slices)"
 set ylabel "MB/s"
 set style data histograms
 set style histogram clustered gap 1
@@ -387,7 +389,8 @@ set xtics font ",9"
 set yrange [0:*]
 plot '%s' using 2:xtic(1) title "device: pwrite+fsync per write" lc rgb "#999999", \\
      '' using 3 title "engine, one fsync per request (naive)" lc rgb "#e6a03c", \\
-     '' using 4 title "engine, group commit" lc rgb "#2f7ed8"
+     '' using 4 title "engine, group commit" lc rgb "#2f7ed8", \\
+     '' using 5 title "device: 4 MiB writes + fsync (bandwidth)" lc rgb "#dddddd"
 """ % (os.path.join(outdir, name), data)
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)

@@ -12,8 +12,10 @@
 #                        by `make bench`; otherwise built with make bench-progs)
 #   KAAS_BENCH_DIR       where the scratch directory goes: the volume being
 #                        measured (default ./var; never tmpfs for fsync numbers)
-#   KAAS_BENCH_SECS      seconds per storage measurement (default 1)
-#   KAAS_BENCH_ROUNDS    rounds of every storage comparison (default 3)
+#   KAAS_BENCH_CYCLES    alternation cycles per storage configuration (default 10)
+#   KAAS_BENCH_SLICE     seconds per mode per cycle (default 0.15)
+#   KAAS_BENCH_SECS      seconds per read/loopback measurement (default 1)
+#   KAAS_BENCH_ROUNDS    rounds of the read and loopback measurements (default 3)
 #   KAAS_BENCH_E2E_SECS  seconds per broker measurement (default 4)
 #   KAAS_BENCH_OUT       results directory (default results/bench)
 #   KAAS_BENCH_QUICK=1   a smoke run: fewer configurations, short measurements
@@ -24,11 +26,13 @@ ROOT=$PWD
 : "${BIN:=bin}"
 SECS=${KAAS_BENCH_SECS:-1}
 ROUNDS=${KAAS_BENCH_ROUNDS:-3}
+CYCLES=${KAAS_BENCH_CYCLES:-10}
+SLICE=${KAAS_BENCH_SLICE:-0.15}
 E2E_SECS=${KAAS_BENCH_E2E_SECS:-4}
 OUT=${KAAS_BENCH_OUT:-results/bench}
 QUICK=${KAAS_BENCH_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
-	SECS=0.3 ROUNDS=1 E2E_SECS=1
+	SECS=0.3 ROUNDS=1 CYCLES=2 SLICE=0.1 E2E_SECS=1
 fi
 
 if [ -z "${KAAS_BENCH_PROGS:-}" ]; then
@@ -57,6 +61,7 @@ cleanup() {
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 log() { printf '%s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
@@ -96,9 +101,16 @@ EOF
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 fstype=$(findmnt -n -o FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
 source_dev=$(df -P "$WORK" | awk 'NR==2 {print $1}')
-/usr/bin/python3 - "$JL" "$STAMP" "$fstype" "$source_dev" "$SECS" "$ROUNDS" "$E2E_SECS" "$QUICK" <<'EOF'
+/usr/bin/python3 - "$JL" "$STAMP" "$fstype" "$source_dev" "$SECS" "$ROUNDS" "$E2E_SECS" "$QUICK" \
+	"$CYCLES" "$SLICE" <<'EOF'
 import json, os, platform, subprocess, sys
-jl, stamp, fstype, dev, secs, rounds, e2e, quick = sys.argv[1:]
+jl, stamp, fstype, dev, secs, rounds, e2e, quick, cycles, slice_ = sys.argv[1:]
+def pressure(what):
+    """avg10 of 'some' in /proc/pressure/WHAT: % of time tasks waited."""
+    try:
+        return float(open("/proc/pressure/" + what).readline().split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        return None
 def sh(*a):
     try:
         return subprocess.run(a, capture_output=True, text=True).stdout.strip()
@@ -117,13 +129,15 @@ env = {"step": "env", "round": 0, "kind": "env", "stamp": stamp, "fstype": fstyp
        "cpus": os.cpu_count(), "cpu": cpu, "mem_mib": mem, "kernel": platform.release(),
        "load_start": os.getloadavg()[0], "commit": sh("git", "rev-parse", "--short", "HEAD"),
        "dirty": bool(sh("git", "status", "--porcelain", "--untracked-files=no")),
-       "secs": float(secs), "rounds": int(rounds), "e2e_secs": float(e2e), "quick": quick == "1"}
+       "secs": float(secs), "rounds": int(rounds), "e2e_secs": float(e2e), "quick": quick == "1",
+       "cycles": int(cycles), "slice": float(slice_),
+       "cpu_pressure_start": pressure("cpu"), "io_pressure_start": pressure("io")}
 print(json.dumps(env), file=open(jl, "a"))
 EOF
 case $fstype in
 tmpfs|ramfs) log "WARNING: $WORK is on $fstype: fsync costs nothing there, the storage numbers mean little" ;;
 esac
-log "bench: scratch $WORK ($fstype on $source_dev), ${SECS}s x $ROUNDS rounds per storage measurement"
+log "bench: scratch $WORK ($fstype on $source_dev)"
 
 # ---- loopback limits -----------------------------------------------------------------
 log "net: loopback TCP stream and round trip"
@@ -132,35 +146,24 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # ---- storage: append + flush against the device -------------------------------------------
-# Configurations: appenders partitions records record-size.
+# Configurations: appenders partitions records record-size.  Each is one
+# `kaas-bench compare`: device, bandwidth, naive and gc take turns in short
+# slices, so every ratio compares measurements taken moments apart.
 CONFIGS=("1 1 100 1024" "4 1 100 1024" "16 1 100 1024" "4 4 100 1024" "16 4 100 1024"
 	"1 1 10 100" "16 1 10 100")
-[ "$QUICK" = 1 ] && CONFIGS=("1 1 100 1024" "4 1 100 1024" "4 1 10 100")
+[ "$QUICK" = 1 ] && CONFIGS=("1 1 100 1024" "4 1 100 1024" "1 1 10 100")
 SD=$WORK/storage
 mkdir -p "$SD"
-batch_size() { # records record-size -> batch bytes (one append --count 1 run)
-	"$KB" append --dir "$SD" --records "$1" --record-size "$2" --mode nosync --count 1 |
-		/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["batch_bytes"])'
-}
+for c in "${CONFIGS[@]}"; do
+	read -r n m rcount rsize <<<"$c"
+	cfg="a${n}-p${m}-r${rcount}x${rsize}"
+	log "storage: $n appenders, $m partitions, batches of $rcount x $rsize B: $CYCLES cycles of ${SLICE}s slices"
+	rec "compare:$cfg" 0 "$KB" compare --dir "$SD" --appenders "$n" --partitions "$m" --records "$rcount" \
+		--record-size "$rsize" --cycles "$CYCLES" --slice "$SLICE" --label "$cfg"
+done
+# The engine without waiting for the device: CPU and page cache only.
+log "storage: append without flush (nosync), $ROUNDS rounds"
 for r in $(seq 1 "$ROUNDS"); do
-	log "storage round $r/$ROUNDS: device stream ceiling (4 MiB writes + fsync)"
-	rec stream "$r" "$KB" device --dir "$SD" --threads 1 --files 1 --size 4194304 --secs "$SECS" --label stream
-	for c in "${CONFIGS[@]}"; do
-		read -r n m rcount rsize <<<"$c"
-		bs=$(batch_size "$rcount" "$rsize")
-		cfg="a${n}-p${m}-r${rcount}x${rsize}"
-		log "storage round $r/$ROUNDS: $n appenders, $m partitions, batches of $rcount x $rsize B ($bs B)"
-		# The device's limit right before the engine, same sizes and concurrency.
-		rec "device:$cfg" "$r" "$KB" device --dir "$SD" --threads "$n" --files "$m" --size "$bs" --secs "$SECS"
-		# naive and gc take turns at going first.
-		modes="naive gc"
-		[ $((r % 2)) = 0 ] && modes="gc naive"
-		for mode in $modes; do
-			rec "$mode:$cfg" "$r" "$KB" append --dir "$SD" --appenders "$n" --partitions "$m" \
-				--records "$rcount" --record-size "$rsize" --mode "$mode" --secs "$SECS"
-		done
-	done
-	# The engine without waiting for the device: CPU and page cache only.
 	rec "nosync" "$r" "$KB" append --dir "$SD" --mode nosync --count 2000
 done
 
@@ -199,13 +202,18 @@ produce() { # step acks compression [extra flags]
 		--secs "$E2E_SECS" --label "$step" "$@"
 }
 produce "produce:acks1" 1 none
-produce "produce:acksall" all none
-# The engine alone with the batches librdkafka just sent (same sizes), right after.
-bmsgs=$(field "produce:acksall" avg_batch_msgs)
+# The engine alone with the batches librdkafka sends (the size the acks=1 run
+# saw), right before and right after the acks=all run: its reference.
+bmsgs=$(field "produce:acks1" avg_batch_msgs)
 bmsgs=$(/usr/bin/python3 -c "print(max(1, round(float('${bmsgs:-0}' or 0))))")
-log "broker: storage reference, batches of $bmsgs x 1 KiB records, 4 appenders, 1 partition"
-rec "storage-ref" 0 "$KB" append --dir "$SD" --appenders 4 --partitions 1 --records "$bmsgs" \
-	--record-size 1024 --payload text --mode gc --secs "$SECS"
+storage_ref() {
+	log "broker: storage reference, batches of $bmsgs x 1 KiB records, 4 appenders, 1 partition"
+	rec "storage-ref" "$1" "$KB" append --dir "$SD" --appenders 4 --partitions 1 --records "$bmsgs" \
+		--record-size 1024 --payload text --mode gc --secs "$SECS"
+}
+storage_ref 1
+produce "produce:acksall" all none
+storage_ref 2
 produce "produce:acksall-lz4" all lz4
 produce "produce:acksall-zstd" all zstd
 total=0
@@ -277,7 +285,13 @@ fi
 # ---- report ---------------------------------------------------------------------------------
 /usr/bin/python3 - "$JL" <<'EOF'
 import json, os, sys
-print(json.dumps({"step": "env-end", "round": 0, "kind": "env-end", "load_end": os.getloadavg()[0]}),
+def pressure(what):
+    try:
+        return float(open("/proc/pressure/" + what).readline().split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+print(json.dumps({"step": "env-end", "round": 0, "kind": "env-end", "load_end": os.getloadavg()[0],
+                  "cpu_pressure_end": pressure("cpu"), "io_pressure_end": pressure("io")}),
       file=open(sys.argv[1], "a"))
 EOF
 mkdir -p "$OUT"
