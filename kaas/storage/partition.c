@@ -974,15 +974,16 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 		return rc;
 	p->hw = p->leo;
 	if (rebuilt && p->leo > p->log_start) {
+		/* A failed write fails the take-over like any other (it is
+		 * re-driven); the snapshot is what relinquish would have left. */
 		uint8_t *b;
 		size_t len;
-		if (kp_encode(&p->prod, p->epoch, p->leo, &b, &len) == 0) {
-			if ((rc = p_write_snapshot(p, b, len)))
-				KLOG_WARN("storage", "%s: writing the rebuilt producer snapshot: %s", p->dir,
-					  sub_strerror(rc));
-			free(b);
-			rc = 0;
-		}
+		if ((rc = kp_encode(&p->prod, p->epoch, p->leo, &b, &len)))
+			return rc;
+		rc = p_write_snapshot(p, b, len);
+		free(b);
+		if (rc)
+			return rc;
 	}
 	remove_strays(p, 1);
 	return 0;

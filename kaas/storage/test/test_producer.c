@@ -261,6 +261,38 @@ START_TEST(snapshot_is_used_not_rebuilt_from_the_log)
 }
 END_TEST
 
+/* Writing the rebuilt snapshot is a write like any other: when it fails
+ * the take-over fails (and is re-driven), it does not lead half-done. */
+START_TEST(failed_snapshot_write_fails_the_takeover)
+{
+	kaas_log_config cfg = h_cfg();
+	kaas_partition *p = leader(h_vfs, "sf", 1, &cfg);
+	for (int k = 0; k < 5; k++)
+		ck_assert_int_eq(send(p, 12, 0, 2 * k, 2).err, 0);
+	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	kaas_partition_close(p);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/sf/producer-state.snapshot", h_dir);
+	ck_assert_int_eq(unlink(path), 0);
+	char url[600], e[256];
+	sub_vfs *fv;
+	snprintf(url, sizeof(url), "fault:%s?failpath=*producer-state.snapshot:rename:EIO", h_dir);
+	ck_assert_int_eq(sub_open_url(url, &fv, e, sizeof(e)), 0);
+	ck_assert_int_eq(kaas_partition_open(fv, "sf", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 2), -EIO);
+	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	kaas_partition_close(p);
+	sub_destroy(fv);
+	/* Re-driven through a healthy client: leads, snapshot written. */
+	p = leader(h_vfs, "sf", 2, &cfg);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	pres r = send(p, 12, 0, 8, 2);
+	ck_assert(r.dup);
+	ck_assert_int_eq(r.base, 8);
+	kaas_partition_close(p);
+}
+END_TEST
+
 START_TEST(snapshot_from_roll_plus_replayed_tail_after_crash)
 {
 	kaas_log_config cfg = h_cfg();
@@ -355,6 +387,7 @@ Suite *producer_suite(void)
 	tcase_add_test(tc, snapshot_carries_the_window_across_takeover);
 	tcase_add_test(tc, snapshot_is_used_not_rebuilt_from_the_log);
 	tcase_add_test(tc, snapshot_from_roll_plus_replayed_tail_after_crash);
+	tcase_add_test(tc, failed_snapshot_write_fails_the_takeover);
 	tcase_add_test(tc, producers_below_log_start_are_unknown);
 	tcase_add_test(tc, snapshot_of_a_superseded_epoch_is_not_trusted);
 	suite_add_tcase(s, tc);
