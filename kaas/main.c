@@ -119,7 +119,8 @@ static void default_cluster_url(const char *data, char *out, size_t len)
 	size_t base = q ? (size_t)(q - data) : strlen(data);
 	while (base > 0 && data[base - 1] == '/' && base > 1)
 		base--;
-	snprintf(out, len, "%.*s/%s%s", (int)base, data, DEFAULT_CLUSTER_SUBDIR, q ? q : "");
+	if (snprintf(out, len, "%.*s/%s%s", (int)base, data, DEFAULT_CLUSTER_SUBDIR, q ? q : "") >= (int)len)
+		die(EXIT_USAGE, "--data %s: URL too long", data);
 }
 
 static int load_cluster_id(kaas_broker *b)
@@ -347,9 +348,9 @@ int main(int argc, char **argv)
 	if (!explicit_cluster) {
 		if (is_url(cfg->data_url))
 			default_cluster_url(cfg->data_url, cfg->cluster_url, sizeof(cfg->cluster_url));
-		else
-			snprintf(cfg->cluster_url, sizeof(cfg->cluster_url), "%s/%s", cfg->data_url,
-				 DEFAULT_CLUSTER_SUBDIR);
+		else if (snprintf(cfg->cluster_url, sizeof(cfg->cluster_url), "%s/%s", cfg->data_url,
+				  DEFAULT_CLUSTER_SUBDIR) >= (int)sizeof(cfg->cluster_url))
+			die(EXIT_USAGE, "--data %s: path too long", cfg->data_url);
 		rc = sub_mkdirs(b->data, DEFAULT_CLUSTER_SUBDIR, 0755);
 		if (rc)
 			die(1, "creating %s: %s", cfg->cluster_url, sub_strerror(rc));

@@ -226,6 +226,30 @@ te, fp = parse_fetch_v11(d1)
 assert te == 0 and fp[0][1] == 0 and fp[0][2] == 4 and fp[0][3] and b"wake-up" in fp[0][3], fp
 ok("a parked fetch is woken by a produce and answered before the pipelined request")
 
+# acks=all with a tiny timeout: answered with NONE (the flush won) or
+# REQUEST_TIMED_OUT (the timer won), never left hanging; the data is appended
+# either way and becomes durable.
+def produce_body_timeout(topic, batch, timeout):
+    return (Enc().str(None).i16(-1).i32(timeout).array(1).str(topic).array(1).i32(0)
+            .bytes(batch).done())
+codes = set()
+for i in range(20):
+    corr = p.send(0, 7, produce_body_timeout("proto-lp", record_batch([b"t%d" % i]), 1))
+    rc, data = p.recv()
+    assert rc == corr
+    codes.add(parse_produce_v7(data)[0][2])
+assert codes <= {0, 7}, codes
+deadline = time.time() + 60
+while True:
+    corr = p.send(1, 11, fetch_v11_body("proto-lp", 0, 0, 0))
+    rc, data = p.recv()
+    hw = parse_fetch_v11(data)[1][0][2]
+    if hw == 24:
+        break
+    assert time.time() < deadline, hw
+    time.sleep(0.1)
+ok("acks=all with timeout_ms=1 answers %s and all 20 batches become durable" % sorted(codes))
+
 # Out of range and stale leader epoch.
 corr = p.send(1, 11, fetch_v11_body("proto-lp", 0, 1000, 0))
 rc, data = p.recv()
@@ -233,7 +257,7 @@ assert parse_fetch_v11(data)[1][0][1] == 1  # OFFSET_OUT_OF_RANGE
 ok("fetch beyond the high watermark is OFFSET_OUT_OF_RANGE")
 
 # ListOffsets v1: earliest, latest.
-for ts, want in ((-2, 0), (-1, 4)):
+for ts, want in ((-2, 0), (-1, 24)):
     corr = p.send(2, 1, Enc().i32(-1).array(1).str("proto-lp").array(1).i32(0).i64(ts).done())
     rc, data = p.recv()
     d = Dec(data)

@@ -11,7 +11,10 @@
  * is written, not yet durable; consumers see it once the flusher has synced
  * it).  acks=-1: answered once a group-commit flush covers every appended
  * partition (the high watermark is the durable offset), or with
- * KAFKA_STORAGE_ERROR when that flush failed.
+ * KAFKA_STORAGE_ERROR when that flush failed, or — when timeout_ms passes
+ * first (a hung volume) — with REQUEST_TIMED_OUT for the partitions still
+ * waiting, as Kafka does; their data may still become durable later, which
+ * an idempotent producer's retry then finds as a duplicate.
  *
  * Version differences: v1 adds throttle_time_ms to the response, v2
  * log_append_time, v5 log_start_offset.  v3+ carry a transactional id
@@ -22,6 +25,7 @@
  * message formats are refused as CORRUPT_MESSAGE).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,7 @@ typedef struct ppart {
 	int32_t index;
 	kaas_bytes records;
 	int16_t err;
+	int waiting; /* an acks=-1 durability wait is outstanding (ctx->mu) */
 	int64_t base_offset;
 	int64_t log_append_time;
 	int64_t log_start;
@@ -50,20 +55,30 @@ typedef struct ptopic_req {
 	ppart *parts;
 } ptopic_req;
 
+/* acks=-1 bookkeeping: the request is answered exactly once, by whoever
+ * finds it complete first — the handler, the last durability callback, or
+ * the timeout.  `refs` keeps the context alive for the callbacks and the
+ * timer that come after the answer. */
 struct pctx {
 	kaas_req *req;
 	int32_t ntopics;
 	ptopic_req *topics;
-	atomic_int pending; /* the handler's hold + one per acks=-1 partition in flight */
+	pthread_mutex_t mu;
+	int pending;      /* outstanding durability waits */
+	int handler_done; /* every wait is registered */
+	int answered;
+	kaas_timer *timer;
+	atomic_int refs;
 };
 
-static void pctx_free(pctx *c)
+static void pctx_put(pctx *c)
 {
-	if (!c)
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	for (int32_t i = 0; i < c->ntopics; i++)
 		free(c->topics[i].parts);
 	free(c->topics);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
@@ -90,25 +105,57 @@ static void write_response(pctx *c, kaas_wr *w)
 		kaas_wr_i32(w, 0); /* throttle_time_ms */
 }
 
-/* Last one out answers a deferred request. */
-static void release(pctx *c)
+/* Answers a deferred request (called once, without ctx->mu). */
+static void answer(pctx *c)
 {
-	if (atomic_fetch_sub(&c->pending, 1) != 1)
-		return;
 	kaas_wr w = KAAS_WR_INIT;
 	write_response(c, &w);
-	kaas_req *req = c->req;
-	pctx_free(c);
-	kaas_req_complete(req, &w);
+	kaas_req_complete(c->req, &w);
 }
 
 static void on_durable(void *arg, int16_t error, int64_t hw)
 {
 	(void)hw;
 	ppart *p = arg;
-	if (error != KERR_NONE)
-		p->err = error;
-	release(p->ctx);
+	pctx *c = p->ctx;
+	int mine = 0;
+	pthread_mutex_lock(&c->mu);
+	if (!c->answered) {
+		if (error != KERR_NONE)
+			p->err = error;
+		p->waiting = 0;
+		if (--c->pending == 0 && c->handler_done)
+			mine = c->answered = 1;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (mine) {
+		if (kaas_timer_cancel(c->req->broker, c->timer))
+			pctx_put(c); /* the timer will not run: drop its reference */
+		answer(c);
+	}
+	pctx_put(c);
+}
+
+static void on_timeout(void *arg)
+{
+	pctx *c = arg;
+	int mine = 0;
+	pthread_mutex_lock(&c->mu);
+	if (!c->answered) {
+		mine = c->answered = 1;
+		for (int32_t i = 0; i < c->ntopics; i++)
+			for (int32_t k = 0; k < c->topics[i].n; k++)
+				if (c->topics[i].parts[k].waiting)
+					c->topics[i].parts[k].err = KERR_REQUEST_TIMED_OUT;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (mine) {
+		KLOG_WARN("produce", "%s: acks=all request timed out waiting for the volume to sync",
+			  c->req->peer);
+		kaas_timer_cancel(c->req->broker, c->timer); /* fired: gives the handle back */
+		answer(c);
+	}
+	pctx_put(c);
 }
 
 int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
@@ -121,7 +168,8 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	if (!c)
 		return -ENOMEM;
 	c->req = req;
-	atomic_init(&c->pending, 1);
+	pthread_mutex_init(&c->mu, NULL);
+	atomic_init(&c->refs, 1);
 
 	if (req->api_version >= 3)
 		KRD_STR(body, 0, &txn_id);
@@ -184,10 +232,18 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 			p->log_start = res.log_start_offset;
 			if (p->err == KERR_NONE) {
 				if (acks == -1) {
-					atomic_fetch_add(&c->pending, 1);
+					pthread_mutex_lock(&c->mu);
+					c->pending++;
+					p->waiting = 1;
+					pthread_mutex_unlock(&c->mu);
+					atomic_fetch_add(&c->refs, 1);
 					if (kaas_ptable_when_durable(&ref, res.last_offset + 1, on_durable, p)) {
-						atomic_fetch_sub(&c->pending, 1);
+						pthread_mutex_lock(&c->mu);
+						c->pending--;
+						p->waiting = 0;
 						p->err = KERR_KAFKA_STORAGE_ERROR;
+						pthread_mutex_unlock(&c->mu);
+						atomic_fetch_sub(&c->refs, 1);
 					}
 				} else {
 					kaas_ptable_dirty(&ref);
@@ -201,20 +257,32 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	}
 
 	if (acks == 0) {
-		/* No response; the waiters (none for acks=0) are not needed. */
-		pctx_free(c);
+		pctx_put(c);
 		return KAAS_NO_RESPONSE;
 	}
-	if (atomic_fetch_sub(&c->pending, 1) == 1) {
+	pthread_mutex_lock(&c->mu);
+	c->handler_done = 1;
+	int now = c->pending == 0;
+	if (now) {
+		c->answered = 1;
+	} else if (timeout_ms > 0) {
+		atomic_fetch_add(&c->refs, 1); /* for the timer */
+		c->timer = kaas_timer_start(b, timeout_ms, on_timeout, c);
+		if (!c->timer)
+			atomic_fetch_sub(&c->refs, 1); /* no timeout then: wait for the flush */
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (now) {
 		write_response(c, resp);
-		pctx_free(c);
+		pctx_put(c);
 		return KAAS_HANDLED;
 	}
+	pctx_put(c);
 	return KAAS_DEFERRED;
 oom:
-	pctx_free(c);
+	pctx_put(c);
 	return -ENOMEM;
 err_parse:
-	pctx_free(c);
+	pctx_put(c);
 	return -EBADMSG;
 }

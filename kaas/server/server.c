@@ -764,8 +764,6 @@ static void on_async(uv_async_t *h)
 				c->running = NULL;
 			if (r->result == KAAS_HANDLED)
 				r->ready = 1;
-			else if (r->result < 0 && !c->closed)
-				conn_close(c, "request failed");
 		} else {
 			r->ready = 1;
 		}
@@ -774,8 +772,13 @@ static void on_async(uv_async_t *h)
 			c->buffered += r->resp_mem;
 			c->out_mem += r->resp_mem;
 		}
+		/* Closing may free r (and, once idle, c): nothing touches them after. */
 		if (c->closed) {
 			conn_reap(c);
+			continue;
+		}
+		if (r->handler_done && r->result < 0) {
+			conn_close(c, "request failed");
 			continue;
 		}
 		if (r->ready && r->resp_bad) {
