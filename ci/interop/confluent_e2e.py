@@ -85,7 +85,7 @@ def produce(boot, topic, run, t0, first, end, out, args):
 
 def consume(boot, topic, out):
     c = Consumer({"bootstrap.servers": boot, "group.id": "interop-assign", "enable.auto.commit": False,
-                  "enable.partition.eof": True})
+                  "enable.partition.eof": True, "check.crcs": True})
     md = c.list_topics(topic, timeout=30)
     parts = sorted(md.topics[topic].partitions)
     hw = {}

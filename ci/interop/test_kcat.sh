@@ -2,9 +2,9 @@
 # ci/interop/test_kcat.sh — kcat (librdkafka 2.0) against a real kaas broker:
 # 100k keyed records with headers per compression codec (none, gzip, snappy,
 # lz4, zstd) into 3-partition topics, half before and half after a broker
-# restart; everything consumed back and compared record by record (key,
-# value, headers, partition, offset, order); the stored batches carry the
-# codec they were produced with; consuming by timestamp (kcat -Q and
+# restart; everything consumed back (with check.crcs) and compared record by
+# record (key, value, headers, partition, offset, order); the stored batches
+# carry the codec they were produced with; consuming by timestamp (kcat -Q and
 # -o s@TS) starts exactly at the first record at or after the time, also
 # inside compressed batches.
 NAME=kcat
@@ -29,7 +29,7 @@ for c in $CODECS; do produce "$c" $H $N 2; done
 echo "ok produced $N records to each of: $CODECS (restart after $H)"
 
 for c in $CODECS; do
-	kcat -b "$BROKER" -C -t "kc-$c" -o beginning -e -q -f '%p\t%o\t%T\t%k\t%s\t%h\n' > "$T/$c.c" ||
+	kcat -b "$BROKER" -C -t "kc-$c" -o beginning -e -q -X check.crcs=true -f '%p\t%o\t%T\t%k\t%s\t%h\n' > "$T/$c.c" ||
 		fail "kcat -C kc-$c"
 	$K check "$c" $N $P "$T/$c.c" > "$T/$c.targets" || fail "kc-$c: consumed != produced"
 	$K codecs "$BROKER" "kc-$c" $P "$c" || fail "kc-$c: stored codec"
