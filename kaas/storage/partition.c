@@ -632,7 +632,7 @@ static void drop_leadership(kaas_partition *p, int why)
 	while (p->flushing)
 		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->state != KAAS_PART_FOLLOWER) {
-		if (p->state == KAAS_PART_POISONED && !why)
+		if (p->state == KAAS_PART_POISONED)
 			why = p->fenced ? -ESTALE : -EIO;
 		p->ended_gen = p->lead_gen;
 		p->ended_rc = why;
