@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +359,67 @@ static void entry_take_over(kaas_ptable *t, kaas_pentry *e, int32_t epoch)
 		KLOG_DEBUG("ptable", "%s: leader at epoch %d", dir, epoch);
 }
 
+/* Take-overs and relinquishes are a few round trips to the volume each:
+ * with many partitions they run on up to PAR_MAX threads at once. */
+#define PAR_MAX 8
+
+typedef struct par_job {
+	kaas_ptable *t;
+	kaas_pentry **e;
+	const int32_t *epoch; /* NULL: relinquish and close instead */
+	size_t n;
+	atomic_size_t next;
+	atomic_int first_err;
+} par_job;
+
+static void *par_worker(void *arg)
+{
+	par_job *j = arg;
+	size_t i;
+	while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
+		kaas_pentry *e = j->e[i];
+		if (j->epoch) {
+			entry_take_over(j->t, e, j->epoch[i]);
+			continue;
+		}
+		int r = 0;
+		if (e->state == PE_LEADER) {
+			/* acks=0/1 data becomes durable before the manifest is written. */
+			int64_t d;
+			if (kaas_partition_flush(e->p, &d) == 0) {
+				pthread_mutex_lock(&j->t->mu);
+				if (d > e->durable)
+					e->durable = d;
+				pthread_mutex_unlock(&j->t->mu);
+			}
+			r = kaas_partition_relinquish(e->p);
+		}
+		if (r) {
+			KLOG_ERR("ptable", "%s/%d: relinquish: %s", e->topic->name, e->index, sub_strerror(r));
+			int zero = 0;
+			atomic_compare_exchange_strong(&j->first_err, &zero, r);
+		}
+		kaas_partition_close(e->p);
+		e->p = NULL;
+	}
+	return NULL;
+}
+
+/* Runs the job on the calling thread plus up to PAR_MAX-1 more. */
+static int par_run(kaas_ptable *t, kaas_pentry **e, const int32_t *epoch, size_t n)
+{
+	par_job j = {t, e, epoch, n, 0, 0};
+	pthread_t th[PAR_MAX];
+	int started = 0;
+	size_t want = n < PAR_MAX ? n : PAR_MAX;
+	while (want > 1 && (size_t)started < want - 1 && pthread_create(&th[started], NULL, par_worker, &j) == 0)
+		started++;
+	par_worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	return atomic_load(&j.first_err);
+}
+
 static ptopic *topic_new(const kaas_topic_desc *d)
 {
 	ptopic *tp = calloc(1, sizeof(*tp));
@@ -420,8 +482,7 @@ static int grow_topic(kaas_ptable *t, ptopic *tp, int32_t want, int linked)
 		free(epochs);
 		return rc;
 	}
-	for (int32_t i = tp->n; i < want; i++)
-		entry_take_over(t, np[i], epochs[i]);
+	par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
 	free(epochs);
 	pthread_mutex_lock(&t->mu);
 	for (int32_t i = 0; i < tp->n; i++)
@@ -623,13 +684,31 @@ int kaas_ptable_start(kaas_ptable *t, const kaas_topic_desc *topics, size_t n)
 	}
 	if (!rc)
 		rc = assign_write(t);
+	/* Build every entry, take them all over (in parallel), then publish. */
+	kaas_pentry **all = NULL;
+	int32_t *all_ep = NULL;
+	size_t nall = 0;
+	if (!rc) {
+		size_t cap = 0;
+		for (size_t i = 0; i < n; i++)
+			cap += tps[i] ? (size_t)topics[i].partitions : 0;
+		all = calloc(cap ? cap : 1, sizeof(*all));
+		all_ep = calloc(cap ? cap : 1, sizeof(*all_ep));
+		if (!all || !all_ep)
+			rc = -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
 		ptopic *tp = tps[i];
 		if (!tp)
 			continue;
-		if (rc) {
+		int dup = 0;
+		for (size_t k = 0; k < i; k++)
+			dup |= tps[k] && strcmp(tps[k]->name, tp->name) == 0;
+		if (rc || dup) {
+			if (dup)
+				KLOG_WARN("ptable", "topic %s listed twice at start-up", tp->name);
 			topic_free(tp);
-			free(epochs[i]);
+			tps[i] = NULL;
 			continue;
 		}
 		tp->parts = calloc((size_t)topics[i].partitions, sizeof(*tp->parts));
@@ -638,23 +717,26 @@ int kaas_ptable_start(kaas_ptable *t, const kaas_topic_desc *topics, size_t n)
 			if (!tp->parts[p])
 				break;
 			tp->n = p + 1;
-			entry_take_over(t, tp->parts[p], epochs[i][p]);
+			all[nall] = tp->parts[p];
+			all_ep[nall++] = epochs[i][p];
 		}
-		pthread_mutex_lock(&t->mu);
-		if (find_topic(t, tp->name, strlen(tp->name))) {
-			pthread_mutex_unlock(&t->mu);
-			KLOG_WARN("ptable", "topic %s listed twice at start-up", tp->name);
-			for (int32_t p = 0; p < tp->n; p++)
-				kaas_partition_close(tp->parts[p]->p);
-			topic_free(tp);
-		} else {
-			uint32_t h = hash_name(tp->name, strlen(tp->name));
-			tp->next = t->buckets[h];
-			t->buckets[h] = tp;
-			pthread_mutex_unlock(&t->mu);
-		}
-		free(epochs[i]);
 	}
+	if (!rc)
+		par_run(t, all, all_ep, nall);
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < n; i++) {
+		ptopic *tp = tps[i];
+		if (!tp)
+			continue;
+		uint32_t h = hash_name(tp->name, strlen(tp->name));
+		tp->next = t->buckets[h];
+		t->buckets[h] = tp;
+	}
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < n; i++)
+		free(epochs[i]);
+	free(all);
+	free(all_ep);
 	free(tps);
 	free(epochs);
 out:
@@ -777,21 +859,24 @@ int kaas_ptable_drop_topic(kaas_ptable *t, const char *topic)
 	}
 	unlink_topic(t, tp);
 	pthread_mutex_unlock(&t->mu);
+	/* Relinquish (manifest + snapshot) and close, partitions in parallel.
+	 * A failed relinquish is logged; the handles are closed regardless,
+	 * which is what the caller needs before removing the directory. */
 	int rc = 0;
+	kaas_pentry **open_ = calloc((size_t)(tp->n ? tp->n : 1), sizeof(*open_));
+	size_t nopen = 0;
 	for (int32_t i = 0; i < tp->n; i++) {
-		kaas_pentry *e = tp->parts[i];
-		if (e->p) {
-			int r = e->state == PE_LEADER ? kaas_partition_relinquish(e->p) : 0;
-			if (r) {
-				KLOG_WARN("ptable", "%s/%d: relinquish before delete: %s", topic, i, sub_strerror(r));
-				if (!rc)
-					rc = 0; /* the directory goes away anyway; handles are closed below */
-			}
-			kaas_partition_close(e->p);
-			e->p = NULL;
+		if (tp->parts[i]->p && open_)
+			open_[nopen++] = tp->parts[i];
+		else if (tp->parts[i]->p) {
+			kaas_partition_close(tp->parts[i]->p); /* out of memory: one by one */
+			tp->parts[i]->p = NULL;
 		}
-		fail_waiters(e, KERR_UNKNOWN_TOPIC_OR_PARTITION);
 	}
+	par_run(t, open_, NULL, nopen);
+	free(open_);
+	for (int32_t i = 0; i < tp->n; i++)
+		fail_waiters(tp->parts[i], KERR_UNKNOWN_TOPIC_OR_PARTITION);
 	assign_del_topic(t, tp->name, tp->n);
 	int w = assign_write(t);
 	if (w)
@@ -1086,7 +1171,11 @@ int kaas_ptable_shutdown(kaas_ptable *t)
 	for (int i = 0; i < t->nflushers; i++)
 		pthread_join(t->flushers[i], NULL);
 	t->nflushers = 0;
+	/* Wait for references, flush (acks=0/1 data becomes durable), then
+	 * relinquish and close everything, many partitions at a time. */
 	int rc = 0, n = 0;
+	size_t cap = 0, nall = 0;
+	kaas_pentry **all = NULL;
 	pthread_mutex_lock(&t->mu);
 	for (int b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
@@ -1097,31 +1186,29 @@ int kaas_ptable_shutdown(kaas_ptable *t)
 				fire_watches(e, 1);
 				if (!e->p)
 					continue;
-				pthread_mutex_unlock(&t->mu);
-				int r = 0;
-				if (e->state == PE_LEADER) {
-					/* Make acks=0/1 data durable before letting go. */
-					int64_t d;
-					int fr = kaas_partition_flush(e->p, &d);
-					pthread_mutex_lock(&t->mu);
-					if (!fr && d > e->durable)
-						e->durable = d;
-					pthread_mutex_unlock(&t->mu);
-					r = kaas_partition_relinquish(e->p);
-					n++;
+				if (nall == cap) {
+					cap = cap ? cap * 2 : 64;
+					kaas_pentry **a2 = realloc(all, cap * sizeof(*all));
+					if (!a2) {
+						rc = -ENOMEM;
+						continue;
+					}
+					all = a2;
 				}
-				if (r) {
-					KLOG_ERR("ptable", "%s/%d: relinquish: %s", tp->name, i, sub_strerror(r));
-					if (!rc)
-						rc = r;
-				}
-				kaas_partition_close(e->p);
-				pthread_mutex_lock(&t->mu);
-				e->p = NULL;
-				e->state = PE_FAILED;
-				fail_waiters(e, KERR_NOT_LEADER_OR_FOLLOWER);
+				all[nall++] = e;
+				n += e->state == PE_LEADER;
 			}
 	pthread_mutex_unlock(&t->mu);
+	int r = par_run(t, all, NULL, nall);
+	if (!rc)
+		rc = r;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < nall; i++) {
+		all[i]->state = PE_FAILED;
+		fail_waiters(all[i], KERR_NOT_LEADER_OR_FOLLOWER);
+	}
+	pthread_mutex_unlock(&t->mu);
+	free(all);
 	KLOG_INFO("ptable", "relinquished %d partition(s)%s", n, rc ? " (with errors)" : "");
 	pthread_mutex_unlock(&t->ctl);
 	return rc;
