@@ -10,9 +10,10 @@
  *   ...
  *   sub_destroy(&s->base);                       // frees the shim, not inner
  *
- * Ops reported: "create" (open with O_CREAT), "pwrite", "ftruncate",
- * "fsync", "fsync_dir", "rename" (path = from, to = target), "unlink",
- * "mkdir", "rmdir".  Paths are the substrate-relative ones the engine used.
+ * Ops reported: "create" (open with O_CREAT or O_TRUNC), "pwrite",
+ * "ftruncate", "fsync", "fsync_dir", "rename" (path = from, to = target),
+ * "unlink", "mkdir", "rmdir": exactly the calls the fault backend counts
+ * as mutations.  Paths are the substrate-relative ones the engine used.
  */
 #ifndef KAAS_STORAGE_TEST_SHIM_H
 #define KAAS_STORAGE_TEST_SHIM_H
@@ -53,7 +54,7 @@ static int shim_open(sub_vfs *v, const char *path, int flags, unsigned mode, sub
 {
 	shim_vfs *s = SHIM_V(v);
 	*out = NULL;
-	if (flags & O_CREAT)
+	if (flags & (O_CREAT | O_TRUNC)) /* the opens the fault backend counts as mutations */
 		shim__report(s, "create", path, NULL);
 	shim_file *f = calloc(1, sizeof(*f));
 	if (!f)
