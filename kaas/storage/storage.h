@@ -98,7 +98,11 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 
 /* Group commit: fsyncs everything appended so far and advances the durable
  * offset.  Concurrent callers share one fsync.  *durable (may be NULL) gets
- * the durable offset afterwards. */
+ * the durable offset afterwards.  A flush answers for the leadership its
+ * caller appended under: once that leadership has ended it returns 0 (and
+ * that leadership's final log end) only if its relinquish made everything
+ * durable, else -EIO (failed or poisoned), -ESTALE (fenced) or -EPERM
+ * (replaced by a take-over without relinquish).  Never led here: 0. */
 int kaas_partition_flush(kaas_partition *p, int64_t *durable);
 
 /* Offsets.  The high watermark is the durable offset: a consumer never sees a
