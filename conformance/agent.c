@@ -10,6 +10,12 @@
  * crash would; the agent accepts the driver's reconnect.  The session ends
  * when the driver says bye, closes, or vanishes (keepalive), and when the
  * agent is stopped.
+ *
+ * A connection that arrives while a session runs waits up to
+ * KC_AGENT_BUSY_GRACE_MS for it to end before it is refused: a TCP probe
+ * (a readiness check, a port scan, a driver's reconnect) starts a session
+ * that ends as soon as it reads EOF, and the real driver right behind it must
+ * not be turned away for that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +54,14 @@ typedef struct agent {
 	char peer[128];
 	int64_t session_since_ms;
 	unsigned long sessions;
+	uv_tcp_t *waiting; /* a connection that arrived while busy */
+	char waiting_peer[128];
+	uv_timer_t busy_timer; /* refuses `waiting` when the session outlives the grace */
 } agent;
+
+#define KC_AGENT_BUSY_GRACE_MS 2000
+
+static void start_session(agent *ag, uv_tcp_t *c, const char *peer);
 
 static const char agent_usage[] =
 	"usage: kaas-conform agent --listen ADDR:PORT --root URL [--keepalive SECONDS]\n"
@@ -93,6 +106,12 @@ static void reap(agent *ag)
 			  (long long)(kaas_mono_ms() - ag->session_since_ms), how);
 		ag->session = 0;
 		ag->idle_since_ms = kaas_mono_ms();
+	}
+	if (!ag->session && ag->waiting) {
+		uv_tcp_t *c = ag->waiting;
+		ag->waiting = NULL;
+		uv_timer_stop(&ag->busy_timer);
+		start_session(ag, c, ag->waiting_peer);
 	}
 }
 
@@ -174,6 +193,41 @@ static void session_main(agent *ag, int fd)
 	_exit(status);
 }
 
+static void start_session(agent *ag, uv_tcp_t *c, const char *peer)
+{
+	int fd = -1;
+	if (uv_fileno((uv_handle_t *)c, &fd) != 0) {
+		uv_close((uv_handle_t *)c, on_closed);
+		return;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		KLOG_ERR(COMP, "fork: %s", strerror(errno));
+		uv_close((uv_handle_t *)c, on_closed);
+		return;
+	}
+	if (pid == 0)
+		session_main(ag, fd);
+	ag->session = pid;
+	ag->sessions++;
+	ag->session_since_ms = kaas_mono_ms();
+	snprintf(ag->peer, sizeof(ag->peer), "%s", peer);
+	KLOG_INFO(COMP, "session %lu with driver %s started (pid %d)", ag->sessions, peer, (int)pid);
+	uv_close((uv_handle_t *)c, on_closed); /* the session has its own copy */
+}
+
+static void on_busy_timeout(uv_timer_t *t)
+{
+	agent *ag = t->data;
+	reap(ag);
+	if (ag->waiting) {
+		uv_tcp_t *c = ag->waiting;
+		ag->waiting = NULL;
+		refuse(ag, c, ag->waiting_peer);
+	}
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	agent *ag = server->data;
@@ -195,29 +249,16 @@ static void on_connection(uv_stream_t *server, int status)
 	 * ended (a driver reconnecting after a crash step). */
 	reap(ag);
 	if (ag->session) {
-		refuse(ag, c, peer);
+		if (ag->waiting) {
+			refuse(ag, c, peer);
+			return;
+		}
+		ag->waiting = c;
+		snprintf(ag->waiting_peer, sizeof(ag->waiting_peer), "%s", peer);
+		uv_timer_start(&ag->busy_timer, on_busy_timeout, KC_AGENT_BUSY_GRACE_MS, 0);
 		return;
 	}
-	int fd = -1;
-	if (uv_fileno((uv_handle_t *)c, &fd) != 0) {
-		uv_close((uv_handle_t *)c, on_closed);
-		return;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		KLOG_ERR(COMP, "fork: %s", strerror(errno));
-		uv_close((uv_handle_t *)c, on_closed);
-		return;
-	}
-	if (pid == 0)
-		session_main(ag, fd);
-	ag->session = pid;
-	ag->sessions++;
-	ag->session_since_ms = kaas_mono_ms();
-	snprintf(ag->peer, sizeof(ag->peer), "%s", peer);
-	KLOG_INFO(COMP, "session %lu with driver %s started (pid %d)", ag->sessions, peer, (int)pid);
-	uv_close((uv_handle_t *)c, on_closed); /* the session has its own copy */
+	start_session(ag, c, peer);
 }
 
 static void on_sigchld(uv_signal_t *h, int sig)
@@ -369,6 +410,8 @@ int kc_cmd_agent(int argc, char **argv)
 	uv_signal_start(&ag.sig_int, on_stop, SIGINT);
 	uv_timer_init(ag.loop, &ag.idle_timer);
 	ag.idle_timer.data = &ag;
+	uv_timer_init(ag.loop, &ag.busy_timer);
+	ag.busy_timer.data = &ag;
 	if (ag.exit_when_idle_s)
 		uv_timer_start(&ag.idle_timer, on_idle_tick, 1000, 1000);
 	printf("kaas-conform agent %s listening on %s, root %s (%s %s), host %s\n", KC_VERSION, listen_at,
@@ -380,6 +423,9 @@ int kc_cmd_agent(int argc, char **argv)
 	uv_close((uv_handle_t *)&ag.sig_term, NULL);
 	uv_close((uv_handle_t *)&ag.sig_int, NULL);
 	uv_close((uv_handle_t *)&ag.idle_timer, NULL);
+	uv_close((uv_handle_t *)&ag.busy_timer, NULL);
+	if (ag.waiting)
+		uv_close((uv_handle_t *)ag.waiting, on_closed);
 	uv_run(ag.loop, UV_RUN_DEFAULT);
 	uv_loop_close(ag.loop);
 	return 0;
