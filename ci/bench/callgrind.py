@@ -65,7 +65,7 @@ def main():
             incl[key] = max(incl.get(key, 0), ir)
     per_batch = total / n if n else 0
     out = {
-        "step": "callgrind:" + codec, "round": 0, "kind": "callgrind", "codec": codec, "batches": n,
+        "step": "callgrind:%s-%s" % (codec, run["records"]), "round": 0, "kind": "callgrind", "codec": codec, "batches": n,
         "records": run["records"], "record_size": run["record_size"], "batch_bytes": run["batch_bytes"],
         "ir_total": total, "ir_per_batch": per_batch,
         "ir_per_record": per_batch / run["records"] if run["records"] else 0,

@@ -262,20 +262,25 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
 	CG=$WORK/cg
 	mkdir -p "$CG"
 	N=300
-	for codec in none lz4 zstd; do
-		log "callgrind: kaas_partition_append, $N batches of 100 x 1 KiB, compression $codec"
+	# compression records record-size: 1 KiB records plain and compressed,
+	# and small records, where the per-record walk dominates.
+	for c in "none 100 1024" "lz4 100 1024" "zstd 100 1024" "none 1000 100"; do
+		read -r codec rcount rsize <<<"$c"
+		tag=$codec-$rcount
+		log "callgrind: kaas_partition_append, $N batches of $rcount x $rsize B, compression $codec"
 		rm -rf "$CG/data" && mkdir -p "$CG/data"
-		if valgrind --tool=callgrind --callgrind-out-file="$CG/out.$codec" \
+		if valgrind --tool=callgrind --callgrind-out-file="$CG/out.$tag" \
 			--toggle-collect=kaas_partition_append "$KB" append --dir "$CG/data" --mode nosync \
-			--count $N --codec "$codec" --payload text >"$CG/run.$codec" 2>"$CG/vg.$codec"; then
-			callgrind_annotate --auto=no "$CG/out.$codec" >"$CG/self.$codec" 2>/dev/null || true
-			callgrind_annotate --auto=no --inclusive=yes "$CG/out.$codec" >"$CG/incl.$codec" 2>/dev/null || true
-			/usr/bin/python3 ci/bench/callgrind.py "$codec" $N "$CG/run.$codec" "$CG/self.$codec" \
-				"$CG/incl.$codec" >>"$JL"
+			--count $N --codec "$codec" --records "$rcount" --record-size "$rsize" --payload text \
+			>"$CG/run.$tag" 2>"$CG/vg.$tag"; then
+			callgrind_annotate --auto=no "$CG/out.$tag" >"$CG/self.$tag" 2>/dev/null || true
+			callgrind_annotate --auto=no --inclusive=yes "$CG/out.$tag" >"$CG/incl.$tag" 2>/dev/null || true
+			/usr/bin/python3 ci/bench/callgrind.py "$codec" $N "$CG/run.$tag" "$CG/self.$tag" \
+				"$CG/incl.$tag" >>"$JL"
 		else
 			FAILED=1
-			log "FAILED: callgrind run ($codec)"
-			tail -3 "$CG/vg.$codec" >&2
+			log "FAILED: callgrind run ($tag)"
+			tail -3 "$CG/vg.$tag" >&2
 		fi
 	done
 else
