@@ -134,7 +134,8 @@ typedef struct kaas_broker {
 
 	const kaas_server_ops *ops;
 	void *server;
-	volatile int stopping;        /* set when SIGTERM/SIGINT arrives */
+	volatile int stopping;        /* set when SIGTERM/SIGINT arrives; read it with
+	                                 __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE) */
 } kaas_broker;
 
 /* ---- the request ------------------------------------------------------------ */

@@ -324,7 +324,8 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		c->top_error = KERR_INVALID_FETCH_SESSION_EPOCH;
 
 	int64_t got = fetch_pass(c, resp);
-	if (got < 0 || got >= c->min_bytes || c->max_wait <= 0 || b->stopping || c->nparts == 0) {
+	int stopping = __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
+	if (got < 0 || got >= c->min_bytes || c->max_wait <= 0 || stopping || c->nparts == 0) {
 		fctx_put(c);
 		return KAAS_HANDLED;
 	}

@@ -940,9 +940,10 @@ static int listen_on(kaas_server *s, const char *host, int port, char *err, size
 static void housekeep(void *arg)
 {
 	kaas_server *s = arg;
-	if (s->b->parts && !s->b->stopping)
+	int stopping = __atomic_load_n(&s->b->stopping, __ATOMIC_ACQUIRE);
+	if (s->b->parts && !stopping)
 		kaas_ptable_housekeep(s->b->parts);
-	if (s->b->topics && !s->b->stopping)
+	if (s->b->topics && !stopping)
 		kaas_topics_tick(s->b->topics); /* registry upkeep; works every refresh_ms */
 	pthread_mutex_lock(&s->hkmu);
 	kaas_timer *old = s->hk_timer;
@@ -1012,7 +1013,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	KLOG_INFO("server", "%s: draining %d connection(s): no new connections, finishing requests in flight",
 		  signum == SIGTERM ? "SIGTERM" : "SIGINT", s->nconns);
 	s->draining = 1;
-	s->b->stopping = 1;
+	__atomic_store_n(&s->b->stopping, 1, __ATOMIC_RELEASE);
 	if (s->lpoll_active) {
 		uv_close((uv_handle_t *)&s->lpoll, close_cb_noop);
 		s->lpoll_active = 0;
