@@ -9,11 +9,12 @@
                            idempotent and timestamped ones
 
 Run from the repository root when the request encoders or the served
-versions change; the output is committed.  Needs the zstd and lz4 commands
+versions change; the output is committed.  Files named found-* are inputs
+that `make fuzz` discovered (minimised with libFuzzer's -merge=1) and are
+kept as they are.  Needs the zstd and lz4 commands
 (Debian zstd, lz4) for those codecs; snappy is written by hand (literals).
 """
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -62,8 +63,10 @@ def main():
     root = os.path.join(HERE, "corpus")
     req_dir, batch_dir = os.path.join(root, "request"), os.path.join(root, "batch")
     for d in (req_dir, batch_dir):
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
+        os.makedirs(d, exist_ok=True)
+        for f in os.listdir(d):
+            if not f.startswith("found-"):
+                os.unlink(os.path.join(d, f))
 
     for i, (label, api, v, flex, body) in enumerate(kreq.samples()):
         write(req_dir, label, request(api, v, 100 + i, body, flex))
