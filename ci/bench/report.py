@@ -255,11 +255,12 @@ def markdown(run, s, stamp, plot):
     # Storage.
     w("## Storage engine: append + flush (acks=all)")
     w("")
-    w("`kaas-bench compare`: four modes take turns in %s-second slices, %s cycles per configuration, each cycle "
+    w("`kaas-bench compare`: three modes take turns in %s-second slices, %s cycles per configuration, each cycle "
       "in a rotated order — *device*: raw pwrite + fsync per write with the same write size, threads and files; "
-      "*bandwidth*: the same threads and files writing 4 MiB + fsync (the device when fsyncs are few); *naive*: "
-      "the engine with a per-partition lock over append+flush (one fsync per request); *gc*: the engine's group "
-      "commit.  MB/s are medians of the slices; each ratio is formed within a cycle and given as the median "
+      "*naive*: the engine with a per-partition lock over append+flush (one fsync per request); *gc*: the "
+      "engine's group commit.  *bandwidth* (the same threads and files writing 4 MiB + fsync: the device when "
+      "fsyncs are few) brackets the cycles, two slices before and two after.  MB/s are medians of the slices; "
+      "each ratio is formed within a cycle (against bandwidth: against its median) and given as the median "
       "(interquartile range) over cycles; latencies are over all slices."
       % (rows[0]["slice_secs"] if rows else "?", rows[0]["cycles"] if rows else "?"))
     w("")
