@@ -95,8 +95,8 @@ def summarize(run):
             "config": j["label"], "appenders": j["appenders"], "partitions": j["partitions"],
             "records": j["records"], "record_size": j["record_size"], "batch_bytes": j["batch_bytes"],
             "cycles": j["cycles"], "slice_secs": j["slice_secs"],
-            "device_mbps": md["device"]["mbps"]["median"], "bandwidth_mbps": md["bandwidth"]["mbps"]["median"],
-            "naive_mbps": md["naive"]["mbps"]["median"], "gc_mbps": md["gc"]["mbps"]["median"],
+            "device_mbps": md["device"]["mbps_overall"], "bandwidth_mbps": md["bandwidth"]["mbps_overall"],
+            "naive_mbps": md["naive"]["mbps_overall"], "gc_mbps": md["gc"]["mbps_overall"],
             "gc_batches_per_fsync": md["gc"]["ops_per_fsync"],
             "gc_p50_us": md["gc"]["lat"]["p50_us"], "gc_p99_us": md["gc"]["lat"]["p99_us"],
             "naive_p50_us": md["naive"]["lat"]["p50_us"], "device_p50_us": md["device"]["lat"]["p50_us"],
@@ -259,9 +259,9 @@ def markdown(run, s, stamp, plot):
       "in a rotated order — *device*: raw pwrite + fsync per write with the same write size, threads and files; "
       "*naive*: the engine with a per-partition lock over append+flush (one fsync per request); *gc*: the "
       "engine's group commit.  *bandwidth* (the same threads and files writing 4 MiB + fsync: the device when "
-      "fsyncs are few) brackets the cycles, two slices before and two after.  MB/s are medians of the slices; "
-      "each ratio is formed within a cycle (against bandwidth: against its median) and given as the median "
-      "(interquartile range) over cycles; latencies are over all slices."
+      "fsyncs are few) brackets the cycles, two slices before and two after.  Each ratio is formed within a "
+      "cycle (against bandwidth: against its median slice) and given as the median (interquartile range) over "
+      "cycles; MB/s and latencies are over all slices of a mode."
       % (rows[0]["slice_secs"] if rows else "?", rows[0]["cycles"] if rows else "?"))
     w("")
     w("| appenders × partitions, batch | device MB/s | naive MB/s | gc MB/s | bandwidth MB/s | gc / device | "
