@@ -399,7 +399,8 @@ static void *timer_main(void *arg)
 		}
 		kc_outbox ob;
 		kc_outbox_init(&ob);
-		if (!c->draining && (c->drain_requested || (c->cfg.stopping && *c->cfg.stopping)))
+		int stopping = c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE);
+		if (!c->draining && (c->drain_requested || stopping))
 			drain_locked(c, &ob);
 		int64_t now = kc_now(c);
 		if (c->timer_kicked || now >= next) {
