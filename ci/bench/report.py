@@ -279,7 +279,7 @@ def markdown(run, s, stamp, plot):
       "append." % (fmt(s["nosync_mbps"], 0), fus(s["nosync_p50_us"])))
     w("")
     if plot:
-        w("![append throughput per configuration](%s)" % plot)
+        w("![group commit and one-fsync-per-request against the device loop, per configuration](%s)" % plot)
         w("")
     # Reads.
     w("## Storage engine: read plans")
@@ -366,6 +366,8 @@ def markdown(run, s, stamp, plot):
 
 
 def plot_storage(s, outdir, stamp):
+    """Bars of gc / device and naive / device per configuration, with the
+    interquartile range over cycles: the ratios are the measurement."""
     if not shutil.which("gnuplot") or not s["storage"]:
         return None
     name = "%s-storage.svg" % stamp
@@ -373,26 +375,28 @@ def plot_storage(s, outdir, stamp):
         data = os.path.join(td, "d.dat")
         with open(data, "w") as f:
             for r in s["storage"]:
-                f.write('"%s×%s\\n%s B" %s %s %s %s\n' % (r["appenders"], r["partitions"], fmt(r["batch_bytes"]),
-                                                        r["device_mbps"] or 0, r["naive_mbps"] or 0, r["gc_mbps"] or 0,
-                                                        r["bandwidth_mbps"] or 0))
+                nv, gv = spread(r["naive_over_device"]), spread(r["gc_over_device"])
+                f.write('"%s×%s, %s B\\n%.1f batches/fsync" %s %s %s %s %s %s\n'
+                        % (r["appenders"], r["partitions"], fmt(r["batch_bytes"]), r["gc_batches_per_fsync"] or 0,
+                           nv.get("median", 0), nv.get("p25", 0), nv.get("p75", 0),
+                           gv.get("median", 0), gv.get("p25", 0), gv.get("p75", 0)))
         script = """
-set terminal svg size 1000,460 font "sans,11" background rgb "white"
+set terminal svg size 1100,480 font "sans,11" background rgb "white"
 set output '%s'
-set title "append + flush (acks=all): the storage engine against the device, same sizes and concurrency\\n(medians of alternating slices)"
-set ylabel "MB/s"
+set title "append + flush (acks=all): engine throughput / device pwrite+fsync throughput, same write size and concurrency\\n(appenders × partitions, batch size; median and interquartile range over alternating cycles)"
+set ylabel "ratio to the device loop"
 set style data histograms
-set style histogram clustered gap 1
+set style histogram errorbars gap 1 lw 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set key top left
 set grid ytics
 set xtics font ",9"
+set bmargin 4
 set yrange [0:*]
-plot '%s' using 2:xtic(1) title "device: pwrite+fsync per write" lc rgb "#999999", \\
-     '' using 3 title "engine, one fsync per request (naive)" lc rgb "#e6a03c", \\
-     '' using 4 title "engine, group commit" lc rgb "#2f7ed8", \\
-     '' using 5 title "device: 4 MiB writes + fsync (bandwidth)" lc rgb "#dddddd"
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "#444444"
+plot '%s' using 2:3:4:xtic(1) title "one fsync per request (naive)" lc rgb "#e6a03c", \\
+     '' using 5:6:7 title "group commit (gc)" lc rgb "#2f7ed8"
 """ % (os.path.join(outdir, name), data)
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
