@@ -12,7 +12,7 @@ sub_init "$1"
 sub_start_guard
 command -v s3fs >/dev/null || sub_die "s3fs is not installed (ci/deps.sh matrix)"
 command -v node >/dev/null && command -v npm >/dev/null || sub_die "node and npm are needed for s3rver"
-cache=${KAAS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kaas}/s3rver
+cache=${KAAS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/kaas}/s3rver
 if [ ! -x "$cache/node_modules/.bin/s3rver" ]; then
 	sub_log "installing s3rver@3 into $cache"
 	mkdir -p "$cache"
