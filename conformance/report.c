@@ -39,7 +39,7 @@ json_t *kc_report_actors(const kc_run *r)
 			 "hosts", r->hosts, "distinct_hosts", r->hosts > 1, "list", list);
 }
 
-static json_t *check_json(const kc_result *res)
+static json_t *check_json(const kc_run *r, const kc_result *res)
 {
 	json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:I,s:O,s:O,s:O}", "name",
 			      kc_check_name(res->check), "guarantee", kc_check_guarantee(res->check),
@@ -50,6 +50,10 @@ static json_t *check_json(const kc_result *res)
 			      res->notes, "profile", res->profile);
 	if (res->reproduce[0])
 		json_object_set_new(c, "reproduce", json_string(res->reproduce));
+	char *cmd = kc_reproduce_command(r, res);
+	if (cmd)
+		json_object_set_new(c, "reproduce_command", json_string(cmd));
+	free(cmd);
 	if (res->verdict == KC_ERROR)
 		json_object_set_new(c, "error", json_string(res->error));
 	return c;
@@ -64,7 +68,7 @@ json_t *kc_report_json(const kc_run *r)
 	json_t *sub = json_pack("{s:s,s:o,s:o}", "url", r->o->url, "mounts", mounts, "identity", ident);
 	json_t *checks = json_array();
 	for (int k = 0; k < r->nran; k++)
-		json_array_append_new(checks, check_json(&r->res[r->order[k]]));
+		json_array_append_new(checks, check_json(r, &r->res[r->order[k]]));
 	json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:i,s:o,s:o,s:I,s:I,s:s,s:I,s:o}", "schema_version",
 			      KC_REPORT_SCHEMA, "tool", "kaas-conform", "tool_version", KC_VERSION,
 			      "verdict", kc_verdict_name(r->verdict), "exit_code",
@@ -131,15 +135,20 @@ int kc_report_write_json(const kc_run *r, const char *path, char *err, size_t er
 typedef struct xbuf {
 	char *p;
 	size_t len, cap;
+	int oom;
 } xbuf;
 
 static void xput(xbuf *b, const char *s, size_t n)
 {
+	if (b->oom)
+		return;
 	if (b->len + n + 1 > b->cap) {
 		size_t nc = (b->cap ? b->cap * 2 : 4096) + n;
 		char *np = realloc(b->p, nc);
-		if (!np)
+		if (!np) {
+			b->oom = 1;
 			return;
+		}
 		b->p = np;
 		b->cap = nc;
 	}
@@ -188,6 +197,68 @@ static void xfmt(xbuf *b, const char *fmt, ...)
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
 	xraw(b, tmp);
+}
+
+/* Appends s as one shell word: bare when it holds only characters no shell
+ * treats specially, else single-quoted (a quote inside becomes '\''). */
+static void shell_word(xbuf *b, const char *s)
+{
+	if (b->len)
+		xraw(b, " ");
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			    "@%+=:,./_-") == strlen(s)) {
+		xraw(b, s);
+		return;
+	}
+	xraw(b, "'");
+	for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+		xput(b, s, (size_t)(q - s));
+		xraw(b, "'\\''");
+	}
+	xraw(b, s);
+	xraw(b, "'");
+}
+
+char *kc_reproduce_command(const kc_run *r, const kc_result *res)
+{
+	if (!res->reproduce[0])
+		return NULL;
+	const kc_opts *o = r->o;
+	char num[32];
+	xbuf b = {0};
+	shell_word(&b, "kaas-conform");
+	shell_word(&b, "check");
+	shell_word(&b, o->url);
+	for (int i = 0; i < o->nmounts; i++) {
+		shell_word(&b, "--mount");
+		shell_word(&b, o->mounts[i]);
+	}
+	for (int i = 0; i < o->nagents; i++) {
+		shell_word(&b, "--agent");
+		shell_word(&b, o->agents[i]);
+	}
+	if (!o->nagents) {
+		shell_word(&b, "--actors");
+		snprintf(num, sizeof(num), "%d", o->actors);
+		shell_word(&b, num);
+	}
+	shell_word(&b, "--iterations");
+	snprintf(num, sizeof(num), "%lld", (long long)o->iterations);
+	shell_word(&b, num);
+	shell_word(&b, "--seed");
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)r->seed);
+	shell_word(&b, num);
+	shell_word(&b, "--checks");
+	shell_word(&b, kc_check_name(res->check));
+	if (o->crash_cmd && res->check == KC_CHK_FSYNC) {
+		shell_word(&b, "--crash-cmd");
+		shell_word(&b, o->crash_cmd);
+	}
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
 
 static void anomalies_text(xbuf *b, const kc_result *res)
@@ -268,17 +339,20 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
 			xesc(&b, res->summary);
 			xraw(&b, "\n");
 			anomalies_text(&b, res);
-			if (res->reproduce[0]) {
+			char *cmd = kc_reproduce_command(r, res);
+			if (cmd) {
 				xraw(&b, "reproduce with: ");
-				xesc(&b, res->reproduce);
+				xesc(&b, cmd);
 				xraw(&b, "\n");
 			}
+			free(cmd);
 			xfmt(&b, "</%s>\n", tag);
 		}
 		xraw(&b, "    </testcase>\n");
 	}
 	xraw(&b, "  </testsuite>\n</testsuites>\n");
-	if (!b.p) {
+	if (!b.p || b.oom) {
+		free(b.p);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -342,8 +416,10 @@ void kc_report_table(const kc_run *r, FILE *out)
 		json_t *n;
 		json_array_foreach(res->notes, i, n)
 			fprintf(out, "  note: %s\n", json_string_value(n));
-		if (res->reproduce[0])
-			fprintf(out, "  reproduce: kaas-conform check %s %s\n", r->o->url, res->reproduce);
+		char *cmd = kc_reproduce_command(r, res);
+		if (cmd)
+			fprintf(out, "  reproduce: %s\n", cmd);
+		free(cmd);
 	}
 	fprintf(out, "\nVERDICT %s (exit %d)", kc_verdict_name(r->verdict), kc_verdict_exit_code(r->verdict));
 	if (r->report_path[0])

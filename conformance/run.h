@@ -85,6 +85,11 @@ int kc_report_write_json(const kc_run *r, const char *path, char *err, size_t er
 int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t errlen);
 void kc_report_table(const kc_run *r, FILE *out);
 json_t *kc_report_actors(const kc_run *r);
+/* The shell command that repeats one check of this run (URL, mounts or
+ * agents, actors, iterations, seed, the check, its crash command), every
+ * argument quoted for a POSIX shell; malloc'd, NULL when the check has no
+ * reproduce hint (or out of memory). */
+char *kc_reproduce_command(const kc_run *r, const kc_result *res);
 json_t *kc_stamp_build(const kc_run *r);
 
 #endif

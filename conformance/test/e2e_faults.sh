@@ -64,6 +64,34 @@ check_verdict excl.json excl FAIL
 assert_empty "$vol"
 pass "excl=broken fails excl"
 
+# The reproduce line is a shell command with every argument quoted: a URL
+# with '?', '&', a space or a quote pastes back into a shell as it was given,
+# and the pasted command repeats the run (same URL, mounts, actors, seed).
+vol=$(newdir "odd v'ol")
+url="fault:$vol?excl=broken&seed=3"
+expect_rc 1 "$KC" check "$url" --mount "fault:$vol?excl=broken&seed=4" --actors 3 --checks excl \
+	--iterations 20 --seed 11 --json odd.json --no-progress
+line=$(grep '^  reproduce: ' out) || fail "no reproduce line: $(cat out)"
+cmd=${line#  reproduce: }
+[ "$cmd" = "$(jget odd.json "r['checks'][0]['reproduce_command']")" ] ||
+	fail "the table and the report disagree on the command: $cmd"
+mkdir again
+rc=0
+(cd again && PATH="$BINDIR:$PATH" bash -c "$cmd --json again.json --no-progress") >again.out 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat again.out; fail "the pasted command exited $rc, expected 1: $cmd"; }
+"$PY" - odd.json again/again.json <<'PY' || fail "the pasted command did not repeat the run"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("seed", "iterations"):
+    assert a[k] == b[k], (k, a[k], b[k])
+assert a["substrate"]["url"] == b["substrate"]["url"], b["substrate"]
+assert a["substrate"]["mounts"] == b["substrate"]["mounts"], b["substrate"]
+assert b["actors"]["count"] == 3, b["actors"]
+assert [c["name"] for c in b["checks"]] == ["excl"] and b["checks"][0]["verdict"] == "FAIL", b["checks"]
+PY
+assert_empty "$vol"
+pass "the reproduce command quotes every argument and repeats the run when pasted"
+
 vol=$(newdir cto)
 run_fault cto "fault:$vol?cto=stale" 1 --checks cto --iterations 50
 check_verdict cto.json cto FAIL

@@ -596,6 +596,46 @@ START_TEST(junit_marks_failures)
 }
 END_TEST
 
+/* The reproduce command pastes into a shell as one word per argument. */
+START_TEST(reproduce_command_is_shell_quoted)
+{
+	kc_run r;
+	kc_opts o;
+	fake_run(&r, &o);
+	o.url = "fault:/v o'l?excl=broken&seed=3";
+	o.mounts[0] = "/m";
+	o.nmounts = 1;
+	o.actors = 3;
+	o.crash_cmd = "kill $(cat pid)";
+	char *cmd = kc_reproduce_command(&r, &r.res[KC_CHK_RENAME]);
+	ck_assert_ptr_nonnull(cmd);
+	ck_assert_str_eq(cmd, "kaas-conform check 'fault:/v o'\\''l?excl=broken&seed=3' --mount /m "
+			      "--actors 3 --iterations 5 --seed 99 --checks rename");
+	free(cmd);
+	/* The crash command belongs to the fsync check only; agents replace
+	 * --actors; an empty argument stays an argument. */
+	o.nmounts = 0;
+	o.agents[0] = "h1:7070";
+	o.agents[1] = "";
+	o.nagents = 2;
+	snprintf(r.res[KC_CHK_RENAME].reproduce, sizeof(r.res[0].reproduce), "x");
+	r.res[KC_CHK_RENAME].check = KC_CHK_FSYNC;
+	cmd = kc_reproduce_command(&r, &r.res[KC_CHK_RENAME]);
+	ck_assert_str_eq(cmd, "kaas-conform check 'fault:/v o'\\''l?excl=broken&seed=3' --agent h1:7070 "
+			      "--agent '' --iterations 5 --seed 99 --checks fsync --crash-cmd 'kill $(cat pid)'");
+	free(cmd);
+	r.res[KC_CHK_RENAME].check = KC_CHK_RENAME;
+	/* The report carries it next to the options; a check without a hint has none. */
+	json_t *j = kc_report_json(&r);
+	json_t *checks = json_object_get(j, "checks");
+	ck_assert_ptr_nonnull(json_object_get(json_array_get(checks, 1), "reproduce_command"));
+	ck_assert_ptr_null(json_object_get(json_array_get(checks, 0), "reproduce_command"));
+	ck_assert_ptr_null(kc_reproduce_command(&r, &r.res[KC_CHK_PREFLIGHT]));
+	json_decref(j);
+	free_run(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conform");
@@ -614,6 +654,7 @@ int main(void)
 #endif
 	tcase_add_test(t, report_json_carries_the_schema);
 	tcase_add_test(t, junit_marks_failures);
+	tcase_add_test(t, reproduce_command_is_shell_quoted);
 	suite_add_tcase(s, t);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -7,6 +7,7 @@ types, the verdict vocabulary, and the rules that tie them together (the
 overall verdict is the worst check verdict, exit_code follows the verdict).
 Exits non-zero naming the first problem."""
 import json
+import shlex
 import sys
 
 VERDICTS = ["PASS", "WARN", "REFUSED", "FAIL", "ERROR"]
@@ -147,6 +148,18 @@ def report(r):
         need(c, "profile", dict, w)
         if v in ("FAIL", "WARN") and name != "preflight":
             need(c, "reproduce", str, w)
+        if "reproduce" in c:
+            cmd = need(c, "reproduce_command", str, w)
+            try:
+                argv = shlex.split(cmd)
+            except ValueError as e:
+                raise SystemExit(f"{w}.reproduce_command: not a shell command ({e})")
+            if argv[:3] != ["kaas-conform", "check", sub["url"]]:
+                raise SystemExit(f"{w}.reproduce_command: does not check {sub['url']!r}: {argv[:3]}")
+            if argv[-2:] != ["--checks", name] and ["--checks", name] != argv[-4:-2]:
+                raise SystemExit(f"{w}.reproduce_command: does not name the check")
+            if str(r["seed"]) not in argv:
+                raise SystemExit(f"{w}.reproduce_command: not the run's seed")
         if v == "ERROR":
             need(c, "error", str, w)
     if [x for x in CHECKS if x in names] != names:
