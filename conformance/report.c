@@ -4,10 +4,12 @@
  * decided; none of them judges anything.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run.h"
@@ -81,6 +83,35 @@ json_t *kc_report_json(const kc_run *r)
 	return j;
 }
 
+/* The temp file a report is written through, beside it. */
+static int temp_name(const char *path, char *tmp, size_t len)
+{
+	int n = snprintf(tmp, len, "%s.tmp.%d", path, (int)getpid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int kc_report_probe(const char *opt, const char *path, char *err, size_t errlen)
+{
+	if (strcmp(path, "-") == 0)
+		return 0;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s is a directory", opt, path);
+		return -EISDIR;
+	}
+	char tmp[4200];
+	int rc = temp_name(path, tmp, sizeof(tmp)), fd = -1;
+	if (rc == 0 && (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
+		rc = -errno;
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot write %s: %s", opt, path, strerror(-rc));
+		return rc;
+	}
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
 /* Writes through a temp file and a rename, so a reader (CI) never sees half
  * a report. */
 static int write_text_file(const char *path, const char *text, char *err, size_t errlen)
@@ -91,7 +122,10 @@ static int write_text_file(const char *path, const char *text, char *err, size_t
 		return 0;
 	}
 	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	if (temp_name(path, tmp, sizeof(tmp))) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(ENAMETOOLONG));
+		return -ENAMETOOLONG;
+	}
 	FILE *f = fopen(tmp, "we");
 	if (!f) {
 		int e = errno;

@@ -301,6 +301,11 @@ int kc_cmd_check(int argc, char **argv)
 			goto out;
 		}
 	}
+	if ((o.json && kc_report_probe("--json", o.json, err, sizeof(err))) ||
+	    (o.junit && kc_report_probe("--junit", o.junit, err, sizeof(err)))) {
+		fail_usage(err);
+		goto out;
+	}
 	if (o.seed_set) {
 		r->seed = o.seed;
 	} else {

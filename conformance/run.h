@@ -83,6 +83,10 @@ int kc_cmd_stamp_verify(int argc, char **argv);
 json_t *kc_report_json(const kc_run *r);
 int kc_report_write_json(const kc_run *r, const char *path, char *err, size_t errlen);
 int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t errlen);
+/* Before the run: can a report be written at path (the option opt names it)?
+ * Creates and removes the temp file the write will use; "-" always can.
+ * 0, or -errno with a one-line err naming opt and path. */
+int kc_report_probe(const char *opt, const char *path, char *err, size_t errlen);
 void kc_report_table(const kc_run *r, FILE *out);
 json_t *kc_report_actors(const kc_run *r);
 /* The shell command that repeats one check of this run (URL, mounts or

@@ -38,7 +38,20 @@ bad "--mount" check "$vol" --mount "$WORK/does/not/exist"
 bad "--cluster-dir" check "$vol" --stamp --cluster-dir "$WORK/plainfile"
 bad "--stamp needs every check" check "$vol" --stamp --checks rename
 bad "unknown command 'chek'" chek "$vol"
+# Report paths are tried before the run: a missing directory, a read-only
+# file system, a directory in place of the file.
+bad "^kaas-conform: --json: cannot write .*/does/not/exist/r.json: No such file" \
+	check "$vol" --json "$WORK/does/not/exist/r.json"
+bad "^kaas-conform: --junit: cannot write $ro/j.xml: Read-only file system" check "$vol" --junit "$ro/j.xml"
+bad "^kaas-conform: --json: $WORK is a directory" check "$vol" --json "$WORK"
 pass "bad URLs, paths and options: exit 2, one line, nothing created"
+
+# Trying a report path leaves nothing beside it.
+mkdir rep
+expect_rc 0 "$KC" check "$vol" --checks preflight --json rep/r.json --junit rep/j.xml
+[ "$(ls -A rep | tr '\n' ' ')" = "j.xml r.json " ] || fail "beside the reports: $(ls -A rep)"
+assert_empty "$vol"
+pass "report paths are checked before the run, and the check leaves nothing behind"
 
 # A crash command that fails stops the run with exit 2; the scratch is gone.
 expect_rc 2 "$KC" check "$vol" --checks fsync --crash-cmd "exit 7" --json crash.json
