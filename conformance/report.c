@@ -455,7 +455,15 @@ void kc_report_table(const kc_run *r, FILE *out)
 			fprintf(out, "  reproduce: %s\n", cmd);
 		free(cmd);
 	}
-	fprintf(out, "\nVERDICT %s (exit %d)", kc_verdict_name(r->verdict), kc_verdict_exit_code(r->verdict));
+	fflush(out);
+}
+
+void kc_report_final(const kc_run *r, int status, const char *why, FILE *out)
+{
+	fprintf(out, "\nVERDICT %s (exit %d", kc_verdict_name(r->verdict), status);
+	if (status != kc_verdict_exit_code(r->verdict) && why && *why)
+		fprintf(out, ": %s", why);
+	fprintf(out, ")");
 	if (r->report_path[0])
 		fprintf(out, "  report: %s", r->report_path);
 	fprintf(out, "\n");

@@ -379,18 +379,25 @@ int kc_cmd_check(int argc, char **argv)
 		snprintf(r->error, sizeof(r->error), "a check could not complete");
 	status = kc_verdict_exit_code(r->verdict);
 
-	char rerr[1200] = "";
+	/* Everything that can still change the exit status happens before the
+	 * final line, so that the line tells the status the process ends with;
+	 * why keeps the first output that failed. */
+	char rerr[1200] = "", why[1200] = "";
 	if (o.json && strcmp(o.json, "-") == 0)
 		kc_report_write_json(r, "-", rerr, sizeof(rerr));
 	else if (kc_report_write_json(r, r->report_path, rerr, sizeof(rerr)) != 0) {
 		fprintf(stderr, "kaas-conform: %s\n", rerr);
 		r->report_path[0] = '\0';
-		if (o.json)
+		if (o.json) {
 			status = KC_EXIT_ERROR;
+			snprintf(why, sizeof(why), "%s", rerr);
+		}
 	}
 	if (o.junit && kc_report_write_junit(r, o.junit, rerr, sizeof(rerr)) != 0) {
 		fprintf(stderr, "kaas-conform: %s\n", rerr);
 		status = KC_EXIT_ERROR;
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", rerr);
 	}
 	kc_report_table(r, r->out);
 	if (r->verdict == KC_ERROR)
@@ -402,6 +409,8 @@ int kc_cmd_check(int argc, char **argv)
 			if (write_stamp(r, where, sizeof(where), rerr, sizeof(rerr)) != 0) {
 				fprintf(stderr, "kaas-conform: %s\n", rerr);
 				status = KC_EXIT_ERROR;
+				if (!why[0])
+					snprintf(why, sizeof(why), "no stamp: %s", rerr);
 			} else {
 				fprintf(r->out, "stamp written: %s\n", where);
 			}
@@ -410,6 +419,7 @@ int kc_cmd_check(int argc, char **argv)
 				kc_verdict_name(r->verdict));
 		}
 	}
+	kc_report_final(r, status, why, r->out);
 	fflush(stdout);
 	goto out_results;
 

@@ -87,7 +87,11 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
  * Creates and removes the temp file the write will use; "-" always can.
  * 0, or -errno with a one-line err naming opt and path. */
 int kc_report_probe(const char *opt, const char *path, char *err, size_t errlen);
+/* The table of checks and what each non-passing one showed. */
 void kc_report_table(const kc_run *r, FILE *out);
+/* The last line: the verdict and the process's exit status, with why the
+ * status differs from the verdict's (a report or the stamp not written). */
+void kc_report_final(const kc_run *r, int status, const char *why, FILE *out);
 json_t *kc_report_actors(const kc_run *r);
 /* The shell command that repeats one check of this run (URL, mounts or
  * agents, actors, iterations, seed, the check, its crash command), every

@@ -53,6 +53,26 @@ expect_rc 0 "$KC" check "$vol" --checks preflight --json rep/r.json --junit rep/
 assert_empty "$vol"
 pass "report paths are checked before the run, and the check leaves nothing behind"
 
+# An output that cannot be written at the end (its directory removed during
+# the run, by the crash command) makes the run exit 2, and the final line
+# says exit 2 and why, not the verdict's exit status.
+late() { # NAME WHAT ARGS...: the run exits 2 and its last line names WHAT
+	local name=$1 what=$2 v
+	shift 2
+	mkdir "$WORK/$name"
+	expect_rc 2 "$KC" check "$vol" --crash-cmd "rm -rf '$WORK/$name'" --no-progress "$@"
+	grep -q "^kaas-conform: .*$what" err || fail "$name: no error naming $what: $(cat err)"
+	v=$(grep -o '^VERDICT [A-Z]*' out) || fail "$name: no verdict line: $(cat out)"
+	[[ "$(tail -n 1 out)" == "$v (exit 2: "*"$what"*")"* ]] ||
+		fail "$name: the last line does not say exit 2: $(tail -n 1 out)"
+	assert_empty "$vol"
+}
+late gone1 "cannot write $WORK/gone1/j.xml" --checks fsync --junit "$WORK/gone1/j.xml" --json late.json
+validate late.json
+late gone2 "cannot write $WORK/gone2/r.json" --checks fsync --json "$WORK/gone2/r.json"
+late gone3 "$WORK/gone3" --stamp --cluster-dir "$WORK/gone3" --iterations 20
+pass "a report or stamp that fails at the end: exit 2, and the last line says so"
+
 # A crash command that fails stops the run with exit 2; the scratch is gone.
 expect_rc 2 "$KC" check "$vol" --checks fsync --crash-cmd "exit 7" --json crash.json
 [ "$(wc -l <err)" = 1 ] || fail "not one line: $(cat err)"
