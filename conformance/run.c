@@ -184,6 +184,72 @@ static int write_stamp(kc_run *r, char *where, size_t wlen, char *err, size_t er
 	return rc;
 }
 
+/* Every --mount must show the volume of the URL, else the checks would end
+ * in a puzzling set-up error.  A marker with a random nonce is written and
+ * closed through the URL's handle (exclusive create, fsync) and read back
+ * through a fresh handle on each mount, opened after that close
+ * (close-to-open).  Both names are new, so no client can have cached them as
+ * absent; a slow client still gets a few seconds before the mount counts as
+ * another volume.  0, or -errno with a one-line err naming the mount. */
+#define KC_MOUNT_MARKER_WAIT_MS 3000
+static int verify_mounts(kc_run *r, char *err, size_t errlen)
+{
+	const kc_opts *o = r->o;
+	if (!o->nmounts)
+		return 0;
+	char path[128], marker[160];
+	uint64_t nonce = 0;
+	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		nonce = (uint64_t)kaas_mono_ns();
+	snprintf(path, sizeof(path), "%s/mount-marker", r->scratch);
+	int n = snprintf(marker, sizeof(marker), "kaas-conform mount marker %s %016" PRIx64 "\n",
+			 r->scratch, nonce);
+	int rc = sub_create_excl(r->vfs, path, marker, (size_t)n);
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot write a marker file into the scratch directory: %s",
+			 o->url, sub_strerror(rc));
+		return rc;
+	}
+	for (int i = 0; i < o->nmounts; i++) {
+		sub_vfs *mv = NULL;
+		char e[900] = "";
+		if ((rc = sub_open_url(o->mounts[i], &mv, e, sizeof(e)))) {
+			snprintf(err, errlen, "--mount: %s", e);
+			return rc;
+		}
+		int64_t deadline = kaas_mono_ms() + KC_MOUNT_MARKER_WAIT_MS;
+		for (;;) {
+			char *buf = NULL;
+			size_t len = 0;
+			rc = sub_read_file(mv, path, sizeof(marker), &buf, &len);
+			if (rc == 0 && (len != (size_t)n || memcmp(buf, marker, len) != 0))
+				rc = -EBADMSG;
+			free(buf);
+			if (rc != -ENOENT && rc != -EBADMSG && rc != -ESTALE)
+				break;
+			if (interrupted || kaas_mono_ms() >= deadline)
+				break;
+			usleep(100 * 1000);
+		}
+		sub_destroy(mv);
+		if (interrupted)
+			return -EINTR;
+		if (rc == -ENOENT || rc == -EBADMSG || rc == -ESTALE)
+			snprintf(err, errlen,
+				 "--mount %s: not the volume of %s (a marker file written through %s into %s %s through the mount)",
+				 o->mounts[i], o->url, o->url, r->scratch,
+				 rc == -EBADMSG ? "reads back different" : "cannot be found");
+		else if (rc)
+			snprintf(err, errlen,
+				 "--mount %s: cannot tell whether it is the volume of %s: reading the marker file %s through it: %s",
+				 o->mounts[i], o->url, path, sub_strerror(rc));
+		if (rc)
+			return rc;
+	}
+	sub_unlink(r->vfs, path);
+	return 0;
+}
+
 static void print_header(const kc_run *r)
 {
 	char kind[128];
@@ -333,6 +399,12 @@ int kc_cmd_check(int argc, char **argv)
 		r->scratch[0] = '\0';
 		fail_usage(err);
 		goto out;
+	}
+	if ((rc = verify_mounts(r, err, sizeof(err)))) {
+		if (rc == -EINTR)
+			goto interrupted_out;
+		fail_usage(err);
+		goto cleanup;
 	}
 	r->t0_ms = kaas_mono_ms();
 	now_rfc3339(r->started_at, sizeof(r->started_at));

@@ -35,6 +35,13 @@ bad "unknown option '--colour'" check "$vol" --colour
 bad "missing URL" check
 bad "unknown fault option\|fault" check "fault:$vol?frobnicate=1"
 bad "--mount" check "$vol" --mount "$WORK/does/not/exist"
+# A --mount that is not the same volume as the URL: another directory, or
+# the URL's own parent.  Found before any actor starts; nothing is left in
+# either place.
+other=$(newdir other)
+bad "^kaas-conform: --mount $other: not the volume of $vol" check "$vol" --mount "$other"
+assert_empty "$other"
+bad "^kaas-conform: --mount posix:$WORK: not the volume of $vol" check "$vol" --mount "posix:$WORK" --actors 2
 bad "--cluster-dir" check "$vol" --stamp --cluster-dir "$WORK/plainfile"
 bad "--stamp needs every check" check "$vol" --stamp --checks rename
 bad "unknown command 'chek'" chek "$vol"
