@@ -11,13 +11,13 @@
  * response; as KIP-74, the first non-empty partition returns at least one
  * whole batch even when it is larger than both.
  *
- * Long polls: when fewer than min_bytes are available and max_wait_ms > 0,
- * the request parks: a watch on every partition (woken when a flush moves
- * its high watermark past what the first read saw) and a timer for
- * max_wait_ms.  Whichever fires first re-runs the read on a worker and
- * answers with what is there then (with min_bytes > 1 that can be less than
- * min_bytes: new data ends the wait).  The connection goes on with its next
- * request meanwhile.
+ * Long polls (Kafka's DelayedFetch): when fewer than min_bytes are available
+ * and max_wait_ms > 0, the request parks: a watch on every partition (woken
+ * when a flush moves its high watermark past what the last read saw) and a
+ * timer for max_wait_ms.  A woken watch re-counts the bytes on a worker: at
+ * least min_bytes (or an error) answers, fewer parks again.  When max_wait_ms
+ * passes, or the broker stops, the answer holds whatever is there.  The
+ * connection goes on with its next request meanwhile.
  *
  * Fetch sessions (KIP-227, v7+): kaas does not keep sessions.  A full fetch
  * (session_id 0) is answered with session_id 0, which tells the client to
@@ -63,8 +63,9 @@ typedef struct fctx {
 	int16_t top_error;
 	/* parking */
 	atomic_int refs;      /* owner + armed timer */
-	atomic_int gate;      /* 2: fired and parked -> finish */
-	atomic_int fired;
+	atomic_int gate;      /* a woken and fully parked fetch re-checks at 0 */
+	atomic_int fired;     /* woken since the watches were (re)armed */
+	atomic_int timed_out; /* max_wait_ms has passed: answer with what is there */
 	kaas_watch **watches;
 	int nwatch;
 	kaas_timer *timer;
@@ -82,8 +83,9 @@ static void fctx_put(fctx *c)
 }
 
 /* Writes the whole response.  Returns the record bytes it holds, or -1 when
- * some partition reported an error (answer now instead of waiting). */
-static int64_t fetch_pass(fctx *c, kaas_wr *w)
+ * some partition reported an error (answer now instead of waiting).  With
+ * `measure` the ranges are only counted, not attached: w is then scratch. */
+static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
 {
 	kaas_req *req = c->req;
 	kaas_broker *b = req->broker;
@@ -91,6 +93,7 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w)
 	int64_t total = 0;
 	int any_error = 0, first_data = 1;
 	int64_t budget = c->max_bytes > 0 ? c->max_bytes : INT32_MAX;
+	int64_t lim = 0;
 
 	kaas_wr_i32(w, 0); /* throttle_time_ms */
 	if (v >= 7) {
@@ -115,7 +118,7 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w)
 			if (err == KERR_NONE && v >= 9 && fp->cur_epoch >= 0 && fp->cur_epoch != ref.epoch)
 				err = fp->cur_epoch < ref.epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
 			if (err == KERR_NONE) {
-				int64_t lim = fp->max_bytes < budget ? fp->max_bytes : budget;
+				lim = fp->max_bytes < budget ? fp->max_bytes : budget;
 				if (lim <= 0 && first_data)
 					lim = 1; /* KIP-74: the first batch anyway */
 				if (fp->max_bytes <= 0) {
@@ -163,7 +166,12 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w)
 				kaas_wr_i32(w, -1); /* preferred_read_replica */
 			uint32_t bytes = err == KERR_NONE && have_plan ? plan.total : 0;
 			kaas_wr_i32(w, (int32_t)bytes);
-			if (bytes > 0) {
+			if (bytes > 0 && measure) {
+				kaas_read_plan_release(&plan);
+				total += bytes;
+				budget -= bytes;
+				first_data = 0;
+			} else if (bytes > 0) {
 				if (kaas_req_attach_read(req, w, &plan)) {
 					/* Could not read it: answer this partition with a storage error. */
 					w->len = mark;
@@ -205,28 +213,53 @@ static void discard(kaas_req *req, kaas_wr *w)
 	kaas_wr_free(w);
 }
 
-static void finish(void *arg)
+/* Answers with what is there now (a worker; the watches are given back). */
+static void finish(fctx *c)
 {
-	fctx *c = arg;
 	kaas_broker *b = c->req->broker;
 	if (kaas_timer_cancel(b, c->timer))
 		fctx_put(c); /* the timer will never run: drop its reference */
 	c->timer = NULL;
-	for (int i = 0; i < c->nwatch; i++)
-		kaas_ptable_unwatch(b->parts, c->watches[i]);
-	c->nwatch = 0;
 	kaas_wr w = KAAS_WR_INIT;
-	fetch_pass(c, &w);
+	fetch_pass(c, &w, 0);
 	kaas_req_complete(c->req, &w);
 	fctx_put(c);
 }
 
+static void park(fctx *c);
+
+/* A woken fetch, on a worker: enough bytes now (or an error, the timeout, a
+ * stopping broker) answers; otherwise it parks again. */
+static void recheck(void *arg)
+{
+	fctx *c = arg;
+	kaas_broker *b = c->req->broker;
+	for (int i = 0; i < c->nwatch; i++)
+		kaas_ptable_unwatch(b->parts, c->watches[i]);
+	c->nwatch = 0;
+	/* Re-arm before looking: a timer that fires from here on wakes the
+	 * next park, one that fired before is seen below. */
+	atomic_store(&c->fired, 0);
+	atomic_store(&c->gate, 2);
+	int done = atomic_load(&c->timed_out) || __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
+	if (!done) {
+		kaas_wr m = KAAS_WR_INIT;
+		int64_t got = fetch_pass(c, &m, 1);
+		kaas_wr_free(&m);
+		done = got < 0 || got >= c->min_bytes;
+	}
+	if (done)
+		finish(c);
+	else
+		park(c);
+}
+
 static void gate_pass(fctx *c)
 {
-	/* Never finish inline: this may run inside a watch callback, under the
+	/* Never re-check inline: this may run inside a watch callback, under the
 	 * partition table's lock.  The pool only refuses work after the event
 	 * loop has stopped, when no answer could be sent anyway. */
-	if (atomic_fetch_sub(&c->gate, 1) == 1 && kaas_broker_run(c->req->broker, finish, c))
+	if (atomic_fetch_sub(&c->gate, 1) == 1 && kaas_broker_run(c->req->broker, recheck, c))
 		KLOG_DEBUG("fetch", "shutting down: a parked fetch is dropped");
 }
 
@@ -241,8 +274,36 @@ static void wake(void *arg)
 static void on_timer(void *arg)
 {
 	fctx *c = arg;
+	atomic_store(&c->timed_out, 1);
 	wake(c);
 	fctx_put(c);
+}
+
+/* Watches every partition for data beyond what the last pass saw, then
+ * opens the gate: from now on a wake queues a re-check. */
+static void park(fctx *c)
+{
+	kaas_broker *b = c->req->broker;
+	for (int32_t i = 0; i < c->ntopics && !atomic_load(&c->fired); i++) {
+		ftopic *t = &c->topics[i];
+		for (int32_t k = 0; k < t->n; k++) {
+			kaas_pref ref;
+			if (kaas_ptable_get(b->parts, t->name, t->parts[k].index, &ref) != KERR_NONE) {
+				wake(c); /* it went away meanwhile: answer */
+				continue;
+			}
+			int64_t at = t->parts[k].offset;
+			if (t->parts[k].hw_seen > at)
+				at = t->parts[k].hw_seen;
+			kaas_watch *w = kaas_ptable_watch(&ref, at, wake, c);
+			kaas_pref_put(&ref);
+			if (w)
+				c->watches[c->nwatch++] = w;
+			else
+				wake(c);
+		}
+	}
+	gate_pass(c);
 }
 
 int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
@@ -257,6 +318,7 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->gate, 2);
 	atomic_init(&c->fired, 0);
+	atomic_init(&c->timed_out, 0);
 	c->max_bytes = INT32_MAX;
 
 	KRD_I32(body, &replica_id);
@@ -323,13 +385,13 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	else if (v >= 7 && session_epoch > 0)
 		c->top_error = KERR_INVALID_FETCH_SESSION_EPOCH;
 
-	int64_t got = fetch_pass(c, resp);
+	int64_t got = fetch_pass(c, resp, 0);
 	int stopping = __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
 	if (got < 0 || got >= c->min_bytes || c->max_wait <= 0 || stopping || c->nparts == 0) {
 		fctx_put(c);
 		return KAAS_HANDLED;
 	}
-	/* Not enough yet: park on every partition until data or max_wait. */
+	/* Not enough yet: park on every partition until min_bytes or max_wait. */
 	discard(req, resp);
 	c->watches = calloc((size_t)c->nparts, sizeof(*c->watches));
 	if (!c->watches)
@@ -338,29 +400,10 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	c->timer = kaas_timer_start(b, c->max_wait, on_timer, c);
 	if (!c->timer) {
 		atomic_fetch_sub(&c->refs, 1);
-		wake(c); /* cannot wait: answer at once */
+		atomic_store(&c->timed_out, 1); /* cannot wait: answer at once */
+		wake(c);
 	}
-	for (int32_t i = 0; i < c->ntopics && !atomic_load(&c->fired); i++) {
-		ftopic *t = &c->topics[i];
-		for (int32_t k = 0; k < t->n; k++) {
-			kaas_pref ref;
-			if (kaas_ptable_get(b->parts, t->name, t->parts[k].index, &ref) != KERR_NONE) {
-				wake(c); /* it went away meanwhile: answer */
-				continue;
-			}
-			/* Wake when data beyond what the first pass saw is durable. */
-			int64_t at = t->parts[k].offset;
-			if (t->parts[k].hw_seen > at)
-				at = t->parts[k].hw_seen;
-			kaas_watch *w = kaas_ptable_watch(&ref, at, wake, c);
-			kaas_pref_put(&ref);
-			if (w)
-				c->watches[c->nwatch++] = w;
-			else
-				wake(c);
-		}
-	}
-	gate_pass(c); /* parked: from now on a wake finishes the request */
+	park(c);
 	return KAAS_DEFERRED;
 oom:
 	fctx_put(c);
