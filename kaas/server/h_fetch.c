@@ -145,8 +145,10 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
 				}
 				fp->hw_seen = hw;
 			}
-			/* A later partition that does not fit the response budget sends no records. */
-			if (have_plan && plan.total > 0 && !first_data && (int64_t)plan.total > budget) {
+			/* Only the first non-empty partition may exceed the limits (KIP-74):
+			 * a later one whose batches do not fit its partition_max_bytes or
+			 * the rest of max_bytes sends no records. */
+			if (have_plan && plan.total > 0 && !first_data && (int64_t)plan.total > lim) {
 				kaas_read_plan_release(&plan);
 				plan.total = 0;
 				plan.n = 0;
