@@ -142,12 +142,13 @@ json_t *kc_stamp_build(const kc_run *r)
 	gethostname(host, sizeof(host));
 	char at[40];
 	now_rfc3339(at, sizeof(at));
-	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:{s:i,s:s,s:i,s:b,s:i,s:b},s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
+	/* The actors as the report records them (kind, per-actor list), taken
+	 * while they were alive. */
+	json_t *actors = r->actors ? json_deep_copy(r->actors) : kc_report_actors(r);
+	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
 			 "kind", KC_STAMP_KIND, "schema_version", KC_STAMP_SCHEMA, "tool", "kaas-conform",
 			 "tool_version", KC_VERSION, "verdict", kc_verdict_name(r->verdict), "volume",
-			 kc_identity_json(&r->ident), "actors", "count", r->nactors, "kind", "process",
-			 "clients", r->clients, "distinct_clients", r->clients == r->nactors, "hosts",
-			 r->hosts, "distinct_hosts", r->hosts > 1, "checks", checks, "seed",
+			 kc_identity_json(&r->ident), "actors", actors, "checks", checks, "seed",
 			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
 			 "qualified_at", at, "qualified_at_ms", (json_int_t)kaas_wall_ms(), "host", host,
 			 "url", r->o->url);
@@ -454,7 +455,7 @@ int kc_cmd_check(int argc, char **argv)
 	/* Everything that can still change the exit status happens before the
 	 * final line, so that the line tells the status the process ends with;
 	 * why keeps the first output that failed. */
-	char rerr[1200] = "", why[1200] = "";
+	char rerr[1200] = "", why[1300] = "";
 	if (o.json && strcmp(o.json, "-") == 0)
 		kc_report_write_json(r, "-", rerr, sizeof(rerr));
 	else if (kc_report_write_json(r, r->report_path, rerr, sizeof(rerr)) != 0) {
