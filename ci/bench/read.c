@@ -8,10 +8,11 @@
  *
  *   plan           kaas_partition_read + release only: the planning cost
  *   plan_pread     plan, then pread every range into a buffer
- *   raw_pread      pread of the same file in max-bytes chunks
+ *   raw_pread      pread of the same file in chunks of the plans' size (the
+ *                  whole batches that fit in max-bytes)
  *   plan_sendfile  plan, then sendfile every range into a loopback TCP
  *                  connection drained by another thread (the broker's way)
- *   raw_sendfile   sendfile of the file in max-bytes chunks, same sink
+ *   raw_sendfile   sendfile of the file in the same chunks, same sink
  *   cold_*         pread passes after dropping the file's cached pages
  *                  (posix_fadvise DONTNEED on this file only)
  *
@@ -154,8 +155,13 @@ static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 	if (mode == R_COLD_PLAN || mode == R_COLD_RAW)
 		(void)posix_fadvise(c->fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (mode == R_RAW_PREAD || mode == R_RAW_SENDFILE || mode == R_COLD_RAW) {
+		/* The same request sizes as the plans make (whole batches up to
+		 * max_bytes): copy speed depends on size and alignment. */
+		size_t chunk = (size_t)c->max_bytes / c->batch_bytes * c->batch_bytes;
+		if (chunk == 0)
+			chunk = c->batch_bytes;
 		for (uint64_t pos = 0; pos < c->file_len;) {
-			size_t n = (size_t)c->max_bytes;
+			size_t n = chunk;
 			if (n > c->file_len - pos)
 				n = (size_t)(c->file_len - pos);
 			int rc = mode == R_RAW_SENDFILE ? send_range(c->sk->wfd, c->fd, pos, n)
@@ -196,6 +202,22 @@ static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 		*bytes += plan.total;
 		(*plans)++;
 		kaas_read_plan_release(&plan);
+	}
+	return 0;
+}
+
+/* "all", or `name` is one of the comma-separated names in `list`. */
+static int mode_wanted(const char *list, const char *name)
+{
+	if (strcmp(list, "all") == 0)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && strncmp(p, name, n) == 0)
+			return 1;
+		p += len + (e ? 1 : 0);
 	}
 	return 0;
 }
@@ -325,7 +347,7 @@ int bench_read(bn_opts *o)
 	for (int round = 1; round <= rounds && rc == 0; round++) {
 		for (int k = 0; k < 7 && rc == 0; k++) {
 			int m = order[(round - 1) % 2][k];
-			if (strcmp(modes, "all") == 0 || strstr(modes, mode_names[m]))
+			if (mode_wanted(modes, mode_names[m]))
 				rc = measure(&c, m, round, secs);
 		}
 	}
