@@ -18,6 +18,7 @@
 json_t *kc_report_actors(const kc_run *r)
 {
 	json_t *list = json_array();
+	int nagents = 0;
 	for (int i = 0; i < r->drv.n; i++) {
 		const kc_actor *a = &r->drv.a[i];
 		json_t *h = a->hello;
@@ -31,12 +32,15 @@ json_t *kc_report_actors(const kc_run *r)
 		const char *hid = json_string_value(json_object_get(h, "host_id"));
 		if (hid)
 			json_object_set_new(one, "host_id", json_string(hid));
-		if (a->agent[0])
+		if (a->agent[0]) {
 			json_object_set_new(one, "agent", json_string(a->agent));
+			nagents++;
+		}
 		json_array_append_new(list, one);
 	}
-	return json_pack("{s:i,s:s,s:i,s:b,s:i,s:b,s:o}", "count", r->drv.n, "kind",
-			 r->o && r->o->nagents ? "agent" : "process",
+	/* The run's kind is what its actors were. */
+	const char *kind = nagents == 0 ? "process" : nagents == r->drv.n ? "agent" : "mixed";
+	return json_pack("{s:i,s:s,s:i,s:b,s:i,s:b,s:o}", "count", r->drv.n, "kind", kind,
 			 "clients", r->clients, "distinct_clients", r->clients == r->drv.n && r->drv.n > 0,
 			 "hosts", r->hosts, "distinct_hosts", r->hosts > 1, "list", list);
 }

@@ -61,3 +61,33 @@ expect_rc 0 "$KC" check "fault:$vol4?failpath=*/rename/plain:open:ESTALE" --stam
 grep -q "no stamp written: the verdict is WARN" out || fail "WARN run did not say why there is no stamp"
 assert_empty "$vol4"
 pass "FAIL, REFUSED and WARN runs write no stamp"
+
+# Actors that are agents: the stamp and the report record kind "agent", for
+# the run and for every actor.  The agents listen on loopback in a network
+# namespace of their own, so fixed ports cannot collide with anything.
+NS=kcst-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+ip netns add "$NS"
+CLEANUPS+=("ip netns del '$NS'")
+ip netns exec "$NS" ip link set lo up
+vol5=$(newdir vol5)
+for p in 7070 7071; do
+	ip netns exec "$NS" "$KC" agent --listen "127.0.0.1:$p" --root "$vol5" >"agent$p.log" 2>&1 &
+	CLEANUPS+=("kill $! 2>/dev/null; wait $! 2>/dev/null")
+done
+for p in 7070 7071; do
+	timeout 10 sh -c "until grep -q listening agent$p.log; do sleep 0.05; done" ||
+		fail "agent $p did not start: $(cat "agent$p.log")"
+done
+expect_rc 0 ip netns exec "$NS" "$KC" check "$vol5" --agent 127.0.0.1:7070 --agent 127.0.0.1:7071 \
+	--stamp --iterations 20 --json agents.json --no-progress
+stamp5="$vol5/__cluster/qualification.json"
+"$PY" "$VALIDATE" agents.json --stamp "$stamp5" || fail "report or stamp of an agent run"
+"$PY" - agents.json "$stamp5" <<'PY' || fail "the actors' kind"
+import json, sys
+r, s = (json.load(open(p)) for p in sys.argv[1:3])
+for where, a in (("report", r["actors"]), ("stamp", s["actors"])):
+    assert a["kind"] == "agent", (where, a)
+    assert [x["kind"] for x in a["list"]] == ["agent", "agent"], (where, a["list"])
+    assert sorted(x["agent"] for x in a["list"]) == ["127.0.0.1:7070", "127.0.0.1:7071"], (where, a)
+PY
+pass "actors that are agents are recorded as agents in the report and the stamp"

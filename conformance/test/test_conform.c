@@ -636,6 +636,49 @@ START_TEST(reproduce_command_is_shell_quoted)
 }
 END_TEST
 
+/* The actors' kind is what they were, in the report and in the stamp. */
+START_TEST(actor_kind_is_recorded)
+{
+	kc_run r;
+	kc_opts o;
+	fake_run(&r, &o);
+	kc_actor a[2];
+	memset(a, 0, sizeof(a));
+	r.drv.a = a;
+	r.drv.n = 2;
+	for (int i = 0; i < 2; i++) {
+		snprintf(a[i].agent, sizeof(a[i].agent), "h%d:7070", i);
+		a[i].hello = json_pack("{s:i,s:s,s:s,s:s}", "pid", 10 + i, "host", "h", "client", "c",
+				       "host_id", i ? "h/b/netns:2" : "h/b/netns:1");
+	}
+	r.nactors = 2;
+	for (int pass = 0; pass < 2; pass++) {
+		json_t *j = pass ? kc_stamp_build(&r) : kc_report_json(&r);
+		json_t *act = json_object_get(j, "actors");
+		ck_assert_str_eq(json_string_value(json_object_get(act, "kind")), "agent");
+		json_t *l = json_object_get(act, "list");
+		ck_assert_uint_eq(json_array_size(l), 2);
+		for (int i = 0; i < 2; i++) {
+			json_t *one = json_array_get(l, i);
+			ck_assert_str_eq(json_string_value(json_object_get(one, "kind")), "agent");
+			ck_assert_str_eq(json_string_value(json_object_get(one, "agent")), a[i].agent);
+		}
+		json_decref(j);
+	}
+	/* Forked actors are processes. */
+	a[0].agent[0] = a[1].agent[0] = '\0';
+	json_t *st = kc_stamp_build(&r);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "actors"), "kind")), "process");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(json_object_get(json_object_get(st, "actors"), "list"), 1), "kind")),
+			 "process");
+	json_decref(st);
+	for (int i = 0; i < 2; i++)
+		json_decref(a[i].hello);
+	free_run(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conform");
@@ -655,6 +698,7 @@ int main(void)
 	tcase_add_test(t, report_json_carries_the_schema);
 	tcase_add_test(t, junit_marks_failures);
 	tcase_add_test(t, reproduce_command_is_shell_quoted);
+	tcase_add_test(t, actor_kind_is_recorded);
 	suite_add_tcase(s, t);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

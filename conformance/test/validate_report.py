@@ -58,6 +58,44 @@ def identity(obj, where):
         raise SystemExit(f"{where}.fs_magic: not hex")
 
 
+KINDS = ["process", "agent"]
+
+
+def actors(act, where):
+    """The actors object of a report or stamp: the run's kind is its
+    actors' kind; an agent actor names its agent, a forked one has none."""
+    n = need(act, "count", int, where)
+    kind = need(act, "kind", str, where)
+    need(act, "clients", int, where)
+    need(act, "distinct_clients", bool, where)
+    need(act, "hosts", int, where)
+    need(act, "distinct_hosts", bool, where)
+    lst = need(act, "list", list, where)
+    if len(lst) != n:
+        raise SystemExit(f"{where}: count and list disagree")
+    kinds = set()
+    for i, a in enumerate(lst):
+        w = f"{where}.list[{i}]"
+        if need(a, "index", int, w) != i:
+            raise SystemExit(f"{w}: index out of order")
+        for k in ("kind", "url", "host", "client", "backend"):
+            need(a, k, str, w)
+        need(a, "pid", int, w)
+        if a["kind"] not in KINDS:
+            raise SystemExit(f"{w}.kind: {a['kind']!r} is not one of {KINDS}")
+        if (a["kind"] == "agent") != ("agent" in a):
+            raise SystemExit(f"{w}: an agent actor names its agent, a process has none")
+        if "agent" in a:
+            need(a, "agent", str, w)
+        kinds.add(a["kind"])
+    if not kinds and kind not in KINDS:
+        raise SystemExit(f"{where}.kind: {kind!r} is not one of {KINDS}")
+    want = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else kind)
+    if kind != want:
+        raise SystemExit(f"{where}.kind: {kind!r}, but the actors are {want!r}")
+    return n
+
+
 def report(r):
     if need(r, "schema_version", int, "report") != 1:
         raise SystemExit("report: unknown schema_version")
@@ -77,22 +115,9 @@ def report(r):
             raise SystemExit("substrate.mounts: not strings")
     identity(need(sub, "identity", dict, "substrate"), "substrate.identity")
     act = need(r, "actors", dict, "report")
-    n = need(act, "count", int, "actors")
-    need(act, "kind", str, "actors")
-    clients = need(act, "clients", int, "actors")
-    need(act, "distinct_clients", bool, "actors")
-    need(act, "hosts", int, "actors")
-    need(act, "distinct_hosts", bool, "actors")
-    lst = need(act, "list", list, "actors")
-    if len(lst) != n or not 1 <= clients <= max(n, 1):
+    n = actors(act, "actors")
+    if not 1 <= act["clients"] <= max(n, 1):
         raise SystemExit("actors: count/list/clients disagree")
-    for i, a in enumerate(lst):
-        w = f"actors.list[{i}]"
-        if need(a, "index", int, w) != i:
-            raise SystemExit(f"{w}: index out of order")
-        for k in ("kind", "url", "host", "client", "backend"):
-            need(a, k, str, w)
-        need(a, "pid", int, w)
     seed = need(r, "seed", int, "report")
     if not 0 <= seed < 2**53:
         raise SystemExit("report: seed out of range")
@@ -178,11 +203,7 @@ def stamp(s):
     if need(s, "verdict", str, "stamp") != "PASS":
         raise SystemExit("stamp: a stamp is only written on PASS")
     identity(need(s, "volume", dict, "stamp"), "stamp.volume")
-    a = need(s, "actors", dict, "stamp")
-    for k in ("count", "clients", "hosts"):
-        need(a, k, int, "stamp.actors")
-    for k in ("distinct_clients", "distinct_hosts"):
-        need(a, k, bool, "stamp.actors")
+    actors(need(s, "actors", dict, "stamp"), "stamp.actors")
     got = [need(c, "name", str, "stamp.checks") for c in need(s, "checks", list, "stamp")]
     if sorted(got) != sorted(CHECKS):
         raise SystemExit("stamp: not every check recorded")
