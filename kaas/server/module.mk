@@ -17,4 +17,4 @@ server_SRCS := kaas/server/server.c kaas/server/pool.c kaas/server/dispatch.c \
 	kaas/server/h_list_offsets.c
 server_USES := admin coord topics broker storage proto sub util
 server_TESTS := kaas/server/test/test_pool.c kaas/server/test/test_dispatch.c \
-	kaas/server/test/test_fetch.c
+	kaas/server/test/test_fetch.c kaas/server/test/test_versions.c
