@@ -32,6 +32,13 @@
  *   - O_CREAT without O_EXCL is emulated: open, and on ENOENT create
  *     exclusively, and on EEXIST (someone else created it meanwhile) open
  *     again.  O_TRUNC applies only to a file that already existed;
+ *   - NFSv4 OPENs and CLOSEs carry an open-owner sequence id that libnfs
+ *     miscounts when the server refuses an OPEN; the server then refuses
+ *     the next CLOSE (BAD_SEQID) and answers the next OPEN in the same
+ *     directory with the refused one's cached reply.  Every NFSv4 open
+ *     first looks the path up, so that no OPEN is sent that can be seen to
+ *     fail, and a session whose count may be off is retired (sub_nfs_rpc.c
+ *     explains);
  *   - NFSv4 WRITEs above ~3.9 KiB fail to encode: writes go in 3 KiB pieces;
  *   - NFSv3 READ/WRITE failures come back as -EFAULT and NFSv4-only status
  *     codes as -ERANGE: the real status is recovered from the error string
@@ -210,36 +217,40 @@ static void stat_from(const struct nfs_stat_64 *s, sub_stat *st)
 }
 
 /* Opens an existing file, or creates it exclusively; the emulation of
- * O_CREAT without O_EXCL described in the header comment. */
-static int open_locked(nfs_vfs *v, const char *p, int flags, unsigned mode, nfs_conn **cnp,
-		       struct nfsfh **fhp)
+ * O_CREAT without O_EXCL described in the header comment.  `exists` is what
+ * the NFSv4 pre-check saw (1 a file, 0 nothing, -1 unknown): it decides
+ * which of the two is tried first. */
+static int open_locked(nfs_vfs *v, const char *p, int flags, unsigned mode, int exists,
+		       nfs_conn **cnp, struct nfsfh **fhp)
 {
 	int acc = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
 	int create = flags & O_CREAT, excl = flags & O_EXCL;
+	int make = excl || (create && exists == 0);
 	nfs_call *c = NULL;
 	int rc = -ENOENT;
-	for (int attempt = 0; attempt < 8; attempt++) {
-		if (!excl) {
+	for (int attempt = 0; attempt < 8; attempt++, make = !make) {
+		if (!make) {
 			path_args a = {.a = p, .flags = acc | (flags & O_TRUNC)};
-			rc = sub_nfs_run_path_op(v, CALL_FH | CALL_RETRANSMIT, st_open, &a, &c, cnp);
+			rc = sub_nfs_run_path_op(v, CALL_FH | CALL_RETRANSMIT | CALL_SEQID, st_open, &a, &c, cnp);
 			if (rc != -ENOENT || !create)
 				break;
-			sub_nfs_call_free(c);
-			c = NULL;
+			/* Removed since we looked: create it. */
+		} else {
+			if (v->version == 4 && sub_nfs_verifier_inherited())
+				return -ENOTRECOVERABLE;
+			/* A new file is empty: O_TRUNC has nothing to do.
+			 * O_EXCL makes libnfs send GUARDED (v3) or EXCLUSIVE4
+			 * followed by a SETATTR of the mode (v4). */
+			path_args a = {.a = p, .flags = acc | O_CREAT | O_EXCL, .mode = (int)(mode & 07777)};
+			rc = sub_nfs_run_path_op(v, CALL_FH | CALL_SEQID,
+						 v->version == 4 ? sub_nfs_start_create_v4 : st_open, &a, &c, cnp);
+			if (rc != -EEXIST || excl)
+				break;
+			/* Someone created it between our lookup and our
+			 * create: open theirs. */
 		}
-		if (v->version == 4 && sub_nfs_verifier_inherited())
-			return -ENOTRECOVERABLE;
-		/* A new file is empty: O_TRUNC has nothing to do.  O_EXCL makes
-		 * libnfs send GUARDED (v3) or EXCLUSIVE4 followed by a SETATTR
-		 * of the mode (v4). */
-		path_args a = {.a = p, .flags = acc | O_CREAT | O_EXCL, .mode = (int)(mode & 07777)};
-		rc = sub_nfs_run_path_op(v, CALL_FH, v->version == 4 ? sub_nfs_start_create_v4 : st_open, &a, &c, cnp);
-		if (rc != -EEXIST || excl)
-			break;
 		sub_nfs_call_free(c);
 		c = NULL;
-		/* Someone created it between our lookup and our create: open
-		 * theirs. */
 	}
 	if (rc >= 0)
 		*fhp = c->fh;
@@ -264,9 +275,10 @@ static int nv_open(sub_vfs *vv, const char *path, int flags, unsigned mode, sub_
 	nfs_conn *cn = NULL;
 	struct nfsfh *fh = NULL;
 	nfs_ostate *os = NULL, *upgrade = NULL;
+	int exists = -1;
 	rc = 0;
-	if (v->version == 4 && !(flags & O_EXCL))
-		rc = sub_nfs_state_share(v, p, acc, flags & O_CREAT, &os, &upgrade, &cn);
+	if (v->version == 4)
+		rc = sub_nfs_state_share(v, p, acc, flags, &os, &upgrade, &cn, &exists);
 	if (rc == 1) {
 		/* Already open in this session: share its state; O_TRUNC still
 		 * truncates. */
@@ -283,7 +295,7 @@ static int nv_open(sub_vfs *vv, const char *path, int flags, unsigned mode, sub_
 		}
 	} else if (rc == 0) {
 		nfs_conn *before = v->conn;
-		rc = open_locked(v, p, flags, mode, &cn, &fh);
+		rc = open_locked(v, p, flags, mode, exists, &cn, &fh);
 		if (rc == 0 && v->version == 4) {
 			os = sub_nfs_state_add(cn, fh, acc, cn == before ? upgrade : NULL);
 			if (!os)

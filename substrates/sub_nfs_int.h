@@ -45,6 +45,13 @@ typedef struct nfs_conn {
 	struct nfs_context *ctx;
 	int refs;   /* the vfs while current, plus each file opened on it */
 	int broken; /* no new operations: replace it */
+	/* NFSv4: our open-owner's sequence id may be out of step with the
+	 * server's (an OPEN or CLOSE failed; see sub_nfs_rpc.c).  No new
+	 * OPENs: path operations move to a new session.  Its open files keep
+	 * reading and writing (stateids carry no sequence id), the lease
+	 * keeper keeps renewing it, and their CLOSEs are sent but their
+	 * answers ignored: the states end with the session. */
+	int retired;
 	nfs_ostate *states; /* NFSv4 open states of this session */
 } nfs_conn;
 
@@ -95,6 +102,9 @@ enum call_kind { CALL_PLAIN, CALL_FH, CALL_STAT, CALL_STATVFS, CALL_DIR, CALL_RE
  * the operation's timeout is used up.  WRITE and COMMIT are not: a slow
  * server may legitimately take long over them. */
 #define CALL_RETRANSMIT 0x100
+/* Or'ed into a kind: an NFSv4 OPEN or CLOSE, which carries the open-owner
+ * sequence id.  If it fails, the session is retired (sub_nfs_rpc.c). */
+#define CALL_SEQID 0x200
 #define CALL_KIND(k) ((k) & 0xff)
 #define RETRANSMIT_MS 3000
 
@@ -113,7 +123,7 @@ typedef struct nfs_call {
 	char err[320];
 } nfs_call;
 
-enum { ERR_RETRY_DELAY = -100000, ERR_RETRY_NEWCONN = -100001 };
+enum { ERR_RETRY_DELAY = -100000, ERR_RETRY_NEWCONN = -100001, ERR_RETRY_SEQID = -100002 };
 
 /* Starts one libnfs async call for a record (0, or -1 when not queued). */
 typedef int (*start_fn)(struct nfs_context *ctx, void *arg, nfs_call *c);
@@ -147,12 +157,15 @@ int sub_nfs_run_file_op(nfs_vfs *v, nfs_file *f, int kind, size_t rcap, start_fn
 int sub_nfs_start_create_v4(struct nfs_context *ctx, void *arg, nfs_call *c);
 
 /* sub_nfs_state.c (NFSv4; v->mu held) */
-/* Before an OPEN of path p: when the session already holds an open state of
- * the same file, shares it (1, *os set, refs taken) if it allows `acc`;
- * otherwise 0, with *upgrade set when the OPEN will upgrade that state.
- * -ENOENT when the file does not exist and create is 0. */
-int sub_nfs_state_share(nfs_vfs *v, const char *p, int acc, int create, nfs_ostate **os,
-			nfs_ostate **upgrade, nfs_conn **cnp);
+/* Before an OPEN of path p with open(2) `flags`: a GETATTR of the path, so
+ * that no OPEN is sent that the server can already be seen to refuse:
+ * -ENOENT (missing, no O_CREAT), -EEXIST (exists, O_CREAT|O_EXCL), -EISDIR.
+ * When the session already holds an open state of the same file, shares it
+ * (1, *os set, refs taken) if it allows `acc`; otherwise 0, with *upgrade
+ * set when the OPEN will upgrade that state, and *exists 1 (a file is
+ * there), 0 (nothing is) or -1 (unknown: the OPEN will tell). */
+int sub_nfs_state_share(nfs_vfs *v, const char *p, int acc, int flags, nfs_ostate **os,
+			nfs_ostate **upgrade, nfs_conn **cnp, int *exists);
 /* After an OPEN on cn returned fh: records it (merging into `upgrade`). */
 nfs_ostate *sub_nfs_state_add(nfs_conn *cn, struct nfsfh *fh, int acc, nfs_ostate *upgrade);
 /* A file let go of its state; the last one sends CLOSE.  0 or -errno. */

@@ -229,7 +229,7 @@ static const struct {
 	 * request itself was rejected, so it may be sent again. */
 	{"STALE_CLIENTID", ERR_RETRY_NEWCONN},
 	{"EXPIRED", ERR_RETRY_NEWCONN},
-	{"BAD_SEQID", ERR_RETRY_NEWCONN},
+	{"BAD_SEQID", ERR_RETRY_SEQID},
 	{"LEASE_MOVED", ERR_RETRY_NEWCONN},
 	{"ADMIN_REVOKED", ERR_RETRY_NEWCONN},
 	/* Our open state for a file is gone. */
@@ -276,6 +276,11 @@ static int fix_err(nfs_conn *cn, int rc, const char *err)
 		if (status_from_string(err, &st)) {
 			if (st == ERR_RETRY_NEWCONN)
 				cn->broken = 1;
+			if (st == ERR_RETRY_SEQID) {
+				/* The session itself still works. */
+				cn->retired = 1;
+				st = ERR_RETRY_NEWCONN;
+			}
 			return st;
 		}
 		cn->broken = 1;
@@ -411,10 +416,11 @@ fail:
 	return rc;
 }
 
-/* The current session, replacing a broken one.  Called with v->mu held. */
+/* The current session, replacing a broken or retired one.  Called with
+ * v->mu held. */
 static int conn_get(nfs_vfs *v, nfs_conn **out)
 {
-	if (v->conn && !v->conn->broken) {
+	if (v->conn && !v->conn->broken && !v->conn->retired) {
 		*out = v->conn;
 		return 0;
 	}
@@ -431,12 +437,37 @@ static int conn_get(nfs_vfs *v, nfs_conn **out)
 
 /* ---- running an operation ------------------------------------------------- */
 
+/*
+ * NFSv4.0 open-owner sequence ids.  Every OPEN, OPEN_CONFIRM and CLOSE of
+ * an open-owner carries a sequence id one higher than the last; the server
+ * counts every such operation it executes, also a failed one (RFC 7530
+ * §9.1.7), keeps the owner while it has open files (and a while after), and
+ * answers an id it has already seen with that operation's cached reply.
+ * libnfs 4.0 keeps one open-owner and one counter per context, and does not
+ * count an OPEN that the server refused at the OPEN operation itself (the
+ * error leaves libnfs before its counting code): after an OPEN of ours
+ * failed with EXIST, NOENT, ACCES and the like while we held a file open,
+ * the next CLOSE came back NFS4ERR_BAD_SEQID, and the next OPEN in the same
+ * directory got the failed OPEN's cached reply (an exclusive create answered
+ * EEXIST for a name nobody had).  It also counts CLOSEs the server did not
+ * (a compound that failed before its CLOSE; ganesha's OK to a CLOSE of a
+ * state that is already gone).  The public API can neither read nor set the
+ * counter, so:
+ *   - OPENs that can be seen to fail are not sent (sub_nfs_state_share);
+ *   - a failed OPEN or CLOSE (CALL_SEQID) retires the session: no new OPENs
+ *     there, path operations move to a new one (a new client ID, a fresh
+ *     open-owner).  Its files stay usable and their CLOSE answers are
+ *     ignored; the server drops their states when that session's lease
+ *     ends after its last file is closed.
+ */
+
 /* Issues one async call built by `start` and waits for it.  Returns the
  * call's status after error mapping (possibly a retry code); *cp receives
  * the record on completion (caller frees), NULL otherwise. */
 int sub_nfs_run_call(nfs_vfs *v, nfs_conn *cn, int kind, size_t rcap, start_fn start, void *arg,
 		    nfs_call **cp)
 {
+	int seqid = (kind & CALL_SEQID) && v->version == 4;
 	*cp = NULL;
 	nfs_call *c = call_new(CALL_KIND(kind), rcap);
 	if (!c)
@@ -450,8 +481,12 @@ int sub_nfs_run_call(nfs_vfs *v, nfs_conn *cn, int kind, size_t rcap, start_fn s
 		sub_nfs_call_free(c);
 		return -EIO;
 	}
-	if (call_wait(cn, c, timeout) != 0)
+	if (call_wait(cn, c, timeout) != 0) {
+		cn->retired |= seqid;
 		return -ETIMEDOUT;
+	}
+	if (seqid && c->status < 0)
+		cn->retired = 1;
 	int rc = fix_err(cn, c->status, c->err);
 	if (c->status < 0 && nfs_debug)
 		fprintf(stderr, "sub_nfs: %s -> %s\n", c->err[0] ? c->err : "(no message)",

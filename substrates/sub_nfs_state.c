@@ -12,8 +12,14 @@
  *
  * Whether an open names a file we already hold is decided by a fresh GETATTR
  * of the path (close-to-open: it sees what another client renamed there) and
- * the file's fsid/fileid, compared with the states of the session.  The
- * GETATTR is only sent while the session holds states.
+ * the file's fsid/fileid, compared with the states of the session.
+ *
+ * The same GETATTR, sent before every NFSv4 open, answers the opens that
+ * would fail (a missing file without O_CREAT, an existing one with O_EXCL, a
+ * directory) without sending an OPEN: an OPEN the server refuses puts libnfs
+ * 4.0's open-owner sequence id out of step and retires the session
+ * (sub_nfs_rpc.c).  Only a race with another client still makes an OPEN
+ * fail.
  */
 #include "sub_nfs_int.h"
 
@@ -59,23 +65,33 @@ static int state_id(nfs_vfs *v, nfs_conn *cn, nfs_ostate *os)
 	return rc < 0 ? rc : 0;
 }
 
-int sub_nfs_state_share(nfs_vfs *v, const char *p, int acc, int create, nfs_ostate **os,
-			nfs_ostate **upgrade, nfs_conn **cnp)
+int sub_nfs_state_share(nfs_vfs *v, const char *p, int acc, int flags, nfs_ostate **os,
+			nfs_ostate **upgrade, nfs_conn **cnp, int *exists)
 {
 	*os = *upgrade = NULL;
-	if (!v->conn || v->conn->broken || !v->conn->states)
-		return 0;
+	*exists = -1;
 	path_args a = {.a = p};
 	nfs_call *c;
 	nfs_conn *cn = NULL;
 	int rc = sub_nfs_run_path_op(v, CALL_STAT | CALL_RETRANSMIT, st_lstat, &a, &c, &cn);
 	if (rc < 0) {
 		sub_nfs_call_free(c);
-		/* The OPEN that follows reports anything else. */
-		return rc == -ENOENT && !create ? -ENOENT : 0;
+		if (rc != -ENOENT)
+			return 0; /* the OPEN that follows reports anything else */
+		if (!(flags & O_CREAT))
+			return -ENOENT;
+		*exists = 0;
+		return 0;
 	}
 	struct nfs_stat_64 st = c->st;
 	sub_nfs_call_free(c);
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return -EEXIST; /* whatever the name is, even a dangling link */
+	if (S_ISDIR(st.nfs_mode))
+		return -EISDIR;
+	/* A symbolic link: the OPEN follows it, wherever it points. */
+	if (!S_ISLNK(st.nfs_mode))
+		*exists = 1;
 	if (!S_ISREG(st.nfs_mode) || cn != v->conn)
 		return 0;
 	for (nfs_ostate *s = cn->states; s; s = s->next) {
@@ -131,19 +147,28 @@ int sub_nfs_state_release(nfs_vfs *v, nfs_conn *cn, nfs_ostate *os)
 			break;
 		}
 	}
+	/* On a retired session the CLOSE is sent only because libnfs frees the
+	 * handle that way (whatever the outcome); the answer, most likely
+	 * NFS4ERR_BAD_SEQID, means nothing: the state ends with the session's
+	 * lease.  What the file wrote was committed before (nv_close). */
+	int retired = cn->retired;
 	io_args a = {.fh = os->fh};
 	nfs_call *c;
-	/* libnfs frees the handle whatever the outcome. */
-	int rc = sub_nfs_run_call(v, cn, CALL_PLAIN, 0, st_close, &a, &c);
+	int rc = sub_nfs_run_call(v, cn, CALL_PLAIN | CALL_SEQID, 0, st_close, &a, &c);
 	sub_nfs_call_free(c);
+	if (retired)
+		rc = 0;
 	if (rc == ERR_RETRY_DELAY || rc == ERR_RETRY_NEWCONN)
 		rc = -EIO;
-	/* The state is gone; the server rejects a CLOSE with an older stateid
-	 * of it, and libnfs frees those handles on the way. */
+	/* Handles the state had before an upgrade.  The state is gone; libnfs
+	 * frees them only by sending a CLOSE with their older stateid, which
+	 * the server refuses or (ganesha) answers OK without counting it while
+	 * libnfs counts it: the session's sequence id is unknown afterwards. */
 	for (int i = 0; i < os->nretired; i++) {
 		a.fh = os->retired[i];
 		sub_nfs_run_call(v, cn, CALL_PLAIN, 0, st_close, &a, &c);
 		sub_nfs_call_free(c);
+		cn->retired = 1;
 	}
 	free(os->retired);
 	free(os);
