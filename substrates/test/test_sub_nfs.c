@@ -355,13 +355,20 @@ END_TEST
 typedef struct racer {
 	sub_vfs *v;
 	const char *dir;
+	const char *held; /* a file this client holds open during the race */
 	pthread_barrier_t *bar;
 	int wins, losses, errors;
 } racer;
 
+/* Each client holds a file open while it races, so that the server keeps
+ * its NFSv4 open-owner (and sequence id) alive across the rounds; a loser's
+ * refused OPEN must not spoil the client's next opens and closes. */
 static void *race_main(void *arg)
 {
 	racer *r = arg;
+	sub_file *held = NULL;
+	if (sub_open(r->v, r->held, O_RDWR | O_CREAT | O_EXCL, 0644, &held) != 0)
+		r->errors++;
 	for (int i = 0; i < RACE_ROUNDS; i++) {
 		char p[128];
 		snprintf(p, sizeof(p), "%s/claim-%d", r->dir, i);
@@ -370,13 +377,16 @@ static void *race_main(void *arg)
 		int rc = sub_open(r->v, p, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
 		if (rc == 0) {
 			r->wins++;
-			sub_close(f);
+			if (sub_close(f) != 0)
+				r->errors++;
 		} else if (rc == -EEXIST) {
 			r->losses++;
 		} else {
 			r->errors++;
 		}
 	}
+	if (held && (sub_pwrite_full(held, "held", 4, 0) != 0 || sub_close(held) != 0))
+		r->errors++;
 	return NULL;
 }
 
@@ -389,7 +399,10 @@ START_TEST(two_clients_exclusive_create)
 	test_dir(a, d, sizeof(d), "race", ver);
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, 2);
-	racer ra = {.v = a, .dir = d, .bar = &bar}, rb = {.v = b, .dir = d, .bar = &bar};
+	char ha[128], hb[128];
+	snprintf(ha, sizeof(ha), "%s/held-a", d);
+	snprintf(hb, sizeof(hb), "%s/held-b", d);
+	racer ra = {.v = a, .dir = d, .held = ha, .bar = &bar}, rb = {.v = b, .dir = d, .held = hb, .bar = &bar};
 	pthread_t ta, tb;
 	pthread_create(&ta, NULL, race_main, &ra);
 	pthread_create(&tb, NULL, race_main, &rb);
@@ -399,7 +412,11 @@ START_TEST(two_clients_exclusive_create)
 	ck_assert_int_eq(ra.errors + rb.errors, 0);
 	ck_assert_int_eq(ra.wins + rb.wins, RACE_ROUNDS);
 	ck_assert_int_eq(ra.losses + rb.losses, RACE_ROUNDS);
-	ck_assert_int_eq(count_names(b, d), RACE_ROUNDS);
+	ck_assert_int_eq(count_names(b, d), RACE_ROUNDS + 2);
+	expect_file(a, hb, "held");
+	expect_file(b, ha, "held");
+	ck_assert_int_eq(sub_unlink(a, ha), 0);
+	ck_assert_int_eq(sub_unlink(b, hb), 0);
 
 	/* The helpers: one winner for create_excl, write_atomic replaces. */
 	char p[128];
@@ -416,6 +433,124 @@ START_TEST(two_clients_exclusive_create)
 	ck_assert_int_eq(sub_remove_tree(a, d), 0);
 	sub_destroy(a);
 	sub_destroy(b);
+}
+END_TEST
+
+/* ---- NFSv4 open-owner sequence ids ----------------------------------------
+ * libnfs 4.0 numbers the OPENs and CLOSEs of a context with one open-owner
+ * sequence id, and forgets to count an OPEN the server refused at the OPEN
+ * operation (EXIST, ACCES, ...).  The server keeps the owner (and its count)
+ * while any file of the client is open, so the next CLOSE came back
+ * NFS4ERR_BAD_SEQID (EIO), and the next OPEN in the same directory got the
+ * refused OPEN's cached reply.  These tests make the server refuse OPENs while
+ * files are held open, and check that everything after it still works. */
+
+#define ONE_CLIENT_ROUNDS 100
+
+typedef struct excl_racer {
+	sub_vfs *v;
+	char path[128];
+	pthread_barrier_t *bar;
+	int rc, close_rc;
+} excl_racer;
+
+static void *excl_race(void *arg)
+{
+	excl_racer *r = arg;
+	sub_file *f = NULL;
+	pthread_barrier_wait(r->bar);
+	r->rc = sub_open(r->v, r->path, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
+	r->close_rc = r->rc == 0 ? sub_close(f) : 0;
+	return NULL;
+}
+
+/* Two threads of one client race O_EXCL on one name, round after round,
+ * while the client holds another file open (as the broker does): exactly one
+ * wins, the other gets EEXIST, the winner's close succeeds, the name can be
+ * unlinked, and the held file still writes and closes. */
+START_TEST(one_client_exclusive_race)
+{
+	int ver = version_of(_i);
+	enter(&main_srv);
+	sub_vfs *v = open_v(ver, NULL);
+	char d[64], p[128];
+	test_dir(v, d, sizeof(d), "race1", ver);
+	snprintf(p, sizeof(p), "%s/held", d);
+	sub_file *held;
+	ck_assert_int_eq(sub_open(v, p, O_RDWR | O_CREAT | O_EXCL, 0644, &held), 0);
+	int bad = 0;
+	char first[200] = "";
+	for (int i = 0; i < ONE_CLIENT_ROUNDS; i++) {
+		pthread_barrier_t bar;
+		pthread_barrier_init(&bar, NULL, 2);
+		excl_racer r[2];
+		pthread_t t[2];
+		for (int k = 0; k < 2; k++) {
+			r[k] = (excl_racer){.v = v, .bar = &bar};
+			snprintf(r[k].path, sizeof(r[k].path), "%s/claim", d);
+			ck_assert_int_eq(pthread_create(&t[k], NULL, excl_race, &r[k]), 0);
+		}
+		for (int k = 0; k < 2; k++)
+			pthread_join(t[k], NULL);
+		pthread_barrier_destroy(&bar);
+		int wins = (r[0].rc == 0) + (r[1].rc == 0);
+		int loser = r[0].rc == 0 ? r[1].rc : r[0].rc;
+		int crc = r[0].rc == 0 ? r[0].close_rc : r[1].close_rc;
+		int urc = sub_unlink(v, r[0].path);
+		if (wins != 1 || loser != -EEXIST || crc != 0 || urc != 0) {
+			if (!bad++)
+				snprintf(first, sizeof(first), "round %d: %d winners, loser %d, close %d, unlink %d",
+					 i, wins, loser, crc, urc);
+		}
+	}
+	ck_assert_msg(bad == 0, "%d of %d rounds went wrong; first: %s", bad, ONE_CLIENT_ROUNDS, first);
+	ck_assert_int_eq(sub_pwrite_full(held, "held", 4, 0), 0);
+	ck_assert_int_eq(sub_close(held), 0);
+	expect_file(v, p, "held");
+	ck_assert_int_eq(sub_remove_tree(v, d), 0);
+	sub_destroy(v);
+}
+END_TEST
+
+/* The server refuses an OPEN (ACCES: another user's private file) while the
+ * client holds a file open.  Afterwards an exclusive create in the same
+ * directory really creates the file, and the held file closes cleanly. */
+START_TEST(refused_open_keeps_client_usable)
+{
+	int ver = version_of(_i);
+	enter(&main_srv);
+	sub_vfs *root = open_v(ver, NULL), *user = open_v(ver, "&uid=1000&gid=1000");
+	char d[64], p[128], q[128];
+	test_dir(root, d, sizeof(d), "refused", ver);
+	ck_assert_int_eq(sub_rmdir(root, d), 0);
+	ck_assert_int_eq(sub_mkdir(root, d, 0777), 0);
+	snprintf(p, sizeof(p), "%s/secret", d);
+	sub_file *f;
+	ck_assert_int_eq(sub_open(root, p, O_WRONLY | O_CREAT | O_EXCL, 0600, &f), 0);
+	ck_assert_int_eq(sub_pwrite_full(f, "s", 1, 0), 0);
+	ck_assert_int_eq(sub_close(f), 0);
+	snprintf(q, sizeof(q), "%s/held", d);
+	sub_file *held;
+	ck_assert_int_eq(sub_open(user, q, O_RDWR | O_CREAT | O_EXCL, 0644, &held), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(sub_open(user, p, O_RDONLY, 0, &f), -EACCES);
+		char n[160];
+		snprintf(n, sizeof(n), "%s/new-%d", d, i);
+		int rc = sub_open(user, n, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
+		ck_assert_msg(rc == 0, "exclusive create after a refused open: %d", rc);
+		ck_assert_int_eq(sub_pwrite_full(f, "n", 1, 0), 0);
+		ck_assert_int_eq(sub_close(f), 0);
+		expect_file(root, n, "n");
+		ck_assert_int_eq(sub_pwrite_full(held, "0123456789", 10, 0), 0);
+	}
+	ck_assert_int_eq(sub_close(held), 0);
+	expect_file(root, q, "0123456789");
+	/* and the user client goes on opening and closing */
+	ck_assert_int_eq(sub_open(user, q, O_RDONLY, 0, &f), 0);
+	ck_assert_int_eq(sub_close(f), 0);
+	ck_assert_int_eq(sub_remove_tree(root, d), 0);
+	sub_destroy(user);
+	sub_destroy(root);
 }
 END_TEST
 
@@ -711,6 +846,8 @@ int main(void)
 	tcase_add_loop_test(tc, open_flags, 0, 2);
 	tcase_add_loop_test(tc, same_file_twice, 0, 2);
 	tcase_add_loop_test(tc, two_clients_exclusive_create, 0, 2);
+	tcase_add_loop_test(tc, one_client_exclusive_race, 0, 2);
+	tcase_add_loop_test(tc, refused_open_keeps_client_usable, 0, 2);
 	tcase_add_loop_test(tc, close_to_open, 0, 2);
 	tcase_add_loop_test(tc, delete_while_open, 0, 2);
 	tcase_add_loop_test(tc, urls, 0, 2);
