@@ -203,18 +203,10 @@ static void gate(kaas_broker *b, int explicit_cluster)
 	} else {
 		KLOG_INFO("gate", "the data volume has a passing qualification stamp");
 	}
-	/* Every start: a sub-second probe of O_EXCL and rename on the volume(s).
-	 * A volume that really broke fails every time; one failed probe out of
-	 * three (seen with two racing opens inside one libnfs NFSv4 client) is
-	 * logged and tried again. */
-	for (int attempt = 1; attempt <= 3; attempt++) {
-		rc = kc_selfcheck(b->cluster, "", why, sizeof(why));
-		if (!rc && explicit_cluster)
-			rc = kc_selfcheck(b->data, "", why, sizeof(why));
-		if (!rc)
-			break;
-		KLOG_WARN("gate", "start-up self-check attempt %d failed: %s", attempt, why);
-	}
+	/* Every start: a sub-second probe of O_EXCL and rename on the volume(s). */
+	rc = kc_selfcheck(b->cluster, "", why, sizeof(why));
+	if (!rc && explicit_cluster)
+		rc = kc_selfcheck(b->data, "", why, sizeof(why));
 	if (rc) {
 		if (!b->cfg.trust_unqualified) {
 			fprintf(stderr, "kaas: refusing to start: the start-up self-check failed: %s\n"

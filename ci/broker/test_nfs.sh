@@ -28,17 +28,18 @@ for ver in 4 3; do
 		[ -s "$NFS_EXPORT_DIR/v$ver/__cluster/qualification.json" ] && break
 	done
 	[ -s "$NFS_EXPORT_DIR/v$ver/__cluster/qualification.json" ] || { cat "$T/conform.out"; fail "no stamp on NFSv$ver"; }
-	# NFSv4: the start-up self-check races two O_EXCL opens in one libnfs
-	# client, and there the winner's close sometimes fails with EIO (an
-	# NFSv4 seqid problem in the nfs backend, reported), so v4 starts with
-	# --trust-unqualified (the stamp is still checked and must be found).
-	q=1
-	[ "$ver" = 4 ] && q=0
-	BROKER_QUALIFIED=$q BROKER_LOG=$T/broker-v$ver.log broker_start "$url" --override num.partitions=2
+	# The broker starts (and restarts) on the stamped volume without
+	# --trust-unqualified: the stamp and the start-up self-check (two threads
+	# racing O_EXCL in one libnfs client, a rename over a file) must pass.
+	BROKER_QUALIFIED=1
+	BROKER_LOG=$T/broker-v$ver.log broker_start "$url" --override num.partitions=2
 	grep -q "passing qualification stamp" "$BROKER_LOGFILE" || fail "stamp not recognised over NFSv$ver"
+	grep -q "start-up self-check passed" "$BROKER_LOGFILE" || fail "self-check did not pass over NFSv$ver"
 	seq 1 3000 | sed 's/^/k&:v&/' | $W timeout 120 kcat -b "$BROKER" -P -t nfs -K: -z zstd -X acks=all ||
 		fail "produce over NFSv$ver"
 	broker_restart || fail "restart over NFSv$ver"
+	[ "$(grep -c "start-up self-check passed" "$BROKER_LOGFILE")" = 2 ] ||
+		fail "self-check did not pass at the restart over NFSv$ver"
 	seq 3001 6000 | sed 's/^/k&:v&/' | $W timeout 120 kcat -b "$BROKER" -P -t nfs -K: -X acks=all ||
 		fail "produce after restart over NFSv$ver"
 	got=$($W timeout 120 kcat -b "$BROKER" -C -t nfs -o beginning -e -q -f '%k:%s\n' | sort | md5sum)
