@@ -127,4 +127,22 @@ PY
 rc=0; timeout 30 "$BIN/kaas" --data "$T/other" --listen 127.0.0.1:0 2>"$T/err" </dev/null || rc=$?
 [ "$rc" = 78 ] || { cat "$T/err"; fail "a stamp of another volume was accepted (exit $rc)"; }
 echo "ok a stamp of another volume is refused (78): $(head -1 "$T/err")"
+
+# The stamped volume seen through a substrate whose O_EXCL lets two creators
+# win (same identity, so the stamp passes): the start-up self-check fails,
+# exit 78 naming the primitive and the command, and no file on the volume
+# changes (the probe's own files are gone again).  With --trust-unqualified it starts, logging the failure loudly.
+before=$(cd "$T/q" && find . \( -type f -printf '%p %s %T@\n' \) -o -printf '%p\n' | sort | md5sum)
+broken="fault:$T/q?excl=broken"
+expect 78 "kaas-conform check $broken --stamp" -- --data "$broken" --listen 127.0.0.1:0
+grep -q "self-check failed: .*O_CREAT|O_EXCL" "$T/err" || { cat "$T/err"; fail "the failed primitive is not named"; }
+grep -q "passing qualification stamp" "$T/err" || fail "the stamp was not what refused the start"
+after=$(cd "$T/q" && find . \( -type f -printf '%p %s %T@\n' \) -o -printf '%p\n' | sort | md5sum)
+[ "$before" = "$after" ] || fail "a broker refused by the self-check changed the volume"
+echo "ok a failing start-up self-check exits 78 naming O_EXCL and the command; the volume is untouched"
+BROKER_LOG=$T/broken.log broker_start "$broken"
+grep -q "start-up self-check FAILED (self-check: O_CREAT|O_EXCL" "$BROKER_LOGFILE" || fail "no loud self-check warning"
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
+echo "ok --trust-unqualified starts despite the failed self-check, with a warning"
 echo "test_gate: all passed"
