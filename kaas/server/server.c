@@ -375,11 +375,13 @@ static void conn_close(conn *c, const char *why)
 		return;
 	KLOG_DEBUG("server", "%s: closing connection %llu: %s", c->peer, (unsigned long long)c->id, why);
 	c->closed = 1;
-	uv_poll_stop(&c->poll);
-	close(c->fd);
-	c->fd = -1;
+	/* Take the descriptor out of epoll (uv_close stops the poll handle)
+	 * before close(2): once closed, its number may already belong to a file
+	 * a worker opened. */
 	uv_close((uv_handle_t *)&c->poll, on_handle_closed);
 	uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+	close(c->fd);
+	c->fd = -1;
 	conn_reap(c);
 }
 
