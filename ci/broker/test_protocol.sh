@@ -60,4 +60,76 @@ PY
 broker_stop
 [ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC after the drain"; exit 1; }
 grep -q "relinquished 1 partition" "$T/c.log" || { echo "FAIL: no relinquish logged"; cat "$T/c.log"; exit 1; }
+
+# The drain order: after SIGTERM no connection is accepted while requests
+# received before it are still being answered (a client that has not read
+# its answers keeps the broker draining), every such request is answered in
+# order, then partitions are relinquished and the broker exits 0.
+BROKER_LOG=$T/d.log broker_start "$T/d" --override kaas.connection.max.buffered.bytes=1048576 \
+	--override kaas.shutdown.timeout.ms=300000
+$PY - "$BROKER_PORT" "$BROKER_PID" <<'PY'
+import os, signal, socket, sys, time
+sys.path.insert(0, "ci/lib")
+from kproto import Conn, Enc, Dec
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+c = Conn("127.0.0.1", port)
+corr = c.send(3, 4, Enc().array(1).str("drain-order").i8(1).done())
+assert c.recv()[0] == corr
+# Pipeline requests with large answers and read none of them.
+names = ["drain-missing-%04d-" % i + "n" * 200 for i in range(1000)]
+req = Enc().array(len(names))
+for nm in names:
+    req.str(nm)
+req = req.i8(0).done()
+frames = [c.frame(3, 4, req) for _ in range(400)]  # far more than socket buffers hold
+c.s.setblocking(False)
+data = b"".join(f for f, _ in frames)
+sent, last = 0, time.time()
+while sent < len(data) and time.time() - last < 3.0:
+    try:
+        sent += c.s.send(data[sent:sent + (1 << 20)])
+        last = time.time()
+    except BlockingIOError:
+        time.sleep(0.02)
+os.kill(pid, signal.SIGTERM)
+# Stop accepting: new connections are refused while the broker still drains.
+deadline = time.time() + 60
+while True:
+    try:
+        x = socket.create_connection(("127.0.0.1", port), timeout=5)
+        x.close()
+    except ConnectionRefusedError:
+        break
+    assert time.time() < deadline, "the broker still accepts connections after SIGTERM"
+    time.sleep(0.05)
+os.kill(pid, 0)  # still alive: it waits for our unread answers
+# Finish in flight: every request it received is answered, in order, then EOF.
+c.s.setblocking(True)
+c.s.settimeout(120)
+got = 0
+for f, corr in frames:
+    try:
+        rc, body = c.recv()
+    except EOFError:
+        break
+    assert rc == corr, (rc, corr)
+    d = Dec(body); d.i32()
+    for _ in range(d.array()):
+        d.i32(); d.str(); d.i32(); d.str()
+    d.str(); d.i32()
+    assert d.array() == len(names)
+    got += 1
+assert got >= 1, "no request answered after SIGTERM"
+assert c.closed_by_peer(timeout=60)
+print("ok SIGTERM: connections refused while draining; %d of %d pipelined requests answered in order, then closed"
+      % (got, len(frames)))
+PY
+broker_stop
+[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC after the drain"; exit 1; }
+drain=$(grep -n "SIGTERM: draining" "$T/d.log" | head -1 | cut -d: -f1)
+rel=$(grep -n "relinquished 1 partition" "$T/d.log" | head -1 | cut -d: -f1)
+[ -n "$drain" ] && [ -n "$rel" ] && [ "$drain" -lt "$rel" ] || { echo "FAIL: drain/relinquish order"; cat "$T/d.log"; exit 1; }
+m=$(cat "$T/d/drain-order/0/manifest.json")
+echo "$m" | grep -q '"epoch"' || { echo "FAIL: no manifest written at relinquish: $m"; exit 1; }
+echo "ok drained, then relinquished (manifest written), exit 0"
 echo "test_protocol: all passed"

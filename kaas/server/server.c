@@ -33,6 +33,12 @@
  * no further request of it is processed; while it holds more than that of
  * unanswered requests plus unsent responses, it is not read from.  A client
  * that stops reading therefore costs a bounded amount of memory.
+ *
+ * SIGTERM: the listening socket is closed and no more requests are read;
+ * requests already received are answered, then each connection is shut down
+ * gently (FIN after the last answer, input discarded until the client
+ * closes), because a close(2) with unread input would reset the connection
+ * and lose answers still in the kernel's send queue.
  */
 #include "server/server.h"
 
@@ -68,6 +74,7 @@
 #define MAX_IOV 64
 #define MAX_EVENTS_PER_CB 4096
 #define HOUSEKEEP_MS 1000
+#define LINGER_MS 5000
 
 typedef struct ev {
 	struct ev *next;
@@ -119,6 +126,7 @@ struct conn {
 	uv_timer_t idle;
 	int poll_events;
 	int closed;
+	int lingering; /* draining: answers sent, FIN sent, discarding input */
 	int handles_open;
 	uint64_t last_active;
 	/* input */
@@ -164,6 +172,7 @@ struct kaas_server {
 };
 
 static void conn_close(conn *c, const char *why);
+static void conn_linger(conn *c);
 static void try_send(conn *c);
 static void try_dispatch(conn *c);
 static void update_poll(conn *c);
@@ -497,14 +506,37 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 static int reading_allowed(const conn *c)
 {
 	/* A frame being received is always finished: it was admitted by size. */
-	return !c->closed && !c->s->draining &&
-	       (c->big || (int64_t)c->buffered < c->s->b->cfg.queued_max_request_bytes);
+	return !c->closed && (c->lingering || (!c->s->draining && (c->big || (int64_t)c->buffered <
+									      c->s->b->cfg.queued_max_request_bytes)));
+}
+
+/* A lingering connection: what the client still sends is read and dropped
+ * until it closes its side. */
+static void on_readable_linger(conn *c)
+{
+	kaas_server *s = c->s;
+	for (size_t total = 0; total < MAX_READ_PER_CB;) {
+		ssize_t n = read(c->fd, s->scratch, SCRATCH_SIZE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			conn_close(c, n == 0 ? "closed by the client after the drain" : strerror(errno));
+			return;
+		}
+		total += (size_t)n;
+	}
 }
 
 static void on_readable(conn *c)
 {
 	kaas_server *s = c->s;
 	size_t total = 0;
+	if (c->lingering) {
+		on_readable_linger(c);
+		return;
+	}
 	while (reading_allowed(c) && total < MAX_READ_PER_CB) {
 		ssize_t n;
 		if (c->big) {
@@ -716,7 +748,7 @@ static void after_progress(conn *c)
 		return;
 	try_dispatch(c);
 	if (c->s->draining && conn_idle(c)) {
-		conn_close(c, "shutting down");
+		conn_linger(c);
 		return;
 	}
 	update_poll(c);
@@ -812,6 +844,30 @@ static void on_idle_timer(uv_timer_t *t)
 	}
 	uint64_t next = since >= (uint64_t)idle ? (uint64_t)idle : (uint64_t)idle - since;
 	uv_timer_start(&c->idle, on_idle_timer, next, 0);
+}
+
+/* ---- shutting a connection down gently ---------------------------------------------------- */
+
+static void on_linger_timer(uv_timer_t *t)
+{
+	conn_close(t->data, "the client did not close after the drain");
+}
+
+/* Draining, and every answer is with the kernel.  close(2) now would reset
+ * the connection if the client has sent more than was read (pipelined
+ * requests that arrived after SIGTERM), and a reset discards the answers the
+ * kernel has not delivered yet.  So: FIN after the answers, drop what the
+ * client still sends, close at its EOF or after LINGER_MS. */
+static void conn_linger(conn *c)
+{
+	if (c->closed || c->lingering)
+		return;
+	c->lingering = 1;
+	c->want_write = 0;
+	shutdown(c->fd, SHUT_WR);
+	int64_t ms = c->s->b->cfg.shutdown_timeout_ms < LINGER_MS ? c->s->b->cfg.shutdown_timeout_ms : LINGER_MS;
+	uv_timer_start(&c->idle, on_linger_timer, (uint64_t)ms, 0);
+	update_poll(c);
 }
 
 /* ---- accepting ------------------------------------------------------------------------------- */
@@ -1028,7 +1084,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	for (conn *c = s->conns, *n; c; c = n) {
 		n = c->next;
 		if (conn_idle(c))
-			conn_close(c, "shutting down");
+			conn_linger(c);
 		else
 			update_poll(c);
 	}
