@@ -1,6 +1,10 @@
 /*
  * batch.c — validation of v2 record batches from producers.
  *
+ * Records are walked from a byte source that is either the batch itself or
+ * a decompressor handing out bounded pieces (codec.h), so a compressed batch
+ * is checked without ever being inflated whole.
+ *
  * Follows Kafka's LogValidator for client input: the whole request is
  * refused when any batch is bad, with CORRUPT_MESSAGE for format errors
  * (INVALID_RECORD only exists from Produce v8, above our range),
@@ -16,6 +20,17 @@
 #include "codec.h"
 #include "util/crc32c.h"
 #include "util/kerr.h"
+
+/* A raw snappy payload (or one snappy-java chunk) is inflated whole: from a
+ * Produce up to 8 x max.message.bytes (at least 1 MiB); from the log, where
+ * the limit that applied is unknown, up to what snappy's format allows (a
+ * copy of at most 64 bytes costs 3 bytes, so a block inflates less than
+ * 22-fold). */
+#define KB_SNAPPY_BLOCK_FACTOR 8
+#define KB_SNAPPY_BLOCK_MIN ((uint64_t)1 << 20)
+#define KB_SNAPPY_STORED_FACTOR 22
+/* What ListOffsets inflates of one stored batch at most. */
+#define KB_FIND_MAX_OUT ((uint64_t)1 << 30)
 
 void kb_decode(const uint8_t *p, kb_hdr *h)
 {
@@ -60,19 +75,90 @@ int kb_count(const uint8_t *records, size_t len)
 	return n;
 }
 
-/* ---- varints (zigzag), bounds-checked ------------------------------------ */
+/* ---- the record walk ------------------------------------------------------
+ *
+ * Records are read from a source: the bytes of an uncompressed batch, or
+ * the pieces a kaas_inflate hands out.  Reads go a byte at a time through
+ * the current piece and fetch the next one when it runs out, so a varint or
+ * a record may straddle pieces; keys, values and headers are skipped, never
+ * copied, so a record of any size costs no memory. */
 
-typedef struct cur {
-	const uint8_t *p, *end;
-} cur;
+typedef struct src {
+	const uint8_t *p, *end;  /* the unread part of the current piece */
+	uint64_t end_pos;        /* stream position of `end` */
+	kaas_inflate *z;         /* NULL: p..end is the whole stream */
+	int err;                 /* the inflater's error, negative errno */
+	int eof;                 /* a read found the stream's end */
+} src;
 
-static int rd_varlong(cur *c, int64_t *v)
+static void src_plain(src *s, const uint8_t *p, size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	s->p = p;
+	s->end = p + len;
+	s->end_pos = len;
+}
+
+/* Fetches the next piece; 0 with bytes to read, -1 at the end or on error. */
+static int src_fill(src *s)
+{
+	if (!s->z || s->err || s->eof) {
+		s->eof = !s->err;
+		return -1;
+	}
+	const uint8_t *p;
+	size_t n;
+	int rc = kaas_inflate_next(s->z, &p, &n);
+	if (rc <= 0) {
+		if (rc < 0)
+			s->err = rc;
+		else
+			s->eof = 1;
+		return -1;
+	}
+	s->p = p;
+	s->end = p + n;
+	s->end_pos += n;
+	return 0;
+}
+
+static inline uint64_t src_pos(const src *s) { return s->end_pos - (uint64_t)(s->end - s->p); }
+
+static inline int src_byte(src *s, uint8_t *b)
+{
+	if (s->p == s->end && src_fill(s))
+		return -1;
+	*b = *s->p++;
+	return 0;
+}
+
+static int src_skip(src *s, uint64_t n)
+{
+	for (;;) {
+		size_t have = (size_t)(s->end - s->p);
+		if (n <= have) {
+			s->p += n;
+			return 0;
+		}
+		n -= have;
+		s->p = s->end;
+		if (src_fill(s))
+			return -1;
+	}
+}
+
+/* Is there another byte?  (Fetches a piece to find out.) */
+static int src_more(src *s) { return s->p < s->end || src_fill(s) == 0; }
+
+/* ---- varints (zigzag) ------------------------------------------------------ */
+
+static int rd_varlong(src *s, int64_t *v)
 {
 	uint64_t x = 0;
 	for (int shift = 0; shift < 70; shift += 7) {
-		if (c->p >= c->end)
+		uint8_t b;
+		if (src_byte(s, &b))
 			return -1;
-		uint8_t b = *c->p++;
 		if (shift == 63 && (b & 0x7e))
 			return -1;
 		x |= (uint64_t)(b & 0x7f) << shift;
@@ -84,69 +170,73 @@ static int rd_varlong(cur *c, int64_t *v)
 	return -1;
 }
 
-static int rd_varint(cur *c, int32_t *v)
+static int rd_varint(src *s, int32_t *v)
 {
 	int64_t x;
-	if (rd_varlong(c, &x) || x < INT32_MIN || x > INT32_MAX)
+	if (rd_varlong(s, &x) || x < INT32_MIN || x > INT32_MAX)
 		return -1;
 	*v = (int32_t)x;
 	return 0;
 }
 
-/* A length-prefixed field: -1 (null) allowed when nullable. */
-static int rd_field(cur *c, int nullable)
+/* A length-prefixed field inside a record ending at stream position rend:
+ * -1 (null) allowed when nullable. */
+static int rd_field(src *s, uint64_t rend, int nullable)
 {
 	int32_t n;
-	if (rd_varint(c, &n))
+	if (rd_varint(s, &n))
 		return -1;
 	if (n < 0)
 		return (n == -1 && nullable) ? 0 : -1;
-	if ((size_t)(c->end - c->p) < (size_t)n)
+	uint64_t pos = src_pos(s);
+	if (pos > rend || (uint64_t)n > rend - pos)
 		return -1;
-	c->p += n;
-	return 0;
+	return src_skip(s, (uint64_t)n);
 }
 
 /* One record; *ts gets its absolute timestamp. */
-static int rd_record(cur *c, int32_t expect_delta, int64_t base_ts, int64_t *ts, int64_t *odelta,
+static int rd_record(src *s, int32_t expect_delta, int64_t base_ts, int64_t *ts, int64_t *odelta,
 		     const char **msg)
 {
 	int32_t len;
-	if (rd_varint(c, &len) || len < 0 || (size_t)(c->end - c->p) < (size_t)len) {
+	/* Where the stream is in memory whole, a record running past it is
+	 * told before reading it. */
+	if (rd_varint(s, &len) || len < 0 || (!s->z && (size_t)(s->end - s->p) < (size_t)len)) {
 		*msg = "record length runs past the batch";
 		return -1;
 	}
-	cur r = {c->p, c->p + len};
+	uint64_t rend = src_pos(s) + (uint64_t)len;
 	int64_t tsd;
 	int32_t od, nh;
-	if (r.p >= r.end) {
+	uint8_t attr;
+	if (len == 0) {
 		*msg = "empty record";
 		return -1;
 	}
-	r.p++; /* attributes: unused in v2 */
-	if (rd_varlong(&r, &tsd) || rd_varint(&r, &od)) {
+	/* attributes: unused in v2 */
+	if (src_byte(s, &attr) || rd_varlong(s, &tsd) || rd_varint(s, &od) || src_pos(s) > rend) {
 		*msg = "record header truncated";
-		return -1;
+		goto fail;
 	}
 	if (expect_delta >= 0 && od != expect_delta) {
 		*msg = "record offset deltas are not consecutive";
 		return -1;
 	}
-	if (rd_field(&r, 1) || rd_field(&r, 1)) {
+	if (rd_field(s, rend, 1) || rd_field(s, rend, 1)) {
 		*msg = "record key or value length invalid";
-		return -1;
+		goto fail;
 	}
-	if (rd_varint(&r, &nh) || nh < 0) {
+	if (rd_varint(s, &nh) || nh < 0 || src_pos(s) > rend) {
 		*msg = "record header count invalid";
-		return -1;
+		goto fail;
 	}
 	for (int32_t i = 0; i < nh; i++) {
-		if (rd_field(&r, 0) || rd_field(&r, 1)) {
+		if (rd_field(s, rend, 0) || rd_field(s, rend, 1)) {
 			*msg = "record header key or value invalid";
-			return -1;
+			goto fail;
 		}
 	}
-	if (r.p != r.end) {
+	if (src_pos(s) != rend) {
 		*msg = "record length does not match its fields";
 		return -1;
 	}
@@ -157,31 +247,58 @@ static int rd_record(cur *c, int32_t expect_delta, int64_t base_ts, int64_t *ts,
 	*ts = base_ts + tsd;
 	if (odelta)
 		*odelta = od;
-	c->p = r.end;
 	return 0;
+fail:
+	/* A field cut off by the end of a decompressed stream: the record's
+	 * length promised more than there is. */
+	if (s->eof)
+		*msg = "record length runs past the batch";
+	return -1;
 }
 
-int kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
-		    int64_t *min_ts, const char **msg)
+/* Walks `count` records from s to its exact end: offset deltas 0..count-1;
+ * computes the max and min timestamps.  Returns 0 or -1 with *msg set (on
+ * an inflater error s->err says which). */
+static int walk(src *s, int32_t count, int64_t base_ts, int64_t *max_ts, int64_t *min_ts,
+		const char **msg)
 {
-	cur c = {p, p + len};
 	int64_t mx = INT64_MIN, mn = INT64_MAX;
 	for (int32_t i = 0; i < count; i++) {
 		int64_t ts;
-		if (rd_record(&c, i, base_ts, &ts, NULL, msg))
+		if (rd_record(s, i, base_ts, &ts, NULL, msg))
 			return -1;
 		if (ts > mx)
 			mx = ts;
 		if (ts < mn)
 			mn = ts;
 	}
-	if (c.p != c.end) {
+	if (src_more(s)) {
 		*msg = "bytes left over after the last record";
+		return -1;
+	}
+	if (s->err) {
+		*msg = "compressed payload does not decompress";
 		return -1;
 	}
 	*max_ts = mx;
 	*min_ts = mn;
 	return 0;
+}
+
+int kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
+		    int64_t *min_ts, const char **msg)
+{
+	src s;
+	src_plain(&s, p, len);
+	return walk(&s, count, base_ts, max_ts, min_ts, msg);
+}
+
+/* Starts s on the inflated payload of a compressed batch. */
+static int src_inflate(src *s, int codec, const uint8_t *p, size_t len, uint64_t max_out,
+		       size_t max_block)
+{
+	memset(s, 0, sizeof(*s));
+	return kaas_inflate_open(&s->z, codec, p, len, max_out, max_block);
 }
 
 int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, int64_t *off,
@@ -190,20 +307,20 @@ int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, i
 	kb_hdr h;
 	const char *msg;
 	kb_decode(batch, &h);
-	const uint8_t *recs = batch + KB_HDR;
-	size_t rlen = size - KB_HDR;
-	uint8_t *plain = NULL;
+	src s;
 	int codec = h.attrs & KB_ATTR_CODEC_MASK;
-	if (codec != KB_CODEC_NONE) {
-		if (kaas_decompress(codec, recs, rlen, 1u << 30, &plain, &rlen))
+	if (codec == KB_CODEC_NONE)
+		src_plain(&s, batch + KB_HDR, size - KB_HDR);
+	else {
+		uint64_t block = KB_SNAPPY_STORED_FACTOR * (uint64_t)size;
+		if (src_inflate(&s, codec, batch + KB_HDR, size - KB_HDR, KB_FIND_MAX_OUT,
+				(size_t)(block < KB_FIND_MAX_OUT ? block : KB_FIND_MAX_OUT)))
 			return -1;
-		recs = plain;
 	}
 	int rc = -1;
-	cur c = {recs, recs + rlen};
 	for (int32_t i = 0; i < h.count; i++) {
 		int64_t t, od;
-		if (rd_record(&c, -1, h.base_ts, &t, &od, &msg))
+		if (rd_record(&s, -1, h.base_ts, &t, &od, &msg))
 			break;
 		if (t >= ts && h.base_offset + od >= min_off) {
 			*off = h.base_offset + od;
@@ -212,7 +329,7 @@ int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, i
 			break;
 		}
 	}
-	free(plain);
+	kaas_inflate_free(s.z);
 	return rc;
 }
 
@@ -234,6 +351,41 @@ static int check_ts(const kb_limits *lim, int64_t ts, const char **msg)
 		}
 	}
 	return 0;
+}
+
+/* The largest snappy block a Produce may carry (codec.h: a raw snappy
+ * payload is inflated whole). */
+static size_t snappy_block_max(const kb_limits *lim)
+{
+	int32_t mb = lim->max_batch_bytes > 0 ? lim->max_batch_bytes : 0;
+	uint64_t m = KB_SNAPPY_BLOCK_FACTOR * (uint64_t)mb;
+	if (m < KB_SNAPPY_BLOCK_MIN)
+		m = KB_SNAPPY_BLOCK_MIN;
+	if (m > lim->max_decompressed)
+		m = lim->max_decompressed;
+	return m > SIZE_MAX ? SIZE_MAX : (size_t)m;
+}
+
+/* The Kafka error for an inflater error. */
+static int inflate_error(int rc, const char **msg)
+{
+	switch (rc) {
+	case -ENOMEM:
+		*msg = "out of memory decompressing a batch";
+		return KERR_UNKNOWN_SERVER_ERROR;
+	case -EMSGSIZE:
+		*msg = "batch decompresses beyond the broker's limit";
+		return KERR_MESSAGE_TOO_LARGE;
+	case -EFBIG:
+		*msg = "snappy block inflates beyond 8 x max.message.bytes";
+		return KERR_MESSAGE_TOO_LARGE;
+	case -ERANGE:
+		*msg = "zstd frame window above 8 MiB (compression levels above 19)";
+		return KERR_CORRUPT_MESSAGE;
+	default:
+		*msg = "compressed payload does not decompress";
+		return KERR_CORRUPT_MESSAGE;
+	}
 }
 
 static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, kb_info *in,
@@ -279,36 +431,22 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	in->max_ts = h.max_ts;
 	in->fix_max_ts = 0;
 
-	const uint8_t *recs = b + KB_HDR;
-	size_t rlen = size - KB_HDR;
-	uint8_t *plain = NULL;
-	int walk = 1;
+	src s;
+	int walk_it = 1;
+	src_plain(&s, b + KB_HDR, size - KB_HDR);
 	if (codec != KB_CODEC_NONE) {
-		walk = lim->validate_compressed;
-		if (walk) {
-			size_t plen;
-			int rc = kaas_decompress(codec, recs, rlen, lim->max_decompressed, &plain, &plen);
-			if (rc == -ENOMEM) {
-				*msg = "out of memory decompressing a batch";
-				return KERR_UNKNOWN_SERVER_ERROR;
-			}
-			if (rc == -EMSGSIZE) {
-				*msg = "batch decompresses beyond the broker's limit";
-				return KERR_MESSAGE_TOO_LARGE;
-			}
-			if (rc) {
-				*msg = "compressed payload does not decompress";
-				return KERR_CORRUPT_MESSAGE;
-			}
-			recs = plain;
-			rlen = plen;
+		walk_it = lim->validate_compressed;
+		if (walk_it && src_inflate(&s, codec, b + KB_HDR, size - KB_HDR, lim->max_decompressed,
+					   snappy_block_max(lim))) {
+			*msg = "out of memory decompressing a batch";
+			return KERR_UNKNOWN_SERVER_ERROR;
 		}
 	}
 	int err = KERR_NONE;
-	if (walk) {
+	if (walk_it) {
 		int64_t mx, mn;
-		if (kb_walk_records(recs, rlen, h.count, h.base_ts, &mx, &mn, msg)) {
-			err = KERR_CORRUPT_MESSAGE;
+		if (walk(&s, h.count, h.base_ts, &mx, &mn, msg)) {
+			err = s.err ? inflate_error(s.err, msg) : KERR_CORRUPT_MESSAGE;
 		} else if (check_ts(lim, mn, msg) || check_ts(lim, mx, msg)) {
 			err = KERR_INVALID_TIMESTAMP;
 		} else if (mx != h.max_ts) {
@@ -320,7 +458,7 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	} else if (check_ts(lim, h.max_ts, msg) || check_ts(lim, h.base_ts, msg)) {
 		err = KERR_INVALID_TIMESTAMP;
 	}
-	free(plain);
+	kaas_inflate_free(s.z);
 	return err;
 }
 

@@ -125,12 +125,15 @@ typedef struct kb_limits {
 	int64_t now_ms;
 	int create_time;            /* topic uses CreateTime: timestamps are checked */
 	int validate_compressed;    /* decompress to walk the records */
-	uint64_t max_decompressed;  /* refuse batches that inflate beyond this */
+	uint64_t max_decompressed;  /* refuse batches that inflate beyond this
+				       (CPU only: the walk streams, codec.h) */
 } kb_limits;
 
 /* Validates the `records` field of a Produce request: every batch, header,
  * CRC, record count, the records themselves (uncompressed always; compressed
- * when lim->validate_compressed).  Fills info[0..*n) (cap entries).  Returns
+ * when lim->validate_compressed, walked as they are decompressed in pieces,
+ * so the memory a batch takes does not grow with how far it inflates; a raw
+ * snappy payload, one block, is refused above 8 x max_batch_bytes).  Fills info[0..*n) (cap entries).  Returns
  * KERR_NONE or a Kafka error code with *bad = index of the offending batch and
  * *msg a static explanation. */
 int kb_validate(const uint8_t *records, size_t len, const kb_limits *lim, kb_info *info,
@@ -146,9 +149,10 @@ int kb_count(const uint8_t *records, size_t len);
 int kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
 		    int64_t *min_ts, const char **msg);
 
-/* Finds the first record of an uncompressed batch (whole batch at `batch`)
- * whose timestamp is >= ts and whose offset is >= min_off; 0 with *off and *rts set,
- * or -1 when none. */
+/* Finds the first record of a batch (whole batch at `batch`, compressed or
+ * not: decompressed in pieces up to that record, at most 1 GiB) whose
+ * timestamp is >= ts and whose offset is >= min_off; 0 with *off and *rts set,
+ * or -1 when none or the records are unreadable. */
 int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, int64_t *off,
 	       int64_t *rts);
 

@@ -5,5 +5,6 @@ storage_SRCS := kaas/storage/batch.c kaas/storage/codec.c kaas/storage/producer.
 	kaas/storage/append.c kaas/storage/read.c kaas/storage/housekeep.c
 storage_USES := sub util
 storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recovery.c \
+	kaas/storage/test/test_codec.c \
 	kaas/storage/test/test_producer.c kaas/storage/test/test_retention.c \
 	kaas/storage/test/test_crash.c

@@ -1,6 +1,7 @@
 /*
  * kbuild.h — a test-only builder of real Kafka v2 record batches (optionally
- * compressed with gzip, snappy, lz4 frame or zstd), as producers send them:
+ * compressed with gzip, snappy — raw, or framed by snappy-java when
+ * b.xerial_chunk is set —, lz4 frame or zstd), as producers send them:
  * baseOffset 0, partitionLeaderEpoch -1, CRC-32C over attributes..end.
  * Header-only so any module's tests can include it ("storage/test/kbuild.h")
  * and link util (crc32c) plus the compression libraries.
@@ -39,6 +40,8 @@ typedef struct kbuild {
 	int64_t base_ts, max_ts;
 	int32_t count;
 	int16_t extra_attrs; /* e.g. 0x10 transactional, 0x20 control */
+	size_t xerial_chunk; /* snappy: the snappy-java framing with chunks of
+				this many bytes (Java producers: 32 KiB); 0: raw */
 } kbuild;
 
 #define KBUILD_INIT {0}
@@ -159,6 +162,26 @@ static inline size_t kbuild__compress(const kbuild *b, int codec, uint8_t **out)
 		break;
 	}
 	case KBUILD_SNAPPY: {
+		if (b->xerial_chunk) {
+			/* magic, version 1, minimum compatible version 1; then
+			 * [u32 length][raw snappy block] per chunk. */
+			static const uint8_t hdr[16] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1};
+			size_t nchunks = b->rlen / b->xerial_chunk + 1;
+			size_t cap = 16 + nchunks * (4 + snappy_max_compressed_length(b->xerial_chunk));
+			*out = malloc(cap);
+			memcpy(*out, hdr, 16);
+			n = 16;
+			for (size_t pos = 0; pos < b->rlen; pos += b->xerial_chunk) {
+				size_t in = b->rlen - pos < b->xerial_chunk ? b->rlen - pos : b->xerial_chunk;
+				size_t clen = cap - n - 4;
+				if (snappy_compress((const char *)b->rec + pos, in, (char *)*out + n + 4, &clen) !=
+				    SNAPPY_OK)
+					abort();
+				kbuild__be(*out + n, clen, 4);
+				n += 4 + clen;
+			}
+			break;
+		}
 		size_t cap = snappy_max_compressed_length(b->rlen);
 		*out = malloc(cap);
 		n = cap;
