@@ -272,9 +272,7 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 		g->loading = 1;
 		g->refs++;
 		pthread_mutex_unlock(&c->mu);
-		kc_loaded l;
-		memset(&l, 0, sizeof(l));
-		l.protocol_type.len = -1;
+		kc_loaded l = KC_LOADED_INIT;
 		int rc = kc_group_file_read(c, id, &l);
 		pthread_mutex_lock(&c->mu);
 		g->loading = 0;
@@ -305,8 +303,14 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 			g->file_epoch = l.coordinator_epoch;
 			g->file_exists = 1;
 			g->loaded = 1;
+			/* The membership is taken from the file only the first time:
+			 * after that memory is ahead of the volume (a failed write
+			 * makes the group read its offsets again, not its members). */
+			if (!g->members_loaded)
+				kc_group_restore(c, g, &l, kc_now(c));
 		} else if (rc == -ENOENT) {
 			g->loaded = 1;
+			g->members_loaded = 1;
 		} else if (rc == -ENOTUNIQ) {
 			KLOG_ERR("coord", "group '%s': its file name is taken by another group id "
 					  "(hash collision of two long ids); refusing it", g->id.s);
@@ -380,12 +384,45 @@ static void drain_locked(kaas_coord *c, kc_outbox *ob)
 			kc_group_shutdown(c, g, ob);
 }
 
+void kaas_coord_load_groups(kaas_coord *c)
+{
+	kc_str *ids = NULL;
+	size_t n = 0;
+	int rc = kc_ids_on_volume(c, &ids, &n);
+	if (rc) {
+		KLOG_WARN("coord", "cannot list groups/: %s; groups are loaded when clients name them",
+			  sub_strerror(rc));
+		return;
+	}
+	size_t loaded = 0;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < n && !c->stop; i++) {
+		int32_t node, port;
+		const char *host;
+		kc_group *g;
+		if (kaas_coord_owner(c, 0, kc_k(&ids[i]), &node, &host, &port) ||
+		    node != c->cfg.broker_id || kc_group_find(c, kc_k(&ids[i])))
+			continue;
+		if (kc_group_get(c, kc_k(&ids[i]), 0, &g) == KERR_NONE && g)
+			loaded += g->nmembers > 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (loaded)
+		KLOG_INFO("coord", "%zu group(s) with members restored from the volume", loaded);
+	for (size_t i = 0; i < n; i++)
+		kc_str_free(&ids[i]);
+	free(ids);
+}
+
 /* The broker's stop flag is polled this often while it is not set. */
 #define KC_STOP_POLL_MS 200
 
 static void *timer_main(void *arg)
 {
 	kaas_coord *c = arg;
+	/* Members of groups that were coordinated here before a restart get
+	 * their session from now; those that do not come back expire. */
+	kaas_coord_load_groups(c);
 	pthread_mutex_lock(&c->mu);
 	int64_t next = 0;
 	int64_t next_expiry = kc_now(c) + c->cfg.offsets_retention_check_ms;

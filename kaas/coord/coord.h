@@ -2,9 +2,11 @@
  * coord.h — the group coordinator and the producer-ID allocator.
  *
  * One kaas_coord per broker.  It answers the consumer-group APIs (classic
- * protocol, as a Kafka 2.x broker does), keeps committed offsets in
- * CLUSTER/groups/<group>.json and hands out producer IDs from blocks claimed
- * under CLUSTER/pid-blocks/ (docs/groups.md, docs/formats.md).
+ * protocol, as a Kafka 2.x broker does), keeps each group's committed
+ * offsets and membership (generation, members, assignments: they survive a
+ * restart, as Kafka's GroupMetadata records do) in CLUSTER/groups/<group>.json
+ * and hands out producer IDs from blocks claimed under CLUSTER/pid-blocks/
+ * (docs/groups.md, docs/formats.md).
  *
  * Wiring into the broker (kaas/server):
  *   - after b->cluster is open:   kaas_coord_open(b, &b->coord)
@@ -16,9 +18,10 @@
  *     server has drained, kaas_coord_close(b->coord) writes every accepted
  *     offset commit and stops the threads.
  *
- * Threads: the coordinator runs two of its own — a timer thread (session
- * expiry, rebalance and initial delays) and a flusher (offset files).  The
- * handlers may be called from any number of worker threads at once.
+ * Threads: the coordinator runs two of its own — a timer thread (loading the
+ * groups on the volume at start, session expiry, rebalance and initial
+ * delays) and a flusher (group files).  The handlers may be called from
+ * any number of worker threads at once.
  */
 #ifndef KAAS_COORD_H
 #define KAAS_COORD_H
@@ -136,6 +139,12 @@ void kaas_coord_flush(kaas_coord *c);
  * were not committed within it, are removed (KIP-211).  Queues the writes;
  * in manual mode follow with kaas_coord_flush(). */
 void kaas_coord_expire_offsets(kaas_coord *c);
+
+/* Reads every group file under groups/ that this broker coordinates and is
+ * not in memory yet, restoring the groups' members (the timer thread does it
+ * when the coordinator starts; otherwise a group is read when a request
+ * first names it). */
+void kaas_coord_load_groups(kaas_coord *c);
 
 /* Counters for tests and the bench. */
 typedef struct kaas_coord_stats {

@@ -145,6 +145,18 @@ typedef struct kc_group {
 	int new_member_added;
 	int64_t empty_since;     /* wall ms: when it last had no members (retention) */
 
+	/* Membership on the volume (docs/groups.md, "Membership survives a
+	 * restart"): every write of the group file carries the membership as it
+	 * is when the write is serialised.  meta_seq counts the changes that must
+	 * reach the volume, meta_written the last one that did. */
+	uint64_t meta_seq;
+	uint64_t meta_written;
+	int64_t meta_retry_at;   /* monotonic ms: re-drive a failed membership write */
+	int64_t meta_backoff;
+	int sync_pending;        /* CompletingRebalance: the leader's assignment waits for its write */
+	uint64_t sync_seq;       /* ... the meta_seq that write must cover */
+	int members_loaded;      /* membership was taken from the file once; memory rules after */
+
 	/* offsets: sorted by (topic, partition) */
 	int loaded;              /* the group file has been read */
 	int loading;
@@ -247,10 +259,23 @@ typedef struct kc_loaded {
 	int64_t coordinator_epoch;
 	kc_offset *offs;
 	size_t noffs;
+	/* version 2: the membership (members == NULL, nmembers == 0 for an
+	 * empty group and for version 1 files) */
+	int state;               /* KC_EMPTY, KC_STABLE or KC_PREPARING */
+	kc_str protocol;
+	kc_str leader;
+	kc_member *members;      /* list, in the file's order */
+	int32_t nmembers;
 } kc_loaded;
+#define KC_LOADED_INIT {0, KC_STR_NULL, 0, NULL, 0, KC_EMPTY, KC_STR_NULL, KC_STR_NULL, NULL, 0}
 int kc_group_file_read(kaas_coord *c, kaas_str id, kc_loaded *out);
-int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *out);
+/* why (may be NULL) gets a static description of what is wrong with a file
+ * that is refused with -EBADMSG, naming the field. */
+int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *out,
+			const char **why);
 void kc_loaded_free(kc_loaded *l);
+/* Group ids of the files under groups/ (hashed names are read for theirs). */
+int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout);
 
 /* Group-id encoding for file names (gname.c). */
 #define KC_GNAME_MAX 200 /* longest encoded name, without ".json" */
@@ -266,6 +291,17 @@ int kc_gname_decode(const char *stem, char *out, size_t outlen, size_t *len);
 void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_outbox *ob);
 void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob);
 void kc_member_free(kc_member *m);
+/* The membership changed in a way the volume must learn (a member left,
+ * expired or was fenced, the group emptied): queue a write of the file. */
+void kc_group_meta_changed(kaas_coord *c, kc_group *g);
+/* Takes over the membership of a file read when the group is first loaded:
+ * Stable, or PreparingRebalance when the file says a rebalance was due;
+ * every session timer starts at now. */
+void kc_group_restore(kaas_coord *c, kc_group *g, kc_loaded *l, int64_t now);
+/* After a write of the group file (c->mu held): ok says whether it reached
+ * the volume, upto is the meta_seq it carried.  Completes (or fails) a
+ * SyncGroup that waited for the write. */
+void kc_group_meta_written(kaas_coord *c, kc_group *g, int ok, uint64_t upto, kc_outbox *ob);
 /* DescribeGroups' member array for g (metadata and assignment when Stable). */
 void kc_describe_members(const kc_group *g, int16_t v, kaas_wr *w);
 /* Is topic in a member's consumer-protocol subscription?  1, 0, or -1 when a

@@ -11,7 +11,11 @@
  * (extended while members keep arriving), members that stop heartbeating
  * for their session timeout are removed.  JoinGroup and SyncGroup requests
  * that must wait are parked (KAAS_DEFERRED) on the member and answered when
- * the rebalance moves on.  docs/groups.md tells the story for users.
+ * the rebalance moves on.  As in Kafka, a generation is handed out (the
+ * SyncGroup answers) only once its membership and assignments are in the
+ * group file, and departures are written too, so a restarted coordinator
+ * restores the group (kc_group_restore) and its members carry on.
+ * docs/groups.md tells the story for users.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -356,6 +360,12 @@ static void try_complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox
 static void prepare_rebalance(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob)
 {
 	if (g->state == KC_COMPLETING) {
+		if (g->sync_pending) {
+			/* The write of this generation's assignment may already be on
+			 * the volume: the next write must say a rebalance is due. */
+			g->sync_pending = 0;
+			kc_group_meta_changed(c, g);
+		}
 		/* The leader's assignment will never come for this generation. */
 		for (kc_member *m = g->members; m; m = m->next) {
 			free(m->assignment);
@@ -420,6 +430,7 @@ static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob
 {
 	/* Dynamic members that did not rejoin in time are gone; static ones
 	 * keep their place until their session expires (KIP-345). */
+	int dropped = 0;
 	for (kc_member **pp = &g->members; *pp;) {
 		kc_member *m = *pp;
 		if (!kc_waiting(&m->join) && m->instance_id.len < 0) {
@@ -427,6 +438,7 @@ static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob
 			g->nmembers--;
 			answer_sync(m, KERR_UNKNOWN_MEMBER_ID, ob);
 			kc_member_free(m);
+			dropped = 1;
 		} else {
 			pp = &m->next;
 		}
@@ -438,8 +450,11 @@ static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob
 		g->empty_since = kc_wall(c);
 		kc_str_free(&g->protocol);
 		kc_str_free(&g->leader);
+		kc_group_meta_changed(c, g); /* Kafka writes the empty group too */
 		return;
 	}
+	if (dropped)
+		kc_group_meta_changed(c, g);
 	elect_leader(g);
 	if (select_protocol(g))
 		KLOG_WARN("coord", "group '%s': out of memory selecting a protocol", g->id.s);
@@ -471,6 +486,7 @@ static void remove_member(kaas_coord *c, kc_group *g, kc_member *m, int64_t now,
 			kc_str_free(&g->leader);
 	}
 	kc_member_free(m);
+	kc_group_meta_changed(c, g); /* a restart must not bring it back */
 	if (g->state == KC_STABLE || g->state == KC_COMPLETING)
 		prepare_rebalance(c, g, now, ob);
 	else if (g->state == KC_PREPARING)
@@ -480,6 +496,17 @@ static void remove_member(kaas_coord *c, kc_group *g, kc_member *m, int64_t now,
 void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_outbox *ob)
 {
 	int changed = 0;
+	if (g->meta_retry_at && !g->queued && !g->writing) {
+		/* A membership write failed: write the group again (Rule 2). */
+		if (g->meta_seq <= g->meta_written)
+			g->meta_retry_at = 0;
+		else if (now >= g->meta_retry_at) {
+			g->meta_retry_at = 0;
+			kc_flush_enqueue(c, g);
+		} else if (g->meta_retry_at < *next) {
+			*next = g->meta_retry_at;
+		}
+	}
 	for (kc_pending *p = g->pending, *pn; p; p = pn) {
 		pn = p->next;
 		if (p->deadline <= now) {
@@ -527,11 +554,95 @@ restart:
 
 void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob)
 {
-	(void)c;
+	/* SyncGroups that wait for the write of their assignment are answered
+	 * by that write, which the flusher finishes before the coordinator
+	 * closes; only at close is anything still waiting told to go. */
+	int keep_syncs = g->sync_pending && !c->stop;
 	for (kc_member *m = g->members; m; m = m->next) {
 		answer_join_error(m, KERR_NOT_COORDINATOR, ob);
-		answer_sync(m, KERR_NOT_COORDINATOR, ob);
+		if (!keep_syncs)
+			answer_sync(m, KERR_NOT_COORDINATOR, ob);
 	}
+}
+
+/* ---- membership on the volume ---------------------------------------------------------- */
+
+void kc_group_meta_changed(kaas_coord *c, kc_group *g)
+{
+	g->meta_seq++;
+	kc_flush_enqueue(c, g);
+}
+
+void kc_group_meta_written(kaas_coord *c, kc_group *g, int ok, uint64_t upto, kc_outbox *ob)
+{
+	int64_t now = kc_now(c);
+	if (ok) {
+		if (upto > g->meta_written)
+			g->meta_written = upto;
+		g->meta_backoff = 0;
+		if (g->sync_pending && g->sync_seq <= upto && g->state == KC_COMPLETING) {
+			/* The generation's assignment is on the volume: now it may be
+			 * handed out (Kafka answers SyncGroup after its append). */
+			g->sync_pending = 0;
+			g->state = KC_STABLE;
+			for (kc_member *m = g->members; m; m = m->next) {
+				m->deadline = now + m->session_timeout_ms;
+				answer_sync(m, KERR_NONE, ob);
+			}
+			kc_wake_timer(c);
+			KLOG_DEBUG("coord", "group '%s': generation %d is stable", g->id.s, g->generation);
+		}
+		return;
+	}
+	/* Not written (or not known to be): try again later, and a generation
+	 * whose assignment did not reach the volume is not handed out. */
+	g->meta_backoff = g->meta_backoff ? g->meta_backoff * 2 : 1000;
+	if (g->meta_backoff > 60000)
+		g->meta_backoff = 60000;
+	if (g->meta_seq > g->meta_written) {
+		g->meta_retry_at = now + g->meta_backoff;
+		kc_wake_timer(c);
+	}
+	if (g->sync_pending && g->state == KC_COMPLETING) {
+		g->sync_pending = 0;
+		for (kc_member *m = g->members; m; m = m->next)
+			answer_sync(m, KERR_NOT_COORDINATOR, ob);
+		prepare_rebalance(c, g, now, ob);
+	}
+}
+
+void kc_group_restore(kaas_coord *c, kc_group *g, kc_loaded *l, int64_t now)
+{
+	g->members_loaded = 1;
+	if (!l->members || g->members)
+		return;
+	g->members = l->members;
+	g->nmembers = l->nmembers;
+	l->members = NULL;
+	l->nmembers = 0;
+	g->generation = l->generation;
+	kc_str_free(&g->protocol);
+	kc_str_free(&g->leader);
+	g->protocol = l->protocol;
+	g->leader = l->leader;
+	l->protocol = (kc_str)KC_STR_NULL;
+	l->leader = (kc_str)KC_STR_NULL;
+	/* Nobody has heard from the members since the file was written: each
+	 * gets a whole session from now to show up (as when Kafka loads a
+	 * group on a coordinator fail-over). */
+	for (kc_member *m = g->members; m; m = m->next)
+		m->deadline = now + m->session_timeout_ms;
+	g->state = KC_STABLE;
+	if (l->state == KC_PREPARING) {
+		/* Members had left or joined since the last complete generation:
+		 * the members that are back rejoin, the others time out. */
+		kc_outbox none;
+		kc_outbox_init(&none);
+		prepare_rebalance(c, g, now, &none); /* nobody waits yet: nothing to answer */
+	}
+	kc_wake_timer(c);
+	KLOG_INFO("coord", "group '%s': restored generation %d with %d member(s)%s", g->id.s,
+		  g->generation, g->nmembers, g->state == KC_PREPARING ? ", rebalancing" : "");
 }
 
 /* ---- shared request plumbing ------------------------------------------------------- */
@@ -685,6 +796,7 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 					kc_str_set(&g->leader, id.s, id.len);
 				kc_str_free(&m->id);
 				m->id = id;
+				kc_group_meta_changed(c, g); /* the old id stays fenced after a restart */
 				if (update_member(m, call, r)) {
 					err = KERR_COORDINATOR_NOT_AVAILABLE;
 					goto error_drop;
@@ -943,9 +1055,12 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 					break;
 				}
 			}
-			g->state = KC_STABLE;
-			for (kc_member *x = g->members; x; x = x->next)
-				answer_sync(x, KERR_NONE, &ob);
+			/* Everyone's SyncGroup is answered once the generation is on
+			 * the volume (kc_group_meta_written), so a coordinator that
+			 * restarts knows every assignment a member may hold. */
+			g->sync_pending = 1;
+			g->sync_seq = ++g->meta_seq;
+			kc_flush_enqueue(c, g);
 		}
 		rc = unpark_inline(parked, done);
 	}

@@ -120,7 +120,7 @@ out:
 /* ---- ListGroups -------------------------------------------------------------------- */
 
 /* Group ids of the files under groups/ (read outside c->mu). */
-static int ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
+int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
 {
 	char **names = NULL;
 	size_t n = 0, k = 0;
@@ -156,12 +156,10 @@ static int ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
 			/* A long id: only the file knows it. */
 			char path[SUB_PATH_MAX], *data = NULL;
 			size_t dlen;
-			kc_loaded l;
-			memset(&l, 0, sizeof(l));
-			l.protocol_type.len = -1;
+			kc_loaded l = KC_LOADED_INIT;
 			snprintf(path, sizeof(path), "groups/%s", names[i]);
 			if (sub_read_file(c->vfs, path, 64 << 20, &data, &dlen) == 0 &&
-			    kc_group_file_parse(data, dlen, &ids[k], &l) == 0)
+			    kc_group_file_parse(data, dlen, &ids[k], &l, NULL) == 0)
 				k++;
 			else
 				KLOG_WARN("coord", "groups/%s: cannot read the group id from it", names[i]);
@@ -182,7 +180,7 @@ int kc_api_list_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, 
 	kc_str *ids = NULL;
 	size_t nids = 0;
 	int16_t err = KERR_NONE;
-	int rc = ids_on_volume(c, &ids, &nids);
+	int rc = kc_ids_on_volume(c, &ids, &nids);
 	if (rc) {
 		KLOG_WARN("coord", "ListGroups: cannot list groups/: %s", sub_strerror(rc));
 		err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
@@ -263,6 +261,8 @@ static int16_t delete_one(kaas_coord *c, kaas_str id, kc_outbox *ob)
 	}
 	kc_offsets_clear(g);
 	g->file_exists = 0;
+	if (!g->members)
+		g->meta_written = g->meta_seq; /* no file, no members: nothing left to write */
 	if (g->nmembers == 0 && g->npending == 0)
 		kc_group_maybe_drop(c, g);
 	return KERR_NONE;

@@ -1,16 +1,29 @@
 /*
- * groupfile.c — CLUSTER/groups/<group>.json: a group's committed offsets as
- * one JSON document, replaced whole with sub_write_atomic (docs/formats.md).
+ * groupfile.c — CLUSTER/groups/<group>.json: a group's committed offsets and
+ * its membership as one JSON document, replaced whole with sub_write_atomic
+ * (docs/formats.md).
  *
- *   {"version": 1, "group_id": "...", "coordinator_epoch": 0,
+ *   {"version": 2, "group_id": "...", "coordinator_epoch": 0,
  *    "writer": <broker id>, "written_ms": <wall ms>, "generation": N,
  *    "protocol_type": "consumer" | null,
+ *    "state": "Empty" | "Stable" | "PreparingRebalance",
+ *    "protocol": "range" | null, "leader": "<member id>" | null,
+ *    "members": [{"member_id": "...", "group_instance_id": null,
+ *                 "client_id": "...", "client_host": "/10.0.0.7",
+ *                 "session_timeout_ms": 10000, "rebalance_timeout_ms": 300000,
+ *                 "protocols": [{"name": "range", "metadata": "<hex>"}, ...],
+ *                 "assignment": "<hex>"}, ...],
  *    "offsets": [{"topic": "...", "partition": P, "offset": O,
  *                 "leader_epoch": E, "metadata": "...", "commit_ms": T}, ...]}
  *
- * Strings from clients (group id, topic, metadata) that are not valid UTF-8
- * are stored as {"hex": "<bytes in hex>"} so that nothing a client sends can
- * make the file unwritable or change its meaning.
+ * Version 1 files (no membership) are still read.  Strings from clients
+ * (group id, member and instance ids, client id, topic, metadata) that are
+ * not valid UTF-8 are stored as {"hex": "<bytes in hex>"} so that nothing a
+ * client sends can make the file unwritable or change its meaning; the
+ * protocol metadata and assignments are bytes and always hex strings.
+ *
+ * Everything read is checked before it is used: the file may come from
+ * another host, another kaas version, or a broken disk.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -21,7 +34,7 @@
 #include "coord/coord_int.h"
 #include "util/log.h"
 
-#define KC_GROUP_FILE_VERSION 1
+#define KC_GROUP_FILE_VERSION 2     /* written; 1 is still read */
 #define KC_GROUP_FILE_MAX (256u << 20)
 
 int kc_group_path(kaas_str id, char *path, size_t len)
@@ -119,7 +132,96 @@ static int jget_int(json_t *obj, const char *key, int64_t min, int64_t max, int6
 	return 0;
 }
 
+/* Bytes as a lower-case hex string. */
+static json_t *jhex(const uint8_t *p, int32_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (len < 0)
+		len = 0;
+	char *h = malloc((size_t)len * 2 + 1);
+	if (!h)
+		return NULL;
+	for (int32_t i = 0; i < len; i++) {
+		h[2 * i] = hex[p[i] >> 4];
+		h[2 * i + 1] = hex[p[i] & 15];
+	}
+	json_t *j = json_stringn(h, (size_t)len * 2);
+	free(h);
+	return j;
+}
+
+/* A hex string back into bytes (*out malloc'd, never NULL on success). */
+static int jget_hex(json_t *j, uint8_t **out, int32_t *len)
+{
+	if (!j || !json_is_string(j))
+		return -EBADMSG;
+	const char *hs = json_string_value(j);
+	size_t hn = json_string_length(j);
+	if (hn % 2 || hn / 2 > INT32_MAX)
+		return -EBADMSG;
+	uint8_t *b = malloc(hn / 2 + 1);
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < hn / 2; i++) {
+		int hi = unhex(hs[2 * i]), lo = unhex(hs[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(b);
+			return -EBADMSG;
+		}
+		b[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*out = b;
+	*len = (int32_t)(hn / 2);
+	return 0;
+}
+
 /* ---- writing --------------------------------------------------------------------------- */
+
+/* What a reader restores: a group with members is Stable when its current
+ * generation's assignment is complete (or is what this write makes
+ * durable), else a rebalance was under way and the reader starts one. */
+static const char *file_state(const kc_group *g)
+{
+	if (!g->members)
+		return "Empty";
+	if (g->state == KC_STABLE || (g->state == KC_COMPLETING && g->sync_pending))
+		return "Stable";
+	return "PreparingRebalance";
+}
+
+static json_t *member_json(const kc_member *m)
+{
+	json_t *o = json_object(), *ps = json_array();
+	if (!o || !ps)
+		goto fail;
+	for (int32_t i = 0; i < m->nprotos; i++) {
+		json_t *p = json_object();
+		if (json_array_append_new(ps, p) || /* ps owns p (also on failure) */
+		    json_object_set_new(p, "name", jstr(m->protos[i].name.s, m->protos[i].name.len)) ||
+		    json_object_set_new(p, "metadata", jhex(m->protos[i].meta, m->protos[i].meta_len)))
+			goto fail;
+	}
+	if (json_object_set_new(o, "member_id", jstr(m->id.s, m->id.len)) ||
+	    json_object_set_new(o, "group_instance_id", jstr(m->instance_id.s, m->instance_id.len)) ||
+	    json_object_set_new(o, "client_id",
+				jstr(m->client_id.len > 0 ? m->client_id.s : "",
+				     m->client_id.len > 0 ? m->client_id.len : 0)) ||
+	    json_object_set_new(o, "client_host",
+				jstr(m->client_host.len > 0 ? m->client_host.s : "",
+				     m->client_host.len > 0 ? m->client_host.len : 0)) ||
+	    json_object_set_new(o, "session_timeout_ms", json_integer(m->session_timeout_ms)) ||
+	    json_object_set_new(o, "rebalance_timeout_ms", json_integer(m->rebalance_timeout_ms)) ||
+	    json_object_set(o, "protocols", ps) ||
+	    json_object_set_new(o, "assignment",
+				jhex(m->assignment, m->assignment ? m->assignment_len : 0)))
+		goto fail;
+	json_decref(ps);
+	return o;
+fail:
+	json_decref(ps);
+	json_decref(o);
+	return NULL;
+}
 
 char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, size_t n)
 {
@@ -141,14 +243,26 @@ char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, si
 		    json_object_set_new(o, "commit_ms", json_integer(v[i].commit_ms)))
 			goto out;
 	}
+	const char *state = file_state(g);
+	int empty = !g->members;
 	if (json_object_set_new(doc, "version", json_integer(KC_GROUP_FILE_VERSION)) ||
 	    json_object_set_new(doc, "group_id", jstr(g->id.s, g->id.len)) ||
 	    json_object_set_new(doc, "coordinator_epoch", json_integer(c->cfg.coordinator_epoch)) ||
 	    json_object_set_new(doc, "writer", json_integer(c->cfg.broker_id)) ||
 	    json_object_set_new(doc, "written_ms", json_integer(kc_wall(c))) ||
 	    json_object_set_new(doc, "generation", json_integer(g->generation)) ||
-	    json_object_set_new(doc, "protocol_type", jstr(g->protocol_type.s, g->protocol_type.len)))
+	    json_object_set_new(doc, "protocol_type", jstr(g->protocol_type.s, g->protocol_type.len)) ||
+	    json_object_set_new(doc, "state", json_string(state)) ||
+	    json_object_set_new(doc, "protocol",
+				empty ? json_null() : jstr(g->protocol.s, g->protocol.len)) ||
+	    json_object_set_new(doc, "leader", empty ? json_null() : jstr(g->leader.s, g->leader.len)))
 		goto out;
+	json_t *members = json_array();
+	if (!members || json_object_set_new(doc, "members", members))
+		goto out;
+	for (const kc_member *m = g->members; m; m = m->next)
+		if (json_array_append_new(members, member_json(m)))
+			goto out;
 	if (json_object_set(doc, "offsets", offs))
 		goto out;
 	out = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -168,6 +282,14 @@ void kc_loaded_free(kc_loaded *l)
 	l->offs = NULL;
 	l->noffs = 0;
 	kc_str_free(&l->protocol_type);
+	kc_str_free(&l->protocol);
+	kc_str_free(&l->leader);
+	while (l->members) {
+		kc_member *m = l->members;
+		l->members = m->next;
+		kc_member_free(m);
+	}
+	l->nmembers = 0;
 }
 
 static int cmp_offset(const void *a, const void *b)
@@ -182,31 +304,193 @@ static int cmp_offset(const void *a, const void *b)
 	return x->partition < y->partition ? -1 : x->partition > y->partition;
 }
 
-int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *out)
+/* A failed check: remember which field, refuse the file. */
+#define BAD(what_)                    \
+	do {                          \
+		*why = (what_);       \
+		rc = -EBADMSG;        \
+		goto out;             \
+	} while (0)
+/* A string reader that may fail with ENOMEM as well as EBADMSG. */
+#define GET_STR(j_, nullable_, dst_, what_)                        \
+	do {                                                       \
+		rc = jget_str((j_), (nullable_), (dst_));          \
+		if (rc == -EBADMSG)                                \
+			BAD(what_);                                \
+		if (rc)                                            \
+			goto out;                                  \
+	} while (0)
+#define GET_HEX(j_, p_, len_, what_)                               \
+	do {                                                       \
+		rc = jget_hex((j_), (p_), (len_));                 \
+		if (rc == -EBADMSG)                                \
+			BAD(what_);                                \
+		if (rc)                                            \
+			goto out;                                  \
+	} while (0)
+
+static int member_supports_name(const kc_member *m, const kc_str *name)
+{
+	for (int32_t i = 0; i < m->nprotos; i++)
+		if (kc_str_eq(&m->protos[i].name, name))
+			return 1;
+	return 0;
+}
+
+/* One entry of "members" into a new kc_member (*out). */
+static int parse_member(json_t *o, kc_member **out, const char **why)
+{
+	int rc = 0;
+	int64_t x;
+	kc_member *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->id.len = m->instance_id.len = m->client_id.len = m->client_host.len = -1;
+	if (!json_is_object(o))
+		BAD("members[] is not an object");
+	GET_STR(json_object_get(o, "member_id"), 0, &m->id, "members[].member_id");
+	if (m->id.len <= 0)
+		BAD("members[].member_id is empty");
+	GET_STR(json_object_get(o, "group_instance_id"), 1, &m->instance_id,
+		"members[].group_instance_id");
+	GET_STR(json_object_get(o, "client_id"), 0, &m->client_id, "members[].client_id");
+	GET_STR(json_object_get(o, "client_host"), 0, &m->client_host, "members[].client_host");
+	if (jget_int(o, "session_timeout_ms", 1, INT32_MAX, &x))
+		BAD("members[].session_timeout_ms");
+	m->session_timeout_ms = (int32_t)x;
+	if (jget_int(o, "rebalance_timeout_ms", 1, INT32_MAX, &x))
+		BAD("members[].rebalance_timeout_ms");
+	m->rebalance_timeout_ms = (int32_t)x;
+	json_t *ps = json_object_get(o, "protocols");
+	if (!ps || !json_is_array(ps) || json_array_size(ps) == 0)
+		BAD("members[].protocols (a non-empty array)");
+	size_t np = json_array_size(ps);
+	if (np > INT32_MAX / 2)
+		BAD("members[].protocols (too many)");
+	m->protos = calloc(np, sizeof(*m->protos));
+	if (!m->protos) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < np; i++) {
+		json_t *p = json_array_get(ps, i);
+		kc_proto *kp = &m->protos[i];
+		kp->name.len = -1;
+		m->nprotos = (int32_t)i + 1;
+		if (!json_is_object(p))
+			BAD("members[].protocols[] is not an object");
+		GET_STR(json_object_get(p, "name"), 0, &kp->name, "members[].protocols[].name");
+		GET_HEX(json_object_get(p, "metadata"), &kp->meta, &kp->meta_len,
+			"members[].protocols[].metadata (hex)");
+		for (size_t k = 0; k < i; k++)
+			if (kc_str_eq(&m->protos[k].name, &kp->name))
+				BAD("members[].protocols[].name (twice)");
+	}
+	GET_HEX(json_object_get(o, "assignment"), &m->assignment, &m->assignment_len,
+		"members[].assignment (hex)");
+	if (m->assignment_len == 0) {
+		free(m->assignment);
+		m->assignment = NULL;
+	}
+	*out = m;
+	return 0;
+out:
+	kc_member_free(m);
+	return rc;
+}
+
+/* Version 2: state, protocol, leader, members — all checked together, so a
+ * group is only ever restored into a state the coordinator could be in. */
+static int parse_membership(json_t *doc, kc_loaded *out, const char **why)
+{
+	int rc = 0;
+	json_t *st = json_object_get(doc, "state");
+	const char *sv = st && json_is_string(st) ? json_string_value(st) : "";
+	if (strcmp(sv, "Empty") == 0)
+		out->state = KC_EMPTY;
+	else if (strcmp(sv, "Stable") == 0)
+		out->state = KC_STABLE;
+	else if (strcmp(sv, "PreparingRebalance") == 0)
+		out->state = KC_PREPARING;
+	else
+		BAD("state (Empty, Stable or PreparingRebalance)");
+	GET_STR(json_object_get(doc, "protocol"), 1, &out->protocol, "protocol");
+	GET_STR(json_object_get(doc, "leader"), 1, &out->leader, "leader");
+	json_t *arr = json_object_get(doc, "members");
+	if (!arr || !json_is_array(arr))
+		BAD("members (an array)");
+	size_t n = json_array_size(arr);
+	if (n > INT32_MAX)
+		BAD("members (too many)");
+	kc_member **tail = &out->members;
+	for (size_t i = 0; i < n; i++) {
+		kc_member *m = NULL;
+		if ((rc = parse_member(json_array_get(arr, i), &m, why)))
+			goto out;
+		for (kc_member *o = out->members; o; o = o->next) {
+			if (kc_str_eq(&o->id, &m->id) ||
+			    (m->instance_id.len >= 0 && kc_str_eq(&o->instance_id, &m->instance_id))) {
+				kc_member_free(m);
+				BAD("members[]: a member id or group instance id twice");
+			}
+		}
+		*tail = m;
+		tail = &m->next;
+		out->nmembers++;
+	}
+	if (out->state == KC_EMPTY) {
+		if (out->nmembers)
+			BAD("state Empty with members");
+		goto out;
+	}
+	if (!out->nmembers)
+		BAD("state with members but no members");
+	if (out->protocol_type.len <= 0)
+		BAD("protocol_type (a group with members has one)");
+	int leader_found = out->leader.len < 0;
+	for (kc_member *m = out->members; m; m = m->next)
+		leader_found |= kc_str_eq(&m->id, &out->leader);
+	if (!leader_found)
+		BAD("leader (not a member)");
+	if (out->state == KC_STABLE) {
+		if (out->protocol.len < 0 || out->leader.len < 0)
+			BAD("protocol and leader (a Stable group has both)");
+		for (kc_member *m = out->members; m; m = m->next)
+			if (!member_supports_name(m, &out->protocol))
+				BAD("protocol (a member does not support it)");
+	}
+out:
+	return rc;
+}
+
+int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *out,
+			const char **why)
 {
 	json_error_t jerr;
+	const char *why_local = NULL;
+	if (!why)
+		why = &why_local;
+	*why = NULL;
+	*out = (kc_loaded)KC_LOADED_INIT;
 	json_t *doc = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
-	int rc = -EBADMSG;
+	int rc = 0;
 	int64_t ver, x;
 	if (!doc || !json_is_object(doc))
-		goto out;
-	if (jget_int(doc, "version", 1, INT32_MAX, &ver) || ver != KC_GROUP_FILE_VERSION)
-		goto out;
-	if ((rc = jget_str(json_object_get(doc, "group_id"), 0, id_out)))
-		goto out;
-	rc = -EBADMSG;
+		BAD("not a JSON object");
+	if (jget_int(doc, "version", 1, INT32_MAX, &ver) || ver < 1 || ver > KC_GROUP_FILE_VERSION)
+		BAD("version (1 or 2)");
+	GET_STR(json_object_get(doc, "group_id"), 0, id_out, "group_id");
 	if (jget_int(doc, "coordinator_epoch", 0, INT64_MAX, &out->coordinator_epoch))
-		goto out;
+		BAD("coordinator_epoch");
 	if (jget_int(doc, "generation", 0, INT32_MAX, &x))
-		goto out;
+		BAD("generation");
 	out->generation = (int32_t)x;
 	json_t *pt = json_object_get(doc, "protocol_type");
-	if (pt && (rc = jget_str(pt, 1, &out->protocol_type)))
-		goto out;
-	rc = -EBADMSG;
+	if (pt)
+		GET_STR(pt, 1, &out->protocol_type, "protocol_type");
 	json_t *arr = json_object_get(doc, "offsets");
 	if (!arr || !json_is_array(arr))
-		goto out;
+		BAD("offsets (an array)");
 	size_t n = json_array_size(arr);
 	out->offs = calloc(n + 1, sizeof(*out->offs));
 	if (!out->offs) {
@@ -219,27 +503,27 @@ int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *
 		e->topic.len = e->metadata.len = -1;
 		out->noffs = i + 1;
 		if (!json_is_object(o))
-			goto out;
-		if ((rc = jget_str(json_object_get(o, "topic"), 0, &e->topic)) ||
-		    (rc = jget_str(json_object_get(o, "metadata"), 1, &e->metadata)))
-			goto out;
-		rc = -EBADMSG;
+			BAD("offsets[] is not an object");
+		GET_STR(json_object_get(o, "topic"), 0, &e->topic, "offsets[].topic");
+		GET_STR(json_object_get(o, "metadata"), 1, &e->metadata, "offsets[].metadata");
 		if (jget_int(o, "partition", 0, INT32_MAX, &x))
-			goto out;
+			BAD("offsets[].partition");
 		e->partition = (int32_t)x;
 		if (jget_int(o, "offset", INT64_MIN, INT64_MAX, &e->offset))
-			goto out;
+			BAD("offsets[].offset");
 		if (jget_int(o, "leader_epoch", INT32_MIN, INT32_MAX, &x))
-			goto out;
+			BAD("offsets[].leader_epoch");
 		e->leader_epoch = (int32_t)x;
 		if (jget_int(o, "commit_ms", INT64_MIN, INT64_MAX, &e->commit_ms))
-			goto out;
+			BAD("offsets[].commit_ms");
 	}
 	qsort(out->offs, out->noffs, sizeof(*out->offs), cmp_offset);
 	for (size_t i = 1; i < out->noffs; i++)
 		if (cmp_offset(&out->offs[i - 1], &out->offs[i]) == 0)
-			goto out; /* the same partition twice: not ours */
-	rc = 0;
+			BAD("offsets[]: a partition twice");
+	out->state = KC_EMPTY;
+	if (ver >= 2)
+		rc = parse_membership(doc, out, why);
 out:
 	json_decref(doc);
 	if (rc) {
@@ -261,10 +545,11 @@ int kc_group_file_read(kaas_coord *c, kaas_str id, kc_loaded *out)
 	if (rc)
 		return rc;
 	kc_str fid = KC_STR_NULL;
-	rc = kc_group_file_parse(buf, len, &fid, out);
+	const char *why = NULL;
+	rc = kc_group_file_parse(buf, len, &fid, out, &why);
 	if (rc == -EBADMSG)
-		KLOG_ERR("coord", "%s is not a group file this kaas can read; the group is not "
-				  "served until it is fixed or removed", path);
+		KLOG_ERR("coord", "%s is not a group file this kaas can read (%s); the group is not "
+				  "served until it is fixed or removed", path, why ? why : "?");
 	if (rc == 0 && !kc_str_eqk(&fid, id)) {
 		kc_loaded_free(out);
 		rc = -ENOTUNIQ;

@@ -7,7 +7,7 @@ coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_admin.c \
 coord_USES := proto sub util
 coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
 	kaas/coord/test/test_offsets.c kaas/coord/test/test_pid.c \
-	kaas/coord/test/test_codec.c
+	kaas/coord/test/test_codec.c kaas/coord/test/test_restore.c
 
 # Real clients against a real broker (docs/groups.md).
 E2E_TESTS += ci/coord/test_groups_wire.sh ci/coord/test_groups_kcat.sh \

@@ -11,6 +11,9 @@
  * the next one, so a group causes at most one write at a time however
  * often its consumers commit (docs/groups.md: "Durability").
  *
+ * The same write carries the group's membership (groupfile.c): a membership
+ * change queues the group for a write just as a commit does.
+ *
  * A failed write answers its commits with NOT_COORDINATOR (clients look the
  * coordinator up again and retry) and forgets the group's table: the file
  * may hold the old or the new contents, so it is read again before the
@@ -247,13 +250,28 @@ void kc_group_fail_commits(kaas_coord *c, kc_group *g, int16_t err, kc_outbox *o
 
 void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
 {
-	if (!g->pc_head)
+	int meta = g->meta_seq > g->meta_written;
+	if (!g->pc_head && !meta)
 		return;
-	if (g->deleting || !g->loaded) {
+	if (g->deleting) {
 		kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
-		return;
+		return; /* the membership of a group being deleted is empty */
+	}
+	if (!g->loaded) {
+		/* A failed write made it forget its offsets: the file is read
+		 * again before it is replaced whole. */
+		kc_group *same = NULL;
+		g->refs++;
+		int16_t err = kc_group_get(c, kc_k(&g->id), 1, &same);
+		g->refs--;
+		if (err || !g->loaded) {
+			kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+			kc_group_meta_written(c, g, 0, 0, ob);
+			return;
+		}
 	}
 	uint64_t upto = g->next_seq - 1;
+	uint64_t meta_upto = g->meta_seq;
 	size_t len = 0, count = 0;
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
@@ -262,14 +280,16 @@ void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
 		rc = -ENOMEM;
 	if (rc) {
 		kc_group_fail_commits(c, g, KERR_COORDINATOR_NOT_AVAILABLE, ob);
+		kc_group_meta_written(c, g, 0, meta_upto, ob);
 		return;
 	}
 	/* Nothing left to remember and nobody in the group: no file at all. */
 	int remove = count == 0 && g->nmembers == 0;
+	int may_exist = g->file_exists;
 	g->writing = 1;
 	pthread_mutex_unlock(&c->mu);
 	if (remove) {
-		rc = sub_unlink(c->vfs, path);
+		rc = may_exist ? sub_unlink(c->vfs, path) : 0;
 		if (rc == -ENOENT)
 			rc = 0;
 	} else {
@@ -288,10 +308,13 @@ void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
 		kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
 		kc_offsets_clear(g);
 		g->loaded = 0;
+		g->file_exists = 1; /* whatever the volume holds now */
+		kc_group_meta_written(c, g, 0, meta_upto, ob);
 		return;
 	}
 	c->stats.group_writes++;
 	g->file_exists = !remove;
+	kc_group_meta_written(c, g, 1, meta_upto, ob);
 	while (g->pc_head && g->pc_head->seq <= upto) {
 		kc_pcommit *pc = g->pc_head;
 		g->pc_head = pc->next;
@@ -315,7 +338,7 @@ void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
 		kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
 		kc_offsets_clear(g);
 	}
-	if (g->pc_head)
+	if (g->pc_head || g->meta_seq > g->meta_written)
 		kc_flush_enqueue(c, g);
 }
 

@@ -263,6 +263,16 @@ static inline int16_t sg_parse(const th_resp *resp, int16_t v, char *out, size_t
 	return err;
 }
 
+/* A leader's SyncGroup that completes a generation: answered only once the
+ * group file holding the assignment is on the volume (the flush). */
+static inline void th_sync_durable(th *t, int16_t v, kaas_wr *req, th_resp *r)
+{
+	ck_assert_int_eq(th_call(t, KAAS_API_SYNC_GROUP, v, req, r), KAAS_DEFERRED);
+	ck_assert_int_eq(r->got, 0);
+	kaas_coord_flush(t->c);
+	ck_assert_int_eq(r->got, 1);
+}
+
 static inline int16_t th_heartbeat(th *t, int16_t v, const char *group, int32_t gen, const char *member,
 			    const char *inst)
 {

@@ -107,7 +107,7 @@ static char *stable_group(th *t)
 	snprintf(member, sizeof(member), "%s", j.member);
 	const char *ids[] = {member}, *as[] = {"ASG"};
 	sg_req(&w, 3, "dg", 1, member, "inst", 1, ids, as);
-	ck_assert_int_eq(th_call(t, KAAS_API_SYNC_GROUP, 3, &w, &sr), KAAS_HANDLED);
+	th_sync_durable(t, 3, &w, &sr);
 	ck_assert_int_eq(sg_parse(&sr, 3, NULL, 0), 0);
 	ck_assert_int_eq(th_commit_sync(t, 7, "dg", 1, member, "t", 0, 9, NULL), 0);
 	th_resp_free(&jr);

@@ -59,6 +59,17 @@ static int16_t sync_as(th *t, int16_t v, const char *member, int32_t gen, int n,
 	return (int16_t)th_call(t, KAAS_API_SYNC_GROUP, v, &w, r);
 }
 
+/* The leader's SyncGroup completing a generation: it waits for the write
+ * of the group file, then it (and every parked SyncGroup) is answered. */
+static void sync_leader(th *t, int16_t v, const char *member, int32_t gen, int n,
+			const char *const *ids, const char *const *asg, th_resp *r)
+{
+	ck_assert_int_eq(sync_as(t, v, member, gen, n, ids, asg, r), KAAS_DEFERRED);
+	ck_assert_int_eq(r->got, 0);
+	kaas_coord_flush(t->c);
+	ck_assert_int_eq(r->got, 1);
+}
+
 static void describe(th *t, int16_t v, const char *group, char *state, int32_t *nmembers,
 		     char *assignment0)
 {
@@ -130,7 +141,7 @@ START_TEST(single_member_lifecycle)
 
 	th_resp sr = {0};
 	const char *ids[] = {a.id}, *as[] = {"P0P1"};
-	ck_assert_int_eq(sync_as(&t, 3, a.id, 1, 1, ids, as, &sr), KAAS_HANDLED);
+	sync_leader(&t, 3, a.id, 1, 1, ids, as, &sr);
 	ck_assert_int_eq(sg_parse(&sr, 3, asg, sizeof(asg)), KERR_NONE);
 	ck_assert_str_eq(asg, "P0P1");
 	th_resp_free(&sr);
@@ -159,7 +170,12 @@ START_TEST(single_member_lifecycle)
 	ck_assert_int_eq(th_leave(&t, 1, G, a.id, NULL, &merr), KERR_NONE);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_UNKNOWN_MEMBER_ID);
 	ck_assert_int_eq(th_leave(&t, 0, G, a.id, NULL, &merr), KERR_UNKNOWN_MEMBER_ID);
-	/* No members and no offsets: the group is gone. */
+	/* No members and no offsets: once that is written, the group and its
+	 * file (written when the generation completed) are gone. */
+	sub_stat st;
+	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), 0);
+	kaas_coord_flush(t.c);
+	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), -ENOENT);
 	describe(&t, 0, G, state, &n, NULL);
 	ck_assert_str_eq(state, "Dead");
 	th_resp_free(&a.r);
@@ -181,7 +197,7 @@ START_TEST(three_members_rebalance)
 	ck_assert_int_eq(jr.gen, 1);
 	th_resp sr = {0};
 	const char *ids1[] = {a.id}, *as1[] = {"all"};
-	ck_assert_int_eq(sync_as(&t, 3, a.id, 1, 1, ids1, as1, &sr), KAAS_HANDLED);
+	sync_leader(&t, 3, a.id, 1, 1, ids1, as1, &sr);
 	th_resp_free(&sr);
 
 	/* B arrives: the group rebalances; A learns it from its heartbeat. */
@@ -214,7 +230,7 @@ START_TEST(three_members_rebalance)
 	ck_assert_int_eq(sync_as(&t, 2, b.id, 2, 0, NULL, NULL, &bs), KAAS_DEFERRED);
 	ck_assert_int_eq(bs.got, 0);
 	const char *ids2[] = {a.id, b.id}, *as2[] = {"a-part", "b-part"};
-	ck_assert_int_eq(sync_as(&t, 3, a.id, 2, 2, ids2, as2, &sr), KAAS_HANDLED);
+	sync_leader(&t, 3, a.id, 2, 2, ids2, as2, &sr);
 	char asg[64];
 	ck_assert_int_eq(sg_parse(&sr, 3, asg, sizeof(asg)), KERR_NONE);
 	ck_assert_str_eq(asg, "a-part");
@@ -284,7 +300,7 @@ static void two_stable(th *t, mjoin *a, mjoin *b)
 	th_resp other = {0};
 	ck_assert_int_eq(sync_as(t, 3, leader == a->id ? b->id : a->id, 1, 0, NULL, NULL, &other),
 			 KAAS_DEFERRED);
-	ck_assert_int_eq(sync_as(t, 3, leader, 1, 2, ids, as, &sr), KAAS_HANDLED);
+	sync_leader(t, 3, leader, 1, 2, ids, as, &sr);
 	ck_assert_int_eq(other.got, 1);
 	th_resp_free(&sr);
 	th_resp_free(&other);
@@ -540,7 +556,7 @@ START_TEST(parked_requests_always_answered)
 	jg_resp jr;
 	joined(&a, &jr);
 	th_resp sr = {0};
-	ck_assert_int_eq(sync_as(&t, 3, a.id, 1, 0, NULL, NULL, &sr), KAAS_HANDLED);
+	sync_leader(&t, 3, a.id, 1, 0, NULL, NULL, &sr);
 	th_resp_free(&sr);
 	join_new(&t, &b, PROTOS);
 	ck_assert_int_eq(b.rc, KAAS_DEFERRED);

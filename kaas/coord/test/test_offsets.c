@@ -165,7 +165,7 @@ START_TEST(commit_generation_rules)
 	ck_assert_int_eq(th_commit_sync(&t, 5, "cg", 1, j.member, "t", 0, 1, NULL), KERR_REBALANCE_IN_PROGRESS);
 	th_resp sr = {0};
 	sg_req(&w, 0, "cg", 1, j.member, NULL, 0, NULL, NULL);
-	ck_assert_int_eq(th_call(&t, KAAS_API_SYNC_GROUP, 0, &w, &sr), KAAS_HANDLED);
+	th_sync_durable(&t, 0, &w, &sr);
 	ck_assert_int_eq(th_commit_sync(&t, 5, "cg", 1, j.member, "t", 0, 7, NULL), KERR_NONE);
 	ck_assert_int_eq(th_commit_sync(&t, 5, "cg", 2, j.member, "t", 0, 8, NULL), KERR_ILLEGAL_GENERATION);
 	ck_assert_int_eq(th_commit_sync(&t, 5, "cg", 1, "other", "t", 0, 8, NULL), KERR_UNKNOWN_MEMBER_ID);
@@ -425,7 +425,7 @@ START_TEST(offset_delete_rules)
 	ck_assert_int_eq(j.err, 0);
 	th_resp sr = {0};
 	sg_req(&w, 0, "g", 1, j.member, NULL, 0, NULL, NULL);
-	ck_assert_int_eq(th_call(&t, KAAS_API_SYNC_GROUP, 0, &w, &sr), KAAS_HANDLED);
+	th_sync_durable(&t, 0, &w, &sr);
 	offset_delete(&t, "g", "a", &top, &perr);
 	ck_assert_int_eq(top, 0);
 	ck_assert_int_eq(perr, KERR_GROUP_SUBSCRIBED_TO_TOPIC);
@@ -435,7 +435,14 @@ START_TEST(offset_delete_rules)
 	th_restart(&t);
 	ck_assert_int_eq(th_fetch(&t, 2, "g", "a", 0, NULL, NULL, 0), 5);
 	ck_assert_int_eq(th_fetch(&t, 2, "g", "b", 0, NULL, NULL, 0), -1);
-	/* The member is gone with the restart: the group is empty now. */
+	/* The member survives the restart (its subscription with it) ... */
+	offset_delete(&t, "g", "a", &top, &perr);
+	ck_assert_int_eq(top, 0);
+	ck_assert_int_eq(perr, KERR_GROUP_SUBSCRIBED_TO_TOPIC);
+	/* ... until its session runs out: then the group is empty. */
+	t.now += 10001;
+	kaas_coord_tick(t.c);
+	kaas_coord_flush(t.c);
 	offset_delete(&t, "g", "a", &top, &perr);
 	ck_assert_int_eq(top, 0);
 	ck_assert_int_eq(perr, 0);
@@ -570,7 +577,7 @@ START_TEST(retention_expires_offsets_of_empty_groups)
 	jg_resp j;
 	jg_parse(&jr, 0, &j);
 	sg_req(&w, 0, "busy", 1, j.member, NULL, 0, NULL, NULL);
-	ck_assert_int_eq(th_call(&t, KAAS_API_SYNC_GROUP, 0, &w, &sr), KAAS_HANDLED);
+	th_sync_durable(&t, 0, &w, &sr);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "busy", 1, j.member, "t", 0, 7, NULL), 0);
 
 	t.wall += R / 2;
