@@ -139,6 +139,65 @@ START_TEST(properties_file)
 }
 END_TEST
 
+/* Every key of the table: a malformed value and each bound's neighbour are
+ * refused with a message naming the key, leaving the setting unchanged; the
+ * bounds themselves are accepted; and the default --help prints is the one
+ * kaas_config_defaults() sets. */
+START_TEST(every_key_validates)
+{
+	char err[512];
+	int n = 0;
+	for (const kaas_config_key *k = kaas_config_keys; k->key; k++, n++) {
+		kaas_config c, d;
+		kaas_config_defaults(&c);
+		kaas_config_defaults(&d);
+		const char *bad_values[] = {"x", "", "1,2", "PLAINTEXT://h:99999"};
+		for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+			const char *v = bad_values[i];
+			if (k->type == KCFG_PATH && (strcmp(v, "x") == 0 || v[0] == 'P'))
+				continue; /* a path, or a URL the substrate layer judges at start-up */
+			err[0] = 0;
+			ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL, "%s accepted '%s'",
+				      k->key, v);
+			ck_assert_msg(strstr(err, k->key) != NULL, "%s: error does not name the key: %s", k->key, err);
+			ck_assert_msg(memcmp(&c, &d, sizeof(c)) == 0, "%s='%s' changed the config", k->key, v);
+		}
+		if (k->type == KCFG_I16 || k->type == KCFG_I32 || k->type == KCFG_I64 || k->type == KCFG_MINUTES ||
+		    k->type == KCFG_HOURS) {
+			char v[64];
+			if (k->min > INT64_MIN) {
+				snprintf(v, sizeof(v), "%lld", (long long)k->min - 1);
+				ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL,
+					      "%s accepted %s below its minimum", k->key, v);
+				ck_assert_ptr_nonnull(strstr(err, k->key));
+			}
+			if (k->max < INT64_MAX) {
+				snprintf(v, sizeof(v), "%lld", (long long)k->max + 1);
+				ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL,
+					      "%s accepted %s above its maximum", k->key, v);
+			}
+			ck_assert_msg(memcmp(&c, &d, sizeof(c)) == 0, "%s: a refused value changed the config", k->key);
+			snprintf(v, sizeof(v), "%lld", (long long)k->max);
+			ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == 0, "%s refused its maximum: %s",
+				      k->key, err);
+			snprintf(v, sizeof(v), "%lld", (long long)k->min);
+			ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == 0, "%s refused its minimum: %s",
+				      k->key, err);
+		}
+		/* The documented default is the real one. */
+		if (k->dflt[0] && k->dflt[0] != '(' && strcmp(k->dflt, "DATA/__cluster") != 0) {
+			kaas_config e;
+			kaas_config_defaults(&e);
+			ck_assert_msg(kaas_config_set(&e, k->key, k->dflt, err, sizeof(err)) == 0, "%s: default '%s': %s",
+				      k->key, k->dflt, err);
+			ck_assert_msg(memcmp(&e, &d, sizeof(e)) == 0, "%s: --help says the default is '%s', it is not",
+				      k->key, k->dflt);
+		}
+	}
+	ck_assert_int_ge(n, 30);
+}
+END_TEST
+
 START_TEST(partition_keys_split_from_the_right)
 {
 	char t[256];
@@ -169,6 +228,7 @@ int main(void)
 	tcase_add_test(tc, listeners);
 	tcase_add_test(tc, properties_file);
 	tcase_add_test(tc, partition_keys_split_from_the_right);
+	tcase_add_test(tc, every_key_validates);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
