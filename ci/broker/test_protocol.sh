@@ -32,6 +32,19 @@ c = Conn("127.0.0.1", int(sys.argv[1]))
 assert api_versions(c, 0)[0] == 0
 assert c.closed_by_peer(timeout=60), "idle connection was not closed"
 print("ok idle connection closed (connections.max.idle.ms)")
+# Waiting for an answer is not idle: a fetch parked three times as long as
+# the idle timeout gets its answer.
+from kproto import Enc, Dec
+c = Conn("127.0.0.1", int(sys.argv[1]))
+corr = c.send(3, 4, Enc().array(1).str("idle-lp").i8(1).done())
+assert c.recv()[0] == corr
+body = (Enc().i32(-1).i32(3000).i32(1 << 20).i32(1 << 20).i8(0).i32(0).i32(-1).array(1).str("idle-lp")
+        .array(1).i32(0).i32(-1).i64(0).i64(-1).i32(1 << 20).array(0).str("").done())
+corr = c.send(1, 11, body)
+rc, data = c.recv()
+assert rc == corr
+d = Dec(data); d.i32(); assert d.i16() == 0
+print("ok a connection with a parked fetch outlives connections.max.idle.ms and gets its answer")
 PY
 broker_stop
 
