@@ -152,7 +152,8 @@ static int src_more(src *s) { return s->p < s->end || src_fill(s) == 0; }
 
 /* ---- varints (zigzag) ------------------------------------------------------ */
 
-static int rd_varlong(src *s, int64_t *v)
+/* Byte by byte through src_byte: a varint that straddles two pieces. */
+static int rd_varlong_slow(src *s, int64_t *v)
 {
 	uint64_t x = 0;
 	for (int shift = 0; shift < 70; shift += 7) {
@@ -170,7 +171,28 @@ static int rd_varlong(src *s, int64_t *v)
 	return -1;
 }
 
-static int rd_varint(src *s, int32_t *v)
+static inline int rd_varlong(src *s, int64_t *v)
+{
+	const uint8_t *p = s->p;
+	if (s->end - p < 10)
+		return rd_varlong_slow(s, v);
+	/* The common case: the longest varint fits in the current piece. */
+	uint64_t x = 0;
+	for (int shift = 0; shift < 70; shift += 7) {
+		uint8_t b = *p++;
+		if (shift == 63 && (b & 0x7e))
+			return -1;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			s->p = p;
+			*v = (int64_t)(x >> 1) ^ -(int64_t)(x & 1);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static inline int rd_varint(src *s, int32_t *v)
 {
 	int64_t x;
 	if (rd_varlong(s, &x) || x < INT32_MIN || x > INT32_MAX)
@@ -191,6 +213,10 @@ static int rd_field(src *s, uint64_t rend, int nullable)
 	uint64_t pos = src_pos(s);
 	if (pos > rend || (uint64_t)n > rend - pos)
 		return -1;
+	if ((size_t)(s->end - s->p) >= (size_t)n) {
+		s->p += n;
+		return 0;
+	}
 	return src_skip(s, (uint64_t)n);
 }
 
@@ -251,7 +277,7 @@ static int rd_record(src *s, int32_t expect_delta, int64_t base_ts, int64_t *ts,
 fail:
 	/* A field cut off by the end of a decompressed stream: the record's
 	 * length promised more than there is. */
-	if (s->eof)
+	if (s->eof && s->z)
 		*msg = "record length runs past the batch";
 	return -1;
 }
@@ -259,7 +285,7 @@ fail:
 /* Walks `count` records from s to its exact end: offset deltas 0..count-1;
  * computes the max and min timestamps.  Returns 0 or -1 with *msg set (on
  * an inflater error s->err says which). */
-static int walk(src *s, int32_t count, int64_t base_ts, int64_t *max_ts, int64_t *min_ts,
+static int walk_records(src *s, int32_t count, int64_t base_ts, int64_t *max_ts, int64_t *min_ts,
 		const char **msg)
 {
 	int64_t mx = INT64_MIN, mn = INT64_MAX;
@@ -290,7 +316,7 @@ int kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts
 {
 	src s;
 	src_plain(&s, p, len);
-	return walk(&s, count, base_ts, max_ts, min_ts, msg);
+	return walk_records(&s, count, base_ts, max_ts, min_ts, msg);
 }
 
 /* Starts s on the inflated payload of a compressed batch. */
@@ -445,7 +471,8 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	int err = KERR_NONE;
 	if (walk_it) {
 		int64_t mx, mn;
-		if (walk(&s, h.count, h.base_ts, &mx, &mn, msg)) {
+		if (s.z ? walk_records(&s, h.count, h.base_ts, &mx, &mn, msg)
+			: kb_walk_records(b + KB_HDR, size - KB_HDR, h.count, h.base_ts, &mx, &mn, msg)) {
 			err = s.err ? inflate_error(s.err, msg) : KERR_CORRUPT_MESSAGE;
 		} else if (check_ts(lim, mn, msg) || check_ts(lim, mx, msg)) {
 			err = KERR_INVALID_TIMESTAMP;
