@@ -5,6 +5,8 @@
 # The two programs are built only for benchmarks (`make bench-progs`), not by
 # `make`: kaas-bench-rdk links librdkafka, a test-only package.
 BENCHES += ci/bench/run.sh
+# The machinery itself, in its quick form (no timing asserted).
+E2E_TESTS += ci/bench/test_bench.sh
 
 BENCH_PROGS_DIR := $(BUILD)/rel/ci/bench
 BENCH_SRCS := ci/bench/main.c ci/bench/util.c ci/bench/device.c ci/bench/append.c \
@@ -24,7 +26,7 @@ $(BENCH_PROGS_DIR)/kaas-bench-rdk: $(BENCH_RDK_SRCS:%.c=$(BUILD)/rel/%.o)
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_PROGS_DIR)/kaas-bench $(BENCH_PROGS_DIR)/kaas-bench-rdk
-bench: bench-progs
-bench: export KAAS_BENCH_PROGS := $(BENCH_PROGS_DIR)
+bench e2e: bench-progs
+bench e2e: export KAAS_BENCH_PROGS := $(BENCH_PROGS_DIR)
 
 -include $(sort $(BENCH_SRCS:%.c=$(BUILD)/rel/%.d) $(BENCH_RDK_SRCS:%.c=$(BUILD)/rel/%.d))

@@ -279,6 +279,7 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
 	CG=$WORK/cg
 	mkdir -p "$CG"
 	N=300
+	[ "$QUICK" = 1 ] && N=50
 	# compression records record-size: 1 KiB records plain and compressed,
 	# and small records, where the per-record walk dominates.
 	for c in "none 100 1024" "lz4 100 1024" "zstd 100 1024" "none 1000 100"; do
