@@ -291,6 +291,10 @@ int main(int argc, char **argv)
 		else if (strcmp(tu, "0") != 0 && strcmp(tu, "false") != 0)
 			die(EXIT_USAGE, "KAAS_TRUST_UNQUALIFIED: invalid value '%s' (use 1 or 0)", tu);
 	}
+	const char *ll = getenv("KAAS_LOG_LEVEL"); /* applied by kaas_log_init_from_env() */
+	if (ll && *ll && strcmp(ll, "error") != 0 && strcmp(ll, "warn") != 0 && strcmp(ll, "info") != 0 &&
+	    strcmp(ll, "debug") != 0)
+		die(EXIT_USAGE, "KAAS_LOG_LEVEL: invalid value '%s' (use error, warn, info or debug)", ll);
 
 	/* Pass 2: flags. */
 	optind = 1;

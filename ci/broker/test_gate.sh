@@ -39,6 +39,15 @@ expect 2 "expected KEY=VALUE" -- --data "$T/d" --override num.partitions
 rc=0; KAAS_BROKER_ID=x "$BIN/kaas" --data "$T/d" 2>"$T/err" || rc=$?
 [ "$rc" = 2 ] && grep -q "KAAS_BROKER_ID: broker.id: invalid value 'x'" "$T/err" || fail "bad KAAS_BROKER_ID: $rc"
 echo "ok exit 2: a bad KAAS_BROKER_ID names the variable"
+for ev in "KAAS_LOG_LEVEL=loud|KAAS_LOG_LEVEL: invalid value 'loud'" \
+	"KAAS_TRUST_UNQUALIFIED=maybe|KAAS_TRUST_UNQUALIFIED: invalid value 'maybe'" \
+	"KAAS_LISTEN=nowhere|KAAS_LISTEN: listeners: invalid value 'nowhere'" \
+	"KAAS_ADVERTISE=h:0|KAAS_ADVERTISE: advertised.listeners: invalid value 'h:0'" \
+	"KAAS_DATA=$T/a,$T/b|KAAS_DATA: log.dirs: invalid value"; do
+	rc=0; env "${ev%%|*}" "$BIN/kaas" --data "$T/d" 2>"$T/err" </dev/null || rc=$?
+	[ "$rc" = 2 ] && grep -q -- "${ev#*|}" "$T/err" || { cat "$T/err"; fail "${ev%%|*}: exit $rc"; }
+	echo "ok exit 2: ${ev%%|*} -> $(head -1 "$T/err")"
+done
 printf '# settings\nnum.partitions=3\nauto.create.topics.enable=maybe\n' > "$T/bad.properties"
 expect 2 "bad.properties:3: auto.create.topics.enable: invalid value 'maybe'" -- --data "$T/d" --config "$T/bad.properties"
 expect 2 "no-such.properties: No such file" -- --data "$T/d" --config "$T/no-such.properties"
@@ -145,4 +154,5 @@ grep -q "start-up self-check FAILED (self-check: O_CREAT|O_EXCL" "$BROKER_LOGFIL
 broker_stop
 [ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
 echo "ok --trust-unqualified starts despite the failed self-check, with a warning"
+
 echo "test_gate: all passed"
