@@ -210,8 +210,9 @@ static void gate(kaas_broker *b, int explicit_cluster)
 	if (rc) {
 		if (!b->cfg.trust_unqualified) {
 			fprintf(stderr, "kaas: refusing to start: the start-up self-check failed: %s\n"
-					"kaas: re-qualify the volume: kaas-conform check %s --stamp\n",
-				why, b->cfg.data_url);
+					"kaas: re-qualify the volume: kaas-conform check %s --stamp%s%s\n",
+				why, b->cfg.data_url, explicit_cluster ? " --cluster-dir " : "",
+				explicit_cluster ? b->cfg.cluster_url : "");
 			exit(EXIT_UNQUALIFIED);
 		}
 		KLOG_WARN("gate", "start-up self-check FAILED (%s); continuing because of --trust-unqualified", why);

@@ -155,4 +155,16 @@ broker_stop
 [ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
 echo "ok --trust-unqualified starts despite the failed self-check, with a warning"
 
+# A separate cluster directory: the self-check runs there too, and the
+# command the refusal names carries --cluster-dir.
+mkdir -p "$T/q2" "$T/c2"
+for attempt in 1 2 3; do
+	(cd "$T" && "$BINABS/kaas-conform" check "$T/q2" --cluster-dir "$T/c2" --actors 2 --stamp >"$T/conform.out" 2>&1) ||
+		{ cat "$T/conform.out"; fail "kaas-conform did not qualify a local directory with --cluster-dir"; }
+	[ -s "$T/c2/qualification.json" ] && break
+done
+[ -s "$T/c2/qualification.json" ] || { cat "$T/conform.out"; fail "no stamp written in the cluster directory"; }
+broken="fault:$T/c2?excl=broken"
+expect 78 "kaas-conform check $T/q2 --stamp --cluster-dir $broken" -- --data "$T/q2" --cluster-dir "$broken" --listen 127.0.0.1:0
+grep -q "self-check failed: .*O_CREAT|O_EXCL" "$T/err" || { cat "$T/err"; fail "the failed primitive is not named"; }
 echo "test_gate: all passed"
