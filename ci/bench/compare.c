@@ -50,8 +50,9 @@ static json_t *spread(double *v, int n)
 		return json_null();
 	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
 	double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	return json_pack("{s:f,s:f,s:f,s:f,s:f}", "median", med, "p25", v[n / 4], "p75", v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1],
-			 "min", v[0], "max", v[n - 1]);
+	int q3 = (3 * n) / 4 < n ? (3 * n) / 4 : n - 1;
+	return json_pack("{s:f,s:f,s:f,s:f,s:f}", "median", med, "p25", v[n / 4], "p75", v[q3], "min", v[0], "max",
+			 v[n - 1]);
 }
 
 int bench_compare(bn_opts *o)

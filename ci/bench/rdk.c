@@ -338,11 +338,10 @@ static int cmd_consume(bn_opts *o)
 		goto out;
 	}
 	double s = (double)el / 1e9;
-	rc = bn_emit(json_pack("{s:s,s:s,s:i,s:f,s:f,s:I,s:I,s:f,s:f}", "kind", "consume", "label", label,
-			       "partitions", parts, "secs", s, "cpu_secs", cpu_secs() - cpu0, "msgs", (json_int_t)got, "bytes", (json_int_t)bytes, "mbps",
-			       bn_mbps(bytes, el), "msgs_per_s", (double)got / s))
-		     ? 1
-		     : 0;
+	json_t *j = json_pack("{s:s,s:s,s:i,s:f,s:f,s:I,s:I,s:f,s:f}", "kind", "consume", "label", label, "partitions",
+			      parts, "secs", s, "cpu_secs", cpu_secs() - cpu0, "msgs", (json_int_t)got, "bytes",
+			      (json_int_t)bytes, "mbps", bn_mbps(bytes, el), "msgs_per_s", (double)got / s);
+	rc = bn_emit(j) ? 1 : 0;
 out:
 	free(next);
 	rd_kafka_topic_partition_list_destroy(tl);
