@@ -3,8 +3,9 @@
 # real kaas broker: a producer sends half of the records before and half
 # after a broker restart (gzip, then idempotent); a consumer-group member
 # reads them back and the broker is restarted again half-way through its
-# reading; every record is compared with what was acknowledged, the group's
-# committed offsets reach the high watermarks; offsets by timestamp; the
+# reading (no record twice: the member keeps its place) and once more before
+# it closes (its final commit is kept); every record is compared with what
+# was acknowledged, the group's committed offsets reach the high watermarks; offsets by timestamp; the
 # admin client (describeCluster, createTopics, describe/alterConfigs,
 # createPartitions, deleteTopicRecords, fetchTopicOffsets, listGroups,
 # deleteGroups, deleteTopics) with a restart in between.
@@ -33,7 +34,11 @@ for _ in $(seq 1 1200); do [ -s "$T/progress" ] && break; kill -0 $cons 2>/dev/n
 [ -s "$T/progress" ] || fail "the group member did not get half-way"
 broker_restart || fail "restart while the group member reads"
 touch "$T/go"
-wait $cons || fail "consumer group across a restart"
+for _ in $(seq 1 1200); do [ -s "$T/progress.2" ] && break; kill -0 $cons 2>/dev/null || break; sleep 0.1; done
+[ -s "$T/progress.2" ] || fail "the group member did not reach the last record"
+broker_restart || fail "restart before the group member closes"
+touch "$T/go.2"
+wait $cons || fail "consumer group across two restarts"
 spec check kj "$T0" "$T/p" "$T/c" "$T/t" --expect=$N || fail "consumed != produced"
 
 $J admin "$BROKER" "$T/data" || fail "admin"
