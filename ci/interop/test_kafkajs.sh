@@ -5,8 +5,8 @@
 # reads them back and the broker is restarted again half-way through its
 # reading (no record twice: the member keeps its place) and once more before
 # it closes (its final commit is kept); every record is compared with what
-# was acknowledged, the group's committed offsets reach the high watermarks; offsets by timestamp; the
-# admin client (describeCluster, createTopics, describe/alterConfigs,
+# was acknowledged, the group's committed offsets reach the high watermarks;
+# offsets by timestamp; the admin client (describeCluster, createTopics, describe/alterConfigs,
 # createPartitions, deleteTopicRecords, fetchTopicOffsets, listGroups,
 # deleteGroups, deleteTopics) with a restart in between.
 NAME=kafkajs
