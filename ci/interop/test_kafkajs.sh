@@ -6,9 +6,10 @@
 # reading (no record twice: the member keeps its place) and once more before
 # it closes (its final commit is kept); every record is compared with what
 # was acknowledged, the group's committed offsets reach the high watermarks;
-# offsets by timestamp; the admin client (describeCluster, createTopics, describe/alterConfigs,
-# createPartitions, deleteTopicRecords, fetchTopicOffsets, listGroups,
-# deleteGroups, deleteTopics) with a restart in between.
+# offsets by timestamp; the admin client (describeCluster, createTopics,
+# describe/alterConfigs, createPartitions, deleteTopicRecords,
+# fetchTopicOffsets, listGroups, deleteGroups, deleteTopics) with a restart
+# in between.
 NAME=kafkajs
 source "$(dirname "$0")/lib.sh"
 command -v node >/dev/null || fail "node is not installed (make deps-test)"
