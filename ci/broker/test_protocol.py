@@ -192,6 +192,14 @@ rc, _ = p.recv()
 assert rc == c2, (rc, c1, c2)
 ok("Produce acks=0 sends no response")
 
+# acks=0 to a partition that does not exist: no answer can carry the error,
+# so the connection is closed (Kafka's way of telling the producer).
+x = Conn(HOST, PORT)
+x.send(0, 7, produce_body("proto-lp", 7, record_batch([b"lost"]), acks=0))
+assert x.closed_by_peer(), "a failed acks=0 produce left the connection open"
+x.close()
+ok("a failed acks=0 Produce closes the connection")
+
 # Invalid acks value.
 corr = p.send(0, 7, produce_body("proto-lp", 0, record_batch([b"x"]), acks=2))
 rc, data = p.recv()

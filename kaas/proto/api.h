@@ -17,6 +17,10 @@
  *     with the response body; the request stays valid until then;
  *   - returns KAAS_NO_RESPONSE when the request gets no response at all
  *     (Produce with acks=0);
+ *   - returns -ECONNABORTED to close the connection without an answer, a
+ *     normal outcome logged quietly (Produce with acks=0 that failed: as in
+ *     Kafka, the closed connection is how the client learns to refresh its
+ *     metadata);
  *   - returns -EBADMSG when the request cannot be parsed: the server logs the
  *     field and closes the connection, as Kafka does; other negative values
  *     are internal errors and also close the connection.

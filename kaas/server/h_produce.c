@@ -7,7 +7,8 @@
  * place, in the request buffer, so the records are copied once, socket to
  * file.
  *
- * acks=0: no response at all.  acks=1: answered after the append (the data
+ * acks=0: no response at all, unless a partition failed: then the connection
+ * is closed (Kafka's way of telling such a producer).  acks=1: answered after the append (the data
  * is written, not yet durable; consumers see it once the flusher has synced
  * it).  acks=-1: answered once a group-commit flush covers every appended
  * partition (the high watermark is the durable offset), or with
@@ -257,8 +258,14 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	}
 
 	if (acks == 0) {
+		/* No answer; but an error closes the connection, as Kafka does, so
+		 * that the producer notices and refreshes its metadata. */
+		int failed = 0;
+		for (int32_t i = 0; i < c->ntopics; i++)
+			for (int32_t k = 0; k < c->topics[i].n; k++)
+				failed |= c->topics[i].parts[k].err != KERR_NONE;
 		pctx_put(c);
-		return KAAS_NO_RESPONSE;
+		return failed ? -ECONNABORTED : KAAS_NO_RESPONSE;
 	}
 	pthread_mutex_lock(&c->mu);
 	c->handler_done = 1;

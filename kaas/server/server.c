@@ -276,7 +276,10 @@ static void run_req(void *arg)
 		rc = KAAS_HANDLED;
 	} else {
 		rc = r->api->handler(&r->pub, &r->body, &w);
-		if (rc == -EBADMSG)
+		if (rc == -ECONNABORTED)
+			KLOG_INFO("server", "%s: %s v%d (correlation id %d) failed without an answer to carry the error; closing",
+				  r->pub.peer, r->api->name, r->pub.api_version, r->pub.correlation_id);
+		else if (rc == -EBADMSG)
 			KLOG_WARN("server", "%s: malformed %s v%d request (correlation id %d): bad field '%s'; closing",
 				  r->pub.peer, r->api->name, r->pub.api_version, r->pub.correlation_id,
 				  r->body.err ? r->body.err : "?");

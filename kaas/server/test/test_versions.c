@@ -295,10 +295,16 @@ START_TEST(produce_every_version)
 		hh_free(r);
 		free(req);
 		free(want);
-		/* acks=0: no answer at all. */
+		/* acks=0: no answer at all; a failed one closes the connection (as
+		 * Kafka does: the producer then refreshes its metadata). */
 		req = produce_req(v, "pr", 0, b, n);
 		r = hh_send(KAAS_API_PRODUCE, v, req);
 		ck_assert_int_eq(r->rc, KAAS_NO_RESPONSE);
+		hh_free(r);
+		free(req);
+		req = produce_req(v, "nope", 0, b, n);
+		r = hh_send_rc(KAAS_API_PRODUCE, v, req, 1);
+		ck_assert_int_eq(r->rc, -ECONNABORTED);
 		hh_free(r);
 		free(req);
 	}
