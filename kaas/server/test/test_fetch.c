@@ -5,7 +5,8 @@
  * parked fetch answered when the broker stops. */
 #include "hharness.h"
 
-static void produce(const char *topic, int32_t part, const uint8_t *batch, size_t n)
+/* acks=all; returns the base offset. */
+static int64_t produce(const char *topic, int32_t part, const uint8_t *batch, size_t n)
 {
 	gb *g = calloc(1, sizeof(gb));
 	gb_str(g, NULL);
@@ -23,6 +24,7 @@ static void produce(const char *topic, int32_t part, const uint8_t *batch, size_
 	kaas_rd_init(&rd, r->body, r->len);
 	int32_t cnt, idx;
 	int16_t err;
+	int64_t base;
 	kaas_str name;
 	ck_assert_int_eq(kaas_rd_array(&rd, 0, 1, &cnt), 0);
 	ck_assert_int_eq(kaas_rd_str(&rd, 0, &name), 0);
@@ -30,8 +32,10 @@ static void produce(const char *topic, int32_t part, const uint8_t *batch, size_
 	ck_assert_int_eq(kaas_rd_i32(&rd, &idx), 0);
 	ck_assert_int_eq(kaas_rd_i16(&rd, &err), 0);
 	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(kaas_rd_i64(&rd, &base), 0);
 	hh_free(r);
 	free(g);
+	return base;
 }
 
 typedef struct fpart_want {
@@ -246,6 +250,31 @@ START_TEST(byte_limits_and_kip74)
 }
 END_TEST
 
+/* Delete + create the same name: an empty topic starting at offset 0, every
+ * time, and a fetch of the new incarnation sees none of the old records. */
+START_TEST(recreate_starts_empty_at_offset_0)
+{
+	batches();
+	char msg[256];
+	for (int round = 0; round < 3; round++) {
+		hh_topic("again", 1);
+		ck_assert_int_eq(produce("again", 0, small, small_len), 0);
+		ck_assert_int_eq(produce("again", 0, small, small_len), 1);
+		ck_assert_int_eq(produce("again", 0, big, big_len), 2);
+		fpart_want p0 = {0, 1 << 20};
+		hreq *f = fetch("again", &p0, 1, 0, 1, 50 << 20);
+		int32_t sz[1];
+		ck_assert_int_eq(fetch_sizes(f, sz, 1), 1);
+		ck_assert_int_eq(sz[0], (int32_t)(2 * small_len + big_len));
+		hh_free(f);
+		ck_assert_int_eq(kaas_topics_delete(H.b.topics, (kaas_str){"again", 5}, msg, sizeof(msg)), 0);
+		/* Gone: the directory too (its descriptors were closed first). */
+		sub_stat st;
+		ck_assert_int_eq(sub_stat_path(H.b.data, "again", &st), -ENOENT);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fetch");
@@ -257,6 +286,7 @@ int main(void)
 	tcase_add_test(tc, enough_answers_at_once);
 	tcase_add_test(tc, stopping_answers_parked_fetch);
 	tcase_add_test(tc, byte_limits_and_kip74);
+	tcase_add_test(tc, recreate_starts_empty_at_offset_0);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
