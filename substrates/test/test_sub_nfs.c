@@ -14,6 +14,7 @@
  * directory, LSAN_OPTIONS=suppressions=... the suppression file).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -686,6 +687,43 @@ static int script(const char *name, server *s)
 	return system(cmd);
 }
 
+/* SIGSTOP stops a process's threads asynchronously: one still running on
+ * another core can answer a request sent right after kill() returned.  Waits
+ * (up to 10 s) until every thread of pid is stopped; 0 when they are. */
+static int wait_stopped(int pid)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	for (int tries = 0; tries < 1000; tries++) {
+		DIR *d = opendir(dir);
+		if (!d)
+			return -1;
+		int running = 0;
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[sizeof(dir) + sizeof(e->d_name) + 8], buf[512];
+			snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+			FILE *f = fopen(path, "r");
+			if (!f)
+				continue; /* the thread ended */
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = '\0';
+			const char *st = strrchr(buf, ')'); /* the state follows "(comm) " */
+			if (st && st[1] == ' ' && st[2] != 'T' && st[2] != 't')
+				running = 1;
+		}
+		closedir(d);
+		if (!running)
+			return 0;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
 /* A server that stops answering makes calls fail within the timeout, and
  * the client works again once it answers. */
 START_TEST(hung_server_times_out)
@@ -702,6 +740,7 @@ START_TEST(hung_server_times_out)
 	int pid = ganesha_pid(&fault_srv);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	ck_assert_int_eq(wait_stopped(pid), 0);
 	sub_stat st;
 	int rc = sub_stat_path(v, p, &st);
 	char buf[8];
