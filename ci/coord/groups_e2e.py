@@ -2,7 +2,11 @@
 ids with confluent-kafka-python (librdkafka), in phases driven by
 test_groups_python.sh around broker restarts and crashes.
 
-  groups_e2e.py BROKER CLUSTER_DIR PHASE
+  groups_e2e.py BROKER CLUSTER_DIR PHASE [STATE_PREFIX]
+
+The phases "sync" and "close" pause half-way (sync) or at the last record
+(close): they write STATE_PREFIX.progress and wait for STATE_PREFIX.go while
+the script restarts the broker with SIGTERM.
 """
 import os
 import sys
@@ -138,6 +142,86 @@ elif PHASE == "kafka-python":
     check(sum(o.offset for o in offs.values()) == N + 6, "committed offsets: %s" % offs)
     a.close()
     print("ok kafka-python resumed the librdkafka group at its committed offsets")
+
+elif PHASE in ("sync", "close"):
+    # The member keeps its place in the group across a SIGTERM restart of
+    # the broker (kaas keeps the membership on the volume, as Kafka does in
+    # __consumer_offsets): "sync" commits every record synchronously and must
+    # see no record twice and no refused commit; "close" closes right after
+    # the restart and its final commit (auto commit on close) must be kept.
+    from confluent_kafka import KafkaError
+    prefix = sys.argv[4]
+    topic, n = "st", 200
+    group = "pg-" + PHASE
+    a = AdminClient({"bootstrap.servers": BROKER})
+    if topic not in a.list_topics(timeout=10).topics:
+        a.create_topics([NewTopic(topic, 2, 1)])[topic].result()
+        p = Producer({"bootstrap.servers": BROKER, "acks": "all"})
+        for i in range(n):
+            p.produce(topic, key=b"k%d" % i, value=b"s%d" % i, partition=i % 2)
+        check(p.flush(30) == 0, "producer did not deliver everything")
+    conf = {"bootstrap.servers": BROKER, "group.id": group, "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 500}
+    if PHASE == "sync":
+        conf["enable.auto.commit"] = False
+    else:  # only the close commits
+        conf.update({"enable.auto.commit": True, "auto.commit.interval.ms": 3600000})
+    c = Consumer(conf)
+    c.subscribe([topic])
+    pause_at = n // 2 if PHASE == "sync" else n
+
+    def member_ids():
+        gs = [g for g in a.list_groups(group=group, timeout=10) if g.id == group]
+        return sorted(m.id for m in gs[0].members) if gs else []
+
+    seen, twice, transient = {}, 0, 0
+    before = None
+    end = time.time() + 180
+    while len(seen) < n and time.time() < end:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            # The broker going away and coming back is reported, then retried.
+            check(m.error().code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN),
+                  "consume error: %s" % m.error())
+            transient += 1
+            continue
+        key = (m.partition(), m.offset())
+        if key in seen:
+            twice += 1
+        seen[key] = m.value().decode()
+        if PHASE == "sync":
+            try:
+                c.commit(message=m, asynchronous=False)
+            except KafkaException as e:
+                check(False, "commit of %d:%d refused after %d records: %s" %
+                      (key[0], key[1], len(seen), e.args[0]))
+        if len(seen) == pause_at and before is None:
+            before = member_ids()
+            check(len(before) == 1, "one member before the restart: %s" % before)
+            with open(prefix + ".progress", "w") as f:
+                f.write(str(len(seen)))
+            for _ in range(2400):
+                if os.path.exists(prefix + ".go"):
+                    break
+                time.sleep(0.05)
+            check(os.path.exists(prefix + ".go"), "the broker restart did not happen")
+    check(len(seen) == n, "%s: %d of %d records" % (PHASE, len(seen), n))
+    check(twice == 0, "%s: %d records delivered twice across the broker restart" % (PHASE, twice))
+    check(sorted(seen.values()) == sorted("s%d" % i for i in range(n)), "not every record once")
+    if PHASE == "sync":
+        after = member_ids()
+        check(after == before, "the member rejoined across the restart: %s -> %s" % (before, after))
+    c.close()  # "close": right after the restart, with nothing committed yet
+    c2 = Consumer({"bootstrap.servers": BROKER, "group.id": group, "enable.auto.commit": False})
+    tps = c2.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+    c2.close()
+    offs = {tp.partition: tp.offset for tp in tps}
+    check(offs == {0: n // 2, 1: n // 2}, "%s: committed offsets %s, want %d on each partition" %
+          (PHASE, offs, n // 2))
+    print("ok %s: %d records, none twice, member %s kept across a SIGTERM restart, committed %s%s" %
+          (PHASE, n, before, offs, " by the close right after the restart" if PHASE == "close" else ""))
 
 else:
     check(False, "unknown phase " + PHASE)
