@@ -29,6 +29,13 @@
 #include "sub.h"
 
 #define KC_MAX_HANDLES 64
+
+/* rename_reader, once told to stop: reads on until this many verified
+ * reads, or this many attempts of any outcome, or this long after the stop
+ * (the arguments min_ok, min_reads, grace_ms override them). */
+#define KC_READER_MIN_OK 10
+#define KC_READER_MIN_READS 200
+#define KC_READER_GRACE_MS 60000
 #define KC_MAX_ANOMALIES 10 /* kept per step; totals are always counted */
 
 typedef struct kc_actor_state {

@@ -6,7 +6,12 @@
  * verifies the target as fast as it can.  A reader must always find the
  * target, always read one complete record, and never a lower sequence than
  * it read before.  ESTALE (NFSv3 after a replace) is retried and counted
- * apart: it is the client telling the truth, not a violation.
+ * apart: it is the client telling the truth, not a violation.  Readers are
+ * stopped when the writer is done, but each first reads on until it has
+ * verified KC_READER_MIN_OK records (or made KC_READER_MIN_READS attempts):
+ * on a loaded machine the writer can finish before a reader ever ran, and
+ * "verified nothing" must come from what the reader saw, not from when the
+ * scheduler let it run.
  *
  * Variants:
  *   plain  as above;
@@ -26,6 +31,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "actor.h"
 #include "payload.h"
 #include "run.h"
 
@@ -79,6 +85,11 @@ static int file_variant(kc_run *r, kc_result *res, const char *dir, const char *
 	kc_part parts[KC_MAX_ACTORS];
 	json_t *results[KC_MAX_ACTORS];
 	uint64_t tag = kc_run_tag(r, KC_CHK_RENAME, 0, variant);
+	/* How long a reader may go on after the writer is done, to reach its
+	 * minimum: well inside the driver's wait for one step. */
+	int64_t grace = r->drv.timeout_ms / 2;
+	if (grace <= 0 || grace > KC_READER_GRACE_MS)
+		grace = KC_READER_GRACE_MS;
 	kc_run_variant(r, variant);
 	for (int i = 0; i < n; i++) {
 		parts[i].actor = i;
@@ -89,6 +100,8 @@ static int file_variant(kc_run *r, kc_result *res, const char *dir, const char *
 					  (json_int_t)tag, "min", 64, "max", 8192, "seed",
 					  (json_int_t)kc_run_tag(r, KC_CHK_RENAME, i, "sizes"), "hold",
 					  hold);
+		if (i != 0)
+			json_object_set_new(parts[i].args, "grace_ms", json_integer(grace));
 	}
 	int rc = kc_run_phase(r, parts, n, results);
 	if (rc)

@@ -5,7 +5,11 @@
  *
  *   rename_writer  write record N to a temp name, fsync, (optionally hold the
  *                  current target open), rename over the target
- *   rename_reader  open + read + verify the target, over and over
+ *   rename_reader  open + read + verify the target, over and over; after
+ *                  "stop" it goes on until it has verified min_ok reads or
+ *                  made min_reads attempts (or grace_ms passed), so that a
+ *                  reader the scheduler started late still verifies
+ *                  something instead of ending with nothing seen
  *   dir_renamer    rename a directory of K files back and forth
  *   dir_lister     list both names of that directory, over and over, at
  *                  least "iterations" times and then until "stop"
@@ -182,7 +186,14 @@ int kc_step_rename_writer(kc_step *st)
 int kc_step_rename_reader(kc_step *st)
 {
 	loop_args a;
+	int64_t min_ok, min_reads, grace_ms;
 	int rc = get_loop_args(st, &a);
+	if (!rc)
+		rc = kc_arg_int(st, "min_ok", KC_READER_MIN_OK, 0, 1000000, &min_ok);
+	if (!rc)
+		rc = kc_arg_int(st, "min_reads", KC_READER_MIN_READS, 0, 100000000, &min_reads);
+	if (!rc)
+		rc = kc_arg_int(st, "grace_ms", KC_READER_GRACE_MS, 0, 3600 * 1000, &grace_ms);
 	if (rc)
 		return rc;
 	if ((rc = kc_step_barrier(st)))
@@ -192,16 +203,26 @@ int kc_step_rename_reader(kc_step *st)
 	if (!buf)
 		return kc_step_fail(st, -ENOMEM, "out of memory");
 	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
-	static const char *const keys[] = {"reads", "ok", "missing", "estale_open", "estale_read",
-					   "read_enoent", "empty", "short", "long", "torn",
-					   "backwards", "errors"};
+	static const char *const keys[] = {"reads", "ok", "versions", "reads_after_stop",
+					   "missing", "estale_open", "estale_read", "read_enoent",
+					   "empty", "short", "long", "torn", "backwards", "errors"};
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		kc_count_add(counts, keys[k], 0);
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
-	int64_t n = 0, bad = 0;
+	int64_t n = 0, bad = 0, ok = 0, stop_ms = -1;
 	uint64_t last = 0;
-	while (!kc_step_should_stop(st)) {
+	/* The writer may be done before this reader first ran (a loaded
+	 * machine, a slow client): the stop then waits until this reader has
+	 * evidence of its own, verified reads or, when every attempt fails
+	 * (ESTALE on each open, say), enough attempts to say so. */
+	for (;;) {
+		if (kc_step_should_stop(st)) {
+			if (stop_ms < 0)
+				stop_ms = kaas_mono_ms();
+			if (ok >= min_ok || n >= min_reads || kaas_mono_ms() - stop_ms >= grace_ms)
+				break;
+		}
 		n++;
 		sub_file *f = NULL;
 		rc = sub_open(v, a.path, O_RDONLY, 0, &f);
@@ -213,6 +234,8 @@ int kc_step_rename_reader(kc_step *st)
 			continue;
 		}
 		kc_count_add(counts, "reads", 1);
+		if (stop_ms >= 0)
+			kc_count_add(counts, "reads_after_stop", 1);
 		if (rc) {
 			const char *kind = rc == -ENOENT ? "missing" : "errors";
 			kc_count_add(counts, kind, 1);
@@ -266,6 +289,10 @@ int kc_step_rename_reader(kc_step *st)
 			bad++;
 		} else {
 			kc_count_add(counts, "ok", 1);
+			/* A version this reader had not seen yet (they only go up). */
+			if (ok == 0 || seq != last)
+				kc_count_add(counts, "versions", 1);
+			ok++;
 			last = seq;
 		}
 		kc_step_progress(st, n, bad);

@@ -298,6 +298,79 @@ START_TEST(executor_barrier_and_stop)
 }
 END_TEST
 
+/* Writes both messages with one write(2), so that the actor reads them
+ * together: the second is already waiting when the step of the first starts. */
+static void send_pair(json_t *a, json_t *b)
+{
+	char *sa = json_dumps(a, JSON_COMPACT), *sb = json_dumps(b, JSON_COMPACT);
+	char line[4096];
+	int n = snprintf(line, sizeof(line), "%s\n%s\n", sa, sb);
+	ck_assert(n > 0 && (size_t)n < sizeof(line));
+	ck_assert_int_eq(write(drv.fd, line, (size_t)n), n);
+	free(sa);
+	free(sb);
+	json_decref(a);
+	json_decref(b);
+}
+
+static json_t *final_answer(void)
+{
+	for (;;) {
+		json_t *m = NULL;
+		ck_assert_int_eq(kc_chan_recv(&drv, &m, 30000), 0);
+		if (!json_object_get(m, "ev"))
+			return m;
+		json_decref(m);
+	}
+}
+
+/* The worst a scheduler can do to a reader: the writer is done and the stop
+ * is there before the reader has read anything.  It still verifies its
+ * minimum before it answers, so "verified nothing" never comes from timing. */
+START_TEST(reader_stopped_before_it_ran_still_verifies)
+{
+	json_t *r = ask(json_pack("{s:s,s:i}", "op", "hello", "id", 1));
+	result_of(r);
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i,s:s,s:s,s:i,s:i,s:i}", "op", "rename_writer", "id", 2, "dir", "",
+			  "target", "t", "iterations", 5, "tag", 9, "max", 200));
+	result_of(r);
+	json_decref(r);
+	send_pair(json_pack("{s:s,s:i,s:s,s:s,s:i}", "op", "rename_reader", "id", 3, "dir", "",
+			    "target", "t", "tag", 9),
+		  json_pack("{s:s,s:i}", "op", "stop", "id", 3));
+	json_t *m = final_answer();
+	json_t *c = json_object_get(result_of(m), "counts");
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "ok")), KC_READER_MIN_OK);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "reads_after_stop")), KC_READER_MIN_OK);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "versions")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(result_of(m), "last_seq")), 5);
+	json_decref(m);
+
+	/* When every attempt fails the minimum of attempts ends it: the
+	 * evidence is the failures (here: a stream that is not the writer's). */
+	send_pair(json_pack("{s:s,s:i,s:s,s:s,s:i,s:i}", "op", "rename_reader", "id", 4, "dir", "",
+			    "target", "t", "tag", 10, "min_reads", 30),
+		  json_pack("{s:s,s:i}", "op", "stop", "id", 4));
+	m = final_answer();
+	c = json_object_get(result_of(m), "counts");
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "ok")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "reads")), 30);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "torn")), 30);
+	json_decref(m);
+
+	/* Nothing to read at all: the grace time ends it. */
+	send_pair(json_pack("{s:s,s:i,s:s,s:s,s:i,s:i,s:i}", "op", "rename_reader", "id", 5, "dir", "",
+			    "target", "absent", "tag", 9, "min_reads", 1000000, "grace_ms", 200),
+		  json_pack("{s:s,s:i}", "op", "stop", "id", 5));
+	m = final_answer();
+	c = json_object_get(result_of(m), "counts");
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "ok")), 0);
+	ck_assert_int_gt(json_integer_value(json_object_get(c, "missing")), 0);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(driver_forks_phases_crashes_and_respawns)
 {
 	char dir[] = "/tmp/kc-test-drv.XXXXXX";
@@ -372,9 +445,11 @@ int main(void)
 	tcase_add_test(t, framing_refuses_oversized_lines);
 	suite_add_tcase(s, t);
 	TCase *e = tcase_create("executor");
+	tcase_set_timeout(e, 60);
 	tcase_add_checked_fixture(e, actor_setup, actor_teardown);
 	tcase_add_test(e, executor_runs_named_steps);
 	tcase_add_test(e, executor_barrier_and_stop);
+	tcase_add_test(e, reader_stopped_before_it_ran_still_verifies);
 	suite_add_tcase(s, e);
 	TCase *d = tcase_create("driver");
 	tcase_set_timeout(d, 60);

@@ -15,7 +15,7 @@ EXIT = {"PASS": 0, "WARN": 0, "FAIL": 1, "ERROR": 2, "REFUSED": 3}
 CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy"]
 # The counters formats.md lists per check, present in every report of a
 # check that ran to the end ({v}: each variant).
-READER = ["reads", "ok", "missing", "read_enoent", "empty", "short", "long", "torn",
+READER = ["reads", "ok", "versions", "reads_after_stop", "missing", "read_enoent", "empty", "short", "long", "torn",
           "backwards", "errors", "estale_open", "estale_read", "renames", "rename_errors",
           "write_errors", "hold_errors"]
 CTO = ["reads", "ok", "stale", "short", "long", "torn", "empty", "missing", "future",
