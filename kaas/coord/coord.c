@@ -400,6 +400,9 @@ void kaas_coord_load_groups(kaas_coord *c)
 		int32_t node, port;
 		const char *host;
 		kc_group *g;
+		if (c->drain_requested ||
+		    (c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE)))
+			break; /* stopping: the rest is loaded by whoever runs next */
 		if (kaas_coord_owner(c, 0, kc_k(&ids[i]), &node, &host, &port) ||
 		    node != c->cfg.broker_id || kc_group_find(c, kc_k(&ids[i])))
 			continue;

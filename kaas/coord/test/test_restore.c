@@ -747,11 +747,49 @@ START_TEST(garbage_never_crashes)
 }
 END_TEST
 
+/* With its threads, a coordinator loads the groups on the volume by itself
+ * when it starts: members that never come back expire, and the emptied
+ * group is written, without any request naming the group. */
+START_TEST(threads_load_and_expire_on_their_own)
+{
+	th t;
+	th_open(&t);
+	char *f1 = replace_once(good, "\"session_timeout_ms\":10000", "\"session_timeout_ms\":200");
+	char *file = replace_once(f1, "\"offsets\":[]",
+				  "\"offsets\":[{\"topic\":\"t\",\"partition\":0,\"offset\":5,"
+				  "\"leader_epoch\":-1,\"metadata\":\"\",\"commit_ms\":1}]");
+	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/" G ".json", file, strlen(file)), 0);
+	free(f1);
+	free(file);
+	kaas_coord_close(t.c);
+	t.cfg.manual = 0;
+	t.cfg.now_ms = NULL;
+	t.cfg.wall_ms = NULL;
+	th_start(&t);
+	int empty = 0;
+	for (int i = 0; i < 3000 && !empty; i++) { /* up to a minute */
+		char *buf = NULL;
+		size_t len;
+		if (sub_read_file(t.vfs, "groups/" G ".json", 1 << 20, &buf, &len) == 0) {
+			empty = strstr(buf, "\"state\":\"Empty\"") != NULL;
+			free(buf);
+		}
+		if (!empty)
+			usleep(20000);
+	}
+	ck_assert_msg(empty, "the group file never said the group had emptied");
+	desc d;
+	describe(&t, G, &d);
+	ck_assert_str_eq(d.state, "Empty");
+	th_close(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("coord-restore");
 	TCase *tc = tcase_create("restore");
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, members_keep_their_generation);
 	tcase_add_test(tc, absent_member_expires_and_the_rest_rebalance);
 	tcase_add_test(tc, load_at_start_expires_members_that_never_return);
@@ -762,6 +800,7 @@ int main(void)
 	tcase_add_test(tc, version_1_file_loads);
 	tcase_add_test(tc, corrupt_membership_is_refused);
 	tcase_add_test(tc, garbage_never_crashes);
+	tcase_add_test(tc, threads_load_and_expire_on_their_own);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
