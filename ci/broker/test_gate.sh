@@ -27,6 +27,9 @@ expect() {
 mkdir -p "$T/d"
 expect 2 "--data is required" -- --listen 127.0.0.1:0
 expect 2 "unknown option --bogus" -- --bogus
+expect 2 "--data needs a value" -- --data
+expect 2 "unexpected argument 'stray'" -- --data "$T/d" stray
+expect 2 "--cluster-dir: kaas.cluster.dir: invalid value ''" -- --data "$T/d" --cluster-dir ""
 expect 2 "--broker-id: broker.id: invalid value 'abc'" -- --data "$T/d" --broker-id abc
 expect 2 "--broker-id: broker.id: invalid value '-3'" -- --data "$T/d" --broker-id -3
 expect 2 "--listen: listeners: invalid value" -- --data "$T/d" --listen nowhere
