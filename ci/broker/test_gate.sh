@@ -102,6 +102,8 @@ expect 78 "kaas-conform check $T/d --stamp --cluster-dir $T/c" -- --data "$T/d" 
 BROKER_LOG=$T/trust.log broker_start "$T/d"
 grep -q "trust-unqualified: starting on a volume WITHOUT a passing" "$T/trust.log" || fail "no loud warning"
 grep -q "start-up self-check passed" "$T/trust.log" || fail "no self-check"
+mkdir -p "$T/d2"
+expect 2 "Address already in use" -- --data "$T/d2" --listen "127.0.0.1:$BROKER_PORT" --trust-unqualified
 broker_stop
 [ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
 echo "ok --trust-unqualified starts with a warning; the self-check ran"
