@@ -7,8 +7,9 @@
  *      nothing run in that environment gets durable data;
  *   2. timing (a warning only; tmpfs and NVMe with power-loss protection are
  *      legitimately fast): the median fsync after a 4 KiB write is compared
- *      with one create round trip on the same substrate, and libc fsync with
- *      the raw system call;
+ *      with the fastest of one round trip to the substrate (kc_fsync_too_fast
+ *      says which operation that is for the client at hand), and libc fsync
+ *      with the raw system call;
  *   3. crash: actor 0 writes 1 MiB, fsyncs file and directory, and reports
  *      back; the driver kills it with SIGKILL (no close, no flush), runs
  *      --crash-cmd if given (kill a server, restart a FUSE daemon, copy a
@@ -23,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "judge.h"
 #include "run.h"
 #include "util/clock.h"
 
@@ -129,15 +131,24 @@ static int probe(kc_run *r, kc_result *res, const char *dir)
 			int64_t lib = json_integer_value(json_object_get(out, "libc_fsync_ns"));
 			int64_t cre = json_integer_value(json_object_get(out, "create_ns"));
 			int64_t opn = json_integer_value(json_object_get(out, "open_ns"));
+			int64_t lku = json_integer_value(json_object_get(out, "lookup_ns"));
+			int64_t gat = json_integer_value(json_object_get(out, "getattr_ns"));
 			kc_result_count(res, "raw_fsync_ns", raw);
 			kc_result_count(res, "libc_fsync_ns", lib);
 			kc_result_count(res, "create_ns", cre);
 			kc_result_count(res, "open_ns", opn);
+			kc_result_count(res, "lookup_ns", lku);
+			kc_result_count(res, "getattr_ns", gat);
 			kc_result_count(res, "samples", samples);
 			/* An fsync that returns before one round trip to the
 			 * substrate cannot have waited for stable storage. */
-			if (raw >= 0 && opn > 0 && raw < opn)
+			int64_t ref;
+			const char *kind;
+			if (kc_fsync_too_fast(raw, lku, gat, &ref, &kind))
 				kc_result_count(res, "fast_fsync", 1);
+			kc_result_count(res, "round_trip_ns", ref);
+			json_object_set_new(res->profile, "round_trip",
+					    json_pack("{s:s,s:I}", "kind", kind, "ns", (json_int_t)ref));
 			if (lib >= 0 && raw >= 50000 && lib * 10 < raw)
 				kc_result_count(res, "libc_faster", 1);
 		}

@@ -170,6 +170,20 @@ kc_verdict kc_judge_unlink(const json_t *counts, char *summary, size_t len)
 	return KC_PASS;
 }
 
+int kc_fsync_too_fast(int64_t fsync_ns, int64_t lookup_ns, int64_t getattr_ns, int64_t *ref_ns,
+		      const char **kind)
+{
+	int64_t ref = lookup_ns > 0 ? lookup_ns : -1;
+	const char *k = ref > 0 ? "lookup" : "none";
+	if (getattr_ns > 0 && (ref < 0 || getattr_ns < ref)) {
+		ref = getattr_ns;
+		k = "getattr";
+	}
+	*ref_ns = ref;
+	*kind = k;
+	return fsync_ns >= 0 && ref > 0 && fsync_ns < ref;
+}
+
 kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len)
 {
 	sbuf b = {summary, len, 0};
@@ -185,16 +199,16 @@ kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len)
 	}
 	if (C("fast_fsync") > 0 || C("libc_faster") > 0) {
 		if (C("fast_fsync") > 0)
-			sb_add(&b, "suspicious: fsync (%.1f us) is faster than opening a file (%.1f us), one round trip",
-			       C("raw_fsync_ns") / 1000.0, C("open_ns") / 1000.0);
+			sb_add(&b, "suspicious: fsync (%.1f us) returns faster than one round trip to the filesystem (%.1f us)",
+			       C("raw_fsync_ns") / 1000.0, C("round_trip_ns") / 1000.0);
 		if (C("libc_faster") > 0)
 			sb_add(&b, "%ssuspicious: libc fsync (%.1f us) is much faster than the system call (%.1f us)",
 			       C("fast_fsync") > 0 ? "; " : "", C("libc_fsync_ns") / 1000.0,
 			       C("raw_fsync_ns") / 1000.0);
 		return KC_WARN;
 	}
-	sb_add(&b, "fsync %.1f us vs open %.1f us; %lld bytes survived %s", C("raw_fsync_ns") / 1000.0,
-	       C("open_ns") / 1000.0, C("crash_bytes"),
+	sb_add(&b, "fsync %.1f us vs one round trip %.1f us; %lld bytes survived %s",
+	       C("raw_fsync_ns") / 1000.0, C("round_trip_ns") / 1000.0, C("crash_bytes"),
 	       C("crash_cmd") > 0 ? "the writer's kill and the crash command" : "the writer's kill");
 	return KC_PASS;
 }

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kc.h"
 #include "result.h"
@@ -28,6 +29,23 @@ kc_verdict kc_judge_overall(const kc_result *res, int n);
  * preflight, whose verdict comes from the identity) and fills the reproduce
  * hint for a FAIL. */
 void kc_judge_result(kc_result *r, uint64_t seed);
+
+/* fsync timing, a warning only: did the median fsync (fsync_ns) return
+ * faster than one round trip to the filesystem?  The round trip is the
+ * fastest sample of the cheaper of two operations, each at most one request
+ * to the server when it is not answered from a cache:
+ *   lookup_ns   the stat of a name that never existed (no cache can hold
+ *               it; but libnfs walks a path one LOOKUP per component, and a
+ *               GlusterFS lookup is several requests to the brick);
+ *   getattr_ns  the fstat of the open file (one GETATTR for libnfs and for
+ *               FUSE without attribute caching).
+ * A client that answers either from a cache makes the reference small, and
+ * then fsync is never suspicious: timing only ever errs towards PASS.  On a
+ * local filesystem both are system calls without I/O, which a no-op fsync
+ * (tmpfs) still undercuts by half.  -1 means not measured.  Sets *ref_ns
+ * (-1 when none) and *kind ("lookup", "getattr" or "none"). */
+int kc_fsync_too_fast(int64_t fsync_ns, int64_t lookup_ns, int64_t getattr_ns, int64_t *ref_ns,
+		      const char **kind);
 
 /* rename-copy: a rename is "as slow as a copy" when the median rename of the
  * large file takes at least this many times the median of the small one. */

@@ -2,6 +2,14 @@
  * steps_fsync.c — fsync_probe: is this process's fsync the C library's, and
  * how long does a real fsync take compared with one metadata round trip?
  *
+ * The round trip is measured two ways, each as the fastest of the samples
+ * (the driver's kc_fsync_too_fast takes the cheaper): the stat of a name
+ * that never existed (no cache can hold it) and the fstat of the open file
+ * (one GETATTR where attributes are not cached; libnfs resolves a path one
+ * LOOKUP per component, a GlusterFS lookup is several requests).  Opening a
+ * file is not one round trip: through FUSE with caches off it is a lookup,
+ * an open and a getattr.
+ *
  * An LD_PRELOADed library (eatmydata) replaces fsync and friends with no-ops.
  * The substrate backends call the raw system call, so kaas itself is immune,
  * but anything else in the same environment is not, and a qualification run
@@ -51,6 +59,15 @@ static int64_t median(int64_t *v, int n)
 	return v[n / 2];
 }
 
+static int64_t minimum(const int64_t *v, int n)
+{
+	int64_t m = -1;
+	for (int i = 0; i < n; i++)
+		if (m < 0 || v[i] < m)
+			m = v[i];
+	return m;
+}
+
 int kc_step_fsync_probe(kc_step *st)
 {
 	static const char *const sync_syms[] = {"fsync", "fdatasync", "syncfs", "sync",
@@ -94,10 +111,12 @@ int kc_step_fsync_probe(kc_step *st)
 	int64_t *lib = calloc((size_t)samples, sizeof(int64_t));
 	int64_t *cre = calloc((size_t)samples, sizeof(int64_t));
 	int64_t *opn = calloc((size_t)samples, sizeof(int64_t));
+	int64_t *lku = calloc((size_t)samples, sizeof(int64_t));
+	int64_t *gat = calloc((size_t)samples, sizeof(int64_t));
 	char block[4096];
 	int nfd = sub_native_fd(f);
-	int nraw = 0, nlib = 0, ncre = 0, nopn = 0;
-	if (!raw || !lib || !cre || !opn) {
+	int nraw = 0, nlib = 0, ncre = 0, nopn = 0, nlku = 0, ngat = 0;
+	if (!raw || !lib || !cre || !opn || !lku || !gat) {
 		rc = kc_step_fail(st, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -136,14 +155,24 @@ int kc_step_fsync_probe(kc_step *st)
 			cre[ncre++] = kaas_mono_ns() - t;
 			sub_unlink(v, cp);
 		}
-		/* Opening an existing file is one round trip on a network or FUSE
-		 * filesystem (close-to-open revalidation), and no I/O at all on a
-		 * local one: the floor for anything that reaches the server. */
+		/* Opening an existing file: reported, not a reference (it is
+		 * several round trips through FUSE without caches). */
 		t = kaas_mono_ns();
 		if (sub_open(v, path, O_RDONLY, 0, &c) == 0) {
 			sub_close(c);
 			opn[nopn++] = kaas_mono_ns() - t;
 		}
+		/* A name that never existed: nothing can answer from a cache. */
+		sub_stat sb;
+		snprintf(cp, sizeof(cp), "%s.n%lld", path, (long long)i);
+		t = kaas_mono_ns();
+		int lr = sub_stat_path(v, cp, &sb);
+		int64_t dt = kaas_mono_ns() - t;
+		if (lr == -ENOENT)
+			lku[nlku++] = dt;
+		t = kaas_mono_ns();
+		if (sub_fstat(f, &sb) == 0)
+			gat[ngat++] = kaas_mono_ns() - t;
 		if (kc_step_should_stop(st))
 			break;
 		kc_step_progress(st, i + 1, 0);
@@ -153,12 +182,16 @@ int kc_step_fsync_probe(kc_step *st)
 	json_object_set_new(st->result, "libc_fsync_ns", json_integer(median(lib, nlib)));
 	json_object_set_new(st->result, "create_ns", json_integer(median(cre, ncre)));
 	json_object_set_new(st->result, "open_ns", json_integer(median(opn, nopn)));
+	json_object_set_new(st->result, "lookup_ns", json_integer(minimum(lku, nlku)));
+	json_object_set_new(st->result, "getattr_ns", json_integer(minimum(gat, ngat)));
 	json_object_set_new(st->result, "native", json_boolean(nfd >= 0));
 out:
 	free(raw);
 	free(lib);
 	free(cre);
 	free(opn);
+	free(lku);
+	free(gat);
 	sub_close(f);
 	sub_unlink(v, path);
 	return rc;

@@ -192,6 +192,59 @@ START_TEST(judges_decide_from_counts)
 }
 END_TEST
 
+/* fsync's timing warning, fed with what real substrates measured (a fake
+ * timing source): the reference must be one round trip for the client at
+ * hand, so honest substrates pass and a no-op fsync is still suspicious. */
+START_TEST(fsync_timing_reference)
+{
+	int64_t ref;
+	const char *kind;
+	/* tmpfs: fsync does nothing (0.19 us median); the fstat of the open
+	 * file (0.48 us) and a lookup of a new name (1.75 us) are system calls
+	 * without I/O, still more than a no-op fsync (under load too: 2.1x). */
+	ck_assert_int_eq(kc_fsync_too_fast(190, 1750, 480, &ref, &kind), 1);
+	ck_assert_int_eq(ref, 480);
+	ck_assert_str_eq(kind, "getattr");
+	/* smbnetfs: fsync stays in the FUSE daemon (3 us), a lookup and an
+	 * uncached getattr ask the SMB server. */
+	ck_assert_int_eq(kc_fsync_too_fast(3000, 325000, 150000, &ref, &kind), 1);
+	/* ext4 on a local disk. */
+	ck_assert_int_eq(kc_fsync_too_fast(221528, 1693, 751, &ref, &kind), 0);
+	/* GlusterFS, FUSE with caches off, as measured here: opening a file
+	 * (1.2-1.3 ms, a lookup, an open and a getattr) and even the lookup of
+	 * a new name (0.67-0.83 ms) are several requests to the brick; the
+	 * getattr of the open file is one (86-107 us), and fsync (0.40-0.58 ms)
+	 * one plus the brick's disk.  Against the open it warned every time. */
+	ck_assert_int_eq(kc_fsync_too_fast(398802, 826897, 97375, &ref, &kind), 0);
+	ck_assert_int_eq(ref, 97375);
+	ck_assert_int_eq(kc_fsync_too_fast(398802, 1302183, -1, &ref, &kind), 1);
+	/* A kernel client that answers from its caches: a small reference
+	 * never makes fsync suspicious. */
+	ck_assert_int_eq(kc_fsync_too_fast(500000, 2000, 1000, &ref, &kind), 0);
+	/* libnfs: a path costs one LOOKUP per component (3 here), the GETATTR
+	 * of the open file one round trip.  A server whose COMMIT is fast
+	 * (stable storage with power-loss protection) is not suspicious ... */
+	ck_assert_int_eq(kc_fsync_too_fast(250000, 700000, 120000, &ref, &kind), 0);
+	ck_assert_int_eq(ref, 120000);
+	ck_assert_str_eq(kind, "getattr");
+	/* ... one that answers COMMIT in less than a round trip is. */
+	ck_assert_int_eq(kc_fsync_too_fast(20000, 700000, 120000, &ref, &kind), 1);
+	/* Only a lookup measured. */
+	ck_assert_int_eq(kc_fsync_too_fast(100, 1750, -1, &ref, &kind), 1);
+	ck_assert_str_eq(kind, "lookup");
+	/* Nothing measured: no verdict from timing. */
+	ck_assert_int_eq(kc_fsync_too_fast(100, -1, -1, &ref, &kind), 0);
+	ck_assert_int_eq(ref, -1);
+	ck_assert_str_eq(kind, "none");
+	ck_assert_int_eq(kc_fsync_too_fast(-1, 5000, 4000, &ref, &kind), 0);
+
+	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_ns=190 round_trip_ns=480", KC_WARN,
+	      "faster than one round trip to the filesystem (0.5 us)");
+	JUDGE(kc_judge_fsync, "raw_fsync_ns=398802 round_trip_ns=97375 crash_bytes=100", KC_PASS,
+	      "fsync 398.8 us vs one round trip 97.4 us");
+}
+END_TEST
+
 START_TEST(overall_verdict_and_reproduce_hint)
 {
 	kc_result r[KC_NCHECKS];
@@ -686,6 +739,7 @@ int main(void)
 	tcase_add_test(t, verdicts_order_and_exit_codes);
 	tcase_add_test(t, judges_decide_from_counts);
 	tcase_add_test(t, judges_fail_on_every_violation_counter);
+	tcase_add_test(t, fsync_timing_reference);
 	tcase_add_test(t, overall_verdict_and_reproduce_hint);
 	tcase_add_test(t, result_store_prefixes_and_caps);
 	tcase_add_test(t, options_parse_and_reject);

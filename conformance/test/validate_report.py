@@ -32,6 +32,7 @@ COUNTS = {
     "unlink-open": ["hidden_while_open", "hidden_after_close", "rmdir_after_close_failed",
                     "space_not_freed", "space_unknown"],
     "fsync": ["interposed_actors", "raw_fsync_ns", "libc_fsync_ns", "open_ns", "create_ns",
+              "lookup_ns", "getattr_ns", "round_trip_ns",
               "samples", "fast_fsync", "libc_faster", "crash_bytes", "crash_lost",
               "crash_bytes_lost", "crash_cmd"],
     "rename-copy": ["ratio_x100", "time_grows", "inode_changed", "old_fd_broken",
