@@ -20,8 +20,9 @@
 #
 # start.sh records every resource in STATE/resources before creating it
 # ("mount PATH", "pid PIDFILE", "pidnow PID", "pidkill PIDFILE", "netns NAME",
-# "loop DEV"); sub_teardown undoes
-# them newest first, so a half-finished start is cleaned up like a full one.
+# "loop DEV", "file PATH" for a file a daemon leaves outside STATE);
+# sub_teardown undoes them newest first, so a half-finished start is cleaned
+# up like a full one.
 
 SUB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -150,6 +151,7 @@ sub_teardown() {
 				sub_wait 10 eval "! losetup '$what' 2>/dev/null | grep -qF '$st'" ||
 					sub_log "loop device $what is still attached"
 			fi ;;
+		file) rm -f "$what" ;;
 		esac
 	done
 	mv -f "$st/resources" "$st/resources.done"
@@ -166,6 +168,7 @@ sub_check_clean() {
 		pidnow) sub_alive "$what" && { sub_log "still running: $what"; bad=1; } ;;
 		netns) [ -e "/run/netns/$what" ] && { sub_log "netns left: $what"; bad=1; } ;;
 		loop) losetup "$what" 2>/dev/null | grep -q "$st" && { sub_log "loop device left: $what"; bad=1; } ;;
+		file) [ -e "$what" ] || [ -L "$what" ] && { sub_log "file left: $what"; bad=1; } ;;
 		esac
 	done <"$st/resources.done"
 	return $bad

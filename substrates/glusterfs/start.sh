@@ -30,7 +30,7 @@ sub_netns "$ns"
 setsid nsenter --net="/run/netns/$ns" -- glusterd -N -f "$STATE/glusterd.vol" \
 	-p "$STATE/run/glusterd.pid" -l "$STATE/log/glusterd.log" </dev/null >"$STATE/log/glusterd.out" 2>&1 &
 sub_record pidnow $!
-cli() { sub_in_ns "$ns" gluster --glusterd-sock="$STATE/run/glusterd.socket" --mode=script "$@"; }
+cli() { sub_in_ns "$ns" gluster --glusterd-sock="$STATE/run/glusterd.socket" --log-file="$STATE/log/cli.log" --mode=script "$@"; }
 sub_wait 20 cli pool list || sub_die "glusterd did not come up: $(tail -3 "$STATE/log/glusterd.log")"
 # the CLI refuses "localhost" as a brick host; the namespace's second
 # loopback address is accepted and is this node
@@ -43,6 +43,15 @@ if [ "$consistent" = 1 ]; then
 	fopts=(--attribute-timeout=0 --entry-timeout=0 --negative-timeout=0 --fopen-keep-cache=no)
 fi
 cli volume start gv0 >/dev/null
+# glusterd puts the brick's control socket and log under /var/run/gluster and
+# /var/log/glusterfs whatever its own directories are; the brick dies with the
+# namespace and cannot remove them, so teardown does
+brick=$(sub_pid_of "$(ls "$STATE"/run/vols/gv0/*.pid 2>/dev/null | head -1)")
+[ -n "$brick" ] || sub_die "no brick process after volume start: $(tail -3 "$STATE/log/glusterd.log")"
+brick_arg() { tr '\0' '\n' <"/proc/$brick/cmdline" | grep -A1 -x -- "$1" | sed -n 2p; }
+for f in "$(brick_arg -S)" "$(brick_arg -l)"; do
+	case $f in /var/*) sub_record file "$f" ;; esac
+done
 for m in mA mB; do
 	sub_record mount "$STATE/$m"
 	sub_in_ns "$ns" glusterfs --volfile-server=127.0.0.2 --volfile-id=gv0 "${fopts[@]}" \
