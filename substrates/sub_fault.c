@@ -15,8 +15,9 @@
  *   - a lying fsync (writes held in memory until close), rename done as copy +
  *     unlink (object-store mounts), an open file renamed over or unlinked
  *     by first moving it aside to .fuse_hidden* (libfuse), O_EXCL ignored or
- *     its loser told EPERM (SFTP), and client caches that break
- *     close-to-open (whole contents, or only the size).
+ *     its loser told EPERM (SFTP), client caches that break close-to-open
+ *     (whole contents, or only the size), and a client that never lets go
+ *     of a file the application closed (leak=GLOB).
  *
  * One recursive mutex per vfs serialises everything, inner calls included:
  * this backend is for tests, where determinism matters more than overlap.
@@ -157,6 +158,7 @@ typedef struct fault_vfs {
 	uint64_t copy_delay_us;
 	int fsync_lie, rename_copy, rename_hide, excl_broken, excl_eperm;
 	int cto_stale; /* CTO_STRICT, CTO_STALE or CTO_SIZE */
+	char *leak_glob; /* leak=: closes of matching files keep them open */
 	fault_rule *rules;
 	/* state */
 	uint64_t calls[OP_COUNT];
@@ -170,6 +172,8 @@ typedef struct fault_vfs {
 	cto_entry *cache;
 	sub_fault_hook_fn hook;
 	void *hook_arg;
+	sub_file **leaked; /* leak=: inner files closed only at destroy */
+	size_t nleaked, capleaked;
 } fault_vfs;
 
 typedef struct fault_file {
@@ -1058,6 +1062,22 @@ static int fw_close(sub_file *f)
 		}
 		node_maybe_free(fv, nd);
 	}
+	if (in && fv->leak_glob && fnmatch(fv->leak_glob, ff->path, 0) == 0) {
+		/* leak=: the application's close succeeds, the client keeps
+		 * the file open underneath until the vfs goes away. */
+		if (fv->nleaked == fv->capleaked) {
+			size_t ncap = fv->capleaked ? fv->capleaked * 2 : 8;
+			sub_file **nl = realloc(fv->leaked, ncap * sizeof(*nl));
+			if (nl) {
+				fv->leaked = nl;
+				fv->capleaked = ncap;
+			}
+		}
+		if (fv->nleaked < fv->capleaked) {
+			fv->leaked[fv->nleaked++] = in;
+			in = NULL;
+		}
+	}
 	if (in) {
 		int crc = sub_close(in);
 		if (!rc)
@@ -1674,6 +1694,10 @@ static void fw_destroy(sub_vfs *v)
 		free(r->glob);
 		free(r);
 	}
+	for (size_t i = 0; i < fv->nleaked; i++)
+		sub_close(fv->leaked[i]);
+	free(fv->leaked);
+	free(fv->leak_glob);
 	sub_destroy(fv->inner);
 	pthread_mutex_destroy(&fv->mu);
 	free(fv->opts);
@@ -1822,6 +1846,12 @@ static int parse_option(fault_vfs *fv, const char *opt, size_t optlen, char *err
 			fv->cto_stale = CTO_STRICT;
 		else
 			OPT_ERR("cto must be stale, size or strict");
+	} else if (IS("leak")) {
+		char *g = vlen ? strndup(val, vlen) : NULL;
+		if (!g)
+			OPT_ERR("leak needs a path pattern");
+		free(fv->leak_glob);
+		fv->leak_glob = g;
 	} else if (IS("fail") || IS("failpath")) {
 		/* fail=<op>:<n>[+]:<ERRNO>   failpath=<glob>:<op>:<ERRNO>
 		 * Split at the last two ':' so a glob may contain ':'. */
@@ -1885,7 +1915,7 @@ static int parse_option(fault_vfs *fv, const char *opt, size_t optlen, char *err
 		*pp = r;
 	} else {
 		OPT_ERR("unknown option (known: seed, fail, failpath, crash_after, crash_mode, "
-			"undo_max, fsync, rename, copy_delay_us, excl, cto)");
+			"undo_max, fsync, rename, copy_delay_us, excl, cto, leak)");
 	}
 #undef IS
 #undef VAL
@@ -1954,6 +1984,7 @@ out:
 			free(r->glob);
 			free(r);
 		}
+		free(fv->leak_glob);
 		pthread_mutex_destroy(&fv->mu);
 		free(fv->opts);
 		free(fv->base.url);

@@ -1,11 +1,12 @@
 /*
  * test_sub_fault.c — the fault backend: error injection, the crash model
  * (reverts, torn writes, crash_after replay), fsync=lie, rename=copy,
- * rename=hide, excl=broken, excl=eperm, cto=stale, cto=size, option
+ * rename=hide, excl=broken, excl=eperm, cto=stale, cto=size, leak, option
  * parsing.  What a crash left behind is always checked through a plain posix
  * vfs on the same directory.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1088,6 +1089,62 @@ END_TEST
 
 /* ---- options, identity, API ---------------------------------------------- */
 
+/* How many of this process's descriptors are open on tmpdir/name (deleted
+ * or not). */
+static int open_on(const char *name)
+{
+	char want[400], link[600], p[300];
+	snprintf(want, sizeof(want), "%s/%s", tmpdir, name);
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		ssize_t l = readlink(p, link, sizeof(link) - 1);
+		if (l <= 0)
+			continue;
+		link[l] = '\0';
+		if (strncmp(link, want, strlen(want)) == 0 &&
+		    (link[strlen(want)] == '\0' || strcmp(link + strlen(want), " (deleted)") == 0))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* leak=GLOB: the application's close of a matching file succeeds, but the
+ * client keeps it open underneath until the vfs is destroyed, so a deleted
+ * file keeps its space (a negative control for unlink-open); other files
+ * close for real. */
+START_TEST(leak_keeps_matching_files_open_until_destroy)
+{
+	sub_vfs *v = fault_open("leak=*/victim*");
+	ck_assert_int_eq(sub_mkdir(v, "d", 0755), 0);
+	sub_file *a = create(v, "d/victim1");
+	sub_file *b = create(v, "d/other");
+	write_str(a, "held", 0);
+	write_str(b, "free", 0);
+	/* Synced: no undo record keeps a handle for the crash model. */
+	ck_assert_int_eq(sub_fsync(a), 0);
+	ck_assert_int_eq(sub_fsync(b), 0);
+	ck_assert_int_eq(sub_close(a), 0);
+	ck_assert_int_eq(sub_close(b), 0);
+	ck_assert_int_eq(open_on("d/victim1"), 1);
+	ck_assert_int_eq(open_on("d/other"), 0);
+	/* Deleted by another client: still open, as a deleted file. */
+	ck_assert_int_eq(sub_unlink(plain, "d/victim1"), 0);
+	ck_assert_int_eq(open_on("d/victim1"), 1);
+	/* Reopened and closed again: another descriptor kept. */
+	a = create(v, "d/victim2");
+	ck_assert_int_eq(sub_close(a), 0);
+	ck_assert_int_eq(open_on("d/victim2"), 1);
+	sub_destroy(v);
+	ck_assert_int_eq(open_on("d/victim1"), 0);
+	ck_assert_int_eq(open_on("d/victim2"), 0);
+}
+END_TEST
+
 START_TEST(bad_options_are_rejected)
 {
 	static const struct {
@@ -1116,6 +1173,7 @@ START_TEST(bad_options_are_rejected)
 		{"copy_delay_us=soon", "copy_delay_us"},
 		{"copy_delay_us=99999999", "copy_delay_us"},
 		{"seed=1&rename=copy&bogus=2", "bogus=2"},
+		{"leak=", "leak"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char url[512], err[256] = "";
@@ -1232,6 +1290,7 @@ int main(void)
 	tcase_add_test(tc, excl_eperm_tells_the_loser_eperm);
 	tcase_add_test(tc, rename_hide_moves_an_open_target_aside);
 	tcase_add_test(tc, cto_size_keeps_the_first_size);
+	tcase_add_test(tc, leak_keeps_matching_files_open_until_destroy);
 	tcase_add_test(tc, bad_options_are_rejected);
 	tcase_add_test(tc, options_follow_the_last_question_mark);
 	tcase_add_test(tc, mutation_counting_and_api_checks);
