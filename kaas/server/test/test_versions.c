@@ -214,6 +214,25 @@ START_TEST(metadata_every_version)
 		free(req);
 		free(want);
 	}
+	/* auto.create.topics.enable=false: no version creates anything. */
+	H.b.cfg.auto_create_topics = 0;
+	for (int16_t v = 0; v <= 7; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		gb_arr(req, 1);
+		gb_str(req, "never");
+		if (v >= 4)
+			gb8(req, 1);
+		hreq *r = hh_send(KAAS_API_METADATA, v, req);
+		md_head(want, v);
+		gb_arr(want, 1);
+		md_topic(want, v, KERR_UNKNOWN_TOPIC_OR_PARTITION, "never", 0);
+		hh_expect("auto.create.topics.enable=false", r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+	kaas_topic_info info;
+	ck_assert_int_eq(kaas_topics_lookup(H.b.topics, "never", 5, &info), -ENOENT);
 }
 END_TEST
 
