@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "coord/coord.h"
 #include "proto/buf.h"
@@ -90,6 +91,8 @@ typedef struct kc_member {
 	int32_t assignment_len;
 	int64_t deadline;        /* monotonic ms: expires unless it heartbeats */
 	int is_new;              /* joined during the current rebalance */
+	char *json;              /* its entry in the group file; NULL: build again */
+	size_t json_len;
 	kc_waiter join;          /* parked JoinGroup */
 	kc_waiter sync;          /* parked SyncGroup */
 } kc_member;
@@ -291,6 +294,12 @@ int kc_gname_decode(const char *stem, char *out, size_t outlen, size_t *len);
 void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_outbox *ob);
 void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob);
 void kc_member_free(kc_member *m);
+/* A field that the group file holds changed: drop the member's cached entry. */
+static inline void kc_member_touch(kc_member *m)
+{
+	free(m->json);
+	m->json = NULL;
+}
 /* The membership changed in a way the volume must learn (a member left,
  * expired or was fenced, the group emptied): queue a write of the file. */
 void kc_group_meta_changed(kaas_coord *c, kc_group *g);

@@ -91,6 +91,7 @@ void kc_member_free(kc_member *m)
 	}
 	free(m->protos);
 	free(m->assignment);
+	free(m->json);
 	free(m);
 }
 
@@ -153,6 +154,7 @@ static int set_protocols(kc_member *m, const kc_join_req *r)
 		free(m->protos[i].meta);
 	}
 	free(m->protos);
+	kc_member_touch(m);
 	m->protos = np;
 	m->nprotos = r->nprotos;
 	return 0;
@@ -371,6 +373,7 @@ static void prepare_rebalance(kaas_coord *c, kc_group *g, int64_t now, kc_outbox
 			free(m->assignment);
 			m->assignment = NULL;
 			m->assignment_len = 0;
+			kc_member_touch(m);
 			answer_sync(m, KERR_REBALANCE_IN_PROGRESS, ob);
 		}
 	}
@@ -732,6 +735,7 @@ static int update_member(kc_member *m, const kaas_coord_call *call, const kc_joi
 	m->rebalance_timeout_ms = r->rebalance_timeout;
 	if (call->client_id.len >= 0)
 		kc_str_setk(&m->client_id, call->client_id);
+	kc_member_touch(m);
 	return 0;
 }
 
@@ -796,6 +800,7 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 					kc_str_set(&g->leader, id.s, id.len);
 				kc_str_free(&m->id);
 				m->id = id;
+				kc_member_touch(m);
 				kc_group_meta_changed(c, g); /* the old id stays fenced after a restart */
 				if (update_member(m, call, r)) {
 					err = KERR_COORDINATOR_NOT_AVAILABLE;
@@ -1044,6 +1049,7 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 				free(x->assignment);
 				x->assignment = NULL;
 				x->assignment_len = 0;
+				kc_member_touch(x);
 				for (int32_t i = 0; i < n; i++) {
 					if (!kc_str_eqk(&x->id, ids[i]) || asg[i].len <= 0)
 						continue;

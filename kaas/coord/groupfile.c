@@ -225,7 +225,7 @@ fail:
 
 char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, size_t n)
 {
-	char *out = NULL;
+	char *out = NULL, *head = NULL, *tail = NULL;
 	json_t *offs = json_array();
 	json_t *doc = json_object();
 	if (!offs || !doc)
@@ -257,16 +257,51 @@ char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, si
 				empty ? json_null() : jstr(g->protocol.s, g->protocol.len)) ||
 	    json_object_set_new(doc, "leader", empty ? json_null() : jstr(g->leader.s, g->leader.len)))
 		goto out;
-	json_t *members = json_array();
-	if (!members || json_object_set_new(doc, "members", members))
+	/* Members change at rebalances, offsets at every commit: each member's
+	 * JSON is kept between writes (kc_member_touch() drops it) and the
+	 * document is put together from the parts, so a commit to a group of a
+	 * thousand members does not rebuild all of them under c->mu. */
+	size_t mlen = 0;
+	for (kc_member *m = g->members; m; m = m->next) {
+		if (!m->json) {
+			json_t *o = member_json(m);
+			m->json = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+			json_decref(o);
+			if (!m->json)
+				goto out;
+			m->json_len = strlen(m->json);
+		}
+		mlen += m->json_len + 1;
+	}
+	head = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	tail = json_dumps(offs, JSON_COMPACT);
+	if (!head || !tail)
 		goto out;
-	for (const kc_member *m = g->members; m; m = m->next)
-		if (json_array_append_new(members, member_json(m)))
-			goto out;
-	if (json_object_set(doc, "offsets", offs))
+	size_t hlen = strlen(head), tlen = strlen(tail);
+	static const char k_members[] = ",\"members\":[", k_offsets[] = "],\"offsets\":";
+	size_t total = hlen - 1 + sizeof(k_members) - 1 + mlen + sizeof(k_offsets) - 1 + tlen + 2;
+	if (hlen < 2 || head[hlen - 1] != '}' || !(out = malloc(total)))
 		goto out;
-	out = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *p = out;
+	memcpy(p, head, hlen - 1); /* the header object without its closing brace */
+	p += hlen - 1;
+	memcpy(p, k_members, sizeof(k_members) - 1);
+	p += sizeof(k_members) - 1;
+	for (const kc_member *m = g->members; m; m = m->next) {
+		if (m != g->members)
+			*p++ = ',';
+		memcpy(p, m->json, m->json_len);
+		p += m->json_len;
+	}
+	memcpy(p, k_offsets, sizeof(k_offsets) - 1);
+	p += sizeof(k_offsets) - 1;
+	memcpy(p, tail, tlen);
+	p += tlen;
+	*p++ = '}';
+	*p = '\0';
 out:
+	free(head);
+	free(tail);
 	json_decref(offs);
 	json_decref(doc);
 	return out;

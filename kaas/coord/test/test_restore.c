@@ -237,6 +237,21 @@ START_TEST(members_keep_their_generation)
 	kaas_str lpt = tr_str(&rr);
 	ck_assert_kstr(lpt, "consumer");
 	th_resp_free(&lr);
+	/* B's subscription changes and A leaves: the file written for the
+	 * departure has B's new metadata. */
+	w = (kaas_wr)KAAS_WR_INIT;
+	jg_req(&w, 5, G, SESSION, REBAL, b.id, NULL, "consumer", "range=mC");
+	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 5, &w, &b.r), KAAS_DEFERRED);
+	int16_t merr;
+	ck_assert_int_eq(th_leave(&t, 3, G, a.id, NULL, &merr), KERR_NONE);
+	kaas_coord_flush(t.c);
+	doc = read_group_file(&t, G);
+	ms = json_object_get(doc, "members");
+	ck_assert_uint_eq(json_array_size(ms), 1);
+	json_t *ps = json_object_get(json_array_get(ms, 0), "protocols");
+	ck_assert_uint_eq(json_array_size(ps), 1);
+	ck_assert_str_eq(jstr_of(json_array_get(ps, 0), "metadata"), "6d43");
+	json_decref(doc);
 	th_resp_free(&a.r);
 	th_resp_free(&b.r);
 	th_close(&t);
@@ -287,7 +302,10 @@ START_TEST(absent_member_expires_and_the_rest_rebalance)
 	doc = read_group_file(&t, G);
 	ck_assert_str_eq(jstr_of(doc, "state"), "Stable");
 	ck_assert_int_eq(jint_of(doc, "generation"), 2);
+	json_t *m0 = json_array_get(json_object_get(doc, "members"), 0);
+	ck_assert_str_eq(jstr_of(m0, "assignment"), "616c6c"); /* the new one, "all" */
 	json_decref(doc);
+
 	th_resp_free(&a.r);
 	th_resp_free(&b.r);
 	th_close(&t);
