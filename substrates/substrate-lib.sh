@@ -173,3 +173,20 @@ sub_check_clean() {
 	done <"$st/resources.done"
 	return $bad
 }
+
+# sub_leftovers STATE — what is still there of STATE whether recorded or not:
+# a process whose command line names STATE, a mount under STATE, a loop
+# device backed by a file in STATE.  Names each on stderr; fails if any.
+sub_leftovers() {
+	local st=$1 bad=0 l
+	while read -r l; do
+		[ -n "$l" ] && { sub_log "process left: $l"; bad=1; }
+	done < <(pgrep -af -- "$st" || true)
+	while read -r l; do
+		[ -n "$l" ] && { sub_log "mount left: $l"; bad=1; }
+	done < <(awk -v p="$st/" 'index($5, p) == 1 || $5 == substr(p, 1, length(p) - 1) { print $5 }' /proc/self/mountinfo)
+	while read -r l; do
+		[ -n "$l" ] && { sub_log "loop device left: $l"; bad=1; }
+	done < <(losetup -a 2>/dev/null | grep -F "($st/" || true)
+	return $bad
+}

@@ -5,8 +5,14 @@
 # the copy is journal-replayed and the crashed file is set back to what it
 # holds.  Data that fsync acknowledged must be in the copy.
 #
-# EATMYDATA=1 runs the tool under eatmydata (fsync made a no-op by
-# LD_PRELOAD): the same disk, but the writer lies about durability.
+# EATMYDATA=1 runs the tool under eatmydata (libc's fsync made a no-op by
+# LD_PRELOAD).  The tool calls fsync as a raw system call, so its data is
+# still durable: what must fail is the interposition check.
+#
+# DROP_FSYNC=1 runs the tool under strace, which answers every fsync,
+# fdatasync, syncfs, sync and sync_file_range system call with 0 without
+# letting the kernel see it: a lie no interposition check can see, which
+# only the power cut can catch (the negative control of crash.sh).
 set -euo pipefail
 SUB_NAME=loop-ext4
 . "$(dirname "$0")/../substrate-lib.sh"
@@ -26,9 +32,15 @@ mkdir -p "$STATE/mnt/data"
 sync -f "$STATE/mnt/data"   # the empty starting point is durable
 SUB_URL=$STATE/mnt/data
 SUB_CRASH_CMD="bash $(cd "$(dirname "$0")" && pwd)/crash.sh $STATE"
+how=
 if [ "${EATMYDATA:-0}" = 1 ]; then
 	command -v eatmydata >/dev/null || sub_die "eatmydata is not installed"
-	SUB_WRAP=eatmydata
+	SUB_WRAP=eatmydata how=", tool under eatmydata"
+elif [ "${DROP_FSYNC:-0}" = 1 ]; then
+	command -v strace >/dev/null || sub_die "strace is not installed (ci/deps.sh)"
+	calls=fsync,fdatasync,syncfs,sync,sync_file_range
+	SUB_WRAP="strace -f -qq --seccomp-bpf -o /dev/null -e trace=$calls -e inject=$calls:retval=0"
+	how=", every fsync system call of the tool answered 0 by strace and never run"
 fi
-SUB_INFO="ext4 on $dev (${size} MiB image, noauto_da_alloc)${SUB_WRAP:+, tool under eatmydata}"
+SUB_INFO="ext4 on $dev (${size} MiB image, noauto_da_alloc)$how"
 sub_publish
