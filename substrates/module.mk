@@ -5,3 +5,6 @@ sub_SRCS := substrates/sub_util.c substrates/sub_posix.c substrates/sub_fault.c 
 	substrates/sub_nfs_state.c
 sub_USES := util
 sub_TESTS := substrates/test/test_sub_posix.c substrates/test/test_sub_nfs.c substrates/test/test_sub_fault.c
+# The crash hooks of the real-substrate matrix (ci/matrix) against their
+# lying and honest substrates.
+E2E_TESTS += substrates/test/e2e_crash_hooks.sh
