@@ -184,6 +184,30 @@ int kc_fsync_too_fast(int64_t fsync_ns, int64_t lookup_ns, int64_t getattr_ns, i
 	return fsync_ns >= 0 && ref > 0 && fsync_ns < ref;
 }
 
+/* The last sample before index i that did not fail, or -1. */
+static int64_t last_before(const int64_t *seq, int i)
+{
+	for (int k = i - 1; k >= 0; k--)
+		if (seq[k] >= 0)
+			return seq[k];
+	return -1;
+}
+
+int kc_space_freed(const int64_t *seq, int n, int nlinked, int nheld, int64_t file_bytes,
+		   int64_t *rise)
+{
+	int64_t linked = last_before(seq, nlinked); /* just before the unlink */
+	int64_t held = last_before(seq, nheld);     /* just before the close */
+	int64_t best = -1;
+	for (int i = nlinked; i < n; i++) {
+		int64_t base = i < nheld ? linked : held;
+		if (seq[i] >= 0 && base >= 0 && seq[i] - base > best)
+			best = seq[i] - base;
+	}
+	*rise = best;
+	return best >= 0 && best >= file_bytes / 2;
+}
+
 kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len)
 {
 	sbuf b = {summary, len, 0};

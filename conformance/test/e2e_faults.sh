@@ -3,8 +3,8 @@
 # fault backend: rename=copy fails rename (every variant) and rename-copy,
 # rename=hide only the held-target variant, fsync=lie with a crash fails
 # fsync, excl=broken and excl=eperm fail excl, cto=stale fails cto and
-# cto=size only its growing variant, an rmdir that keeps failing fails
-# unlink-open.  The same layer without a fault passes, so the failures are the
+# cto=size only its growing variant, an rmdir that keeps failing and a
+# holder that keeps the deleted file (leak=) fail unlink-open.  The same layer without a fault passes, so the failures are the
 # faults'.
 source "$(dirname "$0")/lib.sh"
 
@@ -169,6 +169,40 @@ assert c["profile"]["listing_after_close"] == [], c["profile"]
 PY
 assert_empty "$vol"
 pass "unlink-open fails when the directory cannot be removed after the close"
+
+# unlink-open: a holder that never lets go of the file it closed (fault
+# leak=, actor 0 only) keeps the deleted file's space: the check fails on
+# the space, after a second attempt with a fresh file, while the directory
+# itself is removed.  The fault's kept descriptors close when the actor ends.
+# On a private tmpfs: free space there moves only with what the check does,
+# whereas on the shared disk other processes' deletes can look like the free
+# (the rule errs towards PASS).  The same tmpfs without the leak passes.
+vol=$(newdir leak)
+mount -t tmpfs -o size=128m "kc-e2e-leak-$$" "$vol"
+CLEANUPS+=("umount '$vol'")
+run_fault noleak "$vol" 0 --checks unlink-open --actors 2
+check_verdict noleak.json unlink-open PASS
+[ "$(jget noleak.json "r['checks'][0]['counts']['space_attempts']")" = 1 ] || fail "no leak: a second attempt"
+run_fault leak "fault:$vol?leak=*/victim" 1 --checks unlink-open --actors 2 --mount "$vol"
+check_verdict leak.json unlink-open FAIL
+"$PY" - leak.json <<'PY' || fail "unlink-open space evidence"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+n, p = c["counts"], c["profile"]
+assert n["space_not_freed"] == 1 and n["space_unknown"] == 0, n
+assert n["rmdir_after_close_failed"] == 0 and n["space_attempts"] == 2, n
+assert len(p["space_attempts"]) == 1 and not p["space_attempts"][0]["freed"], p["space_attempts"]
+assert p["space_attempts"][0]["conclusive"], p["space_attempts"]
+# the file was seen arriving, and nothing came back in either attempt
+sp = p["space"]
+assert sp["avail_before"] - sp["avail_held"] >= 16 << 20, sp
+assert sp["rise"] < 16 << 20 and p["space_attempts"][0]["rise"] < 16 << 20, (sp, p["space_attempts"])
+a = c["anomalies"][0]
+assert a["kind"] == "space_not_freed" and "2 attempts" in a["detail"], a
+assert "space was not freed" in c["summary"], c["summary"]
+PY
+assert_empty "$vol"
+pass "unlink-open fails when the holder keeps the deleted file (fault leak=): the space is not freed"
 
 # rename-copy: a descriptor opened before the renames that can no longer
 # read, and a renamed file that does not read back, each fail the check.

@@ -245,6 +245,48 @@ START_TEST(fsync_timing_reference)
 }
 END_TEST
 
+/* unlink-open's space rule, fed with statvfs samples as a busy volume
+ * shows them (a fake timing source): F = the file's size; samples while
+ * held and linked, held and deleted, then after the close. */
+START_TEST(space_freed_despite_other_writers)
+{
+	const int64_t G = 100LL << 30, M = 1LL << 20, F = 32 * M;
+	int64_t rise;
+	/* Another process writes 30 MiB while the file is held and 1 MiB more
+	 * after the close: free space never gets back to the level it had with
+	 * the file held and linked, but it rose by the file's size at the
+	 * close.  (Judged against the linked level, this failed under load.) */
+	int64_t busy[] = {G, G - 20 * M, G - 30 * M, G - 30 * M + F - M};
+	ck_assert_int_eq(kc_space_freed(busy, 4, 1, 3, F, &rise), 1);
+	ck_assert_int_eq(rise, F - M);
+	/* A server without open state frees at the unlink (NFSv3). */
+	int64_t v3[] = {G, G + F, G + F, G + F};
+	ck_assert_int_eq(kc_space_freed(v3, 4, 1, 3, F, &rise), 1);
+	ck_assert_int_eq(rise, F);
+	/* A free that takes a while (a lazy server): seen in a later sample. */
+	int64_t lazy[] = {G, G, G, G - M, G - 2 * M, G - 2 * M + F};
+	ck_assert_int_eq(kc_space_freed(lazy, 6, 1, 3, F, &rise), 1);
+	/* A holder that never let go (fault leak=): nothing rises. */
+	int64_t leak[] = {G, G, G - M, G - M, G - M, G - 2 * M};
+	ck_assert_int_eq(kc_space_freed(leak, 6, 1, 3, F, &rise), 0);
+	ck_assert_int_eq(rise, 0);
+	/* Rises are measured from the level before the event, not from a dip
+	 * after it: space that others take and give back is not the file's. */
+	int64_t dip[] = {G, G, G - 60 * M, G + 5 * M};
+	ck_assert_int_eq(kc_space_freed(dip, 4, 1, 2, F, &rise), 0);
+	ck_assert_int_eq(rise, 5 * M);
+	/* A small rise (another writer deleting a temp file) is not enough. */
+	int64_t small[] = {G, G, G + F / 2 - 1};
+	ck_assert_int_eq(kc_space_freed(small, 3, 1, 2, F, &rise), 0);
+	/* Failed samples are skipped; none at all measures nothing. */
+	int64_t gaps[] = {G, -1, -1, G + F};
+	ck_assert_int_eq(kc_space_freed(gaps, 4, 1, 3, F, &rise), 1);
+	int64_t none[] = {-1, -1, -1};
+	ck_assert_int_eq(kc_space_freed(none, 3, 1, 2, F, &rise), 0);
+	ck_assert_int_eq(rise, -1);
+}
+END_TEST
+
 START_TEST(overall_verdict_and_reproduce_hint)
 {
 	kc_result r[KC_NCHECKS];
@@ -740,6 +782,7 @@ int main(void)
 	tcase_add_test(t, judges_decide_from_counts);
 	tcase_add_test(t, judges_fail_on_every_violation_counter);
 	tcase_add_test(t, fsync_timing_reference);
+	tcase_add_test(t, space_freed_despite_other_writers);
 	tcase_add_test(t, overall_verdict_and_reproduce_hint);
 	tcase_add_test(t, result_store_prefixes_and_caps);
 	tcase_add_test(t, options_parse_and_reject);

@@ -30,7 +30,7 @@ COUNTS = {
              "loser_eperm", "loser_other", "content_mismatch", "winner_write_errors"],
     "cto": [f"{v}.{k}" for v in ("same", "grow") for k in CTO],
     "unlink-open": ["hidden_while_open", "hidden_after_close", "rmdir_after_close_failed",
-                    "space_not_freed", "space_unknown"],
+                    "space_not_freed", "space_unknown", "space_attempts"],
     "fsync": ["interposed_actors", "raw_fsync_ns", "libc_fsync_ns", "open_ns", "create_ns",
               "lookup_ns", "getattr_ns", "round_trip_ns",
               "samples", "fast_fsync", "libc_faster", "crash_bytes", "crash_lost",
