@@ -153,15 +153,16 @@ elif PHASE in ("sync", "close"):
     prefix = sys.argv[4]
     topic, n = "st", 200
     group = "pg-" + PHASE
-    a = AdminClient({"bootstrap.servers": BROKER})
+    quiet = {"log_level": 2}  # the restart's "connection refused" lines are expected
+    a = AdminClient(dict(quiet, **{"bootstrap.servers": BROKER}))
     if topic not in a.list_topics(timeout=10).topics:
         a.create_topics([NewTopic(topic, 2, 1)])[topic].result()
-        p = Producer({"bootstrap.servers": BROKER, "acks": "all"})
+        p = Producer(dict(quiet, **{"bootstrap.servers": BROKER, "acks": "all"}))
         for i in range(n):
             p.produce(topic, key=b"k%d" % i, value=b"s%d" % i, partition=i % 2)
         check(p.flush(30) == 0, "producer did not deliver everything")
-    conf = {"bootstrap.servers": BROKER, "group.id": group, "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10000, "heartbeat.interval.ms": 500}
+    conf = dict(quiet, **{"bootstrap.servers": BROKER, "group.id": group, "auto.offset.reset": "earliest",
+                          "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
     if PHASE == "sync":
         conf["enable.auto.commit"] = False
     else:  # only the close commits
