@@ -96,7 +96,8 @@ $(foreach b,$(BINS),$(eval $(call BIN_RULE,$(b))))
 
 # Each unit test runs on its own; all run even when one fails.
 # UNIT=substring restricts the run to matching test paths.
-unit: $(if $(UNIT),$(foreach t,$(UNIT_BINS),$(if $(findstring $(UNIT),$(t)),$(t))),$(UNIT_BINS))
+# The filter matches the test source path, never the build directory.
+unit: $(patsubst %.c,$(BUILD)/san/%,$(if $(UNIT),$(foreach t,$(ALL_TESTS),$(if $(findstring $(UNIT),$(t)),$(t))),$(ALL_TESTS)))
 	@fail=0; for t in $^; do \
 		echo "== $$t"; \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
