@@ -36,6 +36,7 @@ static const struct {
 	{"file_write", kc_step_file_write, 1},
 	{"file_verify", kc_step_file_verify, 1},
 	{"open_handle", kc_step_open_handle, 1},
+	{"reopen", kc_step_reopen, 1},
 	{"hold_open", kc_step_hold_open, 1},
 	{"handle_probe", kc_step_handle_probe, 1},
 	{"handle_verify", kc_step_handle_verify, 1},

@@ -124,6 +124,7 @@ int kc_step_read_small(kc_step *st);
 int kc_step_file_write(kc_step *st);
 int kc_step_file_verify(kc_step *st);
 int kc_step_open_handle(kc_step *st);
+int kc_step_reopen(kc_step *st);
 int kc_step_hold_open(kc_step *st);
 int kc_step_handle_probe(kc_step *st);
 int kc_step_handle_verify(kc_step *st);

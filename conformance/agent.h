@@ -5,7 +5,7 @@
  * The wire is the actor protocol of actor.h, unchanged (one JSON message per
  * line), preceded by one greeting line from the agent:
  *
- *   {"ev":"agent","protocol":1,"version":"...","root":"<URL>",
+ *   {"ev":"agent","protocol":2,"version":"...","root":"<URL>",
  *    "host":"<hostname>","host_id":"<hostname>/<boot id>/netns:<inode>"}
  *   {"ev":"refused","reason":"busy"|"protocol","error":"..."}   then close
  *

@@ -10,11 +10,15 @@
  *      with the fastest of one round trip to the substrate (kc_fsync_too_fast
  *      says which operation that is for the client at hand), and libc fsync
  *      with the raw system call;
- *   3. crash: actor 0 writes 1 MiB, fsyncs file and directory, and reports
- *      back; the driver kills it with SIGKILL (no close, no flush), runs
- *      --crash-cmd if given (kill a server, restart a FUSE daemon, copy a
- *      loop image; it must succeed), starts a fresh actor in its place, and
- *      another actor reads the file back: every byte must be there.
+ *   3. crash: actor 0 writes 1 MiB, fsyncs the file and every directory up
+ *      to the root, and reports back; the driver kills it with SIGKILL (no
+ *      close, no flush), runs --crash-cmd if given (kill a server, restart a
+ *      FUSE daemon, copy a loop image; it must succeed), opens the URL again
+ *      in the driver and in every actor (the command may have put another
+ *      filesystem where the URL points: a FUSE daemon mounted again, an
+ *      image copy mounted in place), starts a fresh actor in place of the
+ *      killed one, and another actor reads the file back: every byte must be
+ *      there.
  */
 #include <errno.h>
 #include <signal.h>
@@ -26,6 +30,7 @@
 
 #include "judge.h"
 #include "run.h"
+#include "stamp.h"
 #include "util/clock.h"
 
 #define CRASH_BYTES (1LL << 20)
@@ -79,6 +84,44 @@ static int run_crash_cmd(kc_run *r, const char *cmd, const char *file, char *why
 		snprintf(why, whylen, "--crash-cmd '%s' was killed by signal %d", cmd,
 			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	return -ECHILD;
+}
+
+/* After the crash command: the driver's handle and every live actor's
+ * (but skip, which is started afresh) open the URL again, so that nothing
+ * goes on working on a filesystem the command took away.  The scratch
+ * directory is made again if the crash took it (the checks after this one
+ * need it; the lost file itself is what the verify step reports). */
+static int reopen_all(kc_run *r, kc_result *res, int skip)
+{
+	char err[700] = "";
+	sub_vfs *nv = NULL;
+	int rc = sub_open_url(r->o->url, &nv, err, sizeof(err));
+	if (rc) {
+		snprintf(r->drv.err, sizeof(r->drv.err), "after --crash-cmd: %s", err);
+		return rc;
+	}
+	sub_destroy(r->vfs);
+	r->vfs = nv;
+	sub_identity id;
+	if (sub_identity_of(r->vfs, &id) == 0)
+		json_object_set_new(res->profile, "identity_after_crash", kc_identity_json(&id));
+	int n = 1;
+	for (int i = 0; i < r->drv.n; i++) {
+		if (i == skip || !r->drv.a[i].alive)
+			continue;
+		json_t *out = NULL;
+		if ((rc = kc_drv_call(&r->drv, i, "reopen", NULL, &out)))
+			return rc;
+		json_decref(out);
+		n++;
+	}
+	json_object_set_new(res->profile, "reopened_after_crash", json_integer(n));
+	if ((rc = sub_mkdirs(r->vfs, r->scratch, 0755))) {
+		snprintf(r->drv.err, sizeof(r->drv.err), "after --crash-cmd: the scratch directory %s: %s",
+			 r->scratch, sub_strerror(rc));
+		return rc;
+	}
+	return 0;
 }
 
 static int probe(kc_run *r, kc_result *res, const char *dir)
@@ -169,8 +212,8 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 	json_t *out = NULL;
 	kc_run_variant(r, "crash");
 	int rc = kc_drv_call(&r->drv, A, "hold_open",
-			     json_pack("{s:s,s:I,s:I,s:b}", "path", file, "size", (json_int_t)CRASH_BYTES,
-				       "tag", (json_int_t)tag, "fsync", 1),
+			     json_pack("{s:s,s:I,s:I,s:b,s:b}", "path", file, "size", (json_int_t)CRASH_BYTES,
+				       "tag", (json_int_t)tag, "fsync", 1, "fsync_parents", 1),
 			     &out);
 	if (rc)
 		return rc;
@@ -191,6 +234,8 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 		}
 		kc_result_count(res, "crash_cmd", 1);
 		json_object_set_new(res->profile, "crash_cmd_ms", json_integer(kaas_mono_ms() - t));
+		if ((rc = reopen_all(r, res, A)))
+			return rc;
 	} else {
 		kc_result_note(res, "crash variant killed the writing client only; give --crash-cmd to crash the server or daemon too (definitive for server-side caching)");
 	}
@@ -233,8 +278,8 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 			 (long long)json_integer_value(json_object_get(out, "bytes")));
 		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s]}]", "kind", "lost_after_fsync",
 					"actor", B, "iteration", 1, "detail", d, "trace",
-					"actor 0: create, write 1 MiB, fsync file, fsync directory: OK",
-					r->o->crash_cmd ? "driver: SIGKILL actor 0, run --crash-cmd"
+					"actor 0: create, write 1 MiB, fsync file, fsync directories up to the root: OK",
+					r->o->crash_cmd ? "driver: SIGKILL actor 0, run --crash-cmd, every actor opens the URL again"
 							: "driver: SIGKILL actor 0",
 					"actor 1: open, read to EOF, compare");
 		kc_result_add_anomalies(res, NULL, one, 1);

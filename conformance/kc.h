@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define KC_VERSION "0.1.0"
-#define KC_PROTOCOL_VERSION 1 /* driver <-> actor messages (conformance/chan.h) */
+#define KC_PROTOCOL_VERSION 2 /* driver <-> actor messages (conformance/chan.h); 2: reopen */
 #define KC_REPORT_SCHEMA 1    /* JSON report, docs/formats.md */
 
 /* Ordered by severity: the overall verdict is the worst of the checks'. */

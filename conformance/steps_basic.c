@@ -274,7 +274,9 @@ static int args_file(kc_step *st, const char **p, int64_t *size, int64_t *tag)
 	return rc;
 }
 
-/* path, size, tag, fsync, keep (leave open and return a handle). */
+/* path, size, tag, fsync, fsync_parents, keep (leave open and return a
+ * handle).  fsync_parents: every directory up to the root is fsynced too,
+ * so that the file's whole path survives a crash, not only its entry. */
 static int write_file(kc_step *st, int keep)
 {
 	const char *p;
@@ -308,6 +310,17 @@ static int write_file(kc_step *st, int keep)
 		if ((rc = sub_fsync_dir(st->as->vfs, dir))) {
 			kc_step_fail(st, rc, "fsync directory of %s: %s", p, sub_strerror(rc));
 			goto out;
+		}
+		while (dir[0] && kc_arg_bool(st, "fsync_parents", 0)) {
+			char *up = strrchr(dir, '/');
+			if (up)
+				*up = '\0';
+			else
+				dir[0] = '\0';
+			if ((rc = sub_fsync_dir(st->as->vfs, dir))) {
+				kc_step_fail(st, rc, "fsync directory '%s': %s", dir, sub_strerror(rc));
+				goto out;
+			}
 		}
 	}
 	sub_stat s;
@@ -356,6 +369,35 @@ int kc_step_file_verify(kc_step *st)
 	}
 	verify_pattern(f, (uint64_t)tag, (uint64_t)size, st->result);
 	sub_close(f);
+	return 0;
+}
+
+/* Closes every handle and the substrate, and opens the actor's URL again:
+ * after a crash command that replaced what the URL names (a FUSE daemon
+ * killed and mounted again, an image copy mounted in place), whatever was
+ * open still points at the old filesystem. */
+int kc_step_reopen(kc_step *st)
+{
+	kc_actor_state *as = st->as;
+	int closed = 0;
+	for (int i = 0; i < KC_MAX_HANDLES; i++) {
+		if (as->h[i].f) {
+			sub_close(as->h[i].f); /* the old mount may be gone: errors are moot */
+			as->h[i].f = NULL;
+			closed++;
+		}
+	}
+	sub_destroy(as->vfs);
+	as->vfs = NULL;
+	char err[512] = "";
+	int rc = sub_open_url(as->url, &as->vfs, err, sizeof(err));
+	if (rc)
+		return kc_step_fail(st, rc, "opening %s again: %s", as->url, err[0] ? err : kc_errname(rc));
+	sub_identity id;
+	if ((rc = sub_identity_of(as->vfs, &id)))
+		return kc_step_fail(st, rc, "identity of %s: %s", as->url, sub_strerror(rc));
+	json_object_set_new(st->result, "closed_handles", json_integer(closed));
+	json_object_set_new(st->result, "identity", kc_identity_json(&id));
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -371,6 +372,46 @@ START_TEST(reader_stopped_before_it_ran_still_verifies)
 }
 END_TEST
 
+/* reopen: the actor drops its handles and its substrate and opens its URL
+ * again, so that it sees what is at that path now (a remounted filesystem),
+ * not what its old descriptors point at. */
+START_TEST(reopen_follows_the_url_to_a_new_directory)
+{
+	json_t *r = ask(json_pack("{s:s,s:i}", "op", "hello", "id", 1));
+	result_of(r);
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i,s:s}", "op", "mkdirs", "id", 2, "path", "d"));
+	result_of(r);
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i,s:s,s:i,s:i}", "op", "hold_open", "id", 3, "path", "d/f", "size",
+			  1000, "tag", 1));
+	json_int_t hd = json_integer_value(json_object_get(result_of(r), "handle"));
+	json_decref(r);
+	/* The directory is put aside and an empty one takes its name. */
+	char aside[300];
+	snprintf(aside, sizeof(aside), "%s.old", tmpdir);
+	ck_assert_int_eq(rename(tmpdir, aside), 0);
+	ck_assert_int_eq(mkdir(tmpdir, 0755), 0);
+	r = ask(json_pack("{s:s,s:i,s:s}", "op", "stat", "id", 4, "path", "d"));
+	ck_assert_str_eq(json_string_value(json_object_get(result_of(r), "err")), "OK"); /* the old one */
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i}", "op", "reopen", "id", 5));
+	ck_assert_int_eq(json_integer_value(json_object_get(result_of(r), "closed_handles")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(result_of(r), "identity"), "root")),
+			 tmpdir);
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i,s:s}", "op", "stat", "id", 6, "path", "d"));
+	ck_assert_str_eq(json_string_value(json_object_get(result_of(r), "err")), "ENOENT"); /* the new one */
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i,s:I}", "op", "close_handle", "id", 7, "handle", hd));
+	ck_assert_str_eq(json_string_value(json_object_get(r, "errno")), "EBADF");
+	json_decref(r);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", aside);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(driver_forks_phases_crashes_and_respawns)
 {
 	char dir[] = "/tmp/kc-test-drv.XXXXXX";
@@ -450,6 +491,7 @@ int main(void)
 	tcase_add_test(e, executor_runs_named_steps);
 	tcase_add_test(e, executor_barrier_and_stop);
 	tcase_add_test(e, reader_stopped_before_it_ran_still_verifies);
+	tcase_add_test(e, reopen_follows_the_url_to_a_new_directory);
 	suite_add_tcase(s, e);
 	TCase *d = tcase_create("driver");
 	tcase_set_timeout(d, 60);
