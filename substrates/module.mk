@@ -8,3 +8,6 @@ sub_TESTS := substrates/test/test_sub_posix.c substrates/test/test_sub_nfs.c sub
 # The crash hooks of the real-substrate matrix (ci/matrix) against their
 # lying and honest substrates.
 E2E_TESTS += substrates/test/e2e_crash_hooks.sh
+# The matrix itself: its judge, its exit status and results, its teardown
+# when interrupted.
+E2E_TESTS += substrates/test/e2e_matrix.sh
