@@ -38,11 +38,22 @@ sub_record pid "$STATE/sshd.pid"
 /usr/sbin/sshd -f "$STATE/sshd_config" -E "$STATE/sshd.log"
 sub_wait 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" || sub_die "sshd did not listen on $port"
 for m in mA mB; do
-	sub_record mount "$STATE/$m"
-	sshfs "root@127.0.0.1:$STATE/export" "$STATE/$m" -p "$port" \
+	# in the foreground (-f) of a process of our own, so that teardown knows
+	# the daemon and its ssh and waits for both to be gone: unmounting alone
+	# leaves them exiting in the background
+	setsid sshfs -f "root@127.0.0.1:$STATE/export" "$STATE/$m" -p "$port" \
 		-o IdentityFile="$STATE/keys/client",StrictHostKeyChecking=no \
 		-o UserKnownHostsFile="$STATE/known_hosts",UpdateHostKeys=no,LogLevel=ERROR,BatchMode=yes \
-		${SSHFS_OPTS:+-o "$SSHFS_OPTS"}
+		${SSHFS_OPTS:+-o "$SSHFS_OPTS"} </dev/null >>"$STATE/sshfs-$m.log" 2>&1 &
+	sub_record pidnow $!
+	sub_record mount "$STATE/$m"
+	sub_wait 20 sh -c "findmnt -no FSTYPE '$STATE/$m' | grep -q fuse" ||
+		sub_die "sshfs did not mount $m: $(tail -3 "$STATE/sshfs-$m.log")"
+done
+# sshfs starts its ssh detached (its parent is init): find them by the
+# known-hosts file only they use
+for p in $(pgrep -x ssh || true); do
+	grep -qF "$STATE/known_hosts" "/proc/$p/cmdline" 2>/dev/null && sub_record pidnow "$p"
 done
 SUB_URL=$STATE/mA/data
 SUB_MOUNTS=$STATE/mB/data
