@@ -2,7 +2,8 @@
 # e2e_bad_input.sh — bad input gets one line naming the problem and exit 2,
 # and leaves nothing behind in the volume: unknown URL schemes, missing,
 # unwritable and non-directory paths, zero and huge actor counts, bad options,
-# a failing --crash-cmd.  An interrupt (SIGINT) ends the run the same way,
+# a failing --crash-cmd, a --mount or an --agent root that is another volume.
+# An interrupt (SIGINT) ends the run the same way,
 # with the scratch directory removed and no actor or crash command left.
 source "$(dirname "$0")/lib.sh"
 
@@ -59,6 +60,42 @@ expect_rc 0 "$KC" check "$vol" --checks preflight --json rep/r.json --junit rep/
 [ "$(ls -A rep | tr '\n' ' ')" = "j.xml r.json " ] || fail "beside the reports: $(ls -A rep)"
 assert_empty "$vol"
 pass "report paths are checked before the run, and the check leaves nothing behind"
+
+# An agent whose --root is not the volume of the URL: each agent reads back,
+# relative to its root, a marker the driver wrote through the URL.  Another
+# directory is refused before any check runs, naming the agent; a bind
+# mount of the URL's directory (another path, the same volume) is not.  The
+# agents listen on loopback in a network namespace of their own.
+NS=kcbi-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+ip netns add "$NS"
+CLEANUPS+=("ip netns del '$NS'")
+ip netns exec "$NS" ip link set lo up
+view=$(newdir view)
+mount --bind "$vol" "$view"
+CLEANUPS+=("umount '$view'")
+roots=([7070]="$vol" [7071]="$other" [7072]="$view")
+for p in 7070 7071 7072; do
+	ip netns exec "$NS" "$KC" agent --listen "127.0.0.1:$p" --root "${roots[$p]}" >"agent$p.log" 2>&1 &
+	CLEANUPS+=("kill $! 2>/dev/null; wait $! 2>/dev/null")
+done
+for p in 7070 7071 7072; do
+	timeout 10 sh -c "until grep -q listening agent$p.log; do sleep 0.05; done" ||
+		fail "agent $p did not start: $(cat "agent$p.log")"
+done
+expect_rc 2 ip netns exec "$NS" "$KC" check "$vol" --agent 127.0.0.1:7070 --agent 127.0.0.1:7071 \
+	--checks excl --no-progress
+[ "$(wc -l <err)" = 1 ] || fail "not one line: $(cat err)"
+grep -q "^kaas-conform: --agent 127.0.0.1:7071: its root $other is not the volume of $vol" err ||
+	fail "wrong-root agent: $(cat err)"
+[ ! -s out ] || fail "printed to stdout: $(cat out)"
+assert_empty "$vol"
+assert_empty "$other"
+expect_rc 0 ip netns exec "$NS" "$KC" check "$vol" --agent 127.0.0.1:7070 --agent 127.0.0.1:7072 \
+	--checks excl --iterations 5 --json view.json --no-progress
+[ "$(jget view.json "[a['url'] for a in r['actors']['list']]")" = "['$vol', '$view']" ] ||
+	fail "agents' roots: $(jget view.json "r['actors']['list']")"
+assert_empty "$vol"
+pass "an agent rooted on another volume is refused before the checks, naming it; a bind mount is the same volume"
 
 # An output that cannot be written at the end (its directory removed during
 # the run, by the crash command) makes the run exit 2, and the final line
