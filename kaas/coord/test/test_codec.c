@@ -2,6 +2,7 @@
  * exact bytes where the answer is deterministic, field-by-field layouts
  * elsewhere, and every truncation of every request rejected cleanly. */
 #include "harness.h"
+#include "util/test/ktest.h"
 
 static void expect_bytes(const th_resp *r, const uint8_t *want, size_t n)
 {
@@ -410,19 +411,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("coord-codec");
-	TCase *tc = tcase_create("codec");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, find_coordinator_bytes);
-	tcase_add_test(tc, init_producer_id_bytes);
-	tcase_add_test(tc, describe_groups_layouts);
-	tcase_add_test(tc, list_groups_layouts);
-	tcase_add_test(tc, every_truncation_is_rejected);
-	tcase_add_test(tc, hostile_counts_are_rejected);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "coord-codec", .tcase = "codec", .timeout = 60 },
+			  KTEST_LIST(find_coordinator_bytes,
+				     init_producer_id_bytes,
+				     describe_groups_layouts,
+				     list_groups_layouts,
+				     every_truncation_is_rejected,
+				     hostile_counts_are_rejected));
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "coord/coord_int.h"
+#include "util/test/ktest.h"
 
 static void roundtrip(const char *id, size_t len)
 {
@@ -124,16 +125,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("coord-gname");
-	TCase *tc = tcase_create("gname");
-	tcase_add_test(tc, hostile_ids_are_single_safe_components);
-	tcase_add_test(tc, empty_and_binary_ids_round_trip);
-	tcase_add_test(tc, encoding_is_canonical);
-	tcase_add_test(tc, long_ids_are_bounded_and_distinct);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "coord-gname", .tcase = "gname" },
+			  KTEST_LIST(hostile_ids_are_single_safe_components,
+				     empty_and_binary_ids_round_trip,
+				     encoding_is_canonical,
+				     long_ids_are_bounded_and_distinct));
 }

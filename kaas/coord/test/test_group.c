@@ -3,6 +3,7 @@
  * to three members, generations, fencing and the errors Kafka clients
  * depend on. */
 #include "harness.h"
+#include "util/test/ktest.h"
 
 #define G "grp"
 #define SESSION 10000
@@ -623,24 +624,17 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("coord-group");
-	TCase *tc = tcase_create("group");
-	tcase_add_test(tc, single_member_lifecycle);
-	tcase_add_test(tc, three_members_rebalance);
-	tcase_add_test(tc, session_timeout_expires_member);
-	tcase_add_test(tc, rebalance_timeout_drops_laggard);
-	tcase_add_test(tc, pending_member_id_expires);
-	tcase_add_test(tc, join_errors);
-	tcase_add_test(tc, protocol_selection);
-	tcase_add_test(tc, initial_delay_waits_for_more_members);
-	tcase_add_test(tc, static_membership);
-	tcase_add_test(tc, parked_requests_always_answered);
-	tcase_add_test(tc, retried_join_answers_first);
-	tcase_add_test(tc, drain_answers_parked_and_parks_nothing);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "coord-group", .tcase = "group" },
+			  KTEST_LIST(single_member_lifecycle,
+				     three_members_rebalance,
+				     session_timeout_expires_member,
+				     rebalance_timeout_drops_laggard,
+				     pending_member_id_expires,
+				     join_errors,
+				     protocol_selection,
+				     initial_delay_waits_for_more_members,
+				     static_membership,
+				     parked_requests_always_answered,
+				     retried_join_answers_first,
+				     drain_answers_parked_and_parks_nothing));
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "util/test/ktest.h"
 
 START_TEST(commit_is_acknowledged_only_when_durable)
 {
@@ -634,27 +635,19 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("coord-offsets");
-	TCase *tc = tcase_create("offsets");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, commit_is_acknowledged_only_when_durable);
-	tcase_add_test(tc, all_versions_round_trip_and_reload);
-	tcase_add_test(tc, fetch_all_topics);
-	tcase_add_test(tc, commits_coalesce_into_one_write);
-	tcase_add_test(tc, commit_generation_rules);
-	tcase_add_test(tc, per_partition_errors);
-	tcase_add_test(tc, hostile_group_ids_on_the_volume);
-	tcase_add_test(tc, failed_write_is_not_acknowledged);
-	tcase_add_test(tc, corrupt_group_file_is_refused);
-	tcase_add_test(tc, offset_delete_rules);
-	tcase_add_test(tc, delete_groups_rules);
-	tcase_add_test(tc, threaded_commits);
-	tcase_add_test(tc, retention_expires_offsets_of_empty_groups);
-	tcase_add_test(tc, retention_after_restart_is_conservative);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "coord-offsets", .tcase = "offsets", .timeout = 60 },
+			  KTEST_LIST(commit_is_acknowledged_only_when_durable,
+				     all_versions_round_trip_and_reload,
+				     fetch_all_topics,
+				     commits_coalesce_into_one_write,
+				     commit_generation_rules,
+				     per_partition_errors,
+				     hostile_group_ids_on_the_volume,
+				     failed_write_is_not_acknowledged,
+				     corrupt_group_file_is_refused,
+				     offset_delete_rules,
+				     delete_groups_rules,
+				     threaded_commits,
+				     retention_expires_offsets_of_empty_groups,
+				     retention_after_restart_is_conservative));
 }

@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include "harness.h"
+#include "util/test/ktest.h"
 
 typedef struct pid_ans {
 	int16_t err;
@@ -215,17 +216,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("coord-pid");
-	TCase *tc = tcase_create("pid");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, ids_unique_and_never_reissued_after_restart);
-	tcase_add_test(tc, two_coordinators_race_for_blocks);
-	tcase_add_test(tc, epoch_bump_and_errors);
-	tcase_add_test(tc, claim_failure_is_an_error);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "coord-pid", .tcase = "pid", .timeout = 120 },
+			  KTEST_LIST(ids_unique_and_never_reissued_after_restart,
+				     two_coordinators_race_for_blocks,
+				     epoch_bump_and_errors,
+				     claim_failure_is_an_error));
 }

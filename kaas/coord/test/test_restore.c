@@ -9,6 +9,7 @@
 
 #include "coord/coord_int.h"
 #include "harness.h"
+#include "util/test/ktest.h"
 
 #define G "rg"
 #define SESSION 10000
@@ -805,24 +806,16 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("coord-restore");
-	TCase *tc = tcase_create("restore");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, members_keep_their_generation);
-	tcase_add_test(tc, absent_member_expires_and_the_rest_rebalance);
-	tcase_add_test(tc, load_at_start_expires_members_that_never_return);
-	tcase_add_test(tc, leave_is_written_and_restart_rebalances);
-	tcase_add_test(tc, sync_waits_for_the_write);
-	tcase_add_test(tc, static_member_stays_fenced);
-	tcase_add_test(tc, odd_bytes_round_trip);
-	tcase_add_test(tc, version_1_file_loads);
-	tcase_add_test(tc, corrupt_membership_is_refused);
-	tcase_add_test(tc, garbage_never_crashes);
-	tcase_add_test(tc, threads_load_and_expire_on_their_own);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "coord-restore", .tcase = "restore", .timeout = 120 },
+			  KTEST_LIST(members_keep_their_generation,
+				     absent_member_expires_and_the_rest_rebalance,
+				     load_at_start_expires_members_that_never_return,
+				     leave_is_written_and_restart_rebalances,
+				     sync_waits_for_the_write,
+				     static_member_stays_fenced,
+				     odd_bytes_round_trip,
+				     version_1_file_loads,
+				     corrupt_membership_is_refused,
+				     garbage_never_crashes,
+				     threads_load_and_expire_on_their_own));
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "proto/buf.h"
+#include "util/test/ktest.h"
 
 static int decode_sample(const uint8_t *p, size_t n, int flex, int32_t *out_cnt, kaas_str *s)
 {
@@ -104,15 +105,8 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("proto-buf");
-	TCase *tc = tcase_create("buf");
-	tcase_add_test(tc, roundtrip_plain_and_flexible);
-	tcase_add_test(tc, hostile_counts_rejected_before_allocation);
-	tcase_add_test(tc, varints_zigzag_and_backfill);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "proto-buf", .tcase = "buf" },
+			  KTEST_LIST(roundtrip_plain_and_flexible,
+				     hostile_counts_rejected_before_allocation,
+				     varints_zigzag_and_backfill));
 }

@@ -5,6 +5,7 @@
 
 #include "proto/header.h"
 #include "util/kerr.h"
+#include "util/test/ktest.h"
 
 static int dummy_handler(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 {
@@ -200,18 +201,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("header");
-	TCase *tc = tcase_create("header");
-	tcase_add_test(tc, request_header_v1_and_v2);
-	tcase_add_test(tc, request_header_null_client_and_bad_lengths);
-	tcase_add_test(tc, flexible_versions_and_lookup);
-	tcase_add_test(tc, response_headers);
-	tcase_add_test(tc, api_versions_all_versions);
-	tcase_add_test(tc, api_versions_unsupported_is_v0);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "header" },
+			  KTEST_LIST(request_header_v1_and_v2,
+				     request_header_null_client_and_bad_lengths,
+				     flexible_versions_and_lookup,
+				     response_headers,
+				     api_versions_all_versions,
+				     api_versions_unsupported_is_v0));
 }

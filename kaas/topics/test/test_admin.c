@@ -15,6 +15,7 @@
 #include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
+#include "util/test/ktest.h"
 
 static char tmpdir[256];
 static sub_vfs *data, *cluster;
@@ -702,23 +703,14 @@ END_TEST
 int main(void)
 {
 	kaas_log_init_from_env();
-	Suite *s = suite_create("topics-admin");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, create_topics_every_version);
-	tcase_add_test(tc, create_topics_errors);
-	tcase_add_test(tc, create_topics_assignment_and_validate_only);
-	tcase_add_test(tc, create_topics_malformed_changes_nothing);
-	tcase_add_test(tc, delete_topics_every_version);
-	tcase_add_test(tc, create_partitions_every_version);
-	tcase_add_test(tc, describe_configs_every_version);
-	tcase_add_test(tc, alter_configs_every_version);
-	tcase_add_test(tc, delete_records_every_version);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "topics-admin", .tcase = "core", .timeout = 60, .setup = setup, .teardown = teardown },
+			  KTEST_LIST(create_topics_every_version,
+				     create_topics_errors,
+				     create_topics_assignment_and_validate_only,
+				     create_topics_malformed_changes_nothing,
+				     delete_topics_every_version,
+				     create_partitions_every_version,
+				     describe_configs_every_version,
+				     alter_configs_every_version,
+				     delete_records_every_version));
 }

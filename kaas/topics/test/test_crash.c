@@ -28,6 +28,7 @@
 #include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
+#include "util/test/ktest.h"
 
 static kaas_str S(const char *s)
 {
@@ -208,14 +209,6 @@ int main(void)
 	kaas_log_level = -1;
 	if (getenv("KAAS_LOG_LEVEL"))
 		kaas_log_init_from_env();
-	Suite *s = suite_create("topics-crash");
-	TCase *tc = tcase_create("core");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, crash_anywhere_in_the_life_cycle);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "topics-crash", .tcase = "core", .timeout = 300 },
+			  KTEST_LIST(crash_anywhere_in_the_life_cycle));
 }

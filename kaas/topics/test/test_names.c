@@ -11,6 +11,7 @@
 #include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
+#include "util/test/ktest.h"
 
 static int16_t check_name(const char *s)
 {
@@ -218,17 +219,10 @@ END_TEST
 int main(void)
 {
 	kaas_log_init_from_env();
-	Suite *s = suite_create("topics-names");
-	TCase *tc = tcase_create("core");
-	tcase_add_test(tc, names_kafka_rules);
-	tcase_add_test(tc, name_collisions);
-	tcase_add_test(tc, topic_ids);
-	tcase_add_test(tc, config_validation);
-	tcase_add_test(tc, config_apply_and_json_roundtrip);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "topics-names", .tcase = "core" },
+			  KTEST_LIST(names_kafka_rules,
+				     name_collisions,
+				     topic_ids,
+				     config_validation,
+				     config_apply_and_json_roundtrip));
 }

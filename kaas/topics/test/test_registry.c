@@ -21,6 +21,7 @@
 #include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
+#include "util/test/ktest.h"
 
 static char tmpdir[256];
 static sub_vfs *data, *cluster;
@@ -791,32 +792,23 @@ END_TEST
 int main(void)
 {
 	kaas_log_init_from_env();
-	Suite *s = suite_create("topics-registry");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, create_lookup_and_stamp);
-	tcase_add_test(tc, invalid_requests_touch_nothing);
-	tcase_add_test(tc, delete_and_recreate_gives_new_id_and_empty_dir);
-	tcase_add_test(tc, old_incarnation_is_reclaimed_unstamped_is_adopted);
-	tcase_add_test(tc, delete_leaves_other_identities_alone);
-	tcase_add_test(tc, racing_creators_exactly_one_wins);
-	tcase_add_test(tc, incomplete_claim_blocks_until_abandoned);
-	tcase_add_test(tc, corrupt_entry_is_never_reclaimed);
-	tcase_add_test(tc, abandoned_aside_file_is_settled);
-	tcase_add_test(tc, interrupted_delete_is_redriven);
-	tcase_add_test(tc, orphaned_stamped_dir_is_kept);
-	tcase_add_test(tc, partitions_only_grow);
-	tcase_add_test(tc, alter_configs_replaces_the_whole_set);
-	tcase_add_test(tc, other_registries_changes_are_seen);
-	tcase_add_test(tc, failed_hook_is_retried_by_tick);
-	tcase_add_test(tc, auto_create_uses_defaults);
-	tcase_add_test(tc, tick_works_at_most_every_refresh_ms);
-	tcase_add_test(tc, move_aside_puts_back_a_directory_that_changed_identity);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "topics-registry", .tcase = "core", .timeout = 60, .setup = setup, .teardown = teardown },
+			  KTEST_LIST(create_lookup_and_stamp,
+				     invalid_requests_touch_nothing,
+				     delete_and_recreate_gives_new_id_and_empty_dir,
+				     old_incarnation_is_reclaimed_unstamped_is_adopted,
+				     delete_leaves_other_identities_alone,
+				     racing_creators_exactly_one_wins,
+				     incomplete_claim_blocks_until_abandoned,
+				     corrupt_entry_is_never_reclaimed,
+				     abandoned_aside_file_is_settled,
+				     interrupted_delete_is_redriven,
+				     orphaned_stamped_dir_is_kept,
+				     partitions_only_grow,
+				     alter_configs_replaces_the_whole_set,
+				     other_registries_changes_are_seen,
+				     failed_hook_is_retried_by_tick,
+				     auto_create_uses_defaults,
+				     tick_works_at_most_every_refresh_ms,
+				     move_aside_puts_back_a_directory_that_changed_identity));
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/test/ktest.h"
 
 START_TEST(crc32c_known_vectors)
 {
@@ -34,14 +35,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("util");
-	TCase *tc = tcase_create("crc32c");
-	tcase_add_test(tc, crc32c_known_vectors);
-	tcase_add_test(tc, crc32c_chains);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "util", .tcase = "crc32c" },
+			  KTEST_LIST(crc32c_known_vectors,
+				     crc32c_chains));
 }
