@@ -25,9 +25,10 @@ import threading
 import time
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib")]
 import kreq  # noqa: E402
-from kreq import W, record_batch, request  # noqa: E402
+from kproto import Dec, Enc, crc32c, record_batch, request  # noqa: E402
 
 HOST, PORT, PID, VOL = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 DATA = os.path.join(VOL, "data")
@@ -133,55 +134,12 @@ class Conn:
         self.s.close()
 
 
-class R:
-    """Response reader over bytes; strings come back as bytes."""
-
-    def __init__(self, b, flex=False):
-        self.b, self.p, self.flex = b, 0, flex
+class R(Dec):
+    """Response reader (strings via strb(), as bytes); a short response is a Fail."""
 
     def take(self, n):
         want(self.p + n <= len(self.b), "short response (%d bytes wanted at %d of %d)" % (n, self.p, len(self.b)))
-        d = self.b[self.p:self.p + n]
-        self.p += n
-        return d
-
-    def i8(self):
-        return struct.unpack(">b", self.take(1))[0]
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def i64(self):
-        return struct.unpack(">q", self.take(8))[0]
-
-    def uvar(self):
-        v = s = 0
-        while True:
-            x = self.take(1)[0]
-            v |= (x & 0x7F) << s
-            if not x & 0x80:
-                return v
-            s += 7
-
-    def s(self):
-        n = self.uvar() - 1 if self.flex else self.i16()
-        return None if n < 0 else self.take(n)
-
-    def by(self):
-        n = self.uvar() - 1 if self.flex else self.i32()
-        return None if n < 0 else self.take(n)
-
-    def arr(self):
-        return self.uvar() - 1 if self.flex else self.i32()
-
-    def tags(self):
-        if self.flex:
-            for _ in range(self.uvar()):
-                self.uvar()
-                self.take(self.uvar())
+        return super().take(n)
 
     def end(self, what):
         want(self.p == len(self.b), "%s: %d unparsed response bytes" % (what, len(self.b) - self.p))
@@ -204,7 +162,7 @@ def call(api, version, body, flex=False):
 
 def fetch_healthy(c):
     """Fetch v4 of HEALTHY/0 from offset 0: the record values, in order."""
-    body = (W().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).arr(1).s(HEALTHY).arr(1).i32(0).i64(0)
+    body = (Enc().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).array(1).str(HEALTHY).array(1).i32(0).i64(0)
             .i32(1 << 20).done())
     corr, f = c.req(1, 4, body)
     want(c.send(f), "healthy fetch: send failed")
@@ -212,14 +170,14 @@ def fetch_healthy(c):
     want(r is not None and r[0] == corr, "healthy fetch: no answer")
     d = R(r[1])
     d.i32()
-    want(d.arr() == 1 and d.s() == HEALTHY.encode() and d.arr() == 1, "healthy fetch: layout")
+    want(d.array() == 1 and d.strb() == HEALTHY.encode() and d.array() == 1, "healthy fetch: layout")
     d.i32()
     err, hw = d.i16(), d.i64()
     d.i64()
-    for _ in range(max(d.arr(), 0)):
+    for _ in range(max(d.array(), 0)):
         d.i64()
         d.i64()
-    recs = d.by() or b""
+    recs = d.bytes() or b""
     d.end("healthy fetch")
     want(err == 0 and hw == NREC, "healthy fetch: error %d, high watermark %d" % (err, hw))
     return parse_values(recs)
@@ -233,10 +191,7 @@ def parse_values(recs):
         b = recs[pos:pos + 12 + blen]
         count = struct.unpack(">i", b[57:61])[0]
         r = R(b[61:])
-
-        def var():
-            u = r.uvar()
-            return (u >> 1) ^ -(u & 1)
+        var = r.varint
         for _ in range(count):
             var()  # length
             r.i8()
@@ -270,7 +225,7 @@ class Healthy(threading.Thread):
             keep = Conn()
             while not self.stop.is_set():
                 for c in (keep, Conn()):
-                    corr, f = c.req(18, 3, W(True).s("healthy").s("1").tags().done(), flex=True)
+                    corr, f = c.req(18, 3, Enc(True).str("healthy").str("1").tags().done(), flex=True)
                     want(c.send(f), "healthy ApiVersions: send failed")
                     r = c.recv()
                     want(r is not None and r[0] == corr and R(r[1]).i16() == 0, "healthy ApiVersions failed")
@@ -313,15 +268,15 @@ def diff(a, b):
 # ---- setup ----------------------------------------------------------------------------
 
 def setup():
-    body = W().arr(1).s(HEALTHY).i32(1).i16(1).arr(0).arr(0).i32(30000).done()
+    body = Enc().array(1).str(HEALTHY).i32(1).i16(1).array(0).array(0).i32(30000).done()
     r = R(call(19, 0, body))
-    want(r.arr() == 1 and r.s() == HEALTHY.encode() and r.i16() == 0, "create %s" % HEALTHY)
+    want(r.array() == 1 and r.strb() == HEALTHY.encode() and r.i16() == 0, "create %s" % HEALTHY)
     batch = record_batch([b"healthy-%d" % i for i in range(NREC)])
-    body = W().s(None).i16(-1).i32(30000).arr(1).s(HEALTHY).arr(1).i32(0).by(batch).done()
+    body = Enc().str(None).i16(-1).i32(30000).array(1).str(HEALTHY).array(1).i32(0).bytes(batch).done()
     r = R(call(0, 7, body))
-    r.arr()
-    r.s()
-    r.arr()
+    r.array()
+    r.strb()
+    r.array()
     want(r.i32() == 0 and r.i16() == 0 and r.i64() == 0, "produce to %s" % HEALTHY)
     c = Conn()
     want(fetch_healthy(c) == [b"healthy-%d" % i for i in range(NREC)], "read back %s" % HEALTHY)
@@ -346,10 +301,11 @@ def framing():
         ("client_id longer than the frame", struct.pack(">i", 12) + struct.pack(">hhih", 18, 0, 1, 100) + b"ab"),
         ("client_id length -2", struct.pack(">i", 10) + struct.pack(">hhih", 18, 0, 1, -2)),
         ("flexible header with a tag count beyond the frame",
-         sized(W().i16(18).i16(3).i32(1).s("x").uvar(1 << 40).done())),
+         sized(Enc().i16(18).i16(3).i32(1).str("x").uvarint(1 << 40).done())),
         ("flexible header with a tag larger than the frame",
-         sized(W().i16(18).i16(3).i32(1).s("x").uvar(1).uvar(0).uvar(1000).done())),
-        ("flexible header with an overlong varint", sized(W().i16(18).i16(3).i32(1).s("x").raw(b"\xff" * 11).done())),
+         sized(Enc().i16(18).i16(3).i32(1).str("x").uvarint(1).uvarint(0).uvarint(1000).done())),
+        ("flexible header with an overlong varint",
+         sized(Enc().i16(18).i16(3).i32(1).str("x").raw(b"\xff" * 11).done())),
     ]
     for name, raw in cases:
         c = Conn()
@@ -409,7 +365,7 @@ def apis():
     r = R(body)
     want(r.i16() == 0, "ApiVersions")
     out = {}
-    for _ in range(r.arr()):
+    for _ in range(r.array()):
         k, lo, hi = r.i16(), r.i16(), r.i16()
         out[k] = (lo, hi)
     return out
@@ -438,7 +394,7 @@ def versions(served):
             d = R(r[1])
             want(d.i16() == E_UNSUPPORTED, "api %d v%d: error is not UNSUPPORTED_VERSION" % (key, v))
             if key == 18:  # the v0 layout, so a client can read the supported range
-                want(d.arr() == len(served), "ApiVersions v%d error answer lists %d APIs" % (v, len(served)))
+                want(d.array() == len(served), "ApiVersions v%d error answer lists %d APIs" % (v, len(served)))
             n += 1
         # The connection still serves.
         corr, f = c.req(18, 1, b"")
@@ -455,47 +411,49 @@ def versions(served):
 def hostile_bodies():
     huge = 0x7FFFFFFF
     cases = [
-        ("Metadata v1 topic count 2^31-1", 3, 1, W().i32(huge).done()),
-        ("Metadata v1 topic count -2", 3, 1, W().i32(-2).done()),
-        ("Metadata v1 topic name length 32767", 3, 1, W().i32(1).i16(32767).raw(b"abc").done()),
-        ("Metadata v1 topic name length -5", 3, 1, W().i32(1).i16(-5).done()),
-        ("Produce v7 topic count 2^31-1", 0, 7, W().s(None).i16(1).i32(1000).i32(huge).done()),
-        ("Produce v7 partition count 2^31-1", 0, 7, W().s(None).i16(1).i32(1000).i32(1).s(HEALTHY).i32(huge).done()),
+        ("Metadata v1 topic count 2^31-1", 3, 1, Enc().i32(huge).done()),
+        ("Metadata v1 topic count -2", 3, 1, Enc().i32(-2).done()),
+        ("Metadata v1 topic name length 32767", 3, 1, Enc().i32(1).i16(32767).raw(b"abc").done()),
+        ("Metadata v1 topic name length -5", 3, 1, Enc().i32(1).i16(-5).done()),
+        ("Produce v7 topic count 2^31-1", 0, 7, Enc().str(None).i16(1).i32(1000).i32(huge).done()),
+        ("Produce v7 partition count 2^31-1", 0, 7,
+         Enc().str(None).i16(1).i32(1000).i32(1).str(HEALTHY).i32(huge).done()),
         ("Produce v7 records length 2^31-1", 0, 7,
-         W().s(None).i16(1).i32(1000).i32(1).s(HEALTHY).i32(1).i32(0).i32(huge).raw(b"\0" * 70).done()),
+         Enc().str(None).i16(1).i32(1000).i32(1).str(HEALTHY).i32(1).i32(0).i32(huge).raw(b"\0" * 70).done()),
         ("Produce v7 records length -2", 0, 7,
-         W().s(None).i16(1).i32(1000).i32(1).s(HEALTHY).i32(1).i32(0).i32(-2).done()),
+         Enc().str(None).i16(1).i32(1000).i32(1).str(HEALTHY).i32(1).i32(0).i32(-2).done()),
         ("Fetch v11 partition count 2^31-1", 1, 11,
-         W().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1).i32(1).s(HEALTHY).i32(huge).done()),
-        ("ListOffsets v1 topic count 2^31-1", 2, 1, W().i32(-1).i32(huge).done()),
+         Enc().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1).i32(1).str(HEALTHY).i32(huge).done()),
+        ("ListOffsets v1 topic count 2^31-1", 2, 1, Enc().i32(-1).i32(huge).done()),
         ("CreateTopics v4 config count 2^31-1", 19, 4,
-         W().i32(1).s("bi-x").i32(1).i16(1).i32(0).i32(huge).done()),
+         Enc().i32(1).str("bi-x").i32(1).i16(1).i32(0).i32(huge).done()),
         ("CreateTopics v4 assignment broker count 2^31-1", 19, 4,
-         W().i32(1).s("bi-x").i32(-1).i16(-1).i32(1).i32(0).i32(huge).done()),
-        ("DeleteTopics v3 name count 2^31-1", 20, 3, W().i32(huge).done()),
-        ("DescribeConfigs v2 config-name count 2^31-1", 32, 2, W().i32(1).i8(2).s(HEALTHY).i32(huge).done()),
-        ("AlterConfigs v1 config count 2^31-1", 33, 1, W().i32(1).i8(2).s(HEALTHY).i32(huge).done()),
-        ("CreatePartitions v1 assignment count 2^31-1", 37, 1, W().i32(1).s(HEALTHY).i32(4).i32(huge).done()),
-        ("DeleteRecords v1 partition count 2^31-1", 21, 1, W().i32(1).s(HEALTHY).i32(huge).done()),
+         Enc().i32(1).str("bi-x").i32(-1).i16(-1).i32(1).i32(0).i32(huge).done()),
+        ("DeleteTopics v3 name count 2^31-1", 20, 3, Enc().i32(huge).done()),
+        ("DescribeConfigs v2 config-name count 2^31-1", 32, 2, Enc().i32(1).i8(2).str(HEALTHY).i32(huge).done()),
+        ("AlterConfigs v1 config count 2^31-1", 33, 1, Enc().i32(1).i8(2).str(HEALTHY).i32(huge).done()),
+        ("CreatePartitions v1 assignment count 2^31-1", 37, 1, Enc().i32(1).str(HEALTHY).i32(4).i32(huge).done()),
+        ("DeleteRecords v1 partition count 2^31-1", 21, 1, Enc().i32(1).str(HEALTHY).i32(huge).done()),
         ("JoinGroup v5 protocol count 2^31-1", 11, 5,
-         W().s("g").i32(10000).i32(10000).s("").s(None).s("consumer").i32(huge).done()),
+         Enc().str("g").i32(10000).i32(10000).str("").str(None).str("consumer").i32(huge).done()),
         ("JoinGroup v5 protocol metadata length 2^31-1", 11, 5,
-         W().s("g").i32(10000).i32(10000).s("").s(None).s("consumer").i32(1).s("range").i32(huge).done()),
-        ("SyncGroup v3 assignment count 2^31-1", 14, 3, W().s("g").i32(1).s("m").s(None).i32(huge).done()),
+         Enc().str("g").i32(10000).i32(10000).str("").str(None).str("consumer").i32(1).str("range").i32(huge).done()),
+        ("SyncGroup v3 assignment count 2^31-1", 14, 3, Enc().str("g").i32(1).str("m").str(None).i32(huge).done()),
         ("OffsetCommit v7 partition count 2^31-1", 8, 7,
-         W().s("g").i32(-1).s("").s(None).i32(1).s(HEALTHY).i32(huge).done()),
-        ("DescribeGroups v4 group count 2^31-1", 15, 4, W().i32(huge).done()),
-        ("DeleteGroups v1 group count 2^31-1", 42, 1, W().i32(huge).done()),
-        ("OffsetDelete v0 partition count 2^31-1", 47, 0, W().s("g").i32(1).s(HEALTHY).i32(huge).done()),
+         Enc().str("g").i32(-1).str("").str(None).i32(1).str(HEALTHY).i32(huge).done()),
+        ("DescribeGroups v4 group count 2^31-1", 15, 4, Enc().i32(huge).done()),
+        ("DeleteGroups v1 group count 2^31-1", 42, 1, Enc().i32(huge).done()),
+        ("OffsetDelete v0 partition count 2^31-1", 47, 0, Enc().str("g").i32(1).str(HEALTHY).i32(huge).done()),
     ]
     flex_cases = [
-        ("ApiVersions v3 software name length 2^40", 18, 3, W(True).uvar(1 << 40).done()),
-        ("ApiVersions v3 overlong varint", 18, 3, W(True).raw(b"\x80" * 12).done()),
-        ("OffsetFetch v7 topic count 2^40", 9, 7, W(True).s("g").uvar(1 << 40).done()),
-        ("OffsetFetch v6 partition count 2^31", 9, 6, W(True).s("g").uvar(2).s(HEALTHY).uvar(1 << 31).done()),
+        ("ApiVersions v3 software name length 2^40", 18, 3, Enc(True).uvarint(1 << 40).done()),
+        ("ApiVersions v3 overlong varint", 18, 3, Enc(True).raw(b"\x80" * 12).done()),
+        ("OffsetFetch v7 topic count 2^40", 9, 7, Enc(True).str("g").uvarint(1 << 40).done()),
+        ("OffsetFetch v6 partition count 2^31", 9, 6,
+         Enc(True).str("g").uvarint(2).str(HEALTHY).uvarint(1 << 31).done()),
         ("OffsetFetch v6 tagged field larger than the request", 9, 6,
-         W(True).s("g").uvar(0).uvar(1).uvar(5).uvar(1 << 30).done()),
-        ("InitProducerId v4 transactional id length 2^32", 22, 4, W(True).uvar(1 << 32).done()),
+         Enc(True).str("g").uvarint(0).uvarint(1).uvarint(5).uvarint(1 << 30).done()),
+        ("InitProducerId v4 transactional id length 2^32", 22, 4, Enc(True).uvarint(1 << 32).done()),
     ]
     for name, api, v, body in cases:
         want(call(api, v, body) is None, "%s: answered instead of refused" % name)
@@ -521,13 +479,13 @@ def hostile_bodies():
 
 
 def produce_v7(topic, batch, partition=0):
-    body = W().s(None).i16(-1).i32(30000).arr(1).s(topic).arr(1).i32(partition).by(batch).done()
+    body = Enc().str(None).i16(-1).i32(30000).array(1).str(topic).array(1).i32(partition).bytes(batch).done()
     resp = call(0, 7, body)
     want(resp is not None, "Produce v7 to %r: disconnect" % topic)
     r = R(resp)
-    want(r.arr() == 1, "produce response topics")
-    r.s()
-    want(r.arr() == 1, "produce response partitions")
+    want(r.array() == 1, "produce response topics")
+    r.strb()
+    want(r.array() == 1, "produce response partitions")
     idx, err, base = r.i32(), r.i16(), r.i64()
     r.i64()
     r.i64()
@@ -560,7 +518,7 @@ def bad_batches():
         # A batch whose CRC is fixed up after the edit, so only the edit is wrong.
         if name.startswith("record count"):
             bb = bytearray(batch)
-            struct.pack_into(">I", bb, 17, kreq.crc32c(bytes(bb[21:])))
+            struct.pack_into(">I", bb, 17, crc32c(bytes(bb[21:])))
             batch = bytes(bb)
         err, base = produce_v7(HEALTHY, batch)
         want(err != E_NONE and base == -1, "Produce of %s: error %d, base offset %d" % (name, err, base))
@@ -598,8 +556,8 @@ def zstd_record_bomb(vlen):
     """A zstd frame of one whole record (null key, no headers) whose value is
     vlen zero bytes: the record's start in a raw block, the value and the
     header count (0) in 128 KiB RLE blocks."""
-    body = 1 + 1 + 1 + 1 + len(W().var(vlen).done()) + vlen + 1
-    start = W().var(body).i8(0).var(0).var(0).var(-1).var(vlen).done()
+    body = 1 + 1 + 1 + 1 + len(Enc().varint(vlen).done()) + vlen + 1
+    start = Enc().varint(body).i8(0).varint(0).varint(0).varint(-1).varint(vlen).done()
     out = bytearray(struct.pack("<I", 0xFD2FB528))
     out += bytes([0x00, 0x38])  # no content size, no checksum; window 128 KiB
     out += struct.pack("<I", len(start) << 3)[:3] + start
@@ -629,30 +587,30 @@ BAD_NAMES = [b"../x", b"..", b".", b"a" * 250, b"a/b", b"a\0b", b"", b"/abs", b"
 
 
 def metadata_v4(names):
-    w = W().arr(len(names))
+    w = Enc().array(len(names))
     for n in names:
-        w.s(n)
+        w.str(n)
     resp = call(3, 4, w.i8(1).done())
     want(resp is not None, "Metadata v4 with invalid names: disconnect")
     r = R(resp)
     r.i32()
-    for _ in range(r.arr()):
+    for _ in range(r.array()):
         r.i32()
-        r.s()
+        r.strb()
         r.i32()
-        r.s()
-    r.s()
+        r.strb()
+    r.strb()
     r.i32()
     out = {}
-    for _ in range(r.arr()):
-        err, name, _ = r.i16(), r.s(), r.i8()
-        for _ in range(r.arr()):
+    for _ in range(r.array()):
+        err, name, _ = r.i16(), r.strb(), r.i8()
+        for _ in range(r.array()):
             r.i16()
             r.i32()
             r.i32()
-            for _ in range(r.arr()):
+            for _ in range(r.array()):
                 r.i32()
-            for _ in range(r.arr()):
+            for _ in range(r.array()):
                 r.i32()
         out[name] = err
     r.end("Metadata v4")
@@ -671,7 +629,7 @@ def names_by_request(name):
     res["Produce"] = err
     # CreateTopics v0-v4: always INVALID_TOPIC_EXCEPTION.
     for v in range(5):
-        w = W().arr(1).s(name).i32(1).i16(1).arr(0).arr(0).i32(30000)
+        w = Enc().array(1).str(name).i32(1).i16(1).array(0).array(0).i32(30000)
         if v >= 1:
             w.i8(0)
         resp = call(19, v, w.done())
@@ -679,34 +637,34 @@ def names_by_request(name):
         r = R(resp)
         if v >= 2:
             r.i32()
-        want(r.arr() == 1 and r.s() == name, "CreateTopics v%d: name not echoed" % v)
+        want(r.array() == 1 and r.strb() == name, "CreateTopics v%d: name not echoed" % v)
         err = r.i16()
         if v >= 1:
-            r.s()
+            r.strb()
         r.end("CreateTopics v%d" % v)
         want(err == E_INVALID_TOPIC, "CreateTopics v%d: %r -> %d" % (v, name[:40], err))
     res["CreateTopics"] = E_INVALID_TOPIC
     # DeleteTopics v0-v3.
     for v in range(4):
-        resp = call(20, v, W().arr(1).s(name).i32(30000).done())
+        resp = call(20, v, Enc().array(1).str(name).i32(30000).done())
         want(resp is not None, "DeleteTopics v%d %r: disconnect" % (v, name[:40]))
         r = R(resp)
         if v >= 1:
             r.i32()
-        want(r.arr() == 1 and r.s() == name, "DeleteTopics v%d: name not echoed" % v)
+        want(r.array() == 1 and r.strb() == name, "DeleteTopics v%d: name not echoed" % v)
         err = r.i16()
         r.end("DeleteTopics v%d" % v)
         want(err in (E_INVALID_TOPIC, E_UNKNOWN_TOPIC), "DeleteTopics v%d: %r -> %d" % (v, name[:40], err))
     res["DeleteTopics"] = err
     # The admin APIs that name a topic: an error answer, never a disconnect.
     for label, api, v, body in (
-            ("CreatePartitions", 37, 1, W().arr(1).s(name).i32(2).arr(None).i32(30000).i8(0).done()),
-            ("AlterConfigs", 33, 1, W().arr(1).i8(2).s(name).arr(1).s("retention.ms").s("1").i8(0).done()),
-            ("DescribeConfigs", 32, 2, W().arr(1).i8(2).s(name).arr(None).i8(0).done()),
-            ("DeleteRecords", 21, 1, W().arr(1).s(name).arr(1).i32(0).i64(0).i32(30000).done()),
-            ("ListOffsets", 2, 1, W().i32(-1).arr(1).s(name).arr(1).i32(0).i64(-1).done()),
-            ("OffsetCommit", 8, 2, W().s("bi-g").i32(-1).s("").i64(-1).arr(1).s(name).arr(1).i32(0).i64(1)
-             .s("").done())):
+            ("CreatePartitions", 37, 1, Enc().array(1).str(name).i32(2).array(None).i32(30000).i8(0).done()),
+            ("AlterConfigs", 33, 1, Enc().array(1).i8(2).str(name).array(1).str("retention.ms").str("1").i8(0).done()),
+            ("DescribeConfigs", 32, 2, Enc().array(1).i8(2).str(name).array(None).i8(0).done()),
+            ("DeleteRecords", 21, 1, Enc().array(1).str(name).array(1).i32(0).i64(0).i32(30000).done()),
+            ("ListOffsets", 2, 1, Enc().i32(-1).array(1).str(name).array(1).i32(0).i64(-1).done()),
+            ("OffsetCommit", 8, 2, Enc().str("bi-g").i32(-1).str("").i64(-1).array(1).str(name).array(1).i32(0).i64(1)
+             .str("").done())):
         resp = call(api, v, body)
         want(resp is not None, "%s %r: disconnect" % (label, name[:40]))
     return res
@@ -766,9 +724,9 @@ def main():
     # Controls: the same paths accept good input, so the refusals above are
     # about the input.  Produce v0-v2 (v2 batches), a 249-character name.
     for v in (0, 1, 2):
-        body = W().i16(-1).i32(30000).arr(1).s(HEALTHY).arr(1).i32(0).by(record_batch([b"v%d" % v])).done()
+        body = Enc().i16(-1).i32(30000).array(1).str(HEALTHY).array(1).i32(0).bytes(record_batch([b"v%d" % v])).done()
         r = R(call(0, v, body))
-        want(r.arr() == 1 and r.s() == HEALTHY.encode() and r.arr() == 1, "Produce v%d layout" % v)
+        want(r.array() == 1 and r.strb() == HEALTHY.encode() and r.array() == 1, "Produce v%d layout" % v)
         idx, err, base = r.i32(), r.i16(), r.i64()
         if v >= 2:
             r.i64()
@@ -777,8 +735,8 @@ def main():
         r.end("Produce v%d" % v)
         want(err == 0 and base == NREC + v, "Produce v%d: error %d, base offset %d" % (v, err, base))
     long_ok = b"a" * 249
-    r = R(call(19, 1, W().arr(1).s(long_ok).i32(1).i16(1).arr(0).arr(0).i32(30000).i8(0).done()))
-    want(r.arr() == 1 and r.s() == long_ok and r.i16() == 0, "a 249-character topic name is valid")
+    r = R(call(19, 1, Enc().array(1).str(long_ok).i32(1).i16(1).array(0).array(0).i32(30000).i8(0).done()))
+    want(r.array() == 1 and r.strb() == long_ok and r.i16() == 0, "a 249-character topic name is valid")
     want(os.path.isdir(os.path.join(DATA, long_ok.decode())), "no directory for the 249-character topic")
     ok("controls: Produce v0-v2 append; a 249-character topic is created")
 

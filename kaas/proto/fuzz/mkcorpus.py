@@ -20,9 +20,14 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "ci", "badinput"))
+sys.path[:0] = [os.path.join(HERE, "..", "..", "..", "ci", d) for d in ("badinput", "lib")]
+import kproto  # noqa: E402
 import kreq  # noqa: E402
-from kreq import W, record_batch, request  # noqa: E402
+from kproto import Enc, record_batch  # noqa: E402
+
+
+def request(api, version, corr, body, flex):
+    return kproto.request(api, version, corr, body, flex, client_id="kreq")
 
 
 def tool(cmd, data):
@@ -71,17 +76,19 @@ def main():
     for i, (label, api, v, flex, body) in enumerate(kreq.samples()):
         write(req_dir, label, request(api, v, 100 + i, body, flex))
     hostile = {
-        "metadata-v1-huge-count": request(3, 1, 1, W().i32(0x7FFFFFFF).done(), False),
+        "metadata-v1-huge-count": request(3, 1, 1, Enc().i32(0x7FFFFFFF).done(), False),
         "produce-v7-truncated": request(0, 7, 1, kreq.samples()[7][4][:-9], False),
-        "api-versions-v3-bad-tags": request(18, 3, 1, W(True).s("a").s("b").uvar(3).uvar(1).uvar(99).done(), True),
+        "api-versions-v3-bad-tags": request(18, 3, 1, Enc(True).str("a").str("b").uvarint(3).uvarint(1).uvarint(99)
+                                            .done(), True),
         "unsupported-version": request(19, 99, 1, b"\x00" * 8, False),
         "unknown-api": request(999, 0, 1, b"", False),
         "short-header": struct.pack(">hh", 3, 1),
-        "create-topics-v4-bad-names": request(19, 4, 1, W().arr(3).s("../x").i32(1).i16(1).arr(0).arr(0)
-                                              .s("a" * 250).i32(1).i16(1).arr(0).arr(0)
-                                              .s("a\0b").i32(1).i16(1).arr(0).arr(0).i32(1000).i8(0).done(), False),
-        "join-sync-heartbeat-group": request(11, 5, 1, W().s("fz").i32(6000).i32(100).s("").s("inst")
-                                             .s("consumer").arr(1).s("range").by(b"\x00\x01").done(), False),
+        "create-topics-v4-bad-names": request(19, 4, 1, Enc().array(3).str("../x").i32(1).i16(1).array(0).array(0)
+                                              .str("a" * 250).i32(1).i16(1).array(0).array(0)
+                                              .str("a\0b").i32(1).i16(1).array(0).array(0).i32(1000).i8(0)
+                                              .done(), False),
+        "join-sync-heartbeat-group": request(11, 5, 1, Enc().str("fz").i32(6000).i32(100).str("").str("inst")
+                                             .str("consumer").array(1).str("range").bytes(b"\x00\x01").done(), False),
     }
     for name, data in hostile.items():
         write(req_dir, name, data)
@@ -95,7 +102,7 @@ def main():
     write(batch_dir, "null-value", record_batch([None], keys=[b"tombstone"]))
     write(batch_dir, "idempotent", record_batch(recs[:5], pid=1000, epoch=0, seq=0))
     write(batch_dir, "three-batches", plain + record_batch([b"a", b"b"]) + record_batch([b"c"], pid=7, epoch=1, seq=3))
-    write(batch_dir, "gzip", record_batch(recs, keys=keys, headers=hdrs, codec=1, compress=kreq.gzip_compress))
+    write(batch_dir, "gzip", record_batch(recs, keys=keys, headers=hdrs, codec=1, compress=kproto.gzip_compress))
     write(batch_dir, "snappy", record_batch(recs, keys=keys, codec=2, compress=snappy_literals))
     write(batch_dir, "snappy-xerial", record_batch(recs, codec=2, compress=lambda d: xerial(snappy_literals(d))))
     write(batch_dir, "lz4", record_batch(recs, headers=hdrs, codec=3, compress=lambda d: tool(["lz4", "-c", "-q"], d)))
