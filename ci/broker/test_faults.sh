@@ -16,7 +16,7 @@ BROKER_LOG=$T/broker.log broker_start "fault:$T/vol?failpath=poison/*/*.log:fsyn
 /usr/bin/python3 - "$BROKER_PORT" <<'PY'
 import sys, time
 sys.path.insert(0, "ci/lib")
-from kproto import Conn, Dec, Enc
+from kproto import Conn, Dec, Enc, record_batch
 port = int(sys.argv[1])
 c = Conn("127.0.0.1", port)
 
@@ -44,26 +44,9 @@ def metadata(topics):
         out[name] = (err, parts)
     return out
 
-_T = []
-for i in range(256):
-    x = i
-    for _ in range(8):
-        x = (x >> 1) ^ 0x82F63B78 if x & 1 else x >> 1
-    _T.append(x)
-def crc32c(data):
-    x = 0xFFFFFFFF
-    for b in data:
-        x = _T[(x ^ b) & 0xFF] ^ (x >> 8)
-    return x ^ 0xFFFFFFFF
-def batch(v):
-    r = Enc().i8(0).varint(0).varint(0).varint(-1).varint(len(v)).raw(v).varint(0).done()
-    after = (Enc().i16(0).i32(0).i64(1).i64(1).i64(-1).i16(-1).i32(-1).i32(1)
-             .varint(len(r)).raw(r).done())
-    tail = Enc().i32(-1).i8(2).raw(crc32c(after).to_bytes(4, "big")).raw(after).done()
-    return Enc().i64(0).i32(len(tail)).raw(tail).done()
 def produce(topic):
     body = (Enc().str(None).i16(-1).i32(30000).array(1).str(topic).array(1).i32(0)
-            .bytes(batch(b"x")).done())
+            .bytes(record_batch([b"x"], ts=1)).done())
     corr = c.send(0, 7, body)
     rc, data = c.recv()
     d = Dec(data)

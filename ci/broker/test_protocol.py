@@ -6,12 +6,11 @@ pipelining, acks=0, long-poll fetches answered in order, and backpressure.
 Each check prints "ok <name>"; the first failure raises and exits non-zero.
 """
 import os
-import socket
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from kproto import Conn, Dec, Enc, api_versions  # noqa: E402
+from kproto import Conn, Dec, Enc, api_versions, record_batch  # noqa: E402
 
 HOST, PORT, APIS_FILE, MAX_FRAME = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 
@@ -20,36 +19,8 @@ def ok(name):
     print("ok", name, flush=True)
 
 
-# ---- CRC-32C and a v2 record batch, as a producer would build it -------------------
-_T = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    _T.append(c)
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def record_batch(values, ts=1700000000000):
-    recs = Enc()
-    for i, v in enumerate(values):
-        r = Enc().i8(0).varint(0).varint(i).varint(-1).varint(len(v)).raw(v).varint(0).done()
-        recs.varint(len(r)).raw(r)
-    after_crc = (Enc().i16(0).i32(len(values) - 1).i64(ts).i64(ts).i64(-1).i16(-1).i32(-1)
-                 .i32(len(values)).raw(recs.done()).done())
-    crc = crc32c(after_crc)
-    tail = Enc().i32(-1).i8(2).raw(crc.to_bytes(4, "big")).raw(after_crc).done()
-    return Enc().i64(0).i32(len(tail)).raw(tail).done()
-
-
-def produce_body(topic, partition, batch, acks=-1):
-    return (Enc().str(None).i16(acks).i32(30000).array(1).str(topic).array(1).i32(partition)
+def produce_body(topic, partition, batch, acks=-1, timeout=30000):
+    return (Enc().str(None).i16(acks).i32(timeout).array(1).str(topic).array(1).i32(partition)
             .bytes(batch).done())
 
 
@@ -237,12 +208,9 @@ ok("a parked fetch is woken by a produce and answered before the pipelined reque
 # acks=all with a tiny timeout: answered with NONE (the flush won) or
 # REQUEST_TIMED_OUT (the timer won), never left hanging; the data is appended
 # either way and becomes durable.
-def produce_body_timeout(topic, batch, timeout):
-    return (Enc().str(None).i16(-1).i32(timeout).array(1).str(topic).array(1).i32(0)
-            .bytes(batch).done())
 codes = set()
 for i in range(20):
-    corr = p.send(0, 7, produce_body_timeout("proto-lp", record_batch([b"t%d" % i]), 1))
+    corr = p.send(0, 7, produce_body("proto-lp", 0, record_batch([b"t%d" % i]), timeout=1))
     rc, data = p.recv()
     assert rc == corr
     codes.add(parse_produce_v7(data)[0][2])

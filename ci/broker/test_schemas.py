@@ -14,7 +14,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from kproto import Conn, Enc  # noqa: E402
+from kproto import Conn, Enc, record_batch  # noqa: E402
 
 from kafka.protocol import admin, commit, fetch, group, metadata, offset, produce  # noqa: E402
 from kafka.protocol import types as T  # noqa: E402
@@ -28,30 +28,6 @@ with open(APIS_FILE) as f:
         w = line.split()
         lo, hi = w[2].split("-")
         served[int(w[0])] = (int(lo), int(hi))
-
-# ---- a valid v2 record batch ----------------------------------------------------------
-_T = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    _T.append(c)
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def record_batch(value=b"kpy"):
-    r = Enc().i8(0).varint(0).varint(0).varint(-1).varint(len(value)).raw(value).varint(0).done()
-    after = (Enc().i16(0).i32(0).i64(1700000000000).i64(1700000000000).i64(-1).i16(-1).i32(-1).i32(1)
-             .varint(len(r)).raw(r).done())
-    tail = Enc().i32(-1).i8(2).raw(crc32c(after).to_bytes(4, "big")).raw(after).done()
-    return Enc().i64(0).i32(len(tail)).raw(tail).done()
-
 
 # ---- request values by field name ----------------------------------------------------------
 def values(schema, api, v):
@@ -75,7 +51,7 @@ def value(name, t, api, v):
         "config_name": "retention.ms", "config_value": "3600000", "include_synonyms": False,
         "allow_auto_topic_creation": True, "count": 2, "assignment": None, "session_id": 0,
         "session_epoch": -1, "rack_id": "", "current_leader_epoch": -1,
-        "messages": record_batch(), "records": record_batch(), "max_offsets": 1,
+        "messages": record_batch([b"kpy"]), "records": record_batch([b"kpy"]), "max_offsets": 1,
         "consumer_group_generation_id": -1, "consumer_id": "",
         "include_authorized_operations": False,
     }
