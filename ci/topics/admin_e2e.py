@@ -2,9 +2,9 @@
 
 Driven by ci/topics/test_admin.sh against a running kaas broker.  Uses
 confluent-kafka-python's AdminClient, Producer and Consumer (librdkafka), and
-one hand-built DeleteRecords request (the Debian client versions have no
-delete_records call).  Every check raises on a mismatch; the exit code is 0
-only when all passed.
+one DeleteRecords request built with ci/lib/kproto.py (the Debian client
+versions have no delete_records call).  Every check raises on a mismatch; the
+exit code is 0 only when all passed.
 
 Steps:
   admin      create/describe/alter/grow/delete through the AdminClient
@@ -13,13 +13,14 @@ Steps:
 """
 import json
 import os
-import socket
-import struct
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from kproto import Conn, Dec, Enc  # noqa: E402
 
 BOOT, DATA, STEP = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -99,28 +100,21 @@ def consume_all(topic):
 def delete_records(topic, partition, offset):
     """DeleteRecords v1, by hand: returns (low_watermark, error_code)."""
     host, port = BOOT.rsplit(":", 1)
-    name = topic.encode()
-    body = struct.pack(">i", 1) + struct.pack(">h", len(name)) + name
-    body += struct.pack(">i", 1) + struct.pack(">iq", partition, offset) + struct.pack(">i", 10000)
-    client = b"admin-e2e"
-    hdr = struct.pack(">hhi", 21, 1, 7) + struct.pack(">h", len(client)) + client
-    frame = hdr + body
-    with socket.create_connection((host, int(port)), timeout=15) as s:
-        s.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        resp = b""
-        while len(resp) < size:
-            chunk = s.recv(size - len(resp))
-            if not chunk:
-                raise SystemExit("FAIL: DeleteRecords: connection closed before the response")
-            resp += chunk
-    corr, throttle, ntopics = struct.unpack(">iii", resp[:12])
-    if corr != 7 or ntopics != 1:
+    c = Conn(host, int(port), timeout=15, client_id="admin-e2e")
+    try:
+        corr = c.send(21, 1, Enc().array(1).str(topic).array(1).i32(partition).i64(offset).i32(10000).done())
+        rc, body = c.recv()
+    except EOFError:
+        raise SystemExit("FAIL: DeleteRecords: connection closed before the response")
+    finally:
+        c.close()
+    d = Dec(body)
+    d.i32()  # throttle_time_ms
+    if rc != corr or d.array() != 1:
         raise SystemExit("FAIL: DeleteRecords response header")
-    nlen = struct.unpack(">h", resp[12:14])[0]
-    pos = 14 + nlen
-    nparts, pidx, low, err = struct.unpack(">iiqh", resp[pos:pos + 18])
-    if nparts != 1 or pidx != partition or pos + 18 != len(resp):
+    d.str()
+    nparts, pidx, low, err = d.array(), d.i32(), d.i64(), d.i16()
+    if nparts != 1 or pidx != partition or d.remain() != 0:
         raise SystemExit("FAIL: DeleteRecords response layout")
     return low, err
 
