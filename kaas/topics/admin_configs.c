@@ -12,19 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin.h"
+#include "topics/admin_int.h"
 #include "topics/tconfig.h"
 #include "util/kerr.h"
 #include "util/log.h"
 
 enum { RES_TOPIC = 2, RES_BROKER = 4 };
-
-#define MSG_LEN 320
-
-static int kstr_eq(kaas_str a, kaas_str b)
-{
-	return a.len == b.len && (a.len <= 0 || memcmp(a.s, b.s, (size_t)a.len) == 0);
-}
 
 /* ---- the broker resource ------------------------------------------------------------ */
 
@@ -113,7 +106,7 @@ static int is_this_broker(const kaas_admin_ctx *c, kaas_str name)
 typedef struct dc_res {
 	int8_t type;
 	kaas_str name;
-	int32_t nkeys;        /* -1 or 0: all */
+	int32_t nkeys;        /* 0 (null or empty): all */
 	kaas_str *keys;
 } dc_res;
 
@@ -165,19 +158,11 @@ int kaas_admin_describe_configs(const kaas_admin_ctx *c, int16_t version, kaas_r
 	int32_t n = 0;
 	int8_t include_synonyms = 0;
 	int rc = -EBADMSG;
-	KRD_ARRAY(rd, 0, 7, &n);
-	if (n < 0)
-		n = 0;
-	if (n && !(r = calloc((size_t)n, sizeof(*r))))
-		return -ENOMEM;
+	ADMIN_ARRAY(rd, 7, n, r);
 	for (int32_t i = 0; i < n; i++) {
 		KRD_I8(rd, &r[i].type);
 		KRD_STR(rd, 0, &r[i].name);
-		KRD_ARRAY(rd, 0, 2, &r[i].nkeys);
-		if (r[i].nkeys > 0 && !(r[i].keys = calloc((size_t)r[i].nkeys, sizeof(kaas_str)))) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		ADMIN_ARRAY(rd, 2, r[i].nkeys, r[i].keys);
 		for (int32_t k = 0; k < r[i].nkeys; k++)
 			KRD_STR(rd, 0, &r[i].keys[k]);
 	}
@@ -240,21 +225,11 @@ int kaas_admin_alter_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 	int32_t n = 0;
 	int8_t validate_only;
 	int rc = -EBADMSG;
-	KRD_ARRAY(rd, 0, 7, &n);
-	if (n < 0)
-		n = 0;
-	if (n && !(r = calloc((size_t)n, sizeof(*r))))
-		return -ENOMEM;
+	ADMIN_ARRAY(rd, 7, n, r);
 	for (int32_t i = 0; i < n; i++) {
 		KRD_I8(rd, &r[i].type);
 		KRD_STR(rd, 0, &r[i].name);
-		KRD_ARRAY(rd, 0, 4, &r[i].ncfg);
-		if (r[i].ncfg < 0)
-			r[i].ncfg = 0;
-		if (r[i].ncfg && !(r[i].cfg = calloc((size_t)r[i].ncfg, sizeof(*r[i].cfg)))) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		ADMIN_ARRAY(rd, 4, r[i].ncfg, r[i].cfg);
 		for (int32_t k = 0; k < r[i].ncfg; k++) {
 			KRD_STR(rd, 0, &r[i].cfg[k].name);
 			KRD_STR(rd, 0, &r[i].cfg[k].value);

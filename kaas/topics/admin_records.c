@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin.h"
+#include "topics/admin_int.h"
 #include "util/kerr.h"
 #include "util/log.h"
 
@@ -28,20 +28,10 @@ int kaas_admin_delete_records(const kaas_admin_ctx *c, int16_t version, kaas_rd 
 	dr_topic *t = NULL;
 	int32_t n = 0, timeout_ms;
 	int rc = -EBADMSG;
-	KRD_ARRAY(rd, 0, 6, &n);
-	if (n < 0)
-		n = 0;
-	if (n && !(t = calloc((size_t)n, sizeof(*t))))
-		return -ENOMEM;
+	ADMIN_ARRAY(rd, 6, n, t);
 	for (int32_t i = 0; i < n; i++) {
 		KRD_STR(rd, 0, &t[i].name);
-		KRD_ARRAY(rd, 0, 12, &t[i].n);
-		if (t[i].n < 0)
-			t[i].n = 0;
-		if (t[i].n && !(t[i].p = calloc((size_t)t[i].n, sizeof(*t[i].p)))) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		ADMIN_ARRAY(rd, 12, t[i].n, t[i].p);
 		for (int32_t k = 0; k < t[i].n; k++) {
 			KRD_I32(rd, &t[i].p[k].index);
 			KRD_I64(rd, &t[i].p[k].offset);

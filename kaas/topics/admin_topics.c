@@ -12,17 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin.h"
+#include "topics/admin_int.h"
 #include "topics/tconfig.h"
 #include "util/kerr.h"
 #include "util/log.h"
-
-#define MSG_LEN 320
-
-static int kstr_eq(kaas_str a, kaas_str b)
-{
-	return a.len == b.len && (a.len <= 0 || memcmp(a.s, b.s, (size_t)a.len) == 0);
-}
 
 /* Whether entry i's name appears before i (then i is not answered again),
  * and after i (then the name is in the request more than once). */
@@ -65,16 +58,52 @@ static int check_replicas(const kaas_admin_ctx *c, kaas_rd *list, int32_t n, cha
 	return err;
 }
 
+/* What CreateTopics and CreatePartitions keep of a topic while decoding;
+ * the first member of their entry types (so same_name finds the name). */
+typedef struct topic_head {
+	kaas_str name;
+	int16_t err;          /* the first error found while decoding, or KERR_NONE */
+	char msg[MSG_LEN];
+} topic_head;
+
+static void keep_first_error(topic_head *h, int err, const char *msg)
+{
+	if (err != KERR_NONE && h->err == KERR_NONE) {
+		h->err = (int16_t)err;
+		snprintf(h->msg, sizeof(h->msg), "%s", msg);
+	}
+}
+
+/* The error a topic's answer starts from, its message in msg: the one
+ * decoding found, else INVALID_REQUEST when the name comes again later in
+ * the request ("<what> request contains multiple entries for this topic."). */
+static int16_t first_error(const topic_head *h, int repeated, const char *what, char *msg, size_t msglen)
+{
+	snprintf(msg, msglen, "%s", h->msg);
+	if (h->err == KERR_NONE && repeated) {
+		snprintf(msg, msglen, "%s request contains multiple entries for this topic.", what);
+		return KERR_INVALID_REQUEST;
+	}
+	return h->err;
+}
+
+/* One topic's result: name, error code and, with_msg, the message of an error. */
+static void write_result(kaas_wr *w, kaas_str name, int16_t err, int with_msg, const char *msg)
+{
+	kaas_wr_kstr(w, 0, name);
+	kaas_wr_i16(w, err);
+	if (with_msg)
+		kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+}
+
 /* ---- CreateTopics ------------------------------------------------------------------ */
 
 typedef struct ct_topic {
-	kaas_str name;
+	topic_head h;         /* assignment errors */
 	int32_t partitions;
 	int16_t rf;
 	kaas_config_kv *cfg;
 	int32_t ncfg;
-	int16_t err;          /* found while decoding (assignments), or KERR_NONE */
-	char msg[MSG_LEN];
 } ct_topic;
 
 int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
@@ -83,23 +112,17 @@ int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 	int32_t n = 0, timeout_ms;
 	int8_t validate_only = 0;
 	int rc = -EBADMSG;
-	KRD_ARRAY(rd, 0, 16, &n);
-	if (n < 0)
-		n = 0;
-	if (n && !(t = calloc((size_t)n, sizeof(*t))))
-		return -ENOMEM;
+	ADMIN_ARRAY(rd, 16, n, t);
 	for (int32_t i = 0; i < n; i++) {
 		ct_topic *x = &t[i];
-		int32_t nassign, ncfg;
-		KRD_STR(rd, 0, &x->name);
+		int32_t nassign;
+		KRD_STR(rd, 0, &x->h.name);
 		KRD_I32(rd, &x->partitions);
 		KRD_I16(rd, &x->rf);
 		KRD_ARRAY(rd, 0, 8, &nassign);
-		if (nassign > 0 && (x->partitions != -1 || x->rf != -1)) {
-			x->err = KERR_INVALID_REQUEST;
-			snprintf(x->msg, sizeof(x->msg), "Both numPartitions or replicationFactor and replicasAssignments "
-				 "were set. Both cannot be used at the same time.");
-		}
+		if (nassign > 0 && (x->partitions != -1 || x->rf != -1))
+			keep_first_error(&x->h, KERR_INVALID_REQUEST, "Both numPartitions or replicationFactor and "
+					 "replicasAssignments were set. Both cannot be used at the same time.");
 		for (int32_t a = 0; a < nassign; a++) {
 			int32_t pidx, nb;
 			char m[MSG_LEN];
@@ -113,21 +136,13 @@ int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 					 "order; found %d at position %d.", nassign - 1, pidx, a);
 				e = KERR_INVALID_REPLICA_ASSIGNMENT;
 			}
-			if (e && !x->err) {
-				x->err = (int16_t)e;
-				snprintf(x->msg, sizeof(x->msg), "%s", m);
-			}
+			keep_first_error(&x->h, e, m);
 		}
-		if (nassign > 0 && !x->err) {
+		if (nassign > 0 && !x->h.err) {
 			x->partitions = nassign;
 			x->rf = 1;
 		}
-		KRD_ARRAY(rd, 0, 4, &ncfg);
-		if (ncfg > 0 && !(x->cfg = calloc((size_t)ncfg, sizeof(*x->cfg)))) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		x->ncfg = ncfg > 0 ? ncfg : 0;
+		ADMIN_ARRAY(rd, 4, x->ncfg, x->cfg);
 		for (int32_t k = 0; k < x->ncfg; k++) {
 			KRD_STR(rd, 0, &x->cfg[k].name);
 			KRD_STR(rd, 0, &x->cfg[k].value);
@@ -146,21 +161,13 @@ int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 		ct_topic *x = &t[i];
 		if (SAME_NAME_BEFORE(t, i))
 			continue; /* one result per name */
-		int16_t err = x->err;
 		char msg[MSG_LEN];
-		snprintf(msg, sizeof(msg), "%s", x->msg);
-		if (err == KERR_NONE && SAME_NAME_AFTER(t, i, n)) {
-			err = KERR_INVALID_REQUEST;
-			snprintf(msg, sizeof(msg), "Create topics request contains multiple entries for this topic.");
-		}
+		int16_t err = first_error(&x->h, SAME_NAME_AFTER(t, i, n), "Create topics", msg, sizeof(msg));
 		if (err == KERR_NONE) {
-			kaas_topic_spec spec = {x->name, x->partitions, x->rf, x->cfg, (size_t)x->ncfg};
+			kaas_topic_spec spec = {x->h.name, x->partitions, x->rf, x->cfg, (size_t)x->ncfg};
 			err = kaas_topics_create(c->topics, &spec, validate_only != 0, NULL, msg, sizeof(msg));
 		}
-		kaas_wr_kstr(w, 0, x->name);
-		kaas_wr_i16(w, err);
-		if (version >= 1)
-			kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+		write_result(w, x->h.name, err, version >= 1, msg);
 		nres++;
 	}
 	kaas_wr_patch_i32(w, cnt_off, nres);
@@ -183,11 +190,7 @@ int kaas_admin_delete_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 	kaas_str *names = NULL;
 	int32_t n = 0, timeout_ms;
 	int rc = -EBADMSG;
-	KRD_ARRAY(rd, 0, 2, &n);
-	if (n < 0)
-		n = 0;
-	if (n && !(names = calloc((size_t)n, sizeof(*names))))
-		return -ENOMEM;
+	ADMIN_ARRAY(rd, 2, n, names);
 	for (int32_t i = 0; i < n; i++)
 		KRD_STR(rd, 0, &names[i]);
 	KRD_I32(rd, &timeout_ms);
@@ -202,8 +205,7 @@ int kaas_admin_delete_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 			continue; /* asked twice: deleted once, answered once */
 		char msg[MSG_LEN];
 		int16_t err = kaas_topics_delete(c->topics, names[i], msg, sizeof(msg));
-		kaas_wr_kstr(w, 0, names[i]);
-		kaas_wr_i16(w, err);
+		write_result(w, names[i], err, 0, msg);
 		nres++;
 	}
 	kaas_wr_patch_i32(w, cnt_off, nres);
@@ -220,11 +222,9 @@ out:
 /* ---- CreatePartitions ------------------------------------------------------------------ */
 
 typedef struct cp_topic {
-	kaas_str name;
+	topic_head h;         /* assignment errors */
 	int32_t count;
 	int32_t nassign;      /* -1: null (no assignment given) */
-	int16_t err;
-	char msg[MSG_LEN];
 } cp_topic;
 
 int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
@@ -233,14 +233,10 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 	int32_t n = 0, timeout_ms;
 	int8_t validate_only;
 	int rc = -EBADMSG;
-	KRD_ARRAY(rd, 0, 10, &n);
-	if (n < 0)
-		n = 0;
-	if (n && !(t = calloc((size_t)n, sizeof(*t))))
-		return -ENOMEM;
+	ADMIN_ARRAY(rd, 10, n, t);
 	for (int32_t i = 0; i < n; i++) {
 		cp_topic *x = &t[i];
-		KRD_STR(rd, 0, &x->name);
+		KRD_STR(rd, 0, &x->h.name);
 		KRD_I32(rd, &x->count);
 		KRD_ARRAY(rd, 0, 4, &x->nassign);
 		for (int32_t a = 0; a < x->nassign; a++) {
@@ -250,10 +246,7 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 			int e = check_replicas(c, rd, nb, m, sizeof(m));
 			if (e < 0)
 				goto err_parse;
-			if (e && !x->err) {
-				x->err = (int16_t)e;
-				snprintf(x->msg, sizeof(x->msg), "%s", m);
-			}
+			keep_first_error(&x->h, e, m);
 		}
 	}
 	KRD_I32(rd, &timeout_ms);
@@ -267,17 +260,12 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 		cp_topic *x = &t[i];
 		if (SAME_NAME_BEFORE(t, i))
 			continue;
-		int16_t err = x->err;
 		char msg[MSG_LEN];
-		snprintf(msg, sizeof(msg), "%s", x->msg);
-		if (err == KERR_NONE && SAME_NAME_AFTER(t, i, n)) {
-			err = KERR_INVALID_REQUEST;
-			snprintf(msg, sizeof(msg), "Create partitions request contains multiple entries for this topic.");
-		}
+		int16_t err = first_error(&x->h, SAME_NAME_AFTER(t, i, n), "Create partitions", msg, sizeof(msg));
 		if (err == KERR_NONE && x->nassign >= 0) {
 			/* An assignment must cover exactly the new partitions. */
 			kaas_topic_info info;
-			if (kaas_topics_lookup(c->topics, x->name.s, x->name.len, &info) == 0 &&
+			if (kaas_topics_lookup(c->topics, x->h.name.s, x->h.name.len, &info) == 0 &&
 			    x->count > info.partitions && x->nassign != x->count - info.partitions) {
 				snprintf(msg, sizeof(msg), "Increasing the number of partitions by %d but %d assignments "
 					 "provided.", x->count - info.partitions, x->nassign);
@@ -285,10 +273,9 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 			}
 		}
 		if (err == KERR_NONE)
-			err = kaas_topics_add_partitions(c->topics, x->name, x->count, validate_only != 0, msg, sizeof(msg));
-		kaas_wr_kstr(w, 0, x->name);
-		kaas_wr_i16(w, err);
-		kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+			err = kaas_topics_add_partitions(c->topics, x->h.name, x->count, validate_only != 0, msg,
+							 sizeof(msg));
+		write_result(w, x->h.name, err, 1, msg);
 		nres++;
 	}
 	kaas_wr_patch_i32(w, cnt_off, nres);
