@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "coord/coord_int.h"
+#include "util/hex.h"
 #include "util/log.h"
 
 #define KC_GROUP_FILE_VERSION 2     /* written; 1 is still read */
@@ -51,6 +52,20 @@ int kc_group_path(kaas_str id, char *path, size_t len)
 
 /* ---- strings ----------------------------------------------------------------------- */
 
+/* Bytes as a lower-case hex string. */
+static json_t *jhex(const uint8_t *p, int32_t len)
+{
+	if (len < 0)
+		len = 0;
+	char *h = malloc((size_t)len * 2 + 1);
+	if (!h)
+		return NULL;
+	kaas_hex_encode(p, (size_t)len, h);
+	json_t *j = json_stringn(h, (size_t)len * 2);
+	free(h);
+	return j;
+}
+
 static json_t *jstr(const char *s, int32_t len)
 {
 	if (len < 0)
@@ -59,29 +74,28 @@ static json_t *jstr(const char *s, int32_t len)
 	if (j)
 		return j;
 	/* Not UTF-8: keep the exact bytes. */
-	static const char hex[] = "0123456789abcdef";
-	char *h = malloc((size_t)len * 2 + 1);
-	if (!h)
-		return NULL;
-	for (int32_t i = 0; i < len; i++) {
-		h[2 * i] = hex[(unsigned char)s[i] >> 4];
-		h[2 * i + 1] = hex[(unsigned char)s[i] & 15];
-	}
-	h[2 * len] = '\0';
-	j = json_pack("{s:s}", "hex", h);
-	free(h);
-	return j;
+	return json_pack("{s:o}", "hex", jhex((const uint8_t *)s, len));
 }
 
-static int unhex(char ch)
+/* A hex string back into bytes (*out malloc'd, never NULL on success). */
+static int jget_hex(json_t *j, uint8_t **out, int32_t *len)
 {
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
+	if (!j || !json_is_string(j))
+		return -EBADMSG;
+	const char *hs = json_string_value(j);
+	size_t hn = json_string_length(j);
+	if (hn % 2 || hn / 2 > INT32_MAX)
+		return -EBADMSG;
+	uint8_t *b = malloc(hn / 2 + 1);
+	if (!b)
+		return -ENOMEM;
+	if (kaas_hex_decode(hs, hn / 2, b)) {
+		free(b);
+		return -EBADMSG;
+	}
+	*out = b;
+	*len = (int32_t)(hn / 2);
+	return 0;
 }
 
 /* A string as written by jstr(); null allowed only when nullable. */
@@ -97,25 +111,12 @@ static int jget_str(json_t *j, int nullable, kc_str *out)
 			return -EBADMSG;
 		return kc_str_set(out, json_string_value(j), (int32_t)n);
 	}
-	json_t *h = json_is_object(j) ? json_object_get(j, "hex") : NULL;
-	if (!h || !json_is_string(h))
-		return -EBADMSG;
-	const char *hs = json_string_value(h);
-	size_t hn = json_string_length(h);
-	if (hn % 2 || hn / 2 > INT32_MAX)
-		return -EBADMSG;
-	char *b = malloc(hn / 2 + 1);
-	if (!b)
-		return -ENOMEM;
-	for (size_t i = 0; i < hn / 2; i++) {
-		int hi = unhex(hs[2 * i]), lo = unhex(hs[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			free(b);
-			return -EBADMSG;
-		}
-		b[i] = (char)(hi << 4 | lo);
-	}
-	int rc = kc_str_set(out, b, (int32_t)(hn / 2));
+	uint8_t *b;
+	int32_t n;
+	int rc = jget_hex(json_is_object(j) ? json_object_get(j, "hex") : NULL, &b, &n);
+	if (rc)
+		return rc;
+	rc = kc_str_set(out, (const char *)b, n);
 	free(b);
 	return rc;
 }
@@ -129,49 +130,6 @@ static int jget_int(json_t *obj, const char *key, int64_t min, int64_t max, int6
 	if (v < min || v > max)
 		return -EBADMSG;
 	*out = (int64_t)v;
-	return 0;
-}
-
-/* Bytes as a lower-case hex string. */
-static json_t *jhex(const uint8_t *p, int32_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	if (len < 0)
-		len = 0;
-	char *h = malloc((size_t)len * 2 + 1);
-	if (!h)
-		return NULL;
-	for (int32_t i = 0; i < len; i++) {
-		h[2 * i] = hex[p[i] >> 4];
-		h[2 * i + 1] = hex[p[i] & 15];
-	}
-	json_t *j = json_stringn(h, (size_t)len * 2);
-	free(h);
-	return j;
-}
-
-/* A hex string back into bytes (*out malloc'd, never NULL on success). */
-static int jget_hex(json_t *j, uint8_t **out, int32_t *len)
-{
-	if (!j || !json_is_string(j))
-		return -EBADMSG;
-	const char *hs = json_string_value(j);
-	size_t hn = json_string_length(j);
-	if (hn % 2 || hn / 2 > INT32_MAX)
-		return -EBADMSG;
-	uint8_t *b = malloc(hn / 2 + 1);
-	if (!b)
-		return -ENOMEM;
-	for (size_t i = 0; i < hn / 2; i++) {
-		int hi = unhex(hs[2 * i]), lo = unhex(hs[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			free(b);
-			return -EBADMSG;
-		}
-		b[i] = (uint8_t)(hi << 4 | lo);
-	}
-	*out = b;
-	*len = (int32_t)(hn / 2);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 
 #include "topics/tconfig.h"
+#include "util/hex.h"
 #include "util/kerr.h"
 
 static int legal_char(unsigned char c)
@@ -55,16 +56,14 @@ int kaas_topic_names_collide(const char *a, const char *b)
 	return *a == *b;
 }
 
-static const char hexd[] = "0123456789abcdef";
-
 static void id_format(const uint8_t b[16], char out[KAAS_TOPIC_ID_LEN + 1])
 {
 	size_t j = 0;
 	for (int i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)
 			out[j++] = '-';
-		out[j++] = hexd[b[i] >> 4];
-		out[j++] = hexd[b[i] & 15];
+		out[j++] = kaas_hex_char(b[i] >> 4);
+		out[j++] = kaas_hex_char(b[i]);
 	}
 	out[j] = '\0';
 }
@@ -83,17 +82,6 @@ int kaas_topic_id_new(char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int kaas_topic_id_parse(const char *s, char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
 {
 	uint8_t b[16];
@@ -105,10 +93,9 @@ int kaas_topic_id_parse(const char *s, char out[KAAS_TOPIC_ID_LEN + 1], uint8_t 
 			if (s[j++] != '-')
 				return -EINVAL;
 		}
-		int hi = hexval(s[j++]), lo = hexval(s[j++]);
-		if (hi < 0 || lo < 0)
+		if (kaas_hex_decode(s + j, 1, &b[i]))
 			return -EINVAL;
-		b[i] = (uint8_t)(hi << 4 | lo);
+		j += 2;
 	}
 	int zero = 1;
 	for (int i = 0; i < 16; i++)

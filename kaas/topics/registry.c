@@ -30,6 +30,7 @@
 
 #include "topics/registry_int.h"
 #include "util/clock.h"
+#include "util/hex.h"
 #include "util/kerr.h"
 #include "util/log.h"
 
@@ -38,11 +39,10 @@
 int kt_rand_hex(char *dst, size_t n) /* n hex digits + NUL */
 {
 	uint8_t b[16];
-	static const char hx[] = "0123456789abcdef";
 	if (n > 32 || getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		return -EIO;
 	for (size_t i = 0; i < n; i++)
-		dst[i] = hx[(b[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
+		dst[i] = kaas_hex_char(b[i / 2] >> ((i & 1) ? 0 : 4));
 	dst[n] = '\0';
 	return 0;
 }

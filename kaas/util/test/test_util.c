@@ -1,9 +1,12 @@
-/* test_util.c — unit tests for kaas/util: CRC-32C vectors and chaining. */
+/* test_util.c — unit tests for kaas/util: CRC-32C vectors and chaining,
+ * hexadecimal encoding. */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/hex.h"
 #include "util/test/ktest.h"
 
 START_TEST(crc32c_known_vectors)
@@ -33,9 +36,38 @@ START_TEST(crc32c_chains)
 }
 END_TEST
 
+START_TEST(hex_round_trip_and_refusals)
+{
+	uint8_t all[256], back[256];
+	char txt[2 * sizeof(all) + 1];
+	for (size_t i = 0; i < sizeof(all); i++)
+		all[i] = (uint8_t)(255 - i);
+	kaas_hex_encode(all, sizeof(all), txt);
+	ck_assert_uint_eq(strlen(txt), 2 * sizeof(all));
+	ck_assert(strncmp(txt, "fffefdfc", 8) == 0);
+	ck_assert_str_eq(txt + 2 * 250, "0504030201" "00");
+	ck_assert_int_eq(kaas_hex_decode(txt, sizeof(all), back), 0);
+	ck_assert(memcmp(back, all, sizeof(all)) == 0);
+	/* Either case reads; anything else is refused. */
+	ck_assert_int_eq(kaas_hex_decode("aBcD", 2, back), 0);
+	ck_assert_uint_eq(back[0], 0xab);
+	ck_assert_uint_eq(back[1], 0xcd);
+	ck_assert_int_eq(kaas_hex_decode("0g", 1, back), -EINVAL);
+	ck_assert_int_eq(kaas_hex_decode("-1", 1, back), -EINVAL);
+	ck_assert_int_eq(kaas_hex_decode("1 ", 1, back), -EINVAL);
+	ck_assert_int_eq(kaas_hex_val('/'), -1);
+	ck_assert_int_eq(kaas_hex_val(':'), -1);
+	ck_assert_int_eq(kaas_hex_val('G'), -1);
+	ck_assert_int_eq(kaas_hex_val('F'), 15);
+	kaas_hex_encode(all, 0, txt);
+	ck_assert_str_eq(txt, "");
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "util", .tcase = "crc32c" },
 			  KTEST_LIST(crc32c_known_vectors,
-				     crc32c_chains));
+				     crc32c_chains,
+				     hex_round_trip_and_refusals));
 }
