@@ -3,10 +3,16 @@
  * offsets, one pwrite per request, sparse index entries; segment roll; and
  * the group commit that turns written into durable.
  *
- * Group commit: one caller at a time runs the fsyncs, without the partition
- * lock, so appends continue meanwhile; callers arriving during an fsync wait
- * for it and, if their data came too late for it, one of them runs the next
- * one for everybody.  The high watermark is the durable offset.
+ * Group commit, pipelined: fsyncs run without the partition lock, so
+ * appends continue meanwhile.  A caller whose data an fsync in flight does
+ * not cover starts another at once, up to FLUSH_DEPTH in flight (the kernel
+ * overlaps them: concurrent fsyncs of a file share journal commits and
+ * device queues); beyond that, callers wait for a slot and one of them runs
+ * the next fsync for everybody written by then.  Each fsync is a ticket
+ * covering the log end at its start; the high watermark (the durable
+ * offset) advances ticket by ticket in start order, never past a ticket
+ * still running, and a failed fsync poisons the partition so that no
+ * ticket completing after it is acknowledged.
  */
 #include "internal.h"
 
@@ -285,6 +291,37 @@ out:
 
 /* ---- group commit ---------------------------------------------------------------- */
 
+/* Makes sure pipeline slot `slot` has its own descriptor of s's log (slot 0
+ * uses the log's own).  Under the partition lock, so a segment that
+ * retention deletes is either not in the flush's list or already open. */
+static int slot_open(kaas_partition *p, kseg *s, int slot)
+{
+	if (slot == 0 || s->sync[slot])
+		return 0;
+	char path[SUB_PATH_MAX];
+	int rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
+	return rc ? rc : sub_open(p->vfs, path, O_RDWR, 0, &s->sync[slot]);
+}
+
+/* Tickets retire in start order: a ticket's end becomes the high watermark
+ * only once it and every ticket started before it have completed, and only
+ * while the partition is healthy (a failed fsync poisons it, so nothing
+ * completing after a failure is acknowledged, whenever it started). */
+static int64_t retire(kaas_partition *p)
+{
+	int64_t notify = -1;
+	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % FLUSH_DEPTH].done) {
+		int64_t end = p->fl[p->fl_retired % FLUSH_DEPTH].end;
+		p->fl_retired++;
+		p->flushing--;
+		if (p->state == KAAS_PART_LEADER && end > p->hw) {
+			p->hw = end;
+			notify = end;
+		}
+	}
+	return notify;
+}
+
 int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 {
 	int rc = 0;
@@ -323,19 +360,19 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 			rc = -EPERM;
 			break;
 		}
-		if (p->flushing) {
+		if (p->flushing && (p->fl_end >= target || p->flushing == FLUSH_DEPTH)) {
+			/* An fsync started after our append covers it; or every
+			 * slot is busy, and when one frees a waiter starts the next
+			 * fsync for everybody written by then. */
 			pthread_cond_wait(&p->cv, &p->mu);
 			continue;
 		}
-		/* Our turn: sync everything written so far. */
-		p->flushing = 1;
-		int64_t end = p->leo;
 		/* Segments with unsynced bytes or index entries, oldest first.
 		 * Flushes sync in log order, so the first clean sealed segment
 		 * met walking back ends the search.  The active segment's index
 		 * files are synced only before a checkpoint (recovery trusts
 		 * index entries below the manifest's checkpoint alone). */
-		size_t first = p->nsegs, nsync = 0;
+		size_t first = p->nsegs, nsync;
 		while (first > 0) {
 			kseg *s = p->segs[first - 1];
 			if (!s->active && s->synced_pos >= s->end_pos && !s->idx_dirty)
@@ -345,13 +382,21 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		nsync = p->nsegs - first;
 		kseg *stack_segs[8], **segs = stack_segs;
 		if (nsync > 8 && !(segs = malloc(nsync * sizeof(*segs)))) {
-			p->flushing = 0;
 			rc = -ENOMEM;
-			pthread_cond_broadcast(&p->cv);
 			break;
 		}
+		/* Our ticket: sync everything written so far, possibly while the
+		 * previous ticket's fsync is still running. */
+		uint64_t t = p->fl_next++;
+		int slot = (int)(t % FLUSH_DEPTH);
+		int64_t end = p->leo;
+		p->fl[slot].end = end;
+		p->fl[slot].done = 0;
+		p->fl_end = end;
+		p->flushing++;
 		int idx_dirty[nsync ? nsync : 1];
 		uint64_t upto[nsync ? nsync : 1];
+		const char *what = "fsync";
 		for (size_t k = 0; k < nsync; k++) {
 			kseg *s = p->segs[first + k];
 			seg_ref(s);
@@ -361,6 +406,8 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 				s->idx_dirty = 0;
 			upto[k] = s->end_pos;
 			segs[k] = s;
+			if (rc == 0 && (rc = slot_open(p, s, slot)))
+				what = "segment open for fsync";
 		}
 		int dir = p->dir_dirty;
 		p->dir_dirty = 0;
@@ -373,9 +420,8 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		}
 		pthread_mutex_unlock(&p->mu);
 
-		const char *what = "fsync";
 		for (size_t i = 0; i < nsync && rc == 0; i++) {
-			rc = sub_fsync(segs[i]->log);
+			rc = sub_fsync(slot ? segs[i]->sync[slot] : segs[i]->log);
 			if (rc == 0 && idx_dirty[i] && (rc = sub_fsync(segs[i]->idx)) == 0)
 				rc = sub_fsync(segs[i]->tidx);
 		}
@@ -394,26 +440,31 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 			kseg *s = segs[i];
 			if (rc == 0 && upto[i] > s->synced_pos)
 				s->synced_pos = upto[i];
-			if (--s->flush_pins == 0 && s->detached) {
-				sub_close(s->idx);
-				sub_close(s->tidx);
-				s->idx = s->tidx = NULL;
+			if (--s->flush_pins == 0) {
+				/* A sealed segment, once synced, needs no more fsyncs:
+				 * the slots' extra descriptors go. */
+				if (s->detached || (!s->active && s->synced_pos >= s->end_pos))
+					seg_close_sync(s);
+				if (s->detached) {
+					sub_close(s->idx);
+					sub_close(s->tidx);
+					s->idx = s->tidx = NULL;
+				}
 			}
 			seg_unref(s);
 		}
 		if (segs != stack_segs)
 			free(segs);
-		p->flushing = 0;
+		p->fl[slot].done = 1;
+		if (rc && p->state == KAAS_PART_LEADER)
+			p_poison(p, what, rc);
+		int64_t n = retire(p);
+		if (n >= 0)
+			notify = n;
 		pthread_cond_broadcast(&p->cv);
 		if (rc) {
-			if (p->state == KAAS_PART_LEADER)
-				p_poison(p, what, rc);
 			rc = -EIO;
 			break;
-		}
-		if (p->state == KAAS_PART_LEADER && end > p->hw) {
-			p->hw = end;
-			notify = end;
 		}
 	}
 	if (durable)

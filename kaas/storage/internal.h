@@ -33,6 +33,13 @@ typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entr
 #define IDX_ENTRY 8
 #define TIDX_ENTRY 12
 
+/* Group commit runs up to this many fsyncs per partition at once (append.c).
+ * Each pipeline slot fsyncs through its own descriptor of a segment: an
+ * error is reported to every open file description but only once to each,
+ * so two fsyncs overlapping on one descriptor could see one of them answer
+ * success for pages whose write failed. */
+#define FLUSH_DEPTH 2
+
 typedef struct kseg {
 	int32_t epoch;
 	int64_t base;
@@ -40,6 +47,7 @@ typedef struct kseg {
 	int refs;                /* partition list + read plans + flusher (atomic) */
 	/* leader only */
 	sub_file *log, *idx, *tidx;
+	sub_file *sync[FLUSH_DEPTH]; /* pipeline slot k > 0 fsyncs the log through sync[k] (slot 0: log) */
 	int active;              /* the segment appends go to (ours, writable) */
 	int meta;                /* end_pos/end_off/max_ts/index known */
 	uint64_t end_pos;        /* valid bytes */
@@ -53,8 +61,8 @@ typedef struct kseg {
 	uint32_t ntx, captx;
 	uint64_t since_ix;       /* bytes appended since the last index entry */
 	int idx_dirty;           /* index entries written since the last fsync */
-	int flush_pins;          /* flushers using idx/tidx (under the partition lock) */
-	int detached;            /* dropped by the partition: close idx/tidx when unpinned */
+	int flush_pins;          /* flushers using idx/tidx/sync (under the partition lock) */
+	int detached;            /* dropped by the partition: close idx/tidx/sync when unpinned */
 	int64_t first_append_ms; /* wall time of the first append (segment.ms) */
 } kseg;
 
@@ -62,6 +70,7 @@ kseg *seg_new(int32_t epoch, int64_t base);
 void seg_ref(kseg *s);
 void seg_unref(kseg *s);  /* closes files and frees at zero */
 void seg_close_files(kseg *s);
+void seg_close_sync(kseg *s); /* the pipeline slots' extra descriptors */
 /* The partition lets go of s: index handles close now (or when the last
  * flusher using them is done), the log when the last reference goes. */
 void seg_detach(kseg *s);
@@ -136,8 +145,16 @@ struct kaas_partition {
 
 	kp_table prod;
 
-	/* group commit */
-	int flushing;
+	/* group commit: fsyncs started and not yet retired, in start order
+	 * (ticket t in slot t % FLUSH_DEPTH); the high watermark advances to a
+	 * ticket's end only when it and every earlier ticket succeeded */
+	int flushing;               /* tickets pending: fl_next - fl_retired */
+	uint64_t fl_next, fl_retired;
+	int64_t fl_end;             /* end of the newest ticket started */
+	struct kflight {
+		int64_t end;        /* log end when it started: what it makes durable */
+		int done;
+	} fl[FLUSH_DEPTH];
 	int dir_dirty;              /* a segment was created since the last flush */
 	uint8_t *snap_buf;          /* snapshot waiting for the fsync that covers it */
 	size_t snap_len;

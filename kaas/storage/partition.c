@@ -187,6 +187,7 @@ void seg_detach(kseg *s)
 {
 	s->detached = 1;
 	if (!s->flush_pins) {
+		seg_close_sync(s);
 		sub_close(s->idx);
 		sub_close(s->tidx);
 		s->idx = s->tidx = NULL;

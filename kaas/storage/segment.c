@@ -71,8 +71,17 @@ void seg_ref(kseg *s)
 	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 }
 
+void seg_close_sync(kseg *s)
+{
+	for (int k = 0; k < FLUSH_DEPTH; k++) {
+		sub_close(s->sync[k]);
+		s->sync[k] = NULL;
+	}
+}
+
 void seg_close_files(kseg *s)
 {
+	seg_close_sync(s);
 	sub_close(s->log);
 	sub_close(s->idx);
 	sub_close(s->tidx);

@@ -9,7 +9,7 @@
  * every handle.
  *
  * Threading: every function may be called from any thread; a partition has
- * its own lock.  kaas_partition_flush() runs its fsync without holding the
+ * its own lock.  kaas_partition_flush() runs its fsyncs without holding the
  * append path, so appends continue while a group commit is in flight.
  *
  * Errors: functions return 0 or a negative errno.  A failed write, fsync or
@@ -97,7 +97,9 @@ typedef struct kaas_append_result {
 int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_append_result *res);
 
 /* Group commit: fsyncs everything appended so far and advances the durable
- * offset.  Concurrent callers share one fsync.  *durable (may be NULL) gets
+ * offset.  Concurrent callers share fsyncs; a second fsync may start while
+ * one is in flight, and the durable offset advances in their start order
+ * (docs/storage.md, durability contract).  *durable (may be NULL) gets
  * the durable offset afterwards.  A flush answers for the leadership its
  * caller appended under: once that leadership has ended it returns 0 (and
  * that leadership's final log end) only if its relinquish made everything

@@ -7,6 +7,7 @@
  * check and its segment create).
  *
  *   shim_vfs *s = shim_wrap(inner, hook, arg);   // s->base is the sub_vfs
+ *   s->fsync_rc = fn;                            // optional, see below
  *   ...
  *   sub_destroy(&s->base);                       // frees the shim, not inner
  *
@@ -14,6 +15,10 @@
  * "ftruncate", "fsync", "fsync_dir", "rename" (path = from, to = target),
  * "unlink", "mkdir", "rmdir": exactly the calls the fault backend counts
  * as mutations.  Paths are the substrate-relative ones the engine used.
+ *
+ * fsync_rc, when set, is called after each file fsync with the inner
+ * backend's answer and returns the answer the engine gets: a test learns
+ * when an fsync completed, and can make one fail.
  */
 #ifndef KAAS_STORAGE_TEST_SHIM_H
 #define KAAS_STORAGE_TEST_SHIM_H
@@ -33,6 +38,7 @@ typedef struct shim_vfs {
 	sub_vfs *inner;
 	shim_hook_fn hook;
 	void *arg;
+	int (*fsync_rc)(void *arg, const char *path, int rc);
 } shim_vfs;
 
 typedef struct shim_file {
@@ -90,8 +96,10 @@ static ssize_t shim_pwrite(sub_file *f, const void *buf, size_t n, uint64_t off)
 
 static int shim_fsync(sub_file *f)
 {
-	shim__report(SHIM_V(f->vfs), "fsync", SHIM_F(f)->path, NULL);
-	return sub_fsync(SHIM_F(f)->inner);
+	shim_vfs *s = SHIM_V(f->vfs);
+	shim__report(s, "fsync", SHIM_F(f)->path, NULL);
+	int rc = sub_fsync(SHIM_F(f)->inner);
+	return s->fsync_rc ? s->fsync_rc(s->arg, SHIM_F(f)->path, rc) : rc;
 }
 
 static int shim_ftruncate(sub_file *f, uint64_t size)

@@ -8,6 +8,7 @@
 
 #include "util/clock.h"
 
+#include "storage/internal.h"
 #include "storage/test/harness.h"
 #include "storage/test/shim.h"
 
@@ -486,7 +487,8 @@ START_TEST(group_commit_concurrent_appenders)
 END_TEST
 
 /* The group commit made observable: the first fsync of a segment is held
- * in flight by the substrate until the test lets it go. */
+ * in flight by the substrate until the test lets it go; one .log fsync
+ * (fail_nth) can be made to fail. */
 typedef struct gate {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -494,9 +496,12 @@ typedef struct gate {
 	int held;           /* the first one is waiting */
 	int open;           /* let it go */
 	int appended;       /* appenders done appending */
+	int fail_nth;       /* this .log fsync (1 = the held one) answers EIO; 0: none */
 	kaas_partition *p;
 	int64_t hw_in_fsync; /* the high watermark while the first fsync runs */
 } gate;
+
+static __thread int gate_nth; /* which .log fsync this thread is running */
 
 static void gate_hook(void *arg, const char *op, const char *path, const char *to)
 {
@@ -505,7 +510,8 @@ static void gate_hook(void *arg, const char *op, const char *path, const char *t
 	if (strcmp(op, "fsync") || !shim_ends(path, ".log"))
 		return;
 	pthread_mutex_lock(&g->mu);
-	int first = g->log_fsyncs++ == 0;
+	gate_nth = ++g->log_fsyncs;
+	int first = gate_nth == 1;
 	if (first) {
 		g->held = 1;
 		pthread_cond_broadcast(&g->cv);
@@ -517,6 +523,18 @@ static void gate_hook(void *arg, const char *op, const char *path, const char *t
 		g->hw_in_fsync = kaas_partition_high_watermark(g->p);
 }
 
+static int gate_rc(void *arg, const char *path, int rc)
+{
+	gate *g = arg;
+	if (!shim_ends(path, ".log"))
+		return rc;
+	pthread_mutex_lock(&g->mu);
+	if (gate_nth == g->fail_nth)
+		rc = -EIO;
+	pthread_mutex_unlock(&g->mu);
+	return rc;
+}
+
 /* Waits (generously) for *flag under g->mu. */
 static void gate_wait(gate *g, int *flag, int want)
 {
@@ -526,6 +544,27 @@ static void gate_wait(gate *g, int *flag, int want)
 	pthread_mutex_lock(&g->mu);
 	while (*flag < want)
 		ck_assert_int_eq(pthread_cond_timedwait(&g->cv, &g->mu, &dl), 0);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Waits until the engine has taken in the end of group-commit ticket t
+ * (white box: the ticket table, under the partition lock). */
+static void wait_ticket_done(kaas_partition *p, uint64_t t)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 60;
+	pthread_mutex_lock(&p->mu);
+	while (!(p->fl_retired > t || (p->fl_next > t && p->fl[t % FLUSH_DEPTH].done)))
+		ck_assert_int_eq(pthread_cond_timedwait(&p->cv, &p->mu, &dl), 0);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void gate_release(gate *g)
+{
+	pthread_mutex_lock(&g->mu);
+	g->open = 1;
+	pthread_cond_broadcast(&g->cv);
 	pthread_mutex_unlock(&g->mu);
 }
 
@@ -561,51 +600,120 @@ static void *gflush_main(void *x)
 	return NULL;
 }
 
-START_TEST(group_commit_appends_during_fsync_and_shares_it)
+enum { GATE_K = 8 };
+
+/* One flush for offset 0 is held in its fsync; K appenders then append and
+ * flush.  Returns when all K have appended and a second fsync, started
+ * while the first is held, has completed. */
+static void gate_start(gate *g, shim_vfs **sv, const char *dir, pthread_t *t0, gflush *f0,
+		       pthread_t *tk, gflush *fk)
 {
-	enum { K = 8 };
-	gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .hw_in_fsync = -1};
-	shim_vfs *sv = shim_wrap(h_vfs, gate_hook, &g);
+	*sv = shim_wrap(h_vfs, gate_hook, g);
+	(*sv)->fsync_rc = gate_rc;
 	kaas_log_config cfg = h_cfg();
-	ck_assert_int_eq(kaas_partition_open(&sv->base, "t/gc", NULL, 1, &cfg, &g.p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(g.p, 1), 0);
-	h_put(g.p, 1, "first", 30);
-	/* A flush for offset 0 starts its fsync and is held there. */
-	pthread_t t0, tk[K];
-	gflush f0 = {&g, 0, 0, -1, -1}, fk[K];
-	pthread_create(&t0, NULL, gflush_main, &f0);
-	gate_wait(&g, &g.held, 1);
+	ck_assert_int_eq(kaas_partition_open(&(*sv)->base, dir, NULL, 1, &cfg, &g->p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(g->p, 1), 0);
+	h_put(g->p, 1, "first", 30);
+	*f0 = (gflush){g, 0, 0, -1, -1};
+	pthread_create(t0, NULL, gflush_main, f0);
+	gate_wait(g, &g->held, 1);
 	/* Appends go on while it is in flight (they would hang here if the
 	 * fsync held the partition lock); each appender then flushes. */
-	for (int i = 0; i < K; i++) {
-		fk[i] = (gflush){&g, 1, 0, -1, -1};
+	for (int i = 0; i < GATE_K; i++) {
+		fk[i] = (gflush){g, 1, 0, -1, -1};
 		pthread_create(&tk[i], NULL, gflush_main, &fk[i]);
 	}
-	gate_wait(&g, &g.appended, K);
-	ck_assert_int_eq(kaas_partition_log_end(g.p), 1 + K);
+	gate_wait(g, &g->appended, GATE_K);
+	/* The first flush after an append the held fsync does not cover
+	 * starts a second fsync at once (this would wait forever if fsyncs
+	 * ran one at a time). */
+	wait_ticket_done(g->p, 1);
+	if (g->fail_nth != 2) /* (else the appends after the failure were refused) */
+		ck_assert_int_eq(kaas_partition_log_end(g->p), 1 + GATE_K);
+	/* Two in flight at most: no third starts while the first is held. */
+	ck_assert_int_eq(g->log_fsyncs, 2);
+}
+
+START_TEST(group_commit_appends_during_fsync_and_shares_it)
+{
+	gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .hw_in_fsync = -1};
+	shim_vfs *sv;
+	pthread_t t0, tk[GATE_K];
+	gflush f0, fk[GATE_K];
+	gate_start(&g, &sv, "t/gc", &t0, &f0, tk, fk);
+	/* The second fsync is done but the first is not: nothing is durable
+	 * yet as far as anybody is told, the high watermark advances in order. */
 	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
-	pthread_mutex_lock(&g.mu);
-	g.open = 1;
-	pthread_cond_broadcast(&g.cv);
-	pthread_mutex_unlock(&g.mu);
+	ck_assert_int_eq(kaas_partition_state_of(g.p, NULL), KAAS_PART_LEADER);
+	gate_release(&g);
 	pthread_join(t0, NULL);
-	for (int i = 0; i < K; i++)
+	for (int i = 0; i < GATE_K; i++)
 		pthread_join(tk[i], NULL);
-	/* The held fsync covered offset 0 only: its flush may not claim the
-	 * appends that came while it ran. */
+	/* The held fsync's own flush could not claim the later appends while
+	 * it ran; once it completed, the completed second one counts too. */
 	ck_assert_int_eq(g.hw_in_fsync, 0);
 	ck_assert_int_eq(f0.rc, 0);
-	ck_assert_int_eq(f0.durable, 1);
-	/* The K later flushes shared one more fsync (all their data was
-	 * written before it started), and each saw its batch durable. */
-	ck_assert_int_eq(g.log_fsyncs, 2);
-	for (int i = 0; i < K; i++) {
+	ck_assert_int_ge(f0.durable, 1);
+	/* The K later flushes shared at most two fsyncs (the pipelined one
+	 * and, for appends that came after it started, one more), and each
+	 * saw its batch durable. */
+	ck_assert_int_le(g.log_fsyncs, 3);
+	for (int i = 0; i < GATE_K; i++) {
 		ck_assert_int_eq(fk[i].rc, 0);
 		ck_assert_int_gt(fk[i].durable, fk[i].last);
 	}
-	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 1 + K);
+	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 1 + GATE_K);
 	kaas_partition_close(g.p);
 	sub_destroy(&sv->base);
+}
+END_TEST
+
+/* Two fsyncs in flight and one fails: the partition is poisoned and no
+ * flush is acknowledged, neither one whose fsync completed after the
+ * failure (whenever it started) nor one whose fsync completed first but
+ * started after the failed one. */
+START_TEST(pipelined_fsync_failure_acknowledges_nothing_after_it)
+{
+	for (int fail = 1; fail <= 2; fail++) {
+		gate g = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			  .cv = PTHREAD_COND_INITIALIZER,
+			  .hw_in_fsync = -1,
+			  .fail_nth = fail};
+		shim_vfs *sv;
+		pthread_t t0, tk[GATE_K];
+		gflush f0, fk[GATE_K];
+		char dir[16];
+		snprintf(dir, sizeof(dir), "t/pf%d", fail);
+		gate_start(&g, &sv, dir, &t0, &f0, tk, fk);
+		ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
+		/* fail 2: the later fsync failed while the earlier one runs;
+		 * fail 1: the later one succeeded, the earlier one will fail. */
+		int want = fail == 2 ? KAAS_PART_POISONED : KAAS_PART_LEADER;
+		ck_assert_int_eq(kaas_partition_state_of(g.p, NULL), want);
+		gate_release(&g);
+		pthread_join(t0, NULL);
+		for (int i = 0; i < GATE_K; i++)
+			pthread_join(tk[i], NULL);
+		ck_assert_int_eq(kaas_partition_state_of(g.p, NULL), KAAS_PART_POISONED);
+		ck_assert_int_eq(f0.rc, -EIO);
+		ck_assert_int_eq(f0.durable, 0);
+		int appended = 1;
+		for (int i = 0; i < GATE_K; i++) {
+			ck_assert_int_eq(fk[i].rc, -EIO);
+			appended += fk[i].last >= 0;
+		}
+		ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
+		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(kaas_partition_read(g.p, 0, 1 << 20, &plan), 0);
+		ck_assert_int_eq(plan.error, KERR_KAFKA_STORAGE_ERROR);
+		/* The failures were only reported: re-taken, the log holds
+		 * every batch whose append was accepted. */
+		g.fail_nth = 0;
+		ck_assert_int_eq(kaas_partition_take_over(g.p, 2), 0);
+		ck_assert_int_eq(kaas_partition_high_watermark(g.p), appended);
+		kaas_partition_close(g.p);
+		sub_destroy(&sv->base);
+	}
 }
 END_TEST
 
@@ -816,6 +924,7 @@ Suite *storage_suite(void)
 	tcase_add_test(tc, list_offsets_by_time);
 	tcase_add_test(tc, group_commit_concurrent_appenders);
 	tcase_add_test(tc, group_commit_appends_during_fsync_and_shares_it);
+	tcase_add_test(tc, pipelined_fsync_failure_acknowledges_nothing_after_it);
 	tcase_add_test(tc, concurrent_readers_writers_and_retention);
 	tcase_add_test(tc, open_without_takeover_holds_no_descriptors);
 	tcase_add_test(tc, read_plan_keeps_file_after_relinquish);
