@@ -570,6 +570,20 @@ void kaas_coord_config_defaults(kaas_coord_config *cfg)
 	cfg->coordinator_epoch = 0;
 }
 
+/* What kaas_coord_create set up, once the threads are gone and the groups
+ * freed (a failed create, or the end of close). */
+static void coord_free(kaas_coord *c)
+{
+	kc_pids_destroy(&c->pids);
+	pthread_cond_destroy(&c->timer_cv);
+	pthread_cond_destroy(&c->flush_cv);
+	pthread_cond_destroy(&c->state_cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c->tab);
+	free(c->host);
+	free(c);
+}
+
 int kaas_coord_create(sub_vfs *cluster, const kaas_coord_config *cfg, kaas_coord **out)
 {
 	*out = NULL;
@@ -622,14 +636,7 @@ int kaas_coord_create(sub_vfs *cluster, const kaas_coord_config *cfg, kaas_coord
 	*out = c;
 	return 0;
 fail:
-	kc_pids_destroy(&c->pids);
-	pthread_cond_destroy(&c->timer_cv);
-	pthread_cond_destroy(&c->flush_cv);
-	pthread_cond_destroy(&c->state_cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c->tab);
-	free(c->host);
-	free(c);
+	coord_free(c);
 	return rc;
 }
 
@@ -672,14 +679,7 @@ void kaas_coord_close(kaas_coord *c)
 		while (c->tab[i])
 			kc_group_unlink_free(c, c->tab[i]);
 	pthread_mutex_unlock(&c->mu);
-	kc_pids_destroy(&c->pids);
-	pthread_cond_destroy(&c->timer_cv);
-	pthread_cond_destroy(&c->flush_cv);
-	pthread_cond_destroy(&c->state_cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c->tab);
-	free(c->host);
-	free(c);
+	coord_free(c);
 }
 
 void kaas_coord_get_stats(kaas_coord *c, kaas_coord_stats *st)

@@ -56,6 +56,23 @@ static int static_fenced(kc_group *g, kaas_str member_id, kaas_str inst)
 	return m && !kc_str_eqk(&m->id, member_id);
 }
 
+/* The group and member a SyncGroup or Heartbeat names (under c->mu), or
+ * the error to answer: the group's (loading it), UNKNOWN_MEMBER_ID for a
+ * group or member that is not there, FENCED_INSTANCE_ID for a static
+ * member's older incarnation. */
+static int16_t named_member(kaas_coord *c, kaas_str gid, kaas_str member_id, kaas_str inst, kc_group **g,
+			    kc_member **m)
+{
+	int16_t err = kc_group_get(c, gid, 0, g);
+	if (!err && !*g)
+		err = KERR_UNKNOWN_MEMBER_ID;
+	if (!err && static_fenced(*g, member_id, inst))
+		err = KERR_FENCED_INSTANCE_ID;
+	if (!err && !(*m = member_find(*g, member_id)))
+		err = KERR_UNKNOWN_MEMBER_ID;
+	return err;
+}
+
 static kc_pending *pending_find(kc_group *g, kaas_str id)
 {
 	if (id.len <= 0)
@@ -1014,13 +1031,7 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 	int64_t now = kc_now(c);
 	kc_group *g = NULL;
 	kc_member *m = NULL;
-	err = kc_group_get(c, gid, 0, &g);
-	if (!err && !g)
-		err = KERR_UNKNOWN_MEMBER_ID;
-	if (!err && static_fenced(g, member_id, inst))
-		err = KERR_FENCED_INSTANCE_ID;
-	if (!err && !(m = member_find(g, member_id)))
-		err = KERR_UNKNOWN_MEMBER_ID;
+	err = named_member(c, gid, member_id, inst, &g, &m);
 	if (!err && gen != g->generation)
 		err = KERR_ILLEGAL_GENERATION;
 	if (!err && g->state == KC_PREPARING)
@@ -1099,13 +1110,7 @@ int kc_api_heartbeat(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, ka
 		pthread_mutex_lock(&c->mu);
 		kc_group *g = NULL;
 		kc_member *m = NULL;
-		err = kc_group_get(c, gid, 0, &g);
-		if (!err && !g)
-			err = KERR_UNKNOWN_MEMBER_ID;
-		if (!err && static_fenced(g, member_id, inst))
-			err = KERR_FENCED_INSTANCE_ID;
-		if (!err && !(m = member_find(g, member_id)))
-			err = KERR_UNKNOWN_MEMBER_ID;
+		err = named_member(c, gid, member_id, inst, &g, &m);
 		if (!err && g->state == KC_EMPTY)
 			err = KERR_UNKNOWN_MEMBER_ID;
 		if (!err && gen != g->generation)

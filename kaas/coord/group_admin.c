@@ -61,21 +61,32 @@ err_parse:
  * kaas has no ACLs, so a client may do all of them. */
 #define KC_GROUP_OPS ((1 << 3) | (1 << 6) | (1 << 8))
 
+/* The array of group ids DescribeGroups and DeleteGroups start with; *ids
+ * (one spare element, so never empty) is the caller's to free, also when
+ * the request turns out malformed (-EBADMSG).  0, -EBADMSG or -ENOMEM. */
+static int read_group_ids(kaas_rd *rd, int32_t *n, kaas_str **ids)
+{
+	KRD_ARRAY(rd, 0, 2, n);
+	if (*n < 0)
+		*n = 0;
+	if (!(*ids = calloc((size_t)*n + 1, sizeof(**ids))))
+		return -ENOMEM;
+	for (int32_t i = 0; i < *n; i++)
+		KRD_STR(rd, 0, &(*ids)[i]);
+	return 0;
+err_parse:
+	return -EBADMSG;
+}
+
 int kc_api_describe_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
 {
 	int16_t v = call->version;
 	int32_t n;
 	int8_t include_ops = 0;
 	kaas_str *ids = NULL;
-	int rc;
-	KRD_ARRAY(rd, 0, 2, &n);
-	if (n < 0)
-		n = 0;
-	ids = calloc((size_t)n + 1, sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	for (int32_t i = 0; i < n; i++)
-		KRD_STR(rd, 0, &ids[i]);
+	int rc = read_group_ids(rd, &n, &ids);
+	if (rc)
+		goto out;
 	if (v >= 3)
 		KRD_I8(rd, &include_ops);
 
@@ -273,15 +284,9 @@ int kc_api_delete_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 	(void)call;
 	int32_t n;
 	kaas_str *ids = NULL;
-	int rc;
-	KRD_ARRAY(rd, 0, 2, &n);
-	if (n < 0)
-		n = 0;
-	ids = calloc((size_t)n + 1, sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	for (int32_t i = 0; i < n; i++)
-		KRD_STR(rd, 0, &ids[i]);
+	int rc = read_group_ids(rd, &n, &ids);
+	if (rc)
+		goto out;
 	kaas_wr_i32(w, 0);
 	kaas_wr_array(w, 0, n);
 	kc_outbox ob;
@@ -295,9 +300,6 @@ int kc_api_delete_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 	pthread_mutex_unlock(&c->mu);
 	kc_outbox_deliver(&ob);
 	rc = KAAS_HANDLED;
-	goto out;
-err_parse:
-	rc = -EBADMSG;
 out:
 	free(ids);
 	return rc;
