@@ -11,20 +11,8 @@
 # logged every refusal without an internal error.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kaas-badinput.XXXXXX)
-BROKER_NO_TRAP=1
-BROKER_LOG=$T/broker.log
-trap 'broker_cleanup; rm -rf "$T"' EXIT
+source ci/lib/e2e.sh badinput
 t0=$(date +%s)
-
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- broker log (tail) ---" >&2
-	tail -n 30 "$BROKER_LOG" >&2
-	exit 1
-}
 
 # The volume directory holds only the data directory, so that anything
 # created outside DATA shows up next to it.

@@ -5,15 +5,11 @@
 # re-driving the take-over at ever newer epochs (Rule 2) instead of giving up.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-T=$(mktemp -d /tmp/kaas-faults.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source ci/lib/e2e.sh faults
 mkdir -p "$T/vol"
-BROKER_LOG=$T/broker.log broker_start "fault:$T/vol?failpath=poison/*/*.log:fsync:EIO"
+broker_start "fault:$T/vol?failpath=poison/*/*.log:fsync:EIO"
 
-/usr/bin/python3 - "$BROKER_PORT" <<'PY'
+$PY - "$BROKER_PORT" <<'PY'
 import sys, time
 sys.path.insert(0, "ci/lib")
 from kproto import Conn, Dec, Enc, record_batch

@@ -6,12 +6,8 @@
 # a loud warning; --help documents every setting.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
+source ci/lib/e2e.sh gate
 BINABS=$(cd "$BIN" && pwd)
-T=$(mktemp -d /tmp/kaas-gate.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # expect CODE PATTERN -- kaas args...: exit code and a message on stderr.
 expect() {
@@ -71,7 +67,7 @@ echo "ok --help documents the settings"
 # docs/broker.md lists exactly the APIs and versions of the dispatch table,
 # and every setting --help knows.
 "$BIN/kaas" --apis > "$T/apis"
-/usr/bin/python3 - "$T/apis" "$T/help" docs/broker.md <<'PY' || fail "docs/broker.md is out of date"
+$PY - "$T/apis" "$T/help" docs/broker.md <<'PY' || fail "docs/broker.md is out of date"
 import re, sys
 apis = {}
 for line in open(sys.argv[1]):
@@ -129,7 +125,7 @@ echo "ok a volume stamped by kaas-conform starts the broker"
 # A stamp bound to another volume does not count (the stamp binds to the
 # filesystem's identity, not to a directory: rewrite that identity).
 mkdir -p "$T/other/__cluster"
-/usr/bin/python3 - "$T/q/__cluster/qualification.json" "$T/other/__cluster/qualification.json" <<'PY'
+$PY - "$T/q/__cluster/qualification.json" "$T/other/__cluster/qualification.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 v = d["volume"]

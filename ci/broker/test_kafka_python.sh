@@ -6,15 +6,13 @@
 # order, record by record.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-T=$(mktemp -d /tmp/kaas-kpy.XXXXXX)
-BROKER_NO_TRAP=1
+source ci/lib/e2e.sh kpy
 PYPID=
-trap '[ -n "$PYPID" ] && kill "$PYPID" 2>/dev/null; broker_cleanup; rm -rf "$T"' EXIT
-BROKER_LOG=$T/broker.log broker_start "$T/data"
+e2e_on_exit '[ -z "$PYPID" ] || kill "$PYPID" 2>/dev/null'
+broker_start "$T/data"
 mkfifo "$T/step" "$T/done"
 
-/usr/bin/python3 - "$BROKER" "$T/step" "$T/done" <<'PY' &
+$PY - "$BROKER" "$T/step" "$T/done" <<'PY' &
 import sys
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 bs, step, done = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -54,12 +52,12 @@ assert end == len(sent), end
 print("ok kafka-python consumed %d records back in order (offsets, keys, values, headers)" % len(got), flush=True)
 PY
 PYPID=$!
-timeout 300 bash -c 'read -r _ < "$1"' _ "$T/step" || { echo "FAIL: the producer did not get to the restart"; exit 1; }
+timeout 300 bash -c 'read -r _ < "$1"' _ "$T/step" || fail "the producer did not get to the restart"
 broker_restart
 echo "ok broker restarted under a connected kafka-python producer"
 echo go > "$T/done"
 wait $PYPID
 PYPID=
 broker_stop
-[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC"; exit 1; }
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC"
 echo "test_kafka_python: all passed"

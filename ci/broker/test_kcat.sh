@@ -6,18 +6,14 @@
 # every partition's manifest persisted with no segment of a wrong epoch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-T=$(mktemp -d /tmp/kaas-kcat.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source ci/lib/e2e.sh kcat
 N=${KCAT_RECORDS:-20000}
 HALF=$((N / 2))
 
 # Small segments so reads cross segment boundaries; 3 partitions per topic.
-BROKER_LOG=$T/broker.log broker_start "$T/data" --override num.partitions=3 \
+broker_start "$T/data" --override num.partitions=3 \
 	--override log.segment.bytes=262144
-epochs_before=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("version",0))' \
+epochs_before=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1])).get("version",0))' \
 	"$T/data/__cluster/assignment.json" 2>/dev/null || echo 0)
 
 gen() { # gen CODEC FROM TO: key:value lines
@@ -74,7 +70,7 @@ broker_stop
 # The batches on disk really are compressed with each codec (librdkafka falls
 # back to no compression silently when the broker's API ranges do not suit it;
 # it also sends a batch uncompressed when compressing would not shrink it).
-/usr/bin/python3 - "$T/data" <<'PY' || fail "stored batches do not carry the codec they were produced with"
+$PY - "$T/data" <<'PY' || fail "stored batches do not carry the codec they were produced with"
 import glob, os, struct, sys
 codecs = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 for name, want in codecs.items():
@@ -97,7 +93,7 @@ PY
 
 # After SIGTERM: every partition has its manifest at the epoch assignment.json
 # gave it, and no segment is named with a later epoch.
-/usr/bin/python3 - "$T/data" "$N" <<'PY' || fail "on-volume state after SIGTERM"
+$PY - "$T/data" "$N" <<'PY' || fail "on-volume state after SIGTERM"
 import json, os, re, sys
 root, n = sys.argv[1], int(sys.argv[2])
 assign = json.load(open(os.path.join(root, "__cluster", "assignment.json")))["partitions"]

@@ -6,12 +6,9 @@
 # NFSv3; after SIGTERM the manifests on the export match.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
+source ci/lib/e2e.sh nfsb
 BINABS=$(cd "$BIN" && pwd)
-T=$(mktemp -d /tmp/kaas-nfsb.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; substrates/nfs-ganesha/stop.sh "$T/g" >/dev/null 2>&1 || true; rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+e2e_on_exit 'substrates/nfs-ganesha/stop.sh "$T/g" >/dev/null 2>&1'
 
 eval "$(substrates/nfs-ganesha/start.sh "$T/g" 2>"$T/ganesha.err")" || { cat "$T/ganesha.err"; fail "nfs-ganesha"; }
 W=$SUB_WRAP
@@ -51,7 +48,7 @@ for ver in 4 3; do
 	for p in 0 1; do
 		m="$NFS_EXPORT_DIR/v$ver/nfs/$p/manifest.json"
 		[ -s "$m" ] || fail "no manifest for nfs/$p"
-		hw=$((hw + $(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["high_watermark"])' "$m")))
+		hw=$((hw + $($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["high_watermark"])' "$m")))
 	done
 	[ "$hw" = 6000 ] || fail "manifests hold $hw records, expected 6000"
 	echo "ok NFSv$ver via libnfs: qualified, 6000 records across a restart read back, manifests persisted"

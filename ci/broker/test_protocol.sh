@@ -4,11 +4,7 @@
 # arrives while a long poll is parked.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kaas-proto.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; rm -rf "$T"' EXIT
+source ci/lib/e2e.sh proto
 
 "$BIN/kaas" --apis > "$T/apis"
 MAX=8388608
@@ -16,10 +12,10 @@ BROKER_LOG=$T/a.log broker_start "$T/a" --override socket.request.max.bytes=$MAX
 	--override kaas.connection.max.buffered.bytes=1048576
 $PY ci/broker/test_protocol.py 127.0.0.1 "$BROKER_PORT" "$T/apis" "$MAX"
 broker_stop
-[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC on SIGTERM"; exit 1; }
-grep -q "request size .* outside" "$T/a.log" || { echo "FAIL: oversized frame not logged"; exit 1; }
-grep -q "unknown API key 999" "$T/a.log" || { echo "FAIL: unknown API key not logged"; exit 1; }
-grep -q "malformed Metadata v1 request" "$T/a.log" || { echo "FAIL: parse failure not logged with its field"; exit 1; }
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC on SIGTERM"
+grep -q "request size .* outside" "$T/a.log" || fail "oversized frame not logged"
+grep -q "unknown API key 999" "$T/a.log" || fail "unknown API key not logged"
+grep -q "malformed Metadata v1 request" "$T/a.log" || fail "parse failure not logged with its field"
 echo "ok SIGTERM after the protocol suite exits 0; rejected frames are logged"
 
 # Idle connections are closed after connections.max.idle.ms.
@@ -71,8 +67,8 @@ assert c.closed_by_peer(timeout=60)
 print("ok SIGTERM answers a parked long poll, then closes the connection")
 PY
 broker_stop
-[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC after the drain"; exit 1; }
-grep -q "relinquished 1 partition" "$T/c.log" || { echo "FAIL: no relinquish logged"; cat "$T/c.log"; exit 1; }
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC after the drain"
+grep -q "relinquished 1 partition" "$T/c.log" || fail "no relinquish logged"
 
 # The drain order: after SIGTERM no connection is accepted while requests
 # received before it are still being answered (a client that has not read
@@ -138,11 +134,11 @@ print("ok SIGTERM: connections refused while draining; %d of %d pipelined reques
       % (got, len(frames)))
 PY
 broker_stop
-[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC after the drain"; exit 1; }
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC after the drain"
 drain=$(grep -n "SIGTERM: draining" "$T/d.log" | head -1 | cut -d: -f1)
 rel=$(grep -n "relinquished 1 partition" "$T/d.log" | head -1 | cut -d: -f1)
-[ -n "$drain" ] && [ -n "$rel" ] && [ "$drain" -lt "$rel" ] || { echo "FAIL: drain/relinquish order"; cat "$T/d.log"; exit 1; }
+[ -n "$drain" ] && [ -n "$rel" ] && [ "$drain" -lt "$rel" ] || fail "drain/relinquish order"
 m=$(cat "$T/d/drain-order/0/manifest.json")
-echo "$m" | grep -q '"epoch"' || { echo "FAIL: no manifest written at relinquish: $m"; exit 1; }
+echo "$m" | grep -q '"epoch"' || fail "no manifest written at relinquish: $m"
 echo "ok drained, then relinquished (manifest written), exit 0"
 echo "test_protocol: all passed"

@@ -4,13 +4,10 @@
 # own message classes against a real broker (test_schemas.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-T=$(mktemp -d /tmp/kaas-schemas.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; rm -rf "$T"' EXIT
+source ci/lib/e2e.sh schemas
 "$BIN/kaas" --apis > "$T/apis"
-BROKER_LOG=$T/broker.log broker_start "$T/d" --override group.initial.rebalance.delay.ms=0
-/usr/bin/python3 ci/broker/test_schemas.py 127.0.0.1 "$BROKER_PORT" "$T/apis"
+broker_start "$T/d" --override group.initial.rebalance.delay.ms=0
+$PY ci/broker/test_schemas.py 127.0.0.1 "$BROKER_PORT" "$T/apis"
 broker_stop
-[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC"; exit 1; }
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC"
 echo "test_schemas: all passed"

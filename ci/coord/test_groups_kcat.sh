@@ -6,19 +6,8 @@
 # after a broker restart and after a broker crash (kill -9).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-T=$(mktemp -d /tmp/kaas-groups-kcat.XXXXXX)
-BROKER_NO_TRAP=1
-trap 'broker_cleanup; rm -rf "$T"' EXIT
+source ci/lib/e2e.sh groups-kcat
 
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- broker log (tail) ---" >&2
-	tail -n 30 "$BROKER_LOG" >&2
-	exit 1
-}
-
-BROKER_LOG=$T/broker.log
 broker_start "$T/data" --override num.partitions=3
 TOPIC=kt
 
@@ -66,10 +55,7 @@ echo "ok after a restart the group resumes at its committed offsets"
 seq 311 320 | awk '{print "k"$1":v"$1}' | kcat -b "$BROKER" -P -t "$TOPIC" -K: -X acks=all
 group_run > "$T/before-crash"
 [ "$(wc -l < "$T/before-crash")" = 10 ] || fail "before the crash: $(wc -l < "$T/before-crash") records, want 10"
-port=$BROKER_PORT
-broker_kill
-BROKER_ARGS=(--override num.partitions=3)
-_broker_launch "$port" || fail "start after kill -9"
+broker_crash_restart || fail "start after kill -9"
 group_run > "$T/after-crash"
 [ ! -s "$T/after-crash" ] || fail "after kill -9 the group re-read $(wc -l < "$T/after-crash") records"
 echo "ok committed offsets survive kill -9 of the broker"

@@ -10,27 +10,13 @@
 # final commit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kaas-groups-py.XXXXXX)
-BROKER_NO_TRAP=1
-BROKER_LOG=$T/broker.log
-trap 'broker_cleanup; rm -rf "$T"' EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- broker log (tail) ---" >&2
-	tail -n 30 "$BROKER_LOG" >&2
-	exit 1
-}
+source ci/lib/e2e.sh groups-py
 
 broker_start "$T/data/d" --override group.initial.rebalance.delay.ms=200
 CL=$T/data/d/__cluster
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" produce || fail "produce"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" first || fail "first member"
-port=$BROKER_PORT
-broker_kill
-_broker_launch "$port" || fail "start after kill -9"
+broker_crash_restart || fail "start after kill -9"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" resume || fail "resume after crash"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" admin || fail "admin"
 $PY ci/coord/groups_e2e.py "$BROKER" "$CL" kafka-python || fail "kafka-python takes over the group"

@@ -7,12 +7,7 @@
 # kaas.shutdown.timeout.ms.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source ci/lib/broker.sh
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kaas-groups-wire.XXXXXX)
-BROKER_NO_TRAP=1
-BROKER_LOG=$T/broker.log
-trap 'broker_cleanup; rm -rf "$T"' EXIT
+source ci/lib/e2e.sh groups-wire
 
 # A first rebalance that waits a minute, and a drain that would wait ten.
 broker_start "$T/data" --override group.initial.rebalance.delay.ms=60000 \
@@ -115,11 +110,7 @@ print("ok SIGTERM answers the parked JoinGroup with NOT_COORDINATOR")
 PY
 # The broker must now exit by itself, long before kaas.shutdown.timeout.ms.
 for _ in $(seq 1 300); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$BROKER_PID" 2>/dev/null; then
-	echo "FAIL: the broker is still draining 30 s after SIGTERM" >&2
-	tail -n 20 "$BROKER_LOG" >&2
-	exit 1
-fi
+! kill -0 "$BROKER_PID" 2>/dev/null || fail "the broker is still draining 30 s after SIGTERM"
 broker_stop
-[ "$BROKER_RC" = 0 ] || { echo "FAIL: kaas exited $BROKER_RC" >&2; exit 1; }
+[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC"
 echo "PASS ci/coord/test_groups_wire.sh"

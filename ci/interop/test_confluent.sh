@@ -49,7 +49,7 @@ done
 acked_ki=$(wc -l < "$T/ki.p")
 acked_ka=$(wc -l < "$T/ka.p")
 [ "$acked_ki" -lt $K ] && [ "$acked_ka" -lt $K ] || fail "the producers finished before the crash"
-crash_restart || fail "start after SIGKILL"
+broker_crash_restart || fail "start after SIGKILL"
 echo "ok broker killed (SIGKILL) after $acked_ki + $acked_ka acknowledged records, restarted"
 wait $pi || { cat "$T/ki.out"; fail "idempotent producer across the crash"; }
 wait $pa || { cat "$T/ka.out"; fail "acks=all producer across the crash"; }

@@ -6,6 +6,7 @@
 #   broker_restart [extra flags...]               # SIGTERM, then start again on the same port
 #   broker_stop                                   # SIGTERM and wait; BROKER_RC = exit code
 #   broker_kill                                   # SIGKILL (crash)
+#   broker_crash_restart [extra flags...]         # SIGKILL, then start again on the same port
 #
 # The broker listens on 127.0.0.1 port 0 (a free port it picks and logs) and
 # starts with --trust-unqualified unless BROKER_QUALIFIED=1.  Its log goes to
@@ -114,6 +115,15 @@ broker_restart() {
 	local port=$BROKER_PORT
 	broker_stop
 	[ "$BROKER_RC" = 0 ] || { echo "broker.sh: kaas exited $BROKER_RC on SIGTERM" >&2; return 1; }
+	[ $# -gt 0 ] && BROKER_ARGS=("$@")
+	_broker_launch "$port"
+}
+
+# A crash (SIGKILL), then a start on the same port; extra flags replace the
+# previous ones when given.
+broker_crash_restart() {
+	local port=$BROKER_PORT
+	broker_kill
 	[ $# -gt 0 ] && BROKER_ARGS=("$@")
 	_broker_launch "$port"
 }

@@ -6,68 +6,10 @@
 # restart.  docs/topics.md describes what is checked.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${BIN:=bin}"
-PY=/usr/bin/python3
+source ci/lib/e2e.sh topics-admin
+data=$T/data
 
-work=$(mktemp -d /tmp/kaas-topics-admin.XXXXXX)
-data=$work/data
-log=$work/broker.log
-pid=
-mkdir -p "$data"
-
-stop() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	local rc=0
-	wait "$pid" || rc=$?
-	pid=
-	return $rc
-}
-
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Starts kaas on port $1 (0: any free port) and sets BROKER.
-start() {
-	local from=$(( $(cat "$log" 2>/dev/null | wc -l) + 1 ))
-	"$BIN/kaas" --data "$data" --listen "127.0.0.1:$1" --trust-unqualified >>"$log" 2>&1 &
-	pid=$!
-	for _ in $(seq 1 300); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "kaas exited during start-up:" >&2
-			tail -n +"$from" "$log" >&2
-			exit 1
-		fi
-		local line
-		line=$(tail -n +"$from" "$log" | grep -m1 -o 'listening on [^ ]*:[0-9]*' || true)
-		if [ -n "$line" ]; then
-			port=${line##*:}
-			BROKER=127.0.0.1:$port
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "kaas did not start:" >&2
-	tail -n +"$from" "$log" >&2
-	exit 1
-}
-
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- broker log (tail) ---" >&2
-	tail -n 40 "$log" >&2
-	exit 1
-}
-
-start 0
+broker_start "$data"
 $PY ci/topics/admin_e2e.py "$BROKER" "$data" admin || fail "admin step"
 $PY ci/topics/admin_e2e.py "$BROKER" "$data" records || fail "records step"
 
@@ -95,8 +37,8 @@ out=$(kcat -b "$BROKER" -C -t cli -p 0 -o beginning -e -q -f '%o:%s\n' | tr '\n'
 echo "ok: kcat sees the recreated topic start at offset 0"
 
 # Restart: what was created, altered and deleted stays so.
-stop || fail "kaas did not exit cleanly on SIGTERM"
-start "$port"
+broker_restart || fail "kaas did not exit cleanly on SIGTERM"
 $PY ci/topics/admin_e2e.py "$BROKER" "$data" after || fail "after-restart step"
-stop || fail "kaas did not exit cleanly on SIGTERM"
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "kaas did not exit cleanly on SIGTERM"
 echo "PASS ci/topics/test_admin.sh"
