@@ -30,12 +30,14 @@ BROKER_DATA=
 BROKER_LOGFILE=
 BROKER_ARGS=()
 
+# Runs from EXIT traps, often under set -e: no step may fail (a kill of a
+# broker that has just exited would end the trap before the rest of it).
 broker_cleanup() {
 	if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
-		kill -TERM "$BROKER_PID" 2>/dev/null
+		kill -TERM "$BROKER_PID" 2>/dev/null || true
 		for _ in $(seq 1 300); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$BROKER_PID" 2>/dev/null
-		wait "$BROKER_PID" 2>/dev/null
+		kill -KILL "$BROKER_PID" 2>/dev/null || true
+		wait "$BROKER_PID" 2>/dev/null || true
 	fi
 	BROKER_PID=
 }

@@ -24,10 +24,11 @@ e2e_on_exit() {
 }
 
 _e2e_cleanup() {
+	set +e # everything below runs, whatever fails
 	broker_cleanup
 	local c
 	for c in "${_E2E_ON_EXIT[@]}"; do
-		eval "$c" || true
+		eval "$c"
 	done
 	rm -rf "$T"
 }
