@@ -304,23 +304,17 @@ static int cmp_offset(const void *a, const void *b)
 		rc = -EBADMSG;        \
 		goto out;             \
 	} while (0)
-/* A string reader that may fail with ENOMEM as well as EBADMSG. */
-#define GET_STR(j_, nullable_, dst_, what_)                        \
-	do {                                                       \
-		rc = jget_str((j_), (nullable_), (dst_));          \
-		if (rc == -EBADMSG)                                \
-			BAD(what_);                                \
-		if (rc)                                            \
-			goto out;                                  \
+/* A reader that may fail with ENOMEM as well as EBADMSG. */
+#define GET(call_, what_)                 \
+	do {                              \
+		rc = (call_);             \
+		if (rc == -EBADMSG)       \
+			BAD(what_);       \
+		if (rc)                   \
+			goto out;         \
 	} while (0)
-#define GET_HEX(j_, p_, len_, what_)                               \
-	do {                                                       \
-		rc = jget_hex((j_), (p_), (len_));                 \
-		if (rc == -EBADMSG)                                \
-			BAD(what_);                                \
-		if (rc)                                            \
-			goto out;                                  \
-	} while (0)
+#define GET_STR(j_, nullable_, dst_, what_) GET(jget_str((j_), (nullable_), (dst_)), (what_))
+#define GET_HEX(j_, p_, len_, what_) GET(jget_hex((j_), (p_), (len_)), (what_))
 
 static int member_supports_name(const kc_member *m, const kc_str *name)
 {

@@ -361,18 +361,25 @@ static inline int th_commit(th *t, int16_t v, const char *group, int32_t gen, co
 	return th_call(t, KAAS_API_OFFSET_COMMIT, v, &w, r);
 }
 
+/* The start of an OffsetCommit or OffsetFetch answer about one partition:
+ * throttle time (v3+), then exactly that topic and partition. */
+static inline void tr_one_partition(tr *rr, int16_t v, const char *topic, int32_t part)
+{
+	if (v >= 3)
+		ck_assert_int_eq(tr_i32(rr), 0);
+	ck_assert_int_eq(tr_arr(rr), 1);
+	kaas_str tn = tr_str(rr);
+	ck_assert_kstr(tn, topic);
+	ck_assert_int_eq(tr_arr(rr), 1);
+	ck_assert_int_eq(tr_i32(rr), part);
+}
+
 /* The error of a one-partition commit answer. */
 static inline int16_t commit_err(const th_resp *r, int16_t v, const char *topic, int32_t part)
 {
 	tr rr;
 	tr_init(&rr, r, 0);
-	if (v >= 3)
-		ck_assert_int_eq(tr_i32(&rr), 0);
-	ck_assert_int_eq(tr_arr(&rr), 1);
-	kaas_str tn = tr_str(&rr);
-	ck_assert_kstr(tn, topic);
-	ck_assert_int_eq(tr_arr(&rr), 1);
-	ck_assert_int_eq(tr_i32(&rr), part);
+	tr_one_partition(&rr, v, topic, part);
 	int16_t err = tr_i16(&rr);
 	tr_end(&rr);
 	return err;
@@ -413,13 +420,7 @@ static inline int64_t th_fetch(th *t, int16_t v, const char *group, const char *
 	ck_assert_int_eq(th_call(t, KAAS_API_OFFSET_FETCH, v, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, flex);
-	if (v >= 3)
-		ck_assert_int_eq(tr_i32(&rr), 0);
-	ck_assert_int_eq(tr_arr(&rr), 1);
-	kaas_str tn = tr_str(&rr);
-	ck_assert_kstr(tn, topic);
-	ck_assert_int_eq(tr_arr(&rr), 1);
-	ck_assert_int_eq(tr_i32(&rr), part);
+	tr_one_partition(&rr, v, topic, part);
 	int64_t off = tr_i64(&rr);
 	if (v >= 5)
 		tr_i32(&rr);
