@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from kproto import Conn, Dec, Enc, api_versions, record_batch  # noqa: E402
+from kproto import Conn, Dec, Enc, api_versions, read_apis, record_batch  # noqa: E402
 
 HOST, PORT, APIS_FILE, MAX_FRAME = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 
@@ -89,12 +89,7 @@ def parse_fetch_v11(data):
 
 
 # ---- ApiVersions ------------------------------------------------------------------
-expected = {}
-with open(APIS_FILE) as f:
-    for line in f:
-        w = line.split()
-        lo, hi = w[2].split("-")
-        expected[int(w[0])] = (int(lo), int(hi))
+expected = read_apis(APIS_FILE)
 assert expected[18] == (0, 3) and expected[0] == (0, 7) and expected[1] == (4, 11), expected
 c = Conn(HOST, PORT)
 for v in range(4):

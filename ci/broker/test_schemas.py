@@ -14,7 +14,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from kproto import Conn, Enc, record_batch  # noqa: E402
+from kproto import Conn, Enc, read_apis, record_batch  # noqa: E402
 
 from kafka.protocol import admin, commit, fetch, group, metadata, offset, produce  # noqa: E402
 from kafka.protocol import types as T  # noqa: E402
@@ -22,12 +22,7 @@ from kafka.protocol import types as T  # noqa: E402
 HOST, PORT, APIS_FILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 TOPIC, GROUP = "kpy-schemas", "kpy-group"
 
-served = {}
-with open(APIS_FILE) as f:
-    for line in f:
-        w = line.split()
-        lo, hi = w[2].split("-")
-        served[int(w[0])] = (int(lo), int(hi))
+served = read_apis(APIS_FILE)
 
 # ---- request values by field name ----------------------------------------------------------
 def values(schema, api, v):

@@ -269,6 +269,17 @@ class Conn:
         self.s.close()
 
 
+def read_apis(path):
+    """{api_key: (min, max)} from a file `kaas --apis` wrote."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            lo, hi = w[2].split("-")
+            out[int(w[0])] = (int(lo), int(hi))
+    return out
+
+
 def api_versions(conn, version=0):
     """{api_key: (min, max)} and the error code, via ApiVersions `version`."""
     flex = version >= 3
