@@ -26,16 +26,7 @@ from confluent_kafka.admin import (AdminClient, ConfigResource, ConfigSource, Ne
                                   NewTopic)
 
 import spec  # noqa: E402
-
-
-def check(cond, what):
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        sys.exit(1)
-
-
-def ok(what):
-    print("ok", what, flush=True)
+from spec import check, ok  # noqa: E402
 
 
 def opt(args, name, default=None):

@@ -22,16 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 
 import spec  # noqa: E402
-
-
-def check(cond, what):
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        sys.exit(1)
-
-
-def ok(what):
-    print("ok", what, flush=True)
+from spec import check, ok  # noqa: E402
 
 
 def produce(boot, topic, run, t0, first, end, out):

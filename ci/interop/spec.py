@@ -28,6 +28,8 @@ Checks (check_run):
     and the first occurrences still come in order.
   * each ListOffsets-by-time answer is the first offset of that partition whose
     record time is >= the target (-1 when there is none).
+
+The Python clients also share check() (exit 1 with a FAIL line) and ok().
 """
 import json
 import sys
@@ -79,6 +81,16 @@ def read_jsonl(path):
             if line:
                 out.append(json.loads(line))
     return out
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what, file=sys.stderr)
+        sys.exit(1)
+
+
+def ok(what):
+    print("ok", what, flush=True)
 
 
 class Fail(Exception):
