@@ -20,43 +20,39 @@ lock = threading.Lock()
 out = open(OUT, "a")
 
 
-def pump_requests(src, dst):
-    buf = b""
+class RequestLog:
+    """Fed the client's bytes; writes one line per whole request frame."""
+
+    def __init__(self):
+        self.buf = b""
+
+    def __call__(self, d):
+        self.buf += d
+        buf = self.buf
+        while len(buf) >= 4:
+            n = struct.unpack(">i", buf[:4])[0]
+            if n < 8 or len(buf) < 4 + n:
+                break
+            key, ver, _ = struct.unpack(">hhi", buf[4:12])
+            cl = struct.unpack(">h", buf[12:14])[0] if n >= 10 else -1
+            cid = buf[14:14 + cl].decode(errors="replace") if cl > 0 else "-"
+            with lock:
+                out.write("%s %d %d\n" % (cid.replace(" ", "_"), key, ver))
+                out.flush()
+            buf = buf[4 + n:]
+        self.buf = buf
+
+
+def pump(src, dst, seen=None):
+    """Copies src to dst until either side closes; seen(bytes) sees each chunk."""
     try:
         while True:
             d = src.recv(1 << 16)
             if not d:
                 break
             dst.sendall(d)
-            buf += d
-            while len(buf) >= 4:
-                n = struct.unpack(">i", buf[:4])[0]
-                if n < 8 or len(buf) < 4 + n:
-                    break
-                key, ver, _ = struct.unpack(">hhi", buf[4:12])
-                cl = struct.unpack(">h", buf[12:14])[0] if n >= 10 else -1
-                cid = buf[14:14 + cl].decode(errors="replace") if cl > 0 else "-"
-                with lock:
-                    out.write("%s %d %d\n" % (cid.replace(" ", "_"), key, ver))
-                    out.flush()
-                buf = buf[4 + n:]
-    except OSError:
-        pass
-    finally:
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-def pump(src, dst):
-    try:
-        while True:
-            d = src.recv(1 << 16)
-            if not d:
-                break
-            dst.sendall(d)
+            if seen:
+                seen(d)
     except OSError:
         pass
     finally:
@@ -75,7 +71,7 @@ def main():
     while True:
         c, _ = ls.accept()
         u = socket.create_connection(("127.0.0.1", UPSTREAM))
-        threading.Thread(target=pump_requests, args=(c, u), daemon=True).start()
+        threading.Thread(target=pump, args=(c, u, RequestLog()), daemon=True).start()
         threading.Thread(target=pump, args=(u, c), daemon=True).start()
 
 
