@@ -34,7 +34,9 @@
 
 #define FILE_BYTES (32LL << 20)
 #define AFTER_CLOSE_MS 5000
-#define SPACE_ATTEMPTS 2
+#define SPACE_ATTEMPTS 3 /* at most; two that did not see it make a FAIL */
+#define DENSE_MS 200      /* after the close: back-to-back samples this long */
+#define DENSE_MAX 100
 #define MAX_SAMPLES 512
 
 /* statvfs samples of one attempt, in order: v[0, nlinked) while the file
@@ -62,6 +64,27 @@ static void sample_add(samples *sm, int64_t x, int phase)
 static int call(kc_run *r, int a, const char *op, json_t *args, json_t **out)
 {
 	return kc_drv_call(&r->drv, a, op, args, out);
+}
+
+/* Did statvfs show the file arrive?  A drop between half and twice its
+ * size over the write: less, and the volume's accounting does not see it
+ * (or others freed space meanwhile); more, and others' writes dominate. */
+static int arrived(int64_t before, int64_t held)
+{
+	return before >= 0 && held >= 0 && before - held >= FILE_BYTES / 2 &&
+	       before - held <= 2 * FILE_BYTES;
+}
+
+/* Between samples after the close: none for the first DENSE_MS (the free
+ * shows as a jump between neighbouring samples, not yet blurred by other
+ * writers), then 50 ms. */
+static void pause_after_close(int64_t t_close, int *dense)
+{
+	if (kaas_mono_ms() - t_close < DENSE_MS && *dense < DENSE_MAX) {
+		(*dense)++;
+		return;
+	}
+	usleep(50 * 1000);
 }
 
 /* statvfs avail bytes, or -1 when unavailable (or beyond 2^63: a FUSE
@@ -121,7 +144,7 @@ static int space_again(kc_run *r, const char *dir, int attempt, uint64_t tag, sa
 	if ((rc = avail(r, B, dir, &x)))
 		return rc;
 	sample_add(sm, x, SP_LINKED);
-	*conclusive = before >= 0 && x >= 0 && before - x >= FILE_BYTES / 2;
+	*conclusive = arrived(before, x);
 	if ((rc = call(r, B, "unlink", json_pack("{s:s}", "path", victim), &out)))
 		return rc;
 	json_decref(out);
@@ -132,6 +155,7 @@ static int space_again(kc_run *r, const char *dir, int attempt, uint64_t tag, sa
 		return rc;
 	json_decref(out);
 	int64_t t_close = kaas_mono_ms();
+	int dense = 0;
 	while (*conclusive && !sm->freed) {
 		if ((rc = avail(r, B, dir, &x)))
 			return rc;
@@ -140,7 +164,7 @@ static int space_again(kc_run *r, const char *dir, int attempt, uint64_t tag, sa
 			break;
 		if (r->interrupted && *r->interrupted)
 			return -EINTR;
-		usleep(50 * 1000);
+		pause_after_close(t_close, &dense);
 	}
 	json_array_append_new(json_object_get(prof, "space_attempts"),
 			      json_pack("{s:i,s:I,s:o,s:i,s:i,s:b,s:b,s:I,s:I}", "attempt", attempt,
@@ -233,7 +257,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 		goto fail;
 	sample_add(sm, s1, SP_LINKED);
 	/* Conclusive only when statvfs showed the file arrive. */
-	int conclusive = s0 >= 0 && s1 >= 0 && s0 - s1 >= FILE_BYTES / 2;
+	int conclusive = arrived(s0, s1);
 
 	/* The delete, as another client. */
 	if ((rc = call(r, B, "unlink", json_pack("{s:s}", "path", victim), &out)))
@@ -294,6 +318,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 	 * NFSv3 server has no open state and may have freed it already). */
 	int64_t deadline = t_close + AFTER_CLOSE_MS;
 	const char *last_rmdir = removed ? "OK" : "?";
+	int dense = 0;
 	for (;;) {
 		/* First the space: the first sample follows the close at once. */
 		if (conclusive && !sm->freed) {
@@ -329,7 +354,10 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 			rc = -EINTR;
 			goto fail;
 		}
-		usleep(50 * 1000);
+		if (space_done)
+			usleep(50 * 1000);
+		else
+			pause_after_close(t_close, &dense);
 	}
 	(void)last_rmdir;
 	json_object_set_new(prof, "settled_after_close_ms", json_integer(kaas_mono_ms() - t_close));
@@ -384,31 +412,34 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 				  (json_int_t)sm->rise);
 	json_object_set_new(prof, "space", space);
 	json_object_set_new(prof, "space_attempts", json_array());
-	int attempts = 1;
+	int attempts = 1, missed = conclusive && !sm->freed;
 	int64_t rise = sm->rise;
-	if (conclusive && !sm->freed) {
-		/* Other writers may have hidden it: once more, with a fresh
-		 * file, before calling the space lost. */
-		for (int k = 2; k <= SPACE_ATTEMPTS && !sm->freed; k++) {
-			int again = 0;
-			attempts = k;
-			if ((rc = space_again(r, dir, k, tag, sm, &again, prof)))
-				goto fail;
-			if (!again) {
-				conclusive = 0;
-				break;
-			}
-			if (sm->rise > rise)
-				rise = sm->rise;
-		}
+	/* Other writers can hide a free, or fake the file's arrival: an
+	 * attempt that missed the free is repeated with a fresh file, and it
+	 * takes two that saw the file arrive and not leave to call the space
+	 * lost (one that sees it leave ends it). */
+	while (missed > 0 && missed < 2 && !sm->freed && attempts < SPACE_ATTEMPTS) {
+		int again = 0;
+		attempts++;
+		if ((rc = space_again(r, dir, attempts, tag, sm, &again, prof)))
+			goto fail;
+		if (again && !sm->freed)
+			missed++;
+		if (sm->rise > rise)
+			rise = sm->rise;
 	}
+	conclusive = sm->freed || missed >= 2;
 	kc_result_count(res, "space_attempts", attempts);
 	if (!conclusive) {
 		/* statvfs is missing, or did not see the file arrive: it cannot
 		 * tell whether the space went away again. */
 		kc_result_count(res, "space_unknown", 1);
-		kc_result_note(res, "space accounting is not conclusive here (statvfs %s)",
-			       s0 < 0 ? "unavailable" : "did not show the 32 MiB file being written");
+		if (attempts > 1)
+			kc_result_note(res, "space accounting is not conclusive here (statvfs showed the 32 MiB file arrive and stay in %d of %d attempts; others write to the volume too)",
+				       missed, attempts);
+		else
+			kc_result_note(res, "space accounting is not conclusive here (statvfs %s)",
+				       s0 < 0 ? "unavailable" : "did not show the 32 MiB file being written");
 	} else if (!sm->freed) {
 		kc_result_count(res, "space_not_freed", 1);
 		char t1[200], t2[200], t3[200], d[300];
@@ -417,8 +448,8 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 		snprintf(t3, sizeof(t3), "actor 1: statvfs: %lld %d s after it was deleted and closed",
 			 (long long)s3, AFTER_CLOSE_MS / 1000);
 		snprintf(d, sizeof(d),
-			 "free space did not rise by half the file's size within %d s of the close, in %d attempts (largest rise %lld bytes)",
-			 AFTER_CLOSE_MS / 1000, attempts, (long long)rise);
+			 "free space did not rise by half the file's size within %d s of the close, in %d of %d attempts (largest rise %lld bytes)",
+			 AFTER_CLOSE_MS / 1000, missed, attempts, (long long)rise);
 		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s]}]", "kind", "space_not_freed", "actor", B,
 					"iteration", 1, "detail", d, "trace", t1, t2, t3);
 		kc_result_add_anomalies(res, NULL, one, 1);

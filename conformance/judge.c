@@ -198,11 +198,20 @@ int kc_space_freed(const int64_t *seq, int n, int nlinked, int nheld, int64_t fi
 {
 	int64_t linked = last_before(seq, nlinked); /* just before the unlink */
 	int64_t held = last_before(seq, nheld);     /* just before the close */
-	int64_t best = -1;
+	int64_t best = -1, prev = linked;
 	for (int i = nlinked; i < n; i++) {
+		if (seq[i] < 0)
+			continue;
+		/* Over the level before the event, or over the sample just
+		 * before: a jump between neighbours that others' writes in
+		 * between did not blur (but not one of more than twice the
+		 * file: that is someone else's space coming back). */
 		int64_t base = i < nheld ? linked : held;
-		if (seq[i] >= 0 && base >= 0 && seq[i] - base > best)
+		if (base >= 0 && seq[i] - base > best)
 			best = seq[i] - base;
+		if (prev >= 0 && seq[i] - prev > best && seq[i] - prev <= 2 * file_bytes)
+			best = seq[i] - prev;
+		prev = seq[i];
 	}
 	*rise = best;
 	return best >= 0 && best >= file_bytes / 2;

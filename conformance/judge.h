@@ -52,13 +52,15 @@ int kc_fsync_too_fast(int64_t fsync_ns, int64_t lookup_ns, int64_t getattr_ns, i
  * while the holder had the file open and it was still linked, seq[nlinked,
  * nheld) after another client deleted it but before the holder closed it,
  * the rest after the close; -1 is a failed sample.  Freed means a rise of at
- * least file_bytes/2 over the level just before the event that frees it:
- * over the last linked sample for a server that frees at the unlink (NFSv3
- * has no open state), over the last held sample for everyone else.  The
- * samples around each event are taken back to back, so other writers on
- * the volume (free space falling by itself) have a moment, not seconds, to
- * hide the rise.  *rise gets the largest rise seen (-1 when none could be
- * measured). */
+ * least file_bytes/2 over the level just before the event that frees it
+ * (over the last linked sample for a server that frees at the unlink: NFSv3
+ * has no open state; over the last held sample for everyone else), or
+ * between two neighbouring samples after the unlink, by at most twice the
+ * file's size (a free that came a little later, while others kept
+ * writing).  The samples around each event
+ * are taken back to back, so other writers on the volume (free space falling
+ * by itself) have a moment, not seconds, to hide the rise.  *rise gets the
+ * largest rise seen (-1 when none could be measured). */
 int kc_space_freed(const int64_t *seq, int n, int nlinked, int nheld, int64_t file_bytes,
 		   int64_t *rise);
 

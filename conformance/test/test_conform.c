@@ -266,13 +266,21 @@ START_TEST(space_freed_despite_other_writers)
 	/* A free that takes a while (a lazy server): seen in a later sample. */
 	int64_t lazy[] = {G, G, G, G - M, G - 2 * M, G - 2 * M + F};
 	ck_assert_int_eq(kc_space_freed(lazy, 6, 1, 3, F, &rise), 1);
+	/* A free that came 100 ms after the close (FUSE releases after
+	 * close(2) returns) while another process wrote 40 MiB: the level
+	 * never gets 16 MiB above the one before the close, but neighbouring
+	 * samples jump by the file's size. */
+	int64_t late[] = {G, G, G, G - 10 * M, G - 20 * M, G - 20 * M + F, G - 40 * M + F};
+	ck_assert_int_eq(kc_space_freed(late, 7, 1, 3, F, &rise), 1);
+	ck_assert_int_eq(rise, F);
 	/* A holder that never let go (fault leak=): nothing rises. */
 	int64_t leak[] = {G, G, G - M, G - M, G - M, G - 2 * M};
 	ck_assert_int_eq(kc_space_freed(leak, 6, 1, 3, F, &rise), 0);
 	ck_assert_int_eq(rise, 0);
-	/* Rises are measured from the level before the event, not from a dip
-	 * after it: space that others take and give back is not the file's. */
-	int64_t dip[] = {G, G, G - 60 * M, G + 5 * M};
+	/* Rises are measured from the level before the event, or between
+	 * neighbours by at most twice the file: 100 MiB that others take and
+	 * give back are not the file's. */
+	int64_t dip[] = {G, G, G - 100 * M, G + 5 * M};
 	ck_assert_int_eq(kc_space_freed(dip, 4, 1, 2, F, &rise), 0);
 	ck_assert_int_eq(rise, 5 * M);
 	/* A small rise (another writer deleting a temp file) is not enough. */
