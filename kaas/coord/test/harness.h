@@ -17,6 +17,7 @@
 #include "coord/coord.h"
 #include "proto/api.h"
 #include "proto/buf.h"
+#include "proto/test/ckrd.h"
 #include "sub.h"
 #include "util/kerr.h"
 
@@ -140,11 +141,11 @@ static inline void tr_init(tr *r, const th_resp *resp, int flex)
 	r->flex = flex;
 }
 
-static inline int8_t tr_i8(tr *r) { int8_t v = 0; ck_assert_int_eq(kaas_rd_i8(&r->rd, &v), 0); return v; }
-static inline int16_t tr_i16(tr *r) { int16_t v = 0; ck_assert_int_eq(kaas_rd_i16(&r->rd, &v), 0); return v; }
-static inline int32_t tr_i32(tr *r) { int32_t v = 0; ck_assert_int_eq(kaas_rd_i32(&r->rd, &v), 0); return v; }
-static inline int64_t tr_i64(tr *r) { int64_t v = 0; ck_assert_int_eq(kaas_rd_i64(&r->rd, &v), 0); return v; }
-static inline kaas_str tr_str(tr *r) { kaas_str s = {0}; ck_assert_int_eq(kaas_rd_str(&r->rd, r->flex, &s), 0); return s; }
+static inline int8_t tr_i8(tr *r) { return ckrd_i8(&r->rd); }
+static inline int16_t tr_i16(tr *r) { return ckrd_i16(&r->rd); }
+static inline int32_t tr_i32(tr *r) { return ckrd_i32(&r->rd); }
+static inline int64_t tr_i64(tr *r) { return ckrd_i64(&r->rd); }
+static inline kaas_str tr_str(tr *r) { return ckrd_str(&r->rd, r->flex); }
 static inline kaas_bytes tr_bytes(tr *r) { kaas_bytes b = {0}; ck_assert_int_eq(kaas_rd_bytes(&r->rd, r->flex, &b), 0); return b; }
 static inline int32_t tr_arr(tr *r) { int32_t n = 0; ck_assert_int_eq(kaas_rd_array(&r->rd, r->flex, 0, &n), 0); return n; }
 static inline void tr_tags(tr *r) { ck_assert_int_eq(kaas_rd_tags(&r->rd, r->flex), 0); }

@@ -15,10 +15,10 @@
 #include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
+#include "proto/test/ckrd.h"
+#include "topics/test/volumes.h"
 #include "util/test/ktest.h"
 
-static char tmpdir[256];
-static sub_vfs *data, *cluster;
 static kaas_topics *reg;
 static kaas_config bcfg, bdef;
 static kaas_admin_ctx ctx;
@@ -48,15 +48,7 @@ static int16_t fake_delete_records(void *arg, kaas_str topic, int32_t partition,
 
 static void setup(void)
 {
-	char path[512], err[256];
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-admin.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	snprintf(path, sizeof(path), "%s/data", tmpdir);
-	mkdir(path, 0755);
-	ck_assert_int_eq(sub_open_url(path, &data, err, sizeof(err)), 0);
-	snprintf(path, sizeof(path), "%s/cluster", tmpdir);
-	mkdir(path, 0755);
-	ck_assert_int_eq(sub_open_url(path, &cluster, err, sizeof(err)), 0);
+	volumes_open("admin");
 	kaas_topics_options o;
 	kaas_topics_options_init(&o);
 	o.refresh_ms = 0;
@@ -90,11 +82,7 @@ static void setup(void)
 static void teardown(void)
 {
 	kaas_topics_close(reg);
-	sub_destroy(data);
-	sub_destroy(cluster);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	volumes_close();
 }
 
 typedef int (*admin_fn)(const kaas_admin_ctx *, int16_t, kaas_rd *, kaas_wr *);
@@ -113,39 +101,10 @@ static int call(admin_fn fn, int16_t v, kaas_wr *req, kaas_wr *resp, kaas_rd *rd
 	return rc;
 }
 
-static int32_t rd32(kaas_rd *rd)
-{
-	int32_t v;
-	ck_assert_int_eq(kaas_rd_i32(rd, &v), 0);
-	return v;
-}
-
-static int16_t rd16(kaas_rd *rd)
-{
-	int16_t v;
-	ck_assert_int_eq(kaas_rd_i16(rd, &v), 0);
-	return v;
-}
-
-static int8_t rd8(kaas_rd *rd)
-{
-	int8_t v;
-	ck_assert_int_eq(kaas_rd_i8(rd, &v), 0);
-	return v;
-}
-
-static int64_t rd64(kaas_rd *rd)
-{
-	int64_t v;
-	ck_assert_int_eq(kaas_rd_i64(rd, &v), 0);
-	return v;
-}
-
 /* Reads a string into buf ("<null>" for null). */
 static const char *rdstr(kaas_rd *rd, char *buf, size_t len)
 {
-	kaas_str s;
-	ck_assert_int_eq(kaas_rd_str(rd, 0, &s), 0);
+	kaas_str s = ckrd_str(rd, 0);
 	if (s.len < 0)
 		snprintf(buf, len, "<null>");
 	else
@@ -196,11 +155,11 @@ static int ct(int16_t v, const ct_in *t, int n, int validate_only, int16_t *err,
 	ct_request(&req, v, t, n, validate_only);
 	ck_assert_int_eq(call(kaas_admin_create_topics, v, &req, &resp, &rd), KAAS_HANDLED);
 	if (v >= 2)
-		ck_assert_int_eq(rd32(&rd), 0);
-	int32_t cnt = rd32(&rd);
+		ck_assert_int_eq(ckrd_i32(&rd), 0);
+	int32_t cnt = ckrd_i32(&rd);
 	for (int32_t i = 0; i < cnt; i++) {
 		rdstr(&rd, names[i], 300);
-		err[i] = rd16(&rd);
+		err[i] = ckrd_i16(&rd);
 		if (v >= 1)
 			rdstr(&rd, msg[i], 320);
 		else
@@ -356,14 +315,14 @@ START_TEST(delete_topics_every_version)
 		kaas_wr_i32(&req, 5000);
 		ck_assert_int_eq(call(kaas_admin_delete_topics, v, &req, &resp, &rd), KAAS_HANDLED);
 		if (v >= 1)
-			ck_assert_int_eq(rd32(&rd), 0);
-		ck_assert_int_eq(rd32(&rd), 3);
+			ck_assert_int_eq(ckrd_i32(&rd), 0);
+		ck_assert_int_eq(ckrd_i32(&rd), 3);
 		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "del");
-		ck_assert_int_eq(rd16(&rd), KERR_NONE);
+		ck_assert_int_eq(ckrd_i16(&rd), KERR_NONE);
 		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "missing");
-		ck_assert_int_eq(rd16(&rd), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		ck_assert_int_eq(ckrd_i16(&rd), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "bad/name");
-		ck_assert_int_eq(rd16(&rd), KERR_INVALID_TOPIC_EXCEPTION);
+		ck_assert_int_eq(ckrd_i16(&rd), KERR_INVALID_TOPIC_EXCEPTION);
 		ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
 		kaas_topic_info info;
 		ck_assert_int_eq(kaas_topics_lookup(reg, "del", -1, &info), -ENOENT);
@@ -396,10 +355,10 @@ static int16_t cp(int16_t v, const char *name, int32_t count, int32_t nassign, i
 	char buf[300];
 	cp_request(&req, name, count, nassign, validate_only);
 	ck_assert_int_eq(call(kaas_admin_create_partitions, v, &req, &resp, &rd), KAAS_HANDLED);
-	ck_assert_int_eq(rd32(&rd), 0);
-	ck_assert_int_eq(rd32(&rd), 1);
+	ck_assert_int_eq(ckrd_i32(&rd), 0);
+	ck_assert_int_eq(ckrd_i32(&rd), 1);
 	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
-	int16_t err = rd16(&rd);
+	int16_t err = ckrd_i16(&rd);
 	rdstr(&rd, msg, 320);
 	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
 	kaas_wr_free(&req);
@@ -473,32 +432,32 @@ static void dc(int16_t v, int8_t type, const char *name, const char *const *keys
 	kaas_rd rd;
 	dc_request(&req, v, type, name, keys, nkeys, synonyms);
 	ck_assert_int_eq(call(kaas_admin_describe_configs, v, &req, &resp, &rd), KAAS_HANDLED);
-	ck_assert_int_eq(rd32(&rd), 0);
-	ck_assert_int_eq(rd32(&rd), 1);
+	ck_assert_int_eq(ckrd_i32(&rd), 0);
+	ck_assert_int_eq(ckrd_i32(&rd), 1);
 	memset(r, 0, sizeof(*r));
-	r->err = rd16(&rd);
+	r->err = ckrd_i16(&rd);
 	rdstr(&rd, r->msg, sizeof(r->msg));
-	r->type = rd8(&rd);
+	r->type = ckrd_i8(&rd);
 	rdstr(&rd, r->name, sizeof(r->name));
-	r->n = rd32(&rd);
+	r->n = ckrd_i32(&rd);
 	ck_assert_int_le(r->n, 40);
 	for (int i = 0; i < r->n; i++) {
 		dc_entry *e = &r->e[i];
 		rdstr(&rd, e->name, sizeof(e->name));
 		rdstr(&rd, e->value, sizeof(e->value));
-		e->read_only = rd8(&rd);
+		e->read_only = ckrd_i8(&rd);
 		if (v == 0)
-			e->is_default = rd8(&rd);
+			e->is_default = ckrd_i8(&rd);
 		else
-			e->source = rd8(&rd);
-		e->sensitive = rd8(&rd);
+			e->source = ckrd_i8(&rd);
+		e->sensitive = ckrd_i8(&rd);
 		if (v >= 1) {
-			e->nsyn = rd32(&rd);
+			e->nsyn = ckrd_i32(&rd);
 			ck_assert_int_le(e->nsyn, 2);
 			for (int k = 0; k < e->nsyn; k++) {
 				rdstr(&rd, e->syn_name[k], 64);
 				rdstr(&rd, e->syn_value[k], 64);
-				e->syn_source[k] = rd8(&rd);
+				e->syn_source[k] = ckrd_i8(&rd);
 			}
 		}
 	}
@@ -618,11 +577,11 @@ static int16_t ac(int16_t v, int8_t type, const char *name, const char *k, const
 	}
 	kaas_wr_bool(&req, validate_only);
 	ck_assert_int_eq(call(kaas_admin_alter_configs, v, &req, &resp, &rd), KAAS_HANDLED);
-	ck_assert_int_eq(rd32(&rd), 0);
-	ck_assert_int_eq(rd32(&rd), 1);
-	int16_t err = rd16(&rd);
+	ck_assert_int_eq(ckrd_i32(&rd), 0);
+	ck_assert_int_eq(ckrd_i32(&rd), 1);
+	int16_t err = ckrd_i16(&rd);
 	rdstr(&rd, msg, 320);
-	ck_assert_int_eq(rd8(&rd), type);
+	ck_assert_int_eq(ckrd_i8(&rd), type);
 	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
 	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
 	kaas_wr_free(&req);
@@ -679,17 +638,17 @@ START_TEST(delete_records_every_version)
 		}
 		kaas_wr_i32(&req, 1000);
 		ck_assert_int_eq(call(kaas_admin_delete_records, v, &req, &resp, &rd), KAAS_HANDLED);
-		ck_assert_int_eq(rd32(&rd), 0);
-		ck_assert_int_eq(rd32(&rd), 1);
+		ck_assert_int_eq(ckrd_i32(&rd), 0);
+		ck_assert_int_eq(ckrd_i32(&rd), 1);
 		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "recs");
-		ck_assert_int_eq(rd32(&rd), 5);
+		ck_assert_int_eq(ckrd_i32(&rd), 5);
 		int64_t want_low[5] = {42, 1000, -1, -1, -1};
 		int16_t want_err[5] = {KERR_NONE, KERR_NONE, KERR_NOT_LEADER_OR_FOLLOWER, KERR_OFFSET_OUT_OF_RANGE,
 				       KERR_OFFSET_OUT_OF_RANGE};
 		for (int i = 0; i < 5; i++) {
-			ck_assert_int_eq(rd32(&rd), parts[i]);
-			ck_assert_int_eq(rd64(&rd), want_low[i]);
-			ck_assert_int_eq(rd16(&rd), want_err[i]);
+			ck_assert_int_eq(ckrd_i32(&rd), parts[i]);
+			ck_assert_int_eq(ckrd_i64(&rd), want_low[i]);
+			ck_assert_int_eq(ckrd_i16(&rd), want_err[i]);
 		}
 		ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
 		ck_assert_int_eq(dr.calls, 4); /* offset -2 never reached the partition */

@@ -21,10 +21,8 @@
 #include "topics/topics.h"
 #include "util/kerr.h"
 #include "util/log.h"
+#include "topics/test/volumes.h"
 #include "util/test/ktest.h"
-
-static char tmpdir[256];
-static sub_vfs *data, *cluster;
 
 /* What the hooks saw. */
 static struct {
@@ -54,30 +52,15 @@ static int on_dropped(void *arg, const char *name, const char *id)
 	return 0;
 }
 
-static void open_vfs(const char *sub, sub_vfs **v)
-{
-	char path[512], err[256];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, sub);
-	mkdir(path, 0755);
-	ck_assert_int_eq(sub_open_url(path, v, err, sizeof(err)), 0);
-}
-
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-topics.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	open_vfs("data", &data);
-	open_vfs("cluster", &cluster);
+	volumes_open("topics");
 	memset(&hk, 0, sizeof(hk));
 }
 
 static void teardown(void)
 {
-	sub_destroy(data);
-	sub_destroy(cluster);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	volumes_close();
 }
 
 static kaas_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
