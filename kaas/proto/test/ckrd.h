@@ -10,33 +10,19 @@
 
 #include "proto/buf.h"
 
-static inline int8_t ckrd_i8(kaas_rd *rd)
-{
-	int8_t v = 0;
-	ck_assert_int_eq(kaas_rd_i8(rd, &v), 0);
-	return v;
-}
-
-static inline int16_t ckrd_i16(kaas_rd *rd)
-{
-	int16_t v = 0;
-	ck_assert_int_eq(kaas_rd_i16(rd, &v), 0);
-	return v;
-}
-
-static inline int32_t ckrd_i32(kaas_rd *rd)
-{
-	int32_t v = 0;
-	ck_assert_int_eq(kaas_rd_i32(rd, &v), 0);
-	return v;
-}
-
-static inline int64_t ckrd_i64(kaas_rd *rd)
-{
-	int64_t v = 0;
-	ck_assert_int_eq(kaas_rd_i64(rd, &v), 0);
-	return v;
-}
+/* ckrd_i8, ckrd_i16, ckrd_i32, ckrd_i64. */
+#define CKRD_INT(bits)                                                   \
+	static inline int##bits##_t ckrd_i##bits(kaas_rd *rd)            \
+	{                                                                \
+		int##bits##_t v = 0;                                     \
+		ck_assert_int_eq(kaas_rd_i##bits(rd, &v), 0);            \
+		return v;                                                \
+	}
+CKRD_INT(8)
+CKRD_INT(16)
+CKRD_INT(32)
+CKRD_INT(64)
+#undef CKRD_INT
 
 static inline kaas_str ckrd_str(kaas_rd *rd, int flex)
 {
