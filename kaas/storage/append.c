@@ -4,15 +4,18 @@
  * the group commit that turns written into durable.
  *
  * Group commit, pipelined: fsyncs run without the partition lock, so
- * appends continue meanwhile.  A caller whose data an fsync in flight does
- * not cover starts another at once, up to FLUSH_DEPTH in flight (the kernel
- * overlaps them: concurrent fsyncs of a file share journal commits and
- * device queues); beyond that, callers wait for a slot and one of them runs
- * the next fsync for everybody written by then.  Each fsync is a ticket
- * covering the log end at its start; the high watermark (the durable
- * offset) advances ticket by ticket in start order, never past a ticket
- * still running, and a failed fsync poisons the partition so that no
- * ticket completing after it is acknowledged.
+ * appends continue meanwhile.  A caller whose data the fsync in flight does
+ * not cover starts a second one (FLUSH_DEPTH in flight: the kernel or the
+ * server overlaps them, a network volume's round trips too) once as many
+ * requests were appended since the first one started as it covers: the
+ * appenders one fsync released come back as a group, which a second fsync
+ * started by the first of them would split.  Until then, and with both
+ * slots busy, callers wait, and the end of an fsync lets one of them run
+ * the next for everybody written by then.  Each fsync is a ticket covering
+ * the log end at its start; the high watermark (the durable offset)
+ * advances ticket by ticket in start order, never past a ticket still
+ * running, and a failed fsync poisons the partition so that no ticket
+ * completing after it is acknowledged.
  */
 #include "internal.h"
 
@@ -279,6 +282,7 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 	res->last_offset = next - 1;
 	res->log_append_time = lat ? now : -1;
 	p->leo = next;
+	p->appends++;
 unlock:
 	pthread_mutex_unlock(&p->mu);
 out:
@@ -360,10 +364,14 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 			rc = -EPERM;
 			break;
 		}
-		if (p->flushing && (p->fl_end >= target || p->flushing == FLUSH_DEPTH)) {
+		if (p->flushing && (p->fl_end >= target || p->flushing == FLUSH_DEPTH ||
+				    p->appends - p->fl_appends < p->fl_covers)) {
 			/* An fsync started after our append covers it; or every
-			 * slot is busy, and when one frees a waiter starts the next
-			 * fsync for everybody written by then. */
+			 * slot is busy; or the next group is still smaller than
+			 * the one in flight (starting at once would split it:
+			 * more fsyncs for the same requests).  The appender that
+			 * completes the group, or the end of an fsync, starts the
+			 * next one for everybody written by then. */
 			pthread_cond_wait(&p->cv, &p->mu);
 			continue;
 		}
@@ -393,6 +401,8 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		p->fl[slot].end = end;
 		p->fl[slot].done = 0;
 		p->fl_end = end;
+		p->fl_covers = p->appends - p->fl_appends ? p->appends - p->fl_appends : 1;
+		p->fl_appends = p->appends;
 		p->flushing++;
 		int idx_dirty[nsync ? nsync : 1];
 		uint64_t upto[nsync ? nsync : 1];

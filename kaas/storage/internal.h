@@ -151,6 +151,9 @@ struct kaas_partition {
 	int flushing;               /* tickets pending: fl_next - fl_retired */
 	uint64_t fl_next, fl_retired;
 	int64_t fl_end;             /* end of the newest ticket started */
+	uint64_t appends;           /* append requests so far */
+	uint64_t fl_appends;        /* ... when the newest ticket started */
+	uint64_t fl_covers;         /* requests the newest ticket covers (>= 1) */
 	struct kflight {
 		int64_t end;        /* log end when it started: what it makes durable */
 		int done;
