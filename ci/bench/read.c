@@ -8,8 +8,10 @@
  *
  *   plan           kaas_partition_read + release only: the planning cost
  *   plan_pread     plan, then pread every range into a buffer
- *   raw_pread      pread of the same file in chunks of the plans' size (the
- *                  whole batches that fit in max-bytes)
+ *   raw_pread      pread of the same file in the requests the plans make:
+ *                  max-bytes from the start of a batch (the last batch cut
+ *                  short, as Kafka sends it), the next one from the batch
+ *                  that was cut
  *   plan_sendfile  plan, then sendfile every range into a loopback TCP
  *                  connection drained by another thread (the broker's way)
  *   raw_sendfile   sendfile of the file in the same chunks, same sink
@@ -17,7 +19,8 @@
  *                  (posix_fadvise DONTNEED on this file only)
  *
  * Each mode runs whole passes over the log for at least `secs` seconds, in
- * each of `rounds` rounds.
+ * each of `rounds` rounds.  Bytes count what a consumer keeps (the whole
+ * batches of each answer); a cut batch is sent again with the next one.
  */
 #include "bench.h"
 #include "main.h"
@@ -149,27 +152,34 @@ typedef struct rctx {
 	uint64_t sent;
 } rctx;
 
+/* What a fetch of max_bytes from the batch at `pos` answers, as Kafka
+ * does: max_bytes (the first batch whole), never past the log's end. */
+static size_t plan_len(const rctx *c, uint64_t pos)
+{
+	uint64_t n = (uint64_t)c->max_bytes;
+	if (n < c->batch_bytes)
+		n = c->batch_bytes;
+	if (n > c->file_len - pos)
+		n = c->file_len - pos;
+	return (size_t)n;
+}
+
 /* One pass over the whole log; adds bytes delivered and plans made. */
 static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 {
 	if (mode == R_COLD_PLAN || mode == R_COLD_RAW)
 		(void)posix_fadvise(c->fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (mode == R_RAW_PREAD || mode == R_RAW_SENDFILE || mode == R_COLD_RAW) {
-		/* The same request sizes as the plans make (whole batches up to
-		 * max_bytes): copy speed depends on size and alignment. */
-		size_t chunk = (size_t)c->max_bytes / c->batch_bytes * c->batch_bytes;
-		if (chunk == 0)
-			chunk = c->batch_bytes;
+		/* The same requests as the plans make: copy speed depends on
+		 * size and alignment. */
 		for (uint64_t pos = 0; pos < c->file_len;) {
-			size_t n = chunk;
-			if (n > c->file_len - pos)
-				n = (size_t)(c->file_len - pos);
+			size_t n = plan_len(c, pos), keep = n / c->batch_bytes * c->batch_bytes;
 			int rc = mode == R_RAW_SENDFILE ? send_range(c->sk->wfd, c->fd, pos, n)
 							: pread_all(c->fd, c->buf, n, pos);
 			if (rc)
 				return rc;
-			pos += n;
-			*bytes += n;
+			pos += keep;
+			*bytes += keep;
 			if (mode == R_RAW_SENDFILE)
 				c->sent += n;
 		}
@@ -178,9 +188,10 @@ static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 	for (int64_t off = 0; off < c->hw;) {
 		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
 		int rc = kaas_partition_read(c->p, off, c->max_bytes, &plan);
-		if (rc || plan.error || plan.total == 0 || plan.total % c->batch_bytes) {
-			fprintf(stderr, "kaas-bench read: plan at offset %lld: rc %d error %d total %u\n",
-				(long long)off, rc, plan.error, plan.total);
+		uint64_t pos = (uint64_t)(off / c->records) * c->batch_bytes;
+		if (rc || plan.error || plan.total != plan_len(c, pos) || plan.n < 1 || plan.r[0].pos != pos) {
+			fprintf(stderr, "kaas-bench read: plan at offset %lld: rc %d error %d total %u, want %zu\n",
+				(long long)off, rc, plan.error, plan.total, plan_len(c, pos));
 			kaas_read_plan_release(&plan);
 			return rc ? rc : -EIO;
 		}
@@ -199,7 +210,7 @@ static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 			}
 		}
 		off += (int64_t)(plan.total / c->batch_bytes) * c->records;
-		*bytes += plan.total;
+		*bytes += plan.total / c->batch_bytes * c->batch_bytes;
 		(*plans)++;
 		kaas_read_plan_release(&plan);
 	}

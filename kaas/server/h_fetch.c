@@ -1,9 +1,10 @@
 /*
  * h_fetch.c — Fetch v4-v11.
  *
- * Each partition is a storage read plan: whole batches from the one holding
- * the fetch offset, never past the high watermark (the durable offset), as
- * (file, position, length) ranges.  The plan is spliced into the response
+ * Each partition is a storage read plan: the log from the batch holding the
+ * fetch offset, never past the high watermark (the durable offset), as
+ * (file, position, length) ranges; like Kafka's, it may end inside a batch,
+ * which clients skip and fetch again.  The plan is spliced into the response
  * (kaas_req_attach_read) and the event loop streams it with sendfile, so
  * record bytes are never copied through the broker.
  *

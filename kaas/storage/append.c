@@ -315,11 +315,14 @@ static int64_t retire(kaas_partition *p)
 {
 	int64_t notify = -1;
 	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % FLUSH_DEPTH].done) {
-		int64_t end = p->fl[p->fl_retired % FLUSH_DEPTH].end;
+		const struct kflight *f = &p->fl[p->fl_retired % FLUSH_DEPTH];
+		int64_t end = f->end;
 		p->fl_retired++;
 		p->flushing--;
 		if (p->state == KAAS_PART_LEADER && end > p->hw) {
 			p->hw = end;
+			p->hw_seg = f->seg;
+			p->hw_pos = f->pos;
 			notify = end;
 		}
 	}
@@ -398,7 +401,10 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		uint64_t t = p->fl_next++;
 		int slot = (int)(t % FLUSH_DEPTH);
 		int64_t end = p->leo;
+		kseg *act = p->segs[p->nsegs - 1];
 		p->fl[slot].end = end;
+		p->fl[slot].seg = act->base;
+		p->fl[slot].pos = act->end_pos;
 		p->fl[slot].done = 0;
 		p->fl_end = end;
 		p->fl_covers = p->appends - p->fl_appends ? p->appends - p->fl_appends : 1;

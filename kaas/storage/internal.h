@@ -141,6 +141,8 @@ struct kaas_partition {
 	int64_t log_start;
 	int64_t leo;        /* log end offset: next offset to assign */
 	int64_t hw;         /* durable offset = high watermark */
+	int64_t hw_seg;     /* where hw is in the log: byte hw_pos of the live */
+	uint64_t hw_pos;    /* segment with base hw_seg (read plans end there) */
 	kmanifest man;      /* as last read or written */
 
 	kp_table prod;
@@ -156,6 +158,8 @@ struct kaas_partition {
 	uint64_t fl_covers;         /* requests the newest ticket covers (>= 1) */
 	struct kflight {
 		int64_t end;        /* log end when it started: what it makes durable */
+		int64_t seg;        /* ... and its position: active segment's base, */
+		uint64_t pos;       /* its end_pos */
 		int done;
 	} fl[FLUSH_DEPTH];
 	int dir_dirty;              /* a segment was created since the last flush */

@@ -974,6 +974,8 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 	if ((rc = p_write_manifest(p, p->leo, p->log_start)))
 		return rc;
 	p->hw = p->leo;
+	p->hw_seg = p->segs[p->nsegs - 1]->base; /* the new active segment, empty */
+	p->hw_pos = 0;
 	if (rebuilt && p->leo > p->log_start) {
 		/* A failed write fails the take-over like any other (it is
 		 * re-driven); the snapshot is what relinquish would have left. */
@@ -1055,8 +1057,11 @@ int kaas_partition_relinquish(kaas_partition *p)
 		 * took over: then that is not durable, whatever our fsyncs did. */
 		if (rc == 0)
 			rc = p_fence_check(p);
-		if (rc == 0)
+		if (rc == 0) {
 			p->hw = p->leo;
+			p->hw_seg = p->segs[p->nsegs - 1]->base;
+			p->hw_pos = p->segs[p->nsegs - 1]->end_pos;
+		}
 		if (rc == 0) {
 			uint8_t *b;
 			size_t len;

@@ -1,12 +1,16 @@
 /*
  * read.c — Fetch read plans and ListOffsets by timestamp.
  *
- * A plan is a list of (file, position, length) ranges of whole batches,
- * never past the high watermark nor past a segment's valid end (the next
- * live segment's base: zombie bytes are never served).  Tail reads of the
- * active segment are planned from an in-memory ring of recent batches
- * without I/O; other reads start at the sparse index entry and step over
- * batch headers, without holding the partition lock.
+ * A plan is a list of (file, position, length) ranges, as Kafka serves a
+ * fetch: it starts at the batch holding the fetch offset and runs for
+ * max_bytes, cut at the high watermark's byte position (known in memory) and
+ * at each segment's valid end (the next live segment's base: zombie bytes
+ * are never served).  Only the start needs the log: tail reads of the active
+ * segment find it in an in-memory ring of recent batches, other reads at the
+ * sparse index entry below it plus a short forward walk over batch headers
+ * (without the partition lock).  The first batch is whole even when larger
+ * than max_bytes (KIP-74); the last one may be cut short, which every client
+ * skips (Kafka sends such plans too).
  */
 #include "internal.h"
 
@@ -16,57 +20,37 @@
 
 #include "util/kerr.h"
 
-typedef struct range_out {
-	uint64_t start;
-	uint32_t len;
-	int full;          /* stopped because the byte budget is used up */
-	int64_t next;      /* offset after the last batch taken */
-} range_out;
+/* The header walk from an index entry to the batch holding `cur` reads this
+ * much at a time: an index interval's worth of small batches, or the one
+ * header of a large batch (large batches have an index entry each). */
+#define START_WALK_BUF 8192
 
-/* Accumulates one batch into the range; 0 taken, 1 budget full. */
-static int take(range_out *o, uint64_t pos, uint32_t size, int64_t last, uint32_t have,
-		uint32_t budget)
+/* Where the batch holding `cur` starts, and its size; 0 with *size 0 when
+ * none is below `bend`.  The walk starts at an index position (validated:
+ * the first batch must be the one the index names, else the walk restarts
+ * at the segment start; an entry pointing into a batch, which shows no sane
+ * header at all, counts as wrong too, never as the end of the segment). */
+static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, int64_t cur,
+		      uint64_t *start, uint32_t *size)
 {
-	uint64_t total = (uint64_t)have + o->len + size;
-	if (have + o->len > 0 && total > budget) {
-		o->full = 1;
-		return 1;
-	}
-	if (o->len == 0)
-		o->start = pos;
-	o->len += size;
-	o->next = last + 1;
-	if (total >= budget)
-		o->full = 1;
-	return o->full;
-}
-
-/* Header walk from an index position (validated: the first batch must be
- * the one the index names, else the walk restarts at the segment start; an
- * entry pointing into a batch, which shows no sane header at all, counts as
- * wrong too, never as the end of the segment). */
-static int walk_range(sub_file *f, uint64_t pos, int64_t eoff, int64_t base, uint64_t end,
-		      int64_t cur, int64_t limit, uint32_t have, uint32_t budget, range_out *o)
-{
+	*size = 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		seg_iter it;
 		kb_hdr h;
 		uint64_t bpos;
 		int rc, first = 1, retry = 0;
-		memset(o, 0, sizeof(*o));
-		seg_iter_init(&it, f, pos, end, 0, 16 * 1024);
+		seg_iter_init(&it, f, pos, bend, 0, START_WALK_BUF);
 		while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
 			if (first && h.base_offset != eoff && pos != 0) {
 				retry = 1;
 				break;
 			}
 			first = 0;
-			if (h.base_offset >= limit || kb_last_offset(&h) >= limit)
+			if (kb_last_offset(&h) >= cur) {
+				*start = bpos;
+				*size = kb_size(&h);
 				break;
-			if (kb_last_offset(&h) < cur)
-				continue;
-			if (take(o, bpos, kb_size(&h), kb_last_offset(&h), have, budget))
-				break;
+			}
 		}
 		if (rc == 0 && first && pos != 0)
 			retry = 1;
@@ -76,23 +60,22 @@ static int walk_range(sub_file *f, uint64_t pos, int64_t eoff, int64_t base, uin
 		if (!retry)
 			return 0;
 		pos = 0;
-		eoff = base;
+		eoff = -1; /* from the segment start: any first batch */
 	}
 	return 0;
 }
 
-static void ring_range(const kaas_partition *p, int64_t cur, int64_t limit, uint32_t have,
-		       uint32_t budget, range_out *o)
+/* The same from the ring of the active segment's recent batches. */
+static void ring_start(const kaas_partition *p, int64_t cur, uint64_t *start, uint32_t *size)
 {
-	memset(o, 0, sizeof(*o));
+	*size = 0;
 	for (uint32_t k = 0; k < p->ring_n; k++) {
 		const kring *r = &p->ring[(p->ring_head + k) % RING];
-		if (r->base >= limit)
-			break;
-		if (r->last < cur)
-			continue;
-		if (take(o, r->pos, r->size, r->last, have, budget))
-			break;
+		if (r->last >= cur) {
+			*start = r->pos;
+			*size = r->size;
+			return;
+		}
 	}
 }
 
@@ -133,46 +116,61 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 		if ((rc = p_seg_load(p, i, INT64_MAX)))
 			break;
 		kseg *s = p->segs[i];
-		int64_t limit = p_seg_limit(p, i);
-		if (limit > hw)
-			limit = hw;
-		if (limit > s->end_off)
-			limit = s->end_off;
+		if (s->base > p->hw_seg)
+			break; /* wholly above the high watermark */
+		/* Valid bytes below the high watermark. */
+		uint64_t bend = s->base == p->hw_seg ? p->hw_pos : s->end_pos;
+		if (bend > s->end_pos)
+			bend = s->end_pos;
 		int64_t seg_next = i + 1 < p->nsegs ? p->segs[i + 1]->base : hw;
 		if (cur < s->base)
 			cur = s->base;
-		range_out o;
+		uint64_t start = 0;
+		uint32_t first = 0;
 		seg_ref(s); /* held across the unlocked walk, then by the plan */
-		if (cur >= limit) {
-			memset(&o, 0, sizeof(o));
+		if (cur == s->base && plan->total > 0) {
+			start = 0; /* a plan going on into the next segment: its start */
+			first = 1;
 		} else if (ring_covers(p, s, cur)) {
-			ring_range(p, cur, limit, plan->total, budget, &o);
+			ring_start(p, cur, &start, &first);
 		} else {
 			uint64_t pos;
 			int64_t eoff;
 			seg_ix_lookup(s, cur, &pos, &eoff);
-			uint64_t end = s->end_pos;
+			if (pos >= bend) {
+				pos = 0; /* an entry at or past the end cannot be the start */
+				eoff = s->base;
+			}
 			pthread_mutex_unlock(&p->mu);
-			rc = walk_range(s->log, pos, eoff, s->base, end, cur, limit, plan->total, budget, &o);
+			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first);
 			pthread_mutex_lock(&p->mu);
 			if (rc) {
 				seg_unref(s);
 				break;
 			}
 		}
-		if (o.len) {
+		uint64_t len = 0;
+		if (first && start < bend) {
+			uint32_t room = budget > plan->total ? budget - plan->total : 0;
+			len = bend - start;
+			if (len > room)
+				len = room;
+			if (plan->total == 0 && len < first)
+				len = first; /* KIP-74: the first batch whole */
+		}
+		if (len) {
 			plan->r[plan->n].file = s->log;
-			plan->r[plan->n].pos = o.start;
-			plan->r[plan->n].len = o.len;
+			plan->r[plan->n].pos = start;
+			plan->r[plan->n].len = (uint32_t)len;
 			plan->refs[plan->n] = s;
 			plan->n++;
-			plan->total += o.len;
+			plan->total += (uint32_t)len;
 		} else {
 			seg_unref(s);
 		}
-		if (o.full)
-			break;
-		/* This segment has nothing more below the limit: go on. */
+		if (first && (start + len < bend || plan->total >= budget))
+			break; /* cut by max_bytes */
+		/* This segment has nothing more below the high watermark: go on. */
 		if (seg_next <= cur)
 			break;
 		cur = seg_next;

@@ -115,11 +115,15 @@ int64_t kaas_partition_log_end(kaas_partition *p);
 int64_t kaas_partition_high_watermark(kaas_partition *p);
 int kaas_partition_state_of(kaas_partition *p, int32_t *epoch);
 
-/* A read for Fetch: whole batches from the one containing `offset`, up to
- * max_bytes (but at least one whole batch, KIP-74), never past the high
- * watermark.  OFFSET_OUT_OF_RANGE below the log start or beyond the log end;
- * between the high watermark and the log end the plan is empty.  The plan holds references that keep its segment files open
- * (even if retention unlinks them meanwhile) until released. */
+/* A read for Fetch, as Kafka serves one: the log from the start of the
+ * batch containing `offset`, max_bytes long, never past the high watermark.
+ * The first batch is always whole, even when larger than max_bytes (KIP-74);
+ * the last one may be cut short (clients skip a truncated last batch and
+ * fetch it again from its offset).  Only the start is looked up in the log,
+ * so a plan costs at most one short read.  OFFSET_OUT_OF_RANGE below the log
+ * start or beyond the log end; between the high watermark and the log end
+ * the plan is empty.  The plan holds references that keep its segment files
+ * open (even if retention unlinks them meanwhile) until released. */
 #define KAAS_READ_MAX_RANGES 4
 typedef struct kaas_read_range {
 	sub_file *file;

@@ -753,7 +753,15 @@ static void *mix_reader(void *x)
 					size_t pos = 0;
 					while (pos < plan.r[r].len) {
 						kb_hdr h;
-						kb_decode(buf + pos, &h);
+						size_t left = plan.r[r].len - pos;
+						if (left >= KB_HDR)
+							kb_decode(buf + pos, &h);
+						if (left < KB_HDR || kb_size(&h) > left) {
+							/* Cut short: only the plan's very end may be. */
+							if (r != plan.n - 1)
+								a->bad++;
+							break;
+						}
 						if (h.magic != 2 || kb_crc(buf + pos, kb_size(&h)) != h.crc ||
 						    (next != cur && h.base_offset != next) || kb_last_offset(&h) < cur)
 							a->bad++;
@@ -842,6 +850,168 @@ START_TEST(concurrent_readers_writers_and_retention)
 }
 END_TEST
 
+/* ---- read plans as Kafka's: cut at max_bytes and at the high watermark ---------------- */
+
+static const sub_methods *cnt_inner;
+static int cnt_preads;
+
+static ssize_t cnt_pread(sub_file *f, void *buf, size_t n, uint64_t off)
+{
+	__atomic_add_fetch(&cnt_preads, 1, __ATOMIC_RELAXED);
+	return cnt_inner->pread(f, buf, n, off);
+}
+
+typedef struct mid_batch {
+	int64_t base, last;
+	int seg;           /* which segment (rolls replayed by the test) */
+	uint64_t pos;
+	uint32_t size;
+	uint8_t *bytes;    /* as written: offsets assigned */
+} mid_batch;
+
+/* What a plan for (off, max_bytes) must hold, from the table alone: the
+ * log bytes from the batch holding off, max_bytes of them (the first batch
+ * whole), never past batch `hwb` (the first one not durable). */
+static size_t mid_expect(const mid_batch *t, int hwb, int64_t off, uint32_t max_bytes, uint8_t *out,
+			 int *nranges)
+{
+	int k = 0;
+	while (t[k].last < off)
+		k++;
+	size_t total = 0;
+	int seg = -1;
+	*nranges = 0;
+	for (int j = k; j < hwb && total < max_bytes; j++) {
+		uint32_t n = t[j].size;
+		if (total + n > max_bytes && !(j == k))
+			n = (uint32_t)(max_bytes - total);
+		if (t[j].seg != seg) {
+			seg = t[j].seg;
+			if (++*nranges > KAAS_READ_MAX_RANGES)
+				break;
+		}
+		memcpy(out + total, t[j].bytes, n);
+		total += n;
+	}
+	return total;
+}
+
+START_TEST(read_plans_end_mid_batch)
+{
+	enum { N = 30, HWB = 24 };
+	char err[256];
+	sub_vfs *cv;
+	static sub_methods cm;
+	ck_assert_int_eq(sub_open_url(h_dir, &cv, err, sizeof(err)), 0);
+	cnt_inner = cv->m;
+	cm = *cv->m;
+	cm.pread = cnt_pread;
+	cv->m = &cm;
+	kaas_log_config cfg = h_cfg();
+	cfg.segment_bytes = 200 * 1024;
+	kaas_partition *p;
+	ck_assert_int_eq(kaas_partition_open(cv, "t/mid", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	/* Large batches (12 x 4000 B) among small ones; the last N - HWB are
+	 * written but not durable. */
+	mid_batch t[N];
+	uint64_t seg_pos = 0;
+	int seg = 0;
+	for (int i = 0; i < N; i++) {
+		kbuild b = KBUILD_INIT;
+		kaas_append_result res;
+		if (i % 3 == 0)
+			kbuild_simple(&b, -1, -1, -1, 12, 1700000000000LL + i, "big", 4000, KBUILD_NONE);
+		else
+			kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL + i, "small", 100 + 37 * i, KBUILD_NONE);
+		if (seg_pos > 0 && seg_pos + b.len > (uint64_t)cfg.segment_bytes) {
+			seg++;
+			seg_pos = 0;
+		}
+		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(res.error, 0);
+		t[i] = (mid_batch){res.base_offset, res.last_offset, seg, seg_pos, (uint32_t)b.len, b.buf};
+		seg_pos += b.len;
+		b.buf = NULL;
+		kbuild_free(&b);
+		if (i == HWB - 1)
+			ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	}
+	ck_assert_int_ge(t[N - 1].seg, 2);
+	int64_t hw = t[HWB].base;
+	ck_assert_int_eq(kaas_partition_high_watermark(p), hw);
+	uint8_t *want = malloc(2u << 20), *got = malloc(2u << 20);
+	static const uint32_t maxes[] = {1, 100, 5000, 49000, 60000, 130000, 250000, 1u << 20};
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			/* Again without the tail ring, indexes from their files. */
+			ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+			ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+			hw = t[N - 1].last + 1;
+			ck_assert_int_eq(kaas_partition_high_watermark(p), hw);
+			/* Load every segment's metadata before counting reads. */
+			for (int i = 0; i < N; i++) {
+				kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+				ck_assert_int_eq(kaas_partition_read(p, t[i].base, 1, &plan), 0);
+				kaas_read_plan_release(&plan);
+			}
+		}
+		int hwb = pass == 0 ? HWB : N;
+		int cut = 0, kip74 = 0, at_hw = 0, multi = 0;
+		for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+			for (int64_t off = 0; off < hw; off++) {
+				kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+				int before = __atomic_load_n(&cnt_preads, __ATOMIC_RELAXED);
+				ck_assert_int_eq(kaas_partition_read(p, off, (int32_t)maxes[m], &plan), 0);
+				int reads = __atomic_load_n(&cnt_preads, __ATOMIC_RELAXED) - before;
+				ck_assert_int_eq(plan.error, 0);
+				int nr;
+				size_t wlen = mid_expect(t, hwb, off, maxes[m], want, &nr);
+				ck_assert_msg(plan.total == wlen, "pass %d off %lld max %u: %u bytes, want %zu", pass,
+					      (long long)off, maxes[m], plan.total, wlen);
+				ck_assert_int_eq(plan.n, nr);
+				size_t glen = 0;
+				for (int r = 0; r < plan.n; r++) {
+					ck_assert_int_eq(sub_pread_full(plan.r[r].file, got + glen, plan.r[r].len,
+									plan.r[r].pos), 0);
+					glen += plan.r[r].len;
+				}
+				ck_assert_mem_eq(got, want, wlen);
+				/* Only the start is looked up: one short read at most
+				 * however many batches the plan spans, none at the tail. */
+				ck_assert_int_le(reads, 1);
+				int k = 0;
+				while (t[k].last < off)
+					k++;
+				if (pass == 0 && t[k].seg == t[N - 1].seg)
+					ck_assert_int_eq(reads, 0);
+				kip74 += maxes[m] < t[k].size && wlen == t[k].size;
+				at_hw += wlen < maxes[m];
+				cut += wlen == maxes[m] && wlen > t[k].size;
+				multi += plan.n > 1;
+				kaas_read_plan_release(&plan);
+			}
+		}
+		/* Every kind of plan was met. */
+		ck_assert_int_gt(kip74, 0);
+		ck_assert_int_gt(at_hw, 0);
+		ck_assert_int_gt(cut, 0);
+		ck_assert_int_gt(multi, 0);
+	}
+	/* A client reading the log this way gets every batch once. */
+	uint8_t *log;
+	size_t len = h_read_all(p, 0, 70000, &log);
+	ck_assert_int_eq(h_check_log(log, len, 0), t[N - 1].last + 1);
+	free(log);
+	for (int i = 0; i < N; i++)
+		free(t[i].bytes);
+	free(want);
+	free(got);
+	kaas_partition_close(p);
+	sub_destroy(cv);
+}
+END_TEST
+
 /* ---- descriptors ------------------------------------------------------------------- */
 
 START_TEST(open_without_takeover_holds_no_descriptors)
@@ -926,6 +1096,7 @@ Suite *storage_suite(void)
 	tcase_add_test(tc, group_commit_appends_during_fsync_and_shares_it);
 	tcase_add_test(tc, pipelined_fsync_failure_acknowledges_nothing_after_it);
 	tcase_add_test(tc, concurrent_readers_writers_and_retention);
+	tcase_add_test(tc, read_plans_end_mid_batch);
 	tcase_add_test(tc, open_without_takeover_holds_no_descriptors);
 	tcase_add_test(tc, read_plan_keeps_file_after_relinquish);
 	suite_add_tcase(s, tc);
