@@ -7,9 +7,11 @@
 # handlers (ApiVersions, Metadata, Produce, Fetch, ListOffsets) and the
 # start-up gate; it pulls in every module that has handlers.
 MODULES += broker
-broker_SRCS := kaas/server/config.c kaas/server/req.c kaas/server/ptable.c
+broker_SRCS := kaas/server/config.c kaas/server/req.c kaas/server/ptable.c \
+	kaas/server/resident.c
 broker_USES := storage proto sub util
-broker_TESTS := kaas/server/test/test_config.c kaas/server/test/test_ptable.c
+broker_TESTS := kaas/server/test/test_config.c kaas/server/test/test_ptable.c \
+	kaas/server/test/test_resident.c
 
 MODULES += server
 server_SRCS := kaas/server/server.c kaas/server/pool.c kaas/server/dispatch.c \

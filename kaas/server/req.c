@@ -6,10 +6,10 @@
  * splicing bookkeeping, so engines link without the event loop.
  */
 #include "server/broker.h"
+#include "server/resident.h"
 #include "server/splice.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 
 #include "util/log.h"
@@ -102,10 +102,11 @@ int kaas_req_attach_read(kaas_req *req, kaas_wr *resp, kaas_read_plan *plan)
 			rc = -ENOMEM;
 			goto out;
 		}
-		/* Warm the page cache here so that sendfile() on the event loop
-		 * finds the bytes in memory instead of waiting for the disk. */
-		(void)posix_fadvise(fd, (off_t)r->pos, r->len, POSIX_FADV_WILLNEED);
-		(void)readahead(fd, (off64_t)r->pos, r->len);
+		/* Every page in memory before the event loop's sendfile(): read
+		 * here, on the worker, what is not (the loop never waits for the
+		 * disk). */
+		if ((rc = kaas_make_resident(fd, r->pos, r->len)))
+			goto out;
 		s->v[s->n++] = (kaas_splice){resp->len, fd, r->pos, r->len};
 		s->total += r->len;
 		spliced = 1;
