@@ -13,6 +13,15 @@ import sys
 
 LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(.*)$")
 
+# The append's steps, by the functions that do them (inclusive cost):
+# kb_validate (all of validation); kb_walk_records (the uncompressed record
+# walk); walk_records (the walk itself, static: it may be inlined into its
+# callers and then has no row); kaas_inflate_next (decompression, which the
+# compressed walk pulls piece by piece as it validates); kaas_crc32c;
+# p_index_batch; sub_pwrite_full.
+STEPS = ("kb_validate", "kb_walk_records", "walk_records", "kaas_inflate_next", "kaas_crc32c", "p_index_batch",
+         "sub_pwrite_full")
+
 
 def rows(path):
     """(Ir, percent, name) rows of a callgrind_annotate listing."""
@@ -60,8 +69,7 @@ def main():
     incl = {}
     for ir, pct, name in rows(incl_txt):
         key = short(name)
-        if key in ("kb_validate", "kaas_crc32c", "kb_walk_records", "kaas_decompress", "p_index_batch",
-                   "sub_pwrite_full"):
+        if key in STEPS:
             incl[key] = max(incl.get(key, 0), ir)
     per_batch = total / n if n else 0
     out = {
@@ -73,6 +81,10 @@ def main():
         if run["records"] and run["record_size"] else 0,
         "top": [{"fn": k, "ir_per_batch": v / n, "pct": 100.0 * v / total if total else 0} for k, v in top],
         "inclusive": {k: v / n for k, v in incl.items()},
+        # Steps with no row: inlined (walk_records) or not on this path
+        # (kaas_inflate_next without compression) -- or renamed.
+        "missing": [k for k in STEPS if k not in incl],
+        "decompress_pct": 100.0 * incl.get("kaas_inflate_next", 0) / total if total else 0,
     }
     print(json.dumps(out))
 

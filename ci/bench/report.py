@@ -348,13 +348,15 @@ def markdown(run, s, stamp, plot):
           "pwrite call; not the kernel's copy), per batch of text-like records.  Independent of load: "
           "compare across commits.")
         w("")
-        w("| batch | compression | batch bytes | instructions per batch | per record | top self cost |")
-        w("| --- | --- | --- | --- | --- | --- |")
+        w("| batch | compression | batch bytes | instructions per batch | per record | decompression | "
+          "top self cost |")
+        w("| --- | --- | --- | --- | --- | --- | --- |")
         for cgr in s["callgrind"]:
             top = ", ".join("%s %.0f%%" % (t["fn"], t["pct"]) for t in cgr["top"][:4])
-            w("| %s × %s B | %s | %s | %s | %s | %s |"
+            dec = "%.0f%%" % cgr["decompress_pct"] if "decompress_pct" in cgr and cgr["codec"] != "none" else "—"
+            w("| %s × %s B | %s | %s | %s | %s | %s | %s |"
               % (cgr["records"], cgr["record_size"], cgr["codec"], fmt(cgr["batch_bytes"]), fmt(cgr["ir_per_batch"]),
-                 fmt(cgr["ir_per_record"]), top))
+                 fmt(cgr["ir_per_record"]), dec, top))
     else:
         w("Skipped: %s." % (s["callgrind_skipped"] or "no data"))
     w("")
