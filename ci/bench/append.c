@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "storage/storage.h"
 #include "storage/test/kbuild.h"
@@ -34,10 +35,13 @@
 static _Atomic uint64_t g_fsyncs;
 static const sub_methods *g_inner;
 static sub_methods g_counting;
+int st_fsync_delay_us;
 
 static int counting_fsync(sub_file *f)
 {
 	atomic_fetch_add(&g_fsyncs, 1);
+	if (st_fsync_delay_us > 0)
+		usleep((useconds_t)st_fsync_delay_us);
 	return g_inner->fsync(f);
 }
 
@@ -294,6 +298,7 @@ int bench_append(bn_opts *o)
 	const char *codec_s = bn_opt_str(o, "codec", "none");
 	const char *payload = bn_opt_str(o, "payload", "random");
 	const char *label = bn_opt_str(o, "label", "append");
+	st_fsync_delay_us = (int)bn_opt_int(o, "fsync-delay-us", 0);
 	if (bn_opts_check(o, "kaas-bench append"))
 		return 2;
 	int mode = app_parse_mode(mode_s), codec = app_parse_codec(codec_s);
@@ -301,7 +306,7 @@ int bench_append(bn_opts *o)
 	    count < 0 || (count == 0 && secs <= 0)) {
 		fprintf(stderr, "kaas-bench append: --dir DIR [--appenders N] [--partitions M] [--records R] "
 				"[--record-size B] [--secs S | --count C] [--mode gc|naive|nosync] "
-				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text]\n");
+				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U]\n");
 		return 2;
 	}
 	kaas_log_level = KAAS_LOG_WARN;

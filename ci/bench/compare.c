@@ -67,12 +67,14 @@ int bench_compare(bn_opts *o)
 	size_t bw_size = (size_t)bn_opt_int(o, "bandwidth-size", 4 << 20);
 	int bw_slices = (int)bn_opt_int(o, "bw-slices", 2);
 	const char *label = bn_opt_str(o, "label", "compare");
+	st_fsync_delay_us = (int)bn_opt_int(o, "fsync-delay-us", 0);
 	if (bn_opts_check(o, "kaas-bench compare"))
 		return 2;
 	if (!dir || nthreads < 1 || nparts < 1 || records < 1 || rsize < 0 || cycles < 1 || slice <= 0 ||
 	    bw_size < 1 || bw_slices < 1) {
 		fprintf(stderr, "kaas-bench compare: --dir DIR [--appenders N] [--partitions M] [--records R] "
-				"[--record-size B] [--cycles K] [--slice SECS] [--bandwidth-size B] [--bw-slices N]\n");
+				"[--record-size B] [--cycles K] [--slice SECS] [--bandwidth-size B] [--bw-slices N] "
+				"[--fsync-delay-us U]\n");
 		return 2;
 	}
 	kaas_log_level = KAAS_LOG_WARN;
@@ -158,8 +160,9 @@ int bench_compare(bn_opts *o)
 		}
 		json_object_set_new(ratios, rs[i].name, spread(tmp, n));
 	}
-	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:o,s:o}", "kind", "compare", "label",
-			      label, "appenders", nthreads, "partitions", nparts, "records", records, "record_size", rsize,
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:o,s:o}", "kind", "compare",
+			      "label", label, "appenders", nthreads, "partitions", nparts, "records", records,
+			      "fsync_delay_us", st_fsync_delay_us, "record_size", rsize,
 			      "batch_bytes", (json_int_t)batch, "bandwidth_size", (json_int_t)bw_size, "bandwidth_slices",
 			      2 * bw_slices, "cycles", cycles, "slice_secs", slice, "modes", modes, "ratios", ratios);
 	rc = bn_emit(j) ? 1 : 0;

@@ -67,6 +67,8 @@ static void *dev_main(void *arg)
 		}
 		if (++since >= t->sync_every) {
 			since = 0;
+			if (st_fsync_delay_us > 0)
+				usleep((useconds_t)st_fsync_delay_us);
 			if (syscall(SYS_fsync, t->f->fd) != 0) {
 				t->err = errno;
 				return NULL;

@@ -150,20 +150,26 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # ---- storage: append + flush against the device -------------------------------------------
-# Configurations: appenders partitions records record-size.  Each is one
-# `kaas-bench compare`: device, bandwidth, naive and gc take turns in short
-# slices, so every ratio compares measurements taken moments apart.
+# Configurations: appenders partitions records record-size [fsync delay].
+# Each is one `kaas-bench compare`: device, bandwidth, naive and gc take
+# turns in short slices, so every ratio compares measurements taken moments
+# apart.  With a fifth field every fsync (the device loop's and the
+# engine's) first waits that many microseconds: a model of a volume whose
+# fsync is a round trip away (NFS COMMIT), where fsyncs in flight overlap.
 CONFIGS=("1 1 100 1024" "4 1 100 1024" "16 1 100 1024" "4 4 100 1024" "16 4 100 1024"
-	"1 1 10 100" "16 1 10 100")
+	"1 1 10 100" "16 1 10 100" "4 1 100 1024 2000" "16 1 10 100 2000")
 [ "$QUICK" = 1 ] && CONFIGS=("1 1 100 1024" "4 1 100 1024" "1 1 10 100")
 SD=$WORK/storage
 mkdir -p "$SD"
 for c in "${CONFIGS[@]}"; do
-	read -r n m rcount rsize <<<"$c"
+	read -r n m rcount rsize delay <<<"$c"
+	delay=${delay:-0}
 	cfg="a${n}-p${m}-r${rcount}x${rsize}"
-	log "storage: $n appenders, $m partitions, batches of $rcount x $rsize B: $CYCLES cycles of ${SLICE}s slices"
+	[ "$delay" = 0 ] || cfg="$cfg-d${delay}"
+	log "storage: $n appenders, $m partitions, batches of $rcount x $rsize B, fsync delay $delay us:" \
+		"$CYCLES cycles of ${SLICE}s slices"
 	rec "compare:$cfg" 0 "$KB" compare --dir "$SD" --appenders "$n" --partitions "$m" --records "$rcount" \
-		--record-size "$rsize" --cycles "$CYCLES" --slice "$SLICE" --label "$cfg"
+		--record-size "$rsize" --cycles "$CYCLES" --slice "$SLICE" --label "$cfg" --fsync-delay-us "$delay"
 done
 # The engine without waiting for the device: CPU and page cache only.
 log "storage: append without flush (nosync), $ROUNDS rounds"

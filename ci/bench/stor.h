@@ -23,6 +23,12 @@ typedef struct st_res {
 
 static inline double st_mbps(const st_res *r) { return bn_mbps(r->bytes, r->ns); }
 
+/* A model of a volume whose fsync is a round trip away (an NFS COMMIT, a
+ * network block device): every fsync of the device loop and of the engine
+ * (through the substrate) first sleeps this long, and such sleeps overlap
+ * like requests in flight do.  0 (the default): the real device only. */
+extern int st_fsync_delay_us;
+
 /* ---- device.c: raw files, pwrite + fsync through the system call ---------------- */
 typedef struct dev_set dev_set;
 
