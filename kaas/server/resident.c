@@ -2,12 +2,14 @@
  * resident.c — makes a file range resident in the page cache, on a worker,
  * before the event loop streams it with sendfile(2) (resident.h).
  *
- * The range is sent to /dev/null with sendfile(2): that goes through the
- * page cache like the loop's own sendfile will, reading what is missing and
- * waiting for reads already in flight (the kernel's readahead marks pages
- * present long before they are filled, so asking which pages are cached —
- * mincore(2), cachestat(2) — is not enough), and it copies nothing to user
- * space: a cached MiB costs some microseconds of the worker's time.  Where
+ * The range (and as much again after it) is asked for with
+ * posix_fadvise(WILLNEED), then sent to /dev/null with sendfile(2): that
+ * goes through the page cache like the loop's own sendfile will, waiting
+ * for what is missing and for reads already in flight (the kernel's
+ * readahead marks pages present long before they are filled, so asking
+ * which pages are cached — mincore(2), cachestat(2) — is not enough), and
+ * it copies nothing to user space: a cached MiB costs some microseconds of
+ * the worker's time.  Where
  * that is refused, pread(2) into a scratch buffer does the same with a copy.
  * A page evicted again between this call and the loop's sendfile is read
  * by the loop: rare, and only then can the loop still wait.
@@ -59,6 +61,13 @@ static int read_copy(int fd, uint64_t off, uint64_t len)
 int kaas_make_resident(int fd, uint64_t pos, uint64_t len)
 {
 	pthread_once(&once, init);
+	/* The range's reads at once, in large requests, and as much again
+	 * after it, which a consumer reading on asks for next: it arrives while
+	 * the loop sends this range.  (The pass below alone would read as the
+	 * kernel's readahead heuristics decide, and the loop's sendfile of each
+	 * range after this pass looks to them like reading backwards.) */
+	if (len > 0)
+		(void)posix_fadvise(fd, (off_t)pos, (off_t)(2 * len), POSIX_FADV_WILLNEED);
 	while (len > 0) {
 		if (devnull < 0)
 			return read_copy(fd, pos, len);
