@@ -109,15 +109,32 @@ static void file_unlink(nfs_vfs *v, nfs_file *f)
 
 /* ---- starters: one per libnfs async call -------------------------------- */
 
+/* A starter whose only argument is the path (PATH_STARTER) or the file
+ * handle (FH_STARTER). */
+#define PATH_STARTER(name, call)                                                \
+	static int name(struct nfs_context *ctx, void *arg, nfs_call *c)        \
+	{                                                                       \
+		return call(ctx, ((path_args *)arg)->a, sub_nfs_call_cb, c);    \
+	}
+#define FH_STARTER(name, call)                                                  \
+	static int name(struct nfs_context *ctx, void *arg, nfs_call *c)        \
+	{                                                                       \
+		return call(ctx, ((io_args *)arg)->fh, sub_nfs_call_cb, c);     \
+	}
+
+PATH_STARTER(st_lstat, nfs_lstat64_async)
+PATH_STARTER(st_unlink, nfs_unlink_async)
+PATH_STARTER(st_rmdir, nfs_rmdir_async)
+PATH_STARTER(st_opendir, nfs_opendir_async)
+PATH_STARTER(st_statvfs, nfs_statvfs64_async)
+FH_STARTER(st_fsync, nfs_fsync_async)
+FH_STARTER(st_fstat, nfs_fstat64_async)
+FH_STARTER(st_close, nfs_close_async)
+
 static int st_open(struct nfs_context *ctx, void *arg, nfs_call *c)
 {
 	path_args *p = arg;
 	return nfs_open2_async(ctx, p->a, p->flags, p->mode, sub_nfs_call_cb, c);
-}
-
-static int st_lstat(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_lstat64_async(ctx, ((path_args *)arg)->a, sub_nfs_call_cb, c);
 }
 
 static int st_rename(struct nfs_context *ctx, void *arg, nfs_call *c)
@@ -126,30 +143,10 @@ static int st_rename(struct nfs_context *ctx, void *arg, nfs_call *c)
 	return nfs_rename_async(ctx, p->a, p->b, sub_nfs_call_cb, c);
 }
 
-static int st_unlink(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_unlink_async(ctx, ((path_args *)arg)->a, sub_nfs_call_cb, c);
-}
-
 static int st_mkdir(struct nfs_context *ctx, void *arg, nfs_call *c)
 {
 	path_args *p = arg;
 	return nfs_mkdir2_async(ctx, p->a, p->mode, sub_nfs_call_cb, c);
-}
-
-static int st_rmdir(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_rmdir_async(ctx, ((path_args *)arg)->a, sub_nfs_call_cb, c);
-}
-
-static int st_opendir(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_opendir_async(ctx, ((path_args *)arg)->a, sub_nfs_call_cb, c);
-}
-
-static int st_statvfs(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_statvfs64_async(ctx, ((path_args *)arg)->a, sub_nfs_call_cb, c);
 }
 
 static int st_pread(struct nfs_context *ctx, void *arg, nfs_call *c)
@@ -164,25 +161,10 @@ static int st_pwrite(struct nfs_context *ctx, void *arg, nfs_call *c)
 	return nfs_pwrite_async(ctx, a->fh, a->off, a->n, a->buf, sub_nfs_call_cb, c);
 }
 
-static int st_fsync(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_fsync_async(ctx, ((io_args *)arg)->fh, sub_nfs_call_cb, c);
-}
-
 static int st_ftruncate(struct nfs_context *ctx, void *arg, nfs_call *c)
 {
 	io_args *a = arg;
 	return nfs_ftruncate_async(ctx, a->fh, a->off, sub_nfs_call_cb, c);
-}
-
-static int st_fstat(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_fstat64_async(ctx, ((io_args *)arg)->fh, sub_nfs_call_cb, c);
-}
-
-static int st_close(struct nfs_context *ctx, void *arg, nfs_call *c)
-{
-	return nfs_close_async(ctx, ((io_args *)arg)->fh, sub_nfs_call_cb, c);
 }
 
 /* The handle to use for a file: its own (v3) or its open state's (v4). */
@@ -438,65 +420,65 @@ static int nv_fsync(sub_file *ff)
 	return rc;
 }
 
-static int nv_ftruncate(sub_file *ff, uint64_t size)
+/* Runs an operation on an open file (at offset off) under the lock.  *cp is
+ * its record, NULL when there is none; the caller frees it. */
+static int file_call(sub_file *ff, int kind, start_fn start, uint64_t off, nfs_call **cp)
 {
 	nfs_vfs *v = NV(ff->vfs);
-	io_args a = {.fh = ffh(NF(ff)), .off = size};
-	nfs_call *c;
 	pthread_mutex_lock(&v->mu);
-	int rc = sub_nfs_run_file_op(v, NF(ff), CALL_PLAIN, 0, st_ftruncate, &a, &c);
+	io_args a = {.fh = ffh(NF(ff)), .off = off};
+	int rc = sub_nfs_run_file_op(v, NF(ff), kind, 0, start, &a, cp);
 	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+static int nv_ftruncate(sub_file *ff, uint64_t size)
+{
+	nfs_call *c;
+	int rc = file_call(ff, CALL_PLAIN, st_ftruncate, size, &c);
 	sub_nfs_call_free(c);
 	return rc;
 }
 
 static int nv_fstat(sub_file *ff, sub_stat *st)
 {
-	nfs_vfs *v = NV(ff->vfs);
-	io_args a = {.fh = ffh(NF(ff))};
 	nfs_call *c;
-	pthread_mutex_lock(&v->mu);
-	int rc = sub_nfs_run_file_op(v, NF(ff), CALL_STAT | CALL_RETRANSMIT, 0, st_fstat, &a, &c);
-	pthread_mutex_unlock(&v->mu);
+	int rc = file_call(ff, CALL_STAT | CALL_RETRANSMIT, st_fstat, 0, &c);
 	if (rc == 0)
 		stat_from(&c->st, st);
 	sub_nfs_call_free(c);
 	return rc;
 }
 
-/* Runs a path operation under the lock; the record, if any, is returned. */
-static int path_op(nfs_vfs *v, int kind, start_fn start, path_args *a, nfs_call **cp)
+/* Runs an operation on one path (and mode) under the lock.  *cp is its
+ * record, NULL when there is none; the caller frees it. */
+static int path_call(sub_vfs *vv, const char *path, int kind, start_fn start, int mode, nfs_call **cp)
 {
+	nfs_vfs *v = NV(vv);
+	char p[SUB_PATH_MAX + 8];
+	*cp = NULL;
+	int rc = full_path(v, path, p, sizeof(p));
+	if (rc)
+		return rc;
+	path_args a = {.a = p, .mode = mode};
 	pthread_mutex_lock(&v->mu);
-	int rc = sub_nfs_run_path_op(v, kind, start, a, cp, NULL);
+	rc = sub_nfs_run_path_op(v, kind, start, &a, cp, NULL);
 	pthread_mutex_unlock(&v->mu);
 	return rc;
 }
 
 static int simple_path_op(sub_vfs *vv, const char *path, start_fn start, int mode)
 {
-	nfs_vfs *v = NV(vv);
-	char p[SUB_PATH_MAX + 8];
-	int rc = full_path(v, path, p, sizeof(p));
-	if (rc)
-		return rc;
-	path_args a = {.a = p, .mode = mode};
 	nfs_call *c;
-	rc = path_op(v, CALL_PLAIN, start, &a, &c);
+	int rc = path_call(vv, path, CALL_PLAIN, start, mode, &c);
 	sub_nfs_call_free(c);
 	return rc;
 }
 
 static int nv_stat(sub_vfs *vv, const char *path, sub_stat *st)
 {
-	nfs_vfs *v = NV(vv);
-	char p[SUB_PATH_MAX + 8];
-	int rc = full_path(v, path, p, sizeof(p));
-	if (rc)
-		return rc;
-	path_args a = {.a = p};
 	nfs_call *c;
-	rc = path_op(v, CALL_STAT | CALL_RETRANSMIT, st_lstat, &a, &c);
+	int rc = path_call(vv, path, CALL_STAT | CALL_RETRANSMIT, st_lstat, 0, &c);
 	if (rc == 0)
 		stat_from(&c->st, st);
 	sub_nfs_call_free(c);
@@ -511,8 +493,10 @@ static int nv_rename(sub_vfs *vv, const char *from, const char *to)
 	if (rc || (rc = full_path(v, to, a2, sizeof(a2))))
 		return rc;
 	path_args a = {.a = a1, .b = a2};
-	nfs_call *c;
-	rc = path_op(v, CALL_PLAIN, st_rename, &a, &c);
+	nfs_call *c = NULL;
+	pthread_mutex_lock(&v->mu);
+	rc = sub_nfs_run_path_op(v, CALL_PLAIN, st_rename, &a, &c, NULL);
+	pthread_mutex_unlock(&v->mu);
 	sub_nfs_call_free(c);
 	return rc;
 }
@@ -613,14 +597,8 @@ static int nv_fsync_dir(sub_vfs *vv, const char *path)
 
 static int nv_statvfs(sub_vfs *vv, const char *path, sub_fsinfo *out)
 {
-	nfs_vfs *v = NV(vv);
-	char p[SUB_PATH_MAX + 8];
-	int rc = full_path(v, path, p, sizeof(p));
-	if (rc)
-		return rc;
-	path_args a = {.a = p};
 	nfs_call *c;
-	rc = path_op(v, CALL_STATVFS | CALL_RETRANSMIT, st_statvfs, &a, &c);
+	int rc = path_call(vv, path, CALL_STATVFS | CALL_RETRANSMIT, st_statvfs, 0, &c);
 	if (rc == 0) {
 		out->bsize = c->svfs.f_frsize ? c->svfs.f_frsize : c->svfs.f_bsize;
 		out->blocks = c->svfs.f_blocks;
