@@ -502,6 +502,7 @@ int sub_nfs_run_path_op(nfs_vfs *v, int kind, start_fn start, void *arg, nfs_cal
 {
 	int64_t deadline = sub_nfs_now_ms() + v->timeout_ms;
 	int renewed = 0;
+	*cp = NULL; /* also when no session can be had: callers free it */
 	for (;;) {
 		nfs_conn *cn;
 		int rc = conn_get(v, &cn);
