@@ -84,6 +84,12 @@ json_t *kc_report_json(const kc_run *r)
 			      (json_int_t)r->duration_ms, "checks", checks);
 	if (r->verdict == KC_ERROR)
 		json_object_set_new(j, "error", json_string(r->error));
+	json_t *cleanup = json_pack("{s:b}", "ok", !r->scratch_left[0]);
+	if (r->scratch_left[0]) {
+		json_object_set_new(cleanup, "left", json_string(r->scratch_left));
+		json_object_set_new(cleanup, "error", json_string(r->cleanup_error));
+	}
+	json_object_set_new(j, "cleanup", cleanup);
 	return j;
 }
 
@@ -337,13 +343,16 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
 		errors += res->verdict == KC_ERROR;
 		total_ms += res->duration_ms;
 	}
+	/* A scratch directory left behind is one more test case, in error. */
+	int tests = r->nran + (r->scratch_left[0] != 0);
+	errors += r->scratch_left[0] != 0;
 	xraw(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	xfmt(&b, "<testsuites tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", r->nran,
+	xfmt(&b, "<testsuites tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", tests,
 	     fails, errors, (double)total_ms / 1000.0);
 	xraw(&b, "  <testsuite name=\"kaas-conform ");
 	xesc(&b, r->o->url);
 	xfmt(&b, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"0\" time=\"%.3f\" timestamp=\"",
-	     r->nran, fails, errors, (double)total_ms / 1000.0);
+	     tests, fails, errors, (double)total_ms / 1000.0);
 	xesc(&b, r->started_at);
 	xraw(&b, "\">\n    <properties>\n");
 	xfmt(&b, "      <property name=\"seed\" value=\"%llu\"/>\n", (unsigned long long)r->seed);
@@ -387,6 +396,18 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
 			xfmt(&b, "</%s>\n", tag);
 		}
 		xraw(&b, "    </testcase>\n");
+	}
+	if (r->scratch_left[0]) {
+		xraw(&b, "    <testcase classname=\"kaas-conform\" name=\"cleanup\" time=\"0.000\">\n"
+			 "      <error type=\"ERROR\" message=\"cannot remove the scratch directory ");
+		xesc(&b, r->scratch_left);
+		xraw(&b, ": ");
+		xesc(&b, r->cleanup_error);
+		xraw(&b, "\">left on the volume: ");
+		xesc(&b, r->scratch_left);
+		xraw(&b, " (");
+		xesc(&b, r->cleanup_error);
+		xraw(&b, "); remove it by hand\n</error>\n    </testcase>\n");
 	}
 	xraw(&b, "  </testsuite>\n</testsuites>\n");
 	if (!b.p || b.oom) {
@@ -459,6 +480,10 @@ void kc_report_table(const kc_run *r, FILE *out)
 			fprintf(out, "  reproduce: %s\n", cmd);
 		free(cmd);
 	}
+	if (r->scratch_left[0])
+		fprintf(out, "\ncleanup: ERROR (the scratch directory could not be removed)\n  left: %s\n  error: %s\n"
+			     "  it holds nothing of value: remove it by hand\n",
+			r->scratch_left, r->cleanup_error);
 	fflush(out);
 }
 

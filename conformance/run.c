@@ -5,7 +5,8 @@
  *
  * Nothing is created on the volume before every input has been validated,
  * and the only thing a run leaves behind is the stamp it was asked for: the
- * scratch directory is removed on every path out except SIGKILL.
+ * scratch directory is removed on every path out except SIGKILL.  When the
+ * volume refuses to remove it, the report says so (verdict ERROR).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -527,17 +528,25 @@ int kc_cmd_check(int argc, char **argv)
 	r->actors = kc_report_actors(r);
 	kc_drv_shutdown(&r->drv);
 	r->duration_ms = kaas_mono_ms() - r->t0_ms;
+	/* A scratch directory that cannot be removed (nfs-ganesha's FSAL_MEM
+	 * refuses to remove an open file) does not take the results away: they
+	 * are reported with the verdict ERROR, naming what was left, and no
+	 * stamp is written. */
 	if ((rc = remove_scratch(r))) {
-		snprintf(err, sizeof(err), "cannot remove the scratch directory %s: %s", r->scratch,
-			 sub_strerror(rc));
-		fail_usage(err);
-		goto out_results;
+		snprintf(r->scratch_left, sizeof(r->scratch_left), "%s/%s", r->ident.root, r->scratch);
+		snprintf(r->cleanup_error, sizeof(r->cleanup_error), "%s", sub_strerror(rc));
 	}
 	r->scratch[0] = '\0';
 
 	r->verdict = r->error[0] ? KC_ERROR : kc_judge_overall(r->res, KC_NCHECKS);
 	if (r->verdict == KC_ERROR && !r->error[0])
 		snprintf(r->error, sizeof(r->error), "a check could not complete");
+	if (r->scratch_left[0]) {
+		if (r->verdict != KC_ERROR)
+			snprintf(r->error, sizeof(r->error), "cannot remove the scratch directory %.700s: %s",
+				 r->scratch_left, r->cleanup_error);
+		r->verdict = KC_ERROR;
+	}
 	status = kc_verdict_exit_code(r->verdict);
 
 	/* Everything that can still change the exit status happens before the

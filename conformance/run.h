@@ -44,6 +44,10 @@ typedef struct kc_run {
 	json_t *actors; /* kc_report_actors(), taken before the actors end */
 	char report_path[4096];
 	FILE *out; /* the human output: stdout, or stderr when the JSON goes to stdout */
+	/* Set when the scratch directory could not be removed at the end: where
+	 * it is and why.  The results are still reported, the verdict is ERROR. */
+	char scratch_left[SUB_PATH_MAX + 64];
+	char cleanup_error[256];
 } kc_run;
 
 /* A stream tag for (check, actor, variant), below 2^62 (a JSON integer). */

@@ -4,7 +4,8 @@
 Checks a kaas-conform JSON report (and optionally a qualification stamp)
 against the schema documented in docs/formats.md: required members, their
 types, the verdict vocabulary, and the rules that tie them together (the
-overall verdict is the worst check verdict, exit_code follows the verdict).
+overall verdict is the worst check verdict, exit_code follows the verdict,
+a scratch directory left behind makes the verdict ERROR).
 Exits non-zero naming the first problem."""
 import json
 import shlex
@@ -190,6 +191,15 @@ def report(r):
             need(c, "error", str, w)
     if [x for x in CHECKS if x in names] != names:
         raise SystemExit("checks: not in the documented order")
+    cl = need(r, "cleanup", dict, "report")
+    if need(cl, "ok", bool, "cleanup"):
+        if "left" in cl or "error" in cl:
+            raise SystemExit("cleanup: ok, yet it names something left behind")
+    else:
+        need(cl, "left", str, "cleanup")
+        need(cl, "error", str, "cleanup")
+        if verdict != "ERROR":
+            raise SystemExit(f"report: the scratch directory was left behind, but the verdict is {verdict}")
     if verdict != "ERROR" and worst != verdict:
         raise SystemExit(f"report: verdict {verdict} but the worst check is {worst}")
 
