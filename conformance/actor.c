@@ -18,38 +18,42 @@
 #include "kc.h"
 #include "util/clock.h"
 
+/* What a step needs before it runs: the substrate (after hello), and the
+ * "path" argument checked into st->path. */
+enum { NEEDS_NOTHING, NEEDS_VFS, NEEDS_PATH };
+
 static const struct {
 	const char *name;
 	kc_step_fn fn;
-	int needs_vfs;
+	int needs;
 } step_table[] = {
-	{"hello", kc_step_hello, 0},
-	{"mkdirs", kc_step_mkdirs, 1},
-	{"remove_tree", kc_step_remove_tree, 1},
-	{"unlink", kc_step_unlink, 1},
-	{"rmdir", kc_step_rmdir, 1},
-	{"list", kc_step_list, 1},
-	{"stat", kc_step_stat, 1},
-	{"statvfs", kc_step_statvfs, 1},
-	{"identity", kc_step_identity, 1},
-	{"read_small", kc_step_read_small, 1},
-	{"file_write", kc_step_file_write, 1},
-	{"file_verify", kc_step_file_verify, 1},
-	{"open_handle", kc_step_open_handle, 1},
-	{"reopen", kc_step_reopen, 1},
-	{"hold_open", kc_step_hold_open, 1},
-	{"handle_probe", kc_step_handle_probe, 1},
-	{"handle_verify", kc_step_handle_verify, 1},
-	{"close_handle", kc_step_close_handle, 1},
-	{"rename_timed", kc_step_rename_timed, 1},
-	{"rename_writer", kc_step_rename_writer, 1},
-	{"rename_reader", kc_step_rename_reader, 1},
-	{"dir_renamer", kc_step_dir_renamer, 1},
-	{"dir_lister", kc_step_dir_lister, 1},
-	{"excl_create", kc_step_excl_create, 1},
-	{"cto_write", kc_step_cto_write, 1},
-	{"cto_read", kc_step_cto_read, 1},
-	{"fsync_probe", kc_step_fsync_probe, 1},
+	{"hello", kc_step_hello, NEEDS_NOTHING},
+	{"mkdirs", kc_step_mkdirs, NEEDS_PATH},
+	{"remove_tree", kc_step_remove_tree, NEEDS_PATH},
+	{"unlink", kc_step_unlink, NEEDS_PATH},
+	{"rmdir", kc_step_rmdir, NEEDS_PATH},
+	{"list", kc_step_list, NEEDS_PATH},
+	{"stat", kc_step_stat, NEEDS_PATH},
+	{"statvfs", kc_step_statvfs, NEEDS_PATH},
+	{"identity", kc_step_identity, NEEDS_VFS},
+	{"read_small", kc_step_read_small, NEEDS_PATH},
+	{"file_write", kc_step_file_write, NEEDS_PATH},
+	{"file_verify", kc_step_file_verify, NEEDS_PATH},
+	{"open_handle", kc_step_open_handle, NEEDS_PATH},
+	{"reopen", kc_step_reopen, NEEDS_VFS},
+	{"hold_open", kc_step_hold_open, NEEDS_PATH},
+	{"handle_probe", kc_step_handle_probe, NEEDS_VFS},
+	{"handle_verify", kc_step_handle_verify, NEEDS_VFS},
+	{"close_handle", kc_step_close_handle, NEEDS_VFS},
+	{"rename_timed", kc_step_rename_timed, NEEDS_VFS},
+	{"rename_writer", kc_step_rename_writer, NEEDS_VFS},
+	{"rename_reader", kc_step_rename_reader, NEEDS_VFS},
+	{"dir_renamer", kc_step_dir_renamer, NEEDS_VFS},
+	{"dir_lister", kc_step_dir_lister, NEEDS_VFS},
+	{"excl_create", kc_step_excl_create, NEEDS_PATH},
+	{"cto_write", kc_step_cto_write, NEEDS_PATH},
+	{"cto_read", kc_step_cto_read, NEEDS_PATH},
+	{"fsync_probe", kc_step_fsync_probe, NEEDS_VFS},
 };
 
 int kc_step_fail(kc_step *st, int rc, const char *fmt, ...)
@@ -278,9 +282,9 @@ static void run_one(kc_actor_state *as, json_t *req)
 				break;
 		if (i == sizeof(step_table) / sizeof(step_table[0]))
 			rc = kc_step_fail(&st, -ENOSYS, "unknown step '%s'", op);
-		else if (step_table[i].needs_vfs && !as->vfs)
+		else if (step_table[i].needs != NEEDS_NOTHING && !as->vfs)
 			rc = kc_step_fail(&st, -ENOTCONN, "step '%s' before hello", op);
-		else
+		else if (step_table[i].needs != NEEDS_PATH || (rc = kc_arg_path(&st, "path", &st.path)) == 0)
 			rc = step_table[i].fn(&st);
 	}
 	reply(as, &st, rc);

@@ -60,6 +60,7 @@ typedef struct kc_step {
 	int stopped;
 	int64_t next_progress_ms;
 	int64_t t0_ns; /* when the step started (after its barrier, if any) */
+	const char *path; /* the "path" argument, checked, for steps that take one */
 	char err[512];
 } kc_step;
 

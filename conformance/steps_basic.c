@@ -66,24 +66,22 @@ int kc_step_hello(kc_step *st)
 	return 0;
 }
 
+/* The steps that act on one path find it checked in st->path (actor.c). */
+
+/* For a setup step, a failure of what it was asked is a step failure. */
+static int must(kc_step *st, int rc, const char *what)
+{
+	return rc ? kc_step_fail(st, rc, "%s %s: %s", what, st->path, sub_strerror(rc)) : 0;
+}
+
 int kc_step_mkdirs(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
-	rc = sub_mkdirs(st->as->vfs, p, 0755);
-	return rc ? kc_step_fail(st, rc, "mkdir %s: %s", p, sub_strerror(rc)) : 0;
+	return must(st, sub_mkdirs(st->as->vfs, st->path, 0755), "mkdir");
 }
 
 int kc_step_remove_tree(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
-	rc = sub_remove_tree(st->as->vfs, p);
-	return rc ? kc_step_fail(st, rc, "remove %s: %s", p, sub_strerror(rc)) : 0;
+	return must(st, sub_remove_tree(st->as->vfs, st->path), "remove");
 }
 
 /* Observation steps: the outcome is the result, never a step failure. */
@@ -95,33 +93,21 @@ static void set_err(kc_step *st, int rc)
 
 int kc_step_unlink(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
-	set_err(st, sub_unlink(st->as->vfs, p));
+	set_err(st, sub_unlink(st->as->vfs, st->path));
 	return 0;
 }
 
 int kc_step_rmdir(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
-	set_err(st, sub_rmdir(st->as->vfs, p));
+	set_err(st, sub_rmdir(st->as->vfs, st->path));
 	return 0;
 }
 
 int kc_step_list(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
 	char **names = NULL;
 	size_t n = 0;
-	rc = sub_list(st->as->vfs, p, &names, &n);
+	int rc = sub_list(st->as->vfs, st->path, &names, &n);
 	set_err(st, rc);
 	json_t *arr = json_array();
 	for (size_t i = 0; rc == 0 && i < n; i++)
@@ -140,12 +126,8 @@ static json_t *stat_json(const sub_stat *s)
 
 int kc_step_stat(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
 	sub_stat s;
-	rc = sub_stat_path(st->as->vfs, p, &s);
+	int rc = sub_stat_path(st->as->vfs, st->path, &s);
 	set_err(st, rc);
 	if (rc == 0) {
 		json_t *j = stat_json(&s);
@@ -157,12 +139,8 @@ int kc_step_stat(kc_step *st)
 
 int kc_step_statvfs(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
 	sub_fsinfo fi;
-	rc = sub_statvfs(st->as->vfs, p, &fi);
+	int rc = sub_statvfs(st->as->vfs, st->path, &fi);
 	set_err(st, rc);
 	if (rc == 0) {
 		json_object_set_new(st->result, "bsize", json_integer((json_int_t)fi.bsize));
@@ -185,13 +163,9 @@ int kc_step_identity(kc_step *st)
 
 int kc_step_read_small(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
 	char *buf = NULL;
 	size_t len = 0;
-	rc = sub_read_file(st->as->vfs, p, 64 * 1024, &buf, &len);
+	int rc = sub_read_file(st->as->vfs, st->path, 64 * 1024, &buf, &len);
 	set_err(st, rc);
 	if (rc == 0) {
 		json_object_set_new(st->result, "data", json_stringn_nocheck(buf, len));
@@ -264,11 +238,10 @@ out:
 	free(buf);
 }
 
-static int args_file(kc_step *st, const char **p, int64_t *size, int64_t *tag)
+/* The size and tag of a patterned file. */
+static int args_pattern(kc_step *st, int64_t *size, int64_t *tag)
 {
-	int rc = kc_arg_path(st, "path", p);
-	if (!rc)
-		rc = kc_arg_int(st, "size", 0, 0, (int64_t)1 << 36, size);
+	int rc = kc_arg_int(st, "size", 0, 0, (int64_t)1 << 36, size);
 	if (!rc)
 		rc = kc_arg_int(st, "tag", 0, 0, INT64_MAX, tag);
 	return rc;
@@ -279,9 +252,9 @@ static int args_file(kc_step *st, const char **p, int64_t *size, int64_t *tag)
  * so that the file's whole path survives a crash, not only its entry. */
 static int write_file(kc_step *st, int keep)
 {
-	const char *p;
+	const char *p = st->path;
 	int64_t size, tag;
-	int rc = args_file(st, &p, &size, &tag);
+	int rc = args_pattern(st, &size, &tag);
 	if (rc)
 		return rc;
 	int do_fsync = kc_arg_bool(st, "fsync", 1);
@@ -354,13 +327,12 @@ int kc_step_hold_open(kc_step *st)
 
 int kc_step_file_verify(kc_step *st)
 {
-	const char *p;
 	int64_t size, tag;
-	int rc = args_file(st, &p, &size, &tag);
+	int rc = args_pattern(st, &size, &tag);
 	if (rc)
 		return rc;
 	sub_file *f = NULL;
-	rc = sub_open(st->as->vfs, p, O_RDONLY, 0, &f);
+	rc = sub_open(st->as->vfs, st->path, O_RDONLY, 0, &f);
 	if (rc) {
 		json_object_set_new(st->result, "status",
 				    json_string(rc == -ENOENT ? "missing" : kc_errname(rc)));
@@ -403,12 +375,9 @@ int kc_step_reopen(kc_step *st)
 
 int kc_step_open_handle(kc_step *st)
 {
-	const char *p;
-	int rc = kc_arg_path(st, "path", &p);
-	if (rc)
-		return rc;
+	const char *p = st->path;
 	sub_file *f = NULL;
-	rc = sub_open(st->as->vfs, p, kc_arg_bool(st, "write", 0) ? O_RDWR : O_RDONLY, 0, &f);
+	int rc = sub_open(st->as->vfs, p, kc_arg_bool(st, "write", 0) ? O_RDWR : O_RDONLY, 0, &f);
 	if (rc)
 		return kc_step_fail(st, rc, "open %s: %s", p, sub_strerror(rc));
 	int h = kc_handle_put(st->as, f, p);
@@ -431,17 +400,21 @@ static int arg_handle(kc_step *st, sub_file **f, int64_t *h)
 	return 0;
 }
 
+/* An open handle and the pattern expected in its file. */
+static int args_handle_pattern(kc_step *st, sub_file **f, int64_t *size, int64_t *tag)
+{
+	int64_t h;
+	int rc = arg_handle(st, f, &h);
+	return rc ? rc : args_pattern(st, size, tag);
+}
+
 /* What the holder of a file can still do with it after another client
  * deleted it: read (and is it the right data), write, fstat. */
 int kc_step_handle_probe(kc_step *st)
 {
 	sub_file *f;
-	int64_t h, size, tag;
-	int rc = arg_handle(st, &f, &h);
-	if (!rc)
-		rc = kc_arg_int(st, "size", 0, 0, (int64_t)1 << 36, &size);
-	if (!rc)
-		rc = kc_arg_int(st, "tag", 0, 0, INT64_MAX, &tag);
+	int64_t size, tag;
+	int rc = args_handle_pattern(st, &f, &size, &tag);
 	if (rc)
 		return rc;
 	char buf[4096];
@@ -470,12 +443,8 @@ int kc_step_handle_probe(kc_step *st)
 int kc_step_handle_verify(kc_step *st)
 {
 	sub_file *f;
-	int64_t h, size, tag;
-	int rc = arg_handle(st, &f, &h);
-	if (!rc)
-		rc = kc_arg_int(st, "size", 0, 0, (int64_t)1 << 36, &size);
-	if (!rc)
-		rc = kc_arg_int(st, "tag", 0, 0, INT64_MAX, &tag);
+	int64_t size, tag;
+	int rc = args_handle_pattern(st, &f, &size, &tag);
 	if (rc)
 		return rc;
 	verify_pattern(f, (uint64_t)tag, (uint64_t)size, st->result);
@@ -527,18 +496,15 @@ int kc_step_rename_timed(kc_step *st)
  * and creates the same name; the winner writes who it is. */
 int kc_step_excl_create(kc_step *st)
 {
-	const char *p;
 	int64_t tag;
-	int rc = kc_arg_path(st, "path", &p);
-	if (!rc)
-		rc = kc_arg_int(st, "tag", 0, 0, INT64_MAX, &tag);
+	int rc = kc_arg_int(st, "tag", 0, 0, INT64_MAX, &tag);
 	if (rc)
 		return rc;
 	if ((rc = kc_step_barrier(st)))
 		return rc;
 	sub_file *f = NULL;
 	int64_t t = kaas_mono_ns();
-	rc = sub_open(st->as->vfs, p, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
+	rc = sub_open(st->as->vfs, st->path, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
 	json_object_set_new(st->result, "ns", json_integer(kaas_mono_ns() - t));
 	json_object_set_new(st->result, "won", json_boolean(rc == 0));
 	json_object_set_new(st->result, "err", json_string(kc_errname(rc)));
@@ -552,11 +518,9 @@ int kc_step_excl_create(kc_step *st)
 	return 0;
 }
 
-static int cto_args(kc_step *st, const char **p, int64_t *version, int64_t *size, int64_t *tag)
+static int cto_args(kc_step *st, int64_t *version, int64_t *size, int64_t *tag)
 {
-	int rc = kc_arg_path(st, "path", p);
-	if (!rc)
-		rc = kc_arg_int(st, "version", 0, 0, INT64_MAX, version);
+	int rc = kc_arg_int(st, "version", 0, 0, INT64_MAX, version);
 	if (!rc)
 		rc = kc_arg_int(st, "size", 4096, KC_PAYLOAD_HDR, 16 << 20, size);
 	if (!rc)
@@ -568,9 +532,8 @@ static int cto_args(kc_step *st, const char **p, int64_t *version, int64_t *size
  * close is what close-to-open promises to publish. */
 int kc_step_cto_write(kc_step *st)
 {
-	const char *p;
 	int64_t version, size, tag;
-	int rc = cto_args(st, &p, &version, &size, &tag);
+	int rc = cto_args(st, &version, &size, &tag);
 	if (rc)
 		return rc;
 	char *buf = malloc((size_t)size);
@@ -579,7 +542,7 @@ int kc_step_cto_write(kc_step *st)
 	kc_payload_fill(buf, (size_t)size, (uint64_t)tag, (uint64_t)version);
 	sub_file *f = NULL;
 	const char *what = "open";
-	rc = sub_open(st->as->vfs, p, O_WRONLY | O_CREAT, 0644, &f);
+	rc = sub_open(st->as->vfs, st->path, O_WRONLY | O_CREAT, 0644, &f);
 	if (!rc) {
 		what = "write";
 		rc = sub_pwrite_full(f, buf, (size_t)size, 0);
@@ -600,9 +563,8 @@ int kc_step_cto_write(kc_step *st)
  * ESTALE at open is retried (NFSv3 after a replace) and counted. */
 int kc_step_cto_read(kc_step *st)
 {
-	const char *p;
 	int64_t version, size, tag;
-	int rc = cto_args(st, &p, &version, &size, &tag);
+	int rc = cto_args(st, &version, &size, &tag);
 	if (rc)
 		return rc;
 	size_t cap = (size_t)size * 2 + 4096;
@@ -612,7 +574,7 @@ int kc_step_cto_read(kc_step *st)
 	sub_file *f = NULL;
 	int estale = 0;
 	for (;;) {
-		rc = sub_open(st->as->vfs, p, O_RDONLY, 0, &f);
+		rc = sub_open(st->as->vfs, st->path, O_RDONLY, 0, &f);
 		if (rc == -ESTALE && estale < 5) {
 			estale++;
 			continue;

@@ -173,6 +173,15 @@ START_TEST(executor_runs_named_steps)
 	ck_assert_int_eq(json_integer_value(json_object_get(r, "id")), 2);
 	json_decref(r);
 
+	/* A step's path is checked before the step runs. */
+	r = ask(json_pack("{s:s,s:i,s:s}", "op", "unlink", "id", 30, "path", "../x"));
+	ck_assert_str_eq(json_string_value(json_object_get(r, "errno")), "EINVAL");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")), "argument 'path': bad path '../x'");
+	json_decref(r);
+	r = ask(json_pack("{s:s,s:i}", "op", "stat", "id", 31));
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")), "missing string argument 'path'");
+	json_decref(r);
+
 	r = ask(json_pack("{s:s,s:i,s:s}", "op", "mkdirs", "id", 3, "path", "a/b"));
 	result_of(r);
 	json_decref(r);
