@@ -279,8 +279,8 @@ int kc_drv_release(kc_driver *d, const int *as, int n)
 		int rc = kc_chan_sendf(&a->ch, "{s:s,s:I}", "op", "go", "id", a->busy);
 		if (rc) {
 			mark_dead(d, a);
-			snprintf(d->err, sizeof(d->err), "actor %d: cannot release: %s", as[i],
-				 kc_errname(rc));
+			snprintf(d->err, sizeof(d->err), "actor %d (%.300s) %s: cannot release it: %s",
+				 as[i], a->url, a->why, kc_errname(rc));
 			return -EPIPE;
 		}
 	}
