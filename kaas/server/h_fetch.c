@@ -313,7 +313,7 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 {
 	kaas_broker *b = req->broker;
 	int16_t v = req->api_version;
-	int32_t replica_id, nt, session_id = 0, session_epoch = -1;
+	int32_t replica_id, session_id = 0, session_epoch = -1;
 	fctx *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -333,26 +333,13 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		KRD_I32(body, &session_id);
 		KRD_I32(body, &session_epoch);
 	}
-	KRD_ARRAY(body, 0, 6, &nt);
-	if (nt > 0) {
-		c->topics = calloc((size_t)nt, sizeof(*c->topics));
-		if (!c->topics)
-			goto oom;
-		c->ntopics = nt;
-	}
-	for (int32_t i = 0; i < nt; i++) {
+	KRD_ARRAY_CALLOC(body, 6, c->topics, c->ntopics);
+	for (int32_t i = 0; i < c->ntopics; i++) {
 		ftopic *t = &c->topics[i];
-		int32_t np;
 		KRD_STR(body, 0, &t->name);
-		KRD_ARRAY(body, 0, 16, &np);
-		if (np > 0) {
-			t->parts = calloc((size_t)np, sizeof(*t->parts));
-			if (!t->parts)
-				goto oom;
-			t->n = np;
-			c->nparts += np;
-		}
-		for (int32_t k = 0; k < np; k++) {
+		KRD_ARRAY_CALLOC(body, 16, t->parts, t->n);
+		c->nparts += t->n;
+		for (int32_t k = 0; k < t->n; k++) {
 			fpart *p = &t->parts[k];
 			p->cur_epoch = -1;
 			p->log_start = -1;

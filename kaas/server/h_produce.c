@@ -164,7 +164,7 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	kaas_broker *b = req->broker;
 	kaas_str txn_id;
 	int16_t acks;
-	int32_t timeout_ms, nt;
+	int32_t timeout_ms;
 	pctx *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -176,25 +176,12 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		KRD_STR(body, 0, &txn_id);
 	KRD_I16(body, &acks);
 	KRD_I32(body, &timeout_ms);
-	KRD_ARRAY(body, 0, 6, &nt);
-	if (nt > 0) {
-		c->topics = calloc((size_t)nt, sizeof(*c->topics));
-		if (!c->topics)
-			goto oom;
-		c->ntopics = nt;
-	}
-	for (int32_t i = 0; i < nt; i++) {
+	KRD_ARRAY_CALLOC(body, 6, c->topics, c->ntopics);
+	for (int32_t i = 0; i < c->ntopics; i++) {
 		ptopic_req *t = &c->topics[i];
-		int32_t np;
 		KRD_STR(body, 0, &t->name);
-		KRD_ARRAY(body, 0, 8, &np);
-		if (np > 0) {
-			t->parts = calloc((size_t)np, sizeof(*t->parts));
-			if (!t->parts)
-				goto oom;
-			t->n = np;
-		}
-		for (int32_t k = 0; k < np; k++) {
+		KRD_ARRAY_CALLOC(body, 8, t->parts, t->n);
+		for (int32_t k = 0; k < t->n; k++) {
 			ppart *p = &t->parts[k];
 			p->ctx = c;
 			KRD_I32(body, &p->index);
