@@ -1,7 +1,7 @@
 /*
  * handlers.h — the request handlers of the data path (this directory):
  * ApiVersions, Metadata, Produce, Fetch, ListOffsets.  Each follows the
- * contract of proto/api.h.
+ * contract of proto/api.h.  Also a decoding step two of them share.
  */
 #ifndef KAAS_SERVER_HANDLERS_H
 #define KAAS_SERVER_HANDLERS_H
