@@ -37,6 +37,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "util/grow.h"
+
 #define FAULT_CHUNK 4096             /* rename=copy transfer size */
 #define FAULT_SECTOR 512             /* torn writes break at these boundaries */
 #define FAULT_CTO_MAX (1u << 20)     /* cto=stale caches files up to this size */
@@ -618,14 +620,8 @@ static int span_add(span_set *s, uint64_t a, uint64_t b)
 		j++;
 	}
 	if (j == i) {
-		if (s->n == s->cap) {
-			size_t ncap = s->cap ? s->cap * 2 : 16;
-			span *nv = realloc(s->v, ncap * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			s->v = nv;
-			s->cap = ncap;
-		}
+		if (KAAS_GROW(s->v, s->n, s->cap, 16))
+			return -ENOMEM;
 		memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof(*s->v));
 		s->n++;
 	} else if (j > i + 1) {
@@ -1065,15 +1061,7 @@ static int fw_close(sub_file *f)
 	if (in && fv->leak_glob && fnmatch(fv->leak_glob, ff->path, 0) == 0) {
 		/* leak=: the application's close succeeds, the client keeps
 		 * the file open underneath until the vfs goes away. */
-		if (fv->nleaked == fv->capleaked) {
-			size_t ncap = fv->capleaked ? fv->capleaked * 2 : 8;
-			sub_file **nl = realloc(fv->leaked, ncap * sizeof(*nl));
-			if (nl) {
-				fv->leaked = nl;
-				fv->capleaked = ncap;
-			}
-		}
-		if (fv->nleaked < fv->capleaked) {
+		if (KAAS_GROW(fv->leaked, fv->nleaked, fv->capleaked, 8) == 0) {
 			fv->leaked[fv->nleaked++] = in;
 			in = NULL;
 		}

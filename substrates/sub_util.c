@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/grow.h"
+
 int sub_open_url(const char *url, sub_vfs **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -294,15 +296,9 @@ static int collect_name(void *arg, const char *name, int d_type)
 {
 	(void)d_type;
 	names_acc *a = arg;
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 16;
-		char **nv = realloc(a->v, ncap * sizeof(*nv));
-		if (!nv) {
-			a->err = -ENOMEM;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = ncap;
+	if (KAAS_GROW(a->v, a->n, a->cap, 16)) {
+		a->err = -ENOMEM;
+		return 1;
 	}
 	a->v[a->n] = strdup(name);
 	if (!a->v[a->n]) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "util/clock.h"
+#include "util/grow.h"
 #include "util/log.h"
 
 typedef struct job {
@@ -186,16 +187,10 @@ kaas_timer *kaas_pool_timer(kaas_pool *p, int64_t delay_ms, kaas_work_fn fn, voi
 	t->fn = fn;
 	t->arg = arg;
 	pthread_mutex_lock(&p->tmu);
-	if (p->hn == p->hcap) {
-		int nc = p->hcap ? p->hcap * 2 : 64;
-		kaas_timer **nh = realloc(p->heap, (size_t)nc * sizeof(*nh));
-		if (!nh) {
-			pthread_mutex_unlock(&p->tmu);
-			free(t);
-			return NULL;
-		}
-		p->heap = nh;
-		p->hcap = nc;
+	if (KAAS_GROW(p->heap, p->hn, p->hcap, 64)) {
+		pthread_mutex_unlock(&p->tmu);
+		free(t);
+		return NULL;
 	}
 	t->seq = p->tseq++;
 	t->idx = p->hn;

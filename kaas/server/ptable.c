@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/grow.h"
 #include "util/kerr.h"
 #include "util/log.h"
 
@@ -1044,13 +1045,8 @@ void kaas_ptable_housekeep(kaas_ptable *t)
 				kaas_pentry *e = tp->parts[i];
 				if (e->state != PE_LEADER || !e->p || tp->dropping)
 					continue;
-				if (nl == lcap) {
-					lcap = lcap ? lcap * 2 : 64;
-					kaas_pentry **l2 = realloc(lead, lcap * sizeof(*lead));
-					if (!l2)
-						goto scanned;
-					lead = l2;
-				}
+				if (KAAS_GROW(lead, nl, lcap, 64))
+					goto scanned;
 				e->refs++;
 				lead[nl++] = e;
 			}
@@ -1085,13 +1081,8 @@ scanned:
 					for (int32_t i = 0; i < tp->n; i++) {
 						kaas_pentry *e = tp->parts[i];
 						if (e->state == PE_FAILED && e->retry_at_ms <= now) {
-							if (nt == cap) {
-								cap = cap ? cap * 2 : 16;
-								kaas_pentry **nt2 = realloc(todo, cap * sizeof(*todo));
-								if (!nt2)
-									break;
-								todo = nt2;
-							}
+							if (KAAS_GROW(todo, nt, cap, 16))
+								break;
 							todo[nt++] = e;
 						}
 					}
@@ -1128,13 +1119,8 @@ scanned:
 				kaas_pentry *e = tp->parts[i];
 				if (e->state != PE_LEADER)
 					continue;
-				if (n == cap) {
-					cap = cap ? cap * 2 : 64;
-					kaas_pentry **r2 = realloc(refs, cap * sizeof(*refs));
-					if (!r2)
-						goto collected;
-					refs = r2;
-				}
+				if (KAAS_GROW(refs, n, cap, 64))
+					goto collected;
 				e->refs++;
 				refs[n++] = e;
 			}
@@ -1186,14 +1172,9 @@ int kaas_ptable_shutdown(kaas_ptable *t)
 				fire_watches(e, 1);
 				if (!e->p)
 					continue;
-				if (nall == cap) {
-					cap = cap ? cap * 2 : 64;
-					kaas_pentry **a2 = realloc(all, cap * sizeof(*all));
-					if (!a2) {
-						rc = -ENOMEM;
-						continue;
-					}
-					all = a2;
+				if (KAAS_GROW(all, nall, cap, 64)) {
+					rc = -ENOMEM;
+					continue;
 				}
 				all[nall++] = e;
 				n += e->state == PE_LEADER;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/grow.h"
 #include "util/kerr.h"
 #include "util/log.h"
 
@@ -54,16 +55,8 @@ int p_roll(kaas_partition *p, int64_t now_ms)
 		if ((rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)) == 0)
 			rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, f);
 	}
-	if (rc == 0 && p->nsegs == p->capsegs) {
-		size_t nc = p->capsegs ? p->capsegs * 2 : 16;
-		kseg **nv = realloc(p->segs, nc * sizeof(*nv));
-		if (!nv)
-			rc = -ENOMEM;
-		else {
-			p->segs = nv;
-			p->capsegs = nc;
-		}
-	}
+	if (rc == 0)
+		rc = KAAS_GROW(p->segs, p->nsegs, p->capsegs, 16);
 	if (rc) {
 		seg_unref(s);
 		free(snap);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "util/clock.h"
+#include "util/grow.h"
 #include "util/log.h"
 
 #define INDEX_FILE_MAX (256u << 20)
@@ -93,14 +94,8 @@ static void seglist_free(seglist *l)
 
 static int seglist_push(seglist *l, kseg *s)
 {
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		kseg **nv = realloc(l->v, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		l->v = nv;
-		l->cap = nc;
-	}
+	if (KAAS_GROW(l->v, l->n, l->cap, 16))
+		return -ENOMEM;
 	l->v[l->n++] = s;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/grow.h"
 
 const char *const seg_suffix[SEG_NKINDS] = {".log", ".index", ".timeindex", ".txnindex"};
 
@@ -102,14 +103,8 @@ void seg_unref(kseg *s)
 
 int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos)
 {
-	if (s->nix == s->capix) {
-		uint32_t nc = s->capix ? s->capix * 2 : 64;
-		kidx *n = realloc(s->ix, nc * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		s->ix = n;
-		s->capix = nc;
-	}
+	if (KAAS_GROW(s->ix, s->nix, s->capix, 64))
+		return -ENOMEM;
 	s->ix[s->nix].rel = rel;
 	s->ix[s->nix].pos = pos;
 	s->nix++;
@@ -118,14 +113,8 @@ int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos)
 
 int seg_tx_push(kseg *s, int64_t ts, uint32_t rel)
 {
-	if (s->ntx == s->captx) {
-		uint32_t nc = s->captx ? s->captx * 2 : 64;
-		ktidx *n = realloc(s->tx, nc * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		s->tx = n;
-		s->captx = nc;
-	}
+	if (KAAS_GROW(s->tx, s->ntx, s->captx, 64))
+		return -ENOMEM;
 	s->tx[s->ntx].ts = ts;
 	s->tx[s->ntx].rel = rel;
 	s->ntx++;
