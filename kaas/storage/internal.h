@@ -79,6 +79,9 @@ int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos);
 int seg_tx_push(kseg *s, int64_t ts, uint32_t rel);
 /* Largest index entry at or below `off` (pos 0/base when none). */
 void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off);
+/* The first time index entry whose timestamp (by_ts) or relative offset is
+ * not below key; s->ntx when there is none. */
+uint32_t seg_tx_lower(const kseg *s, int by_ts, int64_t key);
 
 /* Walks batches in a segment file. */
 typedef struct seg_iter {

@@ -410,15 +410,8 @@ static int load_index_files(kaas_partition *p, kseg *s, uint64_t size, int64_t l
 /* Index of the time entry paired with offset entry ix[k], or -1. */
 static int64_t paired_tx(const kseg *s, uint32_t rel)
 {
-	uint32_t lo = 0, hi = s->ntx;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->tx[mid].rel < rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo < s->ntx && s->tx[lo].rel == rel) ? (int64_t)lo : -1;
+	uint32_t k = seg_tx_lower(s, 0, rel);
+	return (k < s->ntx && s->tx[k].rel == rel) ? (int64_t)k : -1;
 }
 
 /* Adds index entries for a batch at pos when an index interval has passed;
@@ -1086,28 +1079,28 @@ int kaas_partition_relinquish(kaas_partition *p)
 
 /* ---- simple accessors ------------------------------------------------------------ */
 
-int64_t kaas_partition_log_start(kaas_partition *p)
+/* One of p's offsets, read under its lock. */
+static int64_t offset_of(kaas_partition *p, const int64_t *field)
 {
 	pthread_mutex_lock(&p->mu);
-	int64_t v = p->log_start;
+	int64_t v = *field;
 	pthread_mutex_unlock(&p->mu);
 	return v;
+}
+
+int64_t kaas_partition_log_start(kaas_partition *p)
+{
+	return offset_of(p, &p->log_start);
 }
 
 int64_t kaas_partition_log_end(kaas_partition *p)
 {
-	pthread_mutex_lock(&p->mu);
-	int64_t v = p->leo;
-	pthread_mutex_unlock(&p->mu);
-	return v;
+	return offset_of(p, &p->leo);
 }
 
 int64_t kaas_partition_high_watermark(kaas_partition *p)
 {
-	pthread_mutex_lock(&p->mu);
-	int64_t v = p->hw;
-	pthread_mutex_unlock(&p->mu);
-	return v;
+	return offset_of(p, &p->hw);
 }
 
 int kaas_partition_state_of(kaas_partition *p, int32_t *epoch)

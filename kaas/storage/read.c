@@ -201,16 +201,9 @@ static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offs
 		limit = p->hw;
 	/* Every batch up to a time entry with a smaller timestamp is too old. */
 	int64_t from = s->base;
-	uint32_t lo = 0, hi = s->ntx;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->tx[mid].ts < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo > 0)
-		from = s->base + s->tx[lo - 1].rel;
+	uint32_t k = seg_tx_lower(s, 1, ts);
+	if (k > 0)
+		from = s->base + s->tx[k - 1].rel;
 	uint64_t pos;
 	int64_t eoff;
 	seg_ix_lookup(s, from, &pos, &eoff);

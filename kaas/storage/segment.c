@@ -142,6 +142,19 @@ void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off
 	}
 }
 
+uint32_t seg_tx_lower(const kseg *s, int by_ts, int64_t key)
+{
+	uint32_t lo = 0, hi = s->ntx;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if ((by_ts ? s->tx[mid].ts : (int64_t)s->tx[mid].rel) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* ---- the walker ------------------------------------------------------------- */
 
 void seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize)
