@@ -142,30 +142,12 @@ static int agent_open(kc_driver *d, int ai, int busy_wait_ms)
 	}
 }
 
-static void name_hello_failure(kc_driver *d, int ai)
-{
-	const char *colon = strstr(d->err, "hello: ");
-	char msg[sizeof(d->err)];
-	snprintf(msg, sizeof(msg), "%s", colon ? colon + 7 : d->err);
-	snprintf(d->err, sizeof(d->err), "agent %.200s (actor %d): %.500s", d->a[ai].agent, ai, msg);
-}
-
-static json_t *hello_args(kc_driver *d, int ai)
-{
-	return json_pack("{s:s,s:i,s:i}", "url", d->a[ai].url, "actor", ai, "protocol", KC_PROTOCOL_VERSION);
-}
-
 int kc_drv_connect_agents(kc_driver *d, const char *const *addrs, int n)
 {
-	d->a = calloc((size_t)n, sizeof(kc_actor));
-	if (!d->a)
-		return -ENOMEM;
-	d->n = n;
-	if (d->timeout_ms <= 0)
-		d->timeout_ms = 300 * 1000;
+	int rc = kc_drv_slots(d, n);
+	if (rc)
+		return rc;
 	for (int i = 0; i < n; i++) {
-		d->a[i].index = i;
-		d->a[i].ch.fd = -1;
 		snprintf(d->a[i].agent, sizeof(d->a[i].agent), "%s", addrs[i]);
 		for (int k = 0; k < i; k++)
 			if (strcmp(addrs[k], addrs[i]) == 0) {
@@ -177,39 +159,14 @@ int kc_drv_connect_agents(kc_driver *d, const char *const *addrs, int n)
 	/* Connect everywhere first: a busy or absent agent fails the run
 	 * before anything is opened on the volume. */
 	for (int i = 0; i < n; i++) {
-		int rc = agent_open(d, i, 0);
-		if (rc)
+		if ((rc = agent_open(d, i, 0)))
 			return rc;
 	}
-	for (int i = 0; i < n; i++) {
-		int rc = kc_drv_start(d, i, "hello", hello_args(d, i), 0);
-		if (rc)
-			return rc;
-	}
-	for (int i = 0; i < n; i++) {
-		json_t *res = NULL;
-		int rc = kc_drv_wait(d, i, &res);
-		if (rc) {
-			name_hello_failure(d, i);
-			return rc;
-		}
-		d->a[i].hello = res;
-	}
-	return 0;
+	return kc_drv_hello_all(d);
 }
 
 int kc_drv_reconnect_agent(kc_driver *d, int ai)
 {
 	int rc = agent_open(d, ai, 15000);
-	if (rc)
-		return rc;
-	json_t *res = NULL;
-	rc = kc_drv_call(d, ai, "hello", hello_args(d, ai), &res);
-	if (rc) {
-		name_hello_failure(d, ai);
-		return rc;
-	}
-	json_decref(d->a[ai].hello);
-	d->a[ai].hello = res;
-	return 0;
+	return rc ? rc : kc_drv_hello(d, ai);
 }

@@ -112,8 +112,11 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 	snprintf(small, sizeof(small), "%s/small", dir);
 	snprintf(big, sizeof(big), "%s/big", dir);
 	uint64_t ts = kc_run_tag(r, KC_CHK_RCOPY, 0, "small"), tb = kc_run_tag(r, KC_CHK_RCOPY, 0, "big");
+	const char *files[2] = {small, big};
+	int64_t sizes[2] = {SMALL_BYTES, BIG_BYTES};
+	uint64_t tags[2] = {ts, tb};
 	json_t *out = NULL;
-	json_int_t hs = 0, hb = 0, ino_s, ino_b;
+	json_int_t hh[2] = {0, 0}, inos[2];
 	int rc, cur = 0;
 	res->iterations = ROUNDS;
 	static const char *const zero[] = {"inode_changed", "time_grows", "old_fd_broken",
@@ -121,29 +124,22 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
 		kc_result_count(res, zero[k], 0); /* every counter is in the report */
 	kc_run_variant(r, "setup");
-	if ((rc = call(r, A, "file_write",
-		       json_pack("{s:s,s:I,s:I,s:b}", "path", small, "size", (json_int_t)SMALL_BYTES, "tag",
-				 (json_int_t)ts, "fsync", 1),
-		       &out)))
-		goto fail;
-	ino_s = json_integer_value(json_object_get(out, "ino"));
-	json_decref(out);
-	if ((rc = call(r, A, "file_write",
-		       json_pack("{s:s,s:I,s:I,s:b}", "path", big, "size", (json_int_t)BIG_BYTES, "tag",
-				 (json_int_t)tb, "fsync", 1),
-		       &out)))
-		goto fail;
-	ino_b = json_integer_value(json_object_get(out, "ino"));
-	json_decref(out);
+	for (int i = 0; i < 2; i++) {
+		if ((rc = call(r, A, "file_write",
+			       json_pack("{s:s,s:I,s:I,s:b}", "path", files[i], "size", (json_int_t)sizes[i],
+					 "tag", (json_int_t)tags[i], "fsync", 1),
+			       &out)))
+			goto fail;
+		inos[i] = json_integer_value(json_object_get(out, "ino"));
+		json_decref(out);
+	}
 	/* Another client opens both before anything is renamed. */
-	if ((rc = call(r, B, "open_handle", json_pack("{s:s}", "path", small), &out)))
-		goto fail;
-	hs = json_integer_value(json_object_get(out, "handle"));
-	json_decref(out);
-	if ((rc = call(r, B, "open_handle", json_pack("{s:s}", "path", big), &out)))
-		goto fail;
-	hb = json_integer_value(json_object_get(out, "handle"));
-	json_decref(out);
+	for (int i = 0; i < 2; i++) {
+		if ((rc = call(r, B, "open_handle", json_pack("{s:s}", "path", files[i]), &out)))
+			goto fail;
+		hh[i] = json_integer_value(json_object_get(out, "handle"));
+		json_decref(out);
+	}
 
 	kc_run_variant(r, "timing");
 	int64_t ratio, ms, mb, ratio2 = 0, ms2 = 0, mb2 = 0;
@@ -180,7 +176,6 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 	snprintf(cs, sizeof(cs), "%s%s", small, cur ? ".moved" : "");
 	snprintf(cb, sizeof(cb), "%s%s", big, cur ? ".moved" : "");
 	const char *names[2] = {cs, cb};
-	json_int_t inos[2] = {ino_s, ino_b};
 	for (int i = 0; i < 2; i++) {
 		if ((rc = call(r, A, "stat", json_pack("{s:s}", "path", names[i]), &out)))
 			goto fail;
@@ -198,9 +193,6 @@ int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir)
 		}
 		json_decref(out);
 	}
-	json_int_t hh[2] = {hs, hb};
-	int64_t sizes[2] = {SMALL_BYTES, BIG_BYTES};
-	uint64_t tags[2] = {ts, tb};
 	for (int i = 0; i < 2; i++) {
 		if ((rc = call(r, B, "handle_verify",
 			       json_pack("{s:I,s:I,s:I}", "handle", hh[i], "size", (json_int_t)sizes[i],

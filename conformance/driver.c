@@ -366,28 +366,7 @@ static int fork_actor(kc_driver *d, int ai)
 	return 0;
 }
 
-static int say_hello(kc_driver *d, int ai)
-{
-	kc_actor *a = &d->a[ai];
-	json_t *res = NULL;
-	int rc = kc_drv_call(d, ai, "hello",
-			     json_pack("{s:s,s:i,s:i}", "url", a->url, "actor", ai, "protocol",
-				       KC_PROTOCOL_VERSION),
-			     &res);
-	if (rc) {
-		/* The actor's message already names the URL and the reason. */
-		const char *colon = strstr(d->err, "hello: ");
-		char msg[sizeof(d->err)];
-		snprintf(msg, sizeof(msg), "%s", colon ? colon + 7 : d->err);
-		snprintf(d->err, sizeof(d->err), "actor %d: %.700s", ai, msg);
-		return rc;
-	}
-	json_decref(a->hello);
-	a->hello = res;
-	return 0;
-}
-
-int kc_drv_spawn(kc_driver *d, int n, const char *const *urls, int nurls)
+int kc_drv_slots(kc_driver *d, int n)
 {
 	d->a = calloc((size_t)n, sizeof(kc_actor));
 	if (!d->a)
@@ -398,36 +377,74 @@ int kc_drv_spawn(kc_driver *d, int n, const char *const *urls, int nurls)
 	for (int i = 0; i < n; i++) {
 		d->a[i].index = i;
 		d->a[i].ch.fd = -1;
-		snprintf(d->a[i].url, sizeof(d->a[i].url), "%s", urls[i % nurls]);
 	}
-	for (int i = 0; i < n; i++) {
-		int rc = fork_actor(d, i);
-		if (rc)
-			return rc;
-	}
+	return 0;
+}
+
+static json_t *hello_args(kc_driver *d, int ai)
+{
+	return json_pack("{s:s,s:i,s:i}", "url", d->a[ai].url, "actor", ai, "protocol", KC_PROTOCOL_VERSION);
+}
+
+/* After a failed hello: the actor's message already names the URL and the
+ * reason; d->err says which actor (and agent) it was. */
+static void name_hello_failure(kc_driver *d, int ai)
+{
+	const char *colon = strstr(d->err, "hello: ");
+	char msg[sizeof(d->err)];
+	snprintf(msg, sizeof(msg), "%s", colon ? colon + 7 : d->err);
+	if (d->a[ai].agent[0])
+		snprintf(d->err, sizeof(d->err), "agent %.200s (actor %d): %.500s", d->a[ai].agent, ai, msg);
+	else
+		snprintf(d->err, sizeof(d->err), "actor %d: %.700s", ai, msg);
+}
+
+int kc_drv_hello_all(kc_driver *d)
+{
 	/* Hellos go out together and are collected together: opening a
 	 * network client can take a while. */
-	for (int i = 0; i < n; i++) {
-		int rc = kc_drv_start(d, i, "hello",
-				      json_pack("{s:s,s:i,s:i}", "url", d->a[i].url, "actor", i,
-						"protocol", KC_PROTOCOL_VERSION),
-				      0);
+	for (int i = 0; i < d->n; i++) {
+		int rc = kc_drv_start(d, i, "hello", hello_args(d, i), 0);
 		if (rc)
 			return rc;
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < d->n; i++) {
 		json_t *res = NULL;
 		int rc = kc_drv_wait(d, i, &res);
 		if (rc) {
-			const char *colon = strstr(d->err, "hello: ");
-			char msg[sizeof(d->err)];
-			snprintf(msg, sizeof(msg), "%s", colon ? colon + 7 : d->err);
-			snprintf(d->err, sizeof(d->err), "actor %d: %.700s", i, msg);
+			name_hello_failure(d, i);
 			return rc;
 		}
 		d->a[i].hello = res;
 	}
 	return 0;
+}
+
+int kc_drv_hello(kc_driver *d, int ai)
+{
+	json_t *res = NULL;
+	int rc = kc_drv_call(d, ai, "hello", hello_args(d, ai), &res);
+	if (rc) {
+		name_hello_failure(d, ai);
+		return rc;
+	}
+	json_decref(d->a[ai].hello);
+	d->a[ai].hello = res;
+	return 0;
+}
+
+int kc_drv_spawn(kc_driver *d, int n, const char *const *urls, int nurls)
+{
+	int rc = kc_drv_slots(d, n);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++)
+		snprintf(d->a[i].url, sizeof(d->a[i].url), "%s", urls[i % nurls]);
+	for (int i = 0; i < n; i++) {
+		if ((rc = fork_actor(d, i)))
+			return rc;
+	}
+	return kc_drv_hello_all(d);
 }
 
 int kc_drv_crash(kc_driver *d, int ai)
@@ -457,7 +474,7 @@ int kc_drv_respawn(kc_driver *d, int ai)
 	int rc = fork_actor(d, ai);
 	if (rc)
 		return rc;
-	return say_hello(d, ai);
+	return kc_drv_hello(d, ai);
 }
 
 void kc_drv_kill_all(kc_driver *d)

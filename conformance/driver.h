@@ -51,6 +51,14 @@ typedef struct kc_driver {
  * d->err naming the actor and the reason. */
 int kc_drv_spawn(kc_driver *d, int n, const char *const *urls, int nurls);
 
+/* The steps of kc_drv_spawn that remote agents share (agent_client.c):
+ * n empty actor slots; hello to every actor at once (each opens its URL),
+ * or to one again.  A failed hello leaves d->err naming the actor, its
+ * agent if it has one, and the actor's reason. */
+int kc_drv_slots(kc_driver *d, int n);
+int kc_drv_hello_all(kc_driver *d);
+int kc_drv_hello(kc_driver *d, int a);
+
 /* Starts a step (args is consumed; NULL for none).  sync: the step waits at
  * its barrier for kc_drv_release. */
 int kc_drv_start(kc_driver *d, int a, const char *op, json_t *args, int sync);

@@ -80,6 +80,15 @@ bad:
 	return -EINVAL;
 }
 
+/* A value that must not be empty; the message is "opt: what". */
+static int nonempty(const char *opt, const char *v, const char *what, char *err, size_t errlen)
+{
+	if (*v)
+		return 0;
+	snprintf(err, errlen, "%s: %s", opt, what);
+	return -EINVAL;
+}
+
 /* Matches "--name value" and "--name=value"; advances *i past the value. */
 static int take(int argc, char **argv, int *i, const char *name, const char **val, char *err,
 		size_t errlen, int *bad)
@@ -121,12 +130,8 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			return 0;
 		}
 		if (take(argc, argv, &i, "--mount", &v, err, errlen, &bad)) {
-			if (bad)
+			if (bad || nonempty("--mount", v, "empty URL", err, errlen))
 				return -EINVAL;
-			if (!*v) {
-				snprintf(err, errlen, "--mount: empty URL");
-				return -EINVAL;
-			}
 			if (o->nmounts >= KC_MAX_MOUNTS) {
 				snprintf(err, errlen, "--mount: at most %d mounts", KC_MAX_MOUNTS);
 				return -EINVAL;
@@ -163,38 +168,22 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 				return -EINVAL;
 			checks_given = 1;
 		} else if (take(argc, argv, &i, "--json", &v, err, errlen, &bad)) {
-			if (bad)
+			if (bad || nonempty("--json", v, "empty file name", err, errlen))
 				return -EINVAL;
-			if (!*v) {
-				snprintf(err, errlen, "--json: empty file name");
-				return -EINVAL;
-			}
 			o->json = v;
 		} else if (take(argc, argv, &i, "--junit", &v, err, errlen, &bad)) {
-			if (bad)
+			if (bad || nonempty("--junit", v, "empty file name", err, errlen))
 				return -EINVAL;
-			if (!*v) {
-				snprintf(err, errlen, "--junit: empty file name");
-				return -EINVAL;
-			}
 			o->junit = v;
 		} else if (strcmp(a, "--stamp") == 0) {
 			o->stamp = 1;
 		} else if (take(argc, argv, &i, "--cluster-dir", &v, err, errlen, &bad)) {
-			if (bad)
+			if (bad || nonempty("--cluster-dir", v, "empty", err, errlen))
 				return -EINVAL;
-			if (!*v) {
-				snprintf(err, errlen, "--cluster-dir: empty");
-				return -EINVAL;
-			}
 			o->cluster_dir = v;
 		} else if (take(argc, argv, &i, "--crash-cmd", &v, err, errlen, &bad)) {
-			if (bad)
+			if (bad || nonempty("--crash-cmd", v, "empty command", err, errlen))
 				return -EINVAL;
-			if (!*v) {
-				snprintf(err, errlen, "--crash-cmd: empty command");
-				return -EINVAL;
-			}
 			o->crash_cmd = v;
 		} else if (take(argc, argv, &i, "--timeout", &v, err, errlen, &bad)) {
 			if (bad || parse_u64("--timeout", v, 1, 86400, &u, err, errlen))

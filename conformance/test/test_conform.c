@@ -422,7 +422,11 @@ START_TEST(options_parse_and_reject)
 	BAD("check", "missing URL");
 	BAD("check /a /b", "unexpected argument '/b'");
 	BAD("check /d --frobnicate", "unknown option '--frobnicate'");
-	BAD("check /d --crash-cmd=", "--crash-cmd");
+	BAD("check /d --crash-cmd=", "--crash-cmd: empty command");
+	BAD("check /d --json=", "--json: empty file name");
+	BAD("check /d --junit=", "--junit: empty file name");
+	BAD("check /d --stamp --cluster-dir=", "--cluster-dir: empty");
+	BAD("check /d --mount=", "--mount: empty URL");
 
 	kc_verify_opts v;
 	char *va[] = {"stamp-verify", "/d", "--cluster-dir", "/c", NULL};
