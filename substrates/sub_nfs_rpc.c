@@ -33,7 +33,10 @@ static atomic_int v4_creates;        /* NFSv4 creates made by this process */
 static atomic_int verifier_inherited; /* forked after the parent made creates */
 static atomic_uint_fast64_t conn_seq;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static int nfs_debug; /* KAAS_NFS_DEBUG=1: log every failed NFS call to stderr */
+/* KAAS_NFS_DEBUG=1: log every failed NFS call to stderr; =errors: only the
+ * failures a caller does not expect in normal operation (not a missing or
+ * already existing name), small enough to keep on in tests. */
+static int nfs_debug;
 
 static void atfork_child(void)
 {
@@ -46,7 +49,7 @@ static void atfork_child(void)
 static void install_atfork(void)
 {
 	const char *d = getenv("KAAS_NFS_DEBUG");
-	nfs_debug = d && *d && strcmp(d, "0") != 0;
+	nfs_debug = !d || !*d || strcmp(d, "0") == 0 ? 0 : strcmp(d, "errors") == 0 ? 2 : 1;
 	pthread_atfork(NULL, NULL, atfork_child);
 }
 
@@ -488,7 +491,7 @@ int sub_nfs_run_call(nfs_vfs *v, nfs_conn *cn, int kind, size_t rcap, start_fn s
 	if (seqid && c->status < 0)
 		cn->retired = 1;
 	int rc = fix_err(cn, c->status, c->err);
-	if (c->status < 0 && nfs_debug)
+	if (c->status < 0 && nfs_debug && !(nfs_debug == 2 && (rc == -ENOENT || rc == -EEXIST)))
 		fprintf(stderr, "sub_nfs: %s -> %s\n", c->err[0] ? c->err : "(no message)",
 			rc == ERR_RETRY_DELAY ? "retry later" : rc == ERR_RETRY_NEWCONN ? "new session" : strerror(-rc));
 	*cp = c;

@@ -73,7 +73,7 @@ start_agents() { # start_agents VERSION [extra agent options]
 	local v=$1 i
 	shift
 	for i in 0 1 2; do
-		ip netns exec "${AGNS[i]}" "$KC" agent --listen "${AGIP[i]}:7070" \
+		KAAS_NFS_DEBUG=errors ip netns exec "${AGNS[i]}" "$KC" agent --listen "${AGIP[i]}:7070" \
 			--root "nfs://10.99.0.2/export?version=$v" "$@" >"$WORK/agent$i.log" 2>&1 &
 		AGPID[i]=$!
 	done

@@ -30,7 +30,7 @@ in_ns() { nsenter --net="/run/netns/$NFS_NS" -- "$@"; }
 for v in 3 4; do
 	url="nfs://127.0.0.1/export?version=$v"
 	rc=0
-	in_ns "$KC" check "$url" --actors 3 --json "r$v.json" --no-progress >"out$v" 2>"err$v" || rc=$?
+	KAAS_NFS_DEBUG=errors in_ns "$KC" check "$url" --actors 3 --json "r$v.json" --no-progress >"out$v" 2>"err$v" || rc=$?
 	if [ "$rc" != 0 ]; then
 		cat "out$v" "err$v"
 		fail "NFSv$v: kaas-conform exited $rc"
