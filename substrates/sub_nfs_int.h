@@ -155,6 +155,9 @@ int sub_nfs_run_path_op(nfs_vfs *v, int kind, start_fn start, void *arg, nfs_cal
 int sub_nfs_run_file_op(nfs_vfs *v, nfs_file *f, int kind, size_t rcap, start_fn start, io_args *a,
 			nfs_call **cp);
 int sub_nfs_start_create_v4(struct nfs_context *ctx, void *arg, nfs_call *c);
+/* The errno (or retry code) for the NFS status a libnfs error message
+ * names ("... NFS4ERR_BAD_STATEID(-10025) ..."); 0 when it names none. */
+int sub_nfs_status_errno(const char *msg);
 
 /* sub_nfs_state.c (NFSv4; v->mu held) */
 /* Before an OPEN of path p with open(2) `flags`: a GETATTR of the path, so

@@ -235,9 +235,14 @@ static const struct {
 	{"BAD_SEQID", ERR_RETRY_SEQID},
 	{"LEASE_MOVED", ERR_RETRY_NEWCONN},
 	{"ADMIN_REVOKED", ERR_RETRY_NEWCONN},
-	/* Our open state for a file is gone. */
-	{"STALE_STATEID", -EIO},
-	{"BAD_STATEID", -EIO},
+	/* The server no longer has the open state this I/O names (it dropped
+	 * it, or never had it): like a stale handle, the file must be opened
+	 * again, which is what a caller does with ESTALE (a kernel client
+	 * re-opens the same way, by state recovery). */
+	{"STALE_STATEID", -ESTALE},
+	{"BAD_STATEID", -ESTALE},
+	/* We named an older version of a state we hold: our bug, not the
+	 * server's. */
 	{"OLD_STATEID", -EIO},
 };
 
@@ -264,6 +269,12 @@ static int status_from_string(const char *s, int *out)
 		p += 4;
 	}
 	return 0;
+}
+
+int sub_nfs_status_errno(const char *msg)
+{
+	int st;
+	return status_from_string(msg, &st) ? st : 0;
 }
 
 /* Turns a libnfs result into an errno (or a retry code) and decides whether

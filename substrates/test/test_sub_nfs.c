@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "sub.h"
+#include "sub_nfs_int.h"
 
 /* libnfs 4.0 leaks the default NFSv4 client name when nfs4_set_client_name()
  * replaces it (28 bytes per NFSv4 context): lsan-libnfs.supp suppresses that
@@ -627,6 +628,29 @@ static int try_url(const char *url, char *err, size_t n)
 	return rc;
 }
 
+/* The statuses libnfs only names in its message become the errno a local
+ * filesystem would give, or a retry; no server needed. */
+START_TEST(status_mapping)
+{
+	ck_assert_int_eq(sub_nfs_status_errno("NFS3ERR_STALE"), -ESTALE);
+	ck_assert_int_eq(sub_nfs_status_errno("READ failed with NFS4ERR_BAD_STATEID(-10025)"), -ESTALE);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4: READ failed with NFS4ERR_STALE_STATEID(-10023)"), -ESTALE);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4ERR_OLD_STATEID"), -EIO);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4ERR_STALE_CLIENTID"), ERR_RETRY_NEWCONN);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4ERR_BAD_SEQID"), ERR_RETRY_SEQID);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4ERR_DELAY"), ERR_RETRY_DELAY);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS3ERR_JUKEBOX"), ERR_RETRY_DELAY);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4ERR_FILE_OPEN"), -EBUSY);
+	ck_assert_int_eq(sub_nfs_status_errno("NFS3ERR_DQUOT"), -EDQUOT);
+	/* a prefix of a longer name is not that name */
+	ck_assert_int_eq(sub_nfs_status_errno("NFS4ERR_STALEX"), 0);
+	ck_assert_int_eq(sub_nfs_status_errno("XNFS4ERR_STALE"), -ESTALE);
+	ck_assert_int_eq(sub_nfs_status_errno("ERR_STALE"), 0);
+	ck_assert_int_eq(sub_nfs_status_errno("connection reset"), 0);
+	ck_assert_int_eq(sub_nfs_status_errno(""), 0);
+}
+END_TEST
+
 START_TEST(urls)
 {
 	int ver = version_of(_i);
@@ -888,6 +912,7 @@ int main(void)
 	tcase_add_loop_test(tc, close_to_open, 0, 2);
 	tcase_add_loop_test(tc, delete_while_open, 0, 2);
 	tcase_add_loop_test(tc, urls, 0, 2);
+	tcase_add_test(tc, status_mapping);
 	tcase_add_test(tc, forked_child_refuses_inherited_verifiers);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("faults");
