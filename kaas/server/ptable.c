@@ -1031,27 +1031,40 @@ void kaas_ptable_wake_all(kaas_ptable *t)
 
 /* ---- housekeeping ---------------------------------------------------------------------------------- */
 
+/* The leaders of the topics not being dropped, each with a reference (put_entry
+ * each one), so their partitions can be visited without holding mu across the
+ * partition locks (an append may hold one through a slow write).  Out of
+ * memory, the list stops short: the rest wait for the next round. */
+static kaas_pentry **ref_leaders(kaas_ptable *t, size_t *n)
+{
+	kaas_pentry **v = NULL;
+	size_t nv = 0, cap = 0;
+	pthread_mutex_lock(&t->mu);
+	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
+		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next) {
+			if (tp->dropping)
+				continue;
+			for (int32_t i = 0; i < tp->n; i++) {
+				kaas_pentry *e = tp->parts[i];
+				if (e->state != PE_LEADER || !e->p)
+					continue;
+				if (KAAS_GROW(v, nv, cap, 64))
+					goto out;
+				e->refs++;
+				v[nv++] = e;
+			}
+		}
+out:
+	pthread_mutex_unlock(&t->mu);
+	*n = nv;
+	return v;
+}
+
 void kaas_ptable_housekeep(kaas_ptable *t)
 {
 	int64_t now = kaas_mono_ms();
-	/* Find poisoned leaders without holding mu across the partition locks
-	 * (an append may hold one through a slow write). */
-	kaas_pentry **lead = NULL;
-	size_t nl = 0, lcap = 0;
-	pthread_mutex_lock(&t->mu);
-	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
-		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
-			for (int32_t i = 0; i < tp->n; i++) {
-				kaas_pentry *e = tp->parts[i];
-				if (e->state != PE_LEADER || !e->p || tp->dropping)
-					continue;
-				if (KAAS_GROW(lead, nl, lcap, 64))
-					goto scanned;
-				e->refs++;
-				lead[nl++] = e;
-			}
-scanned:
-	pthread_mutex_unlock(&t->mu);
+	size_t nl;
+	kaas_pentry **lead = ref_leaders(t, &nl);
 	for (size_t i = 0; i < nl; i++) {
 		int32_t ep;
 		if (kaas_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
@@ -1108,25 +1121,8 @@ scanned:
 	if (now - t->last_retention_ms < t->b->cfg.retention_check_interval_ms)
 		return;
 	t->last_retention_ms = now;
-	kaas_pentry **refs = NULL;
-	size_t n = 0, cap = 0;
-	pthread_mutex_lock(&t->mu);
-	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
-		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next) {
-			if (tp->dropping)
-				continue;
-			for (int32_t i = 0; i < tp->n; i++) {
-				kaas_pentry *e = tp->parts[i];
-				if (e->state != PE_LEADER)
-					continue;
-				if (KAAS_GROW(refs, n, cap, 64))
-					goto collected;
-				e->refs++;
-				refs[n++] = e;
-			}
-		}
-collected:
-	pthread_mutex_unlock(&t->mu);
+	size_t n;
+	kaas_pentry **refs = ref_leaders(t, &n);
 	int64_t wall = kaas_wall_ms();
 	for (size_t i = 0; i < n; i++) {
 		int r = kaas_partition_housekeep(refs[i]->p, wall);
