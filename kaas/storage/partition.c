@@ -208,6 +208,21 @@ static void adopt_list(kaas_partition *p, seglist *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* The live segments of `all` (sorted) become p's list; the zombies go.
+ * Takes over `all` whatever the outcome. */
+static int adopt_live(kaas_partition *p, seglist *all)
+{
+	seglist live = {0}, zombies = {0};
+	int rc = split_live(all, &live, &zombies);
+	seglist_free(&zombies);
+	if (rc) {
+		seglist_free(&live);
+		return rc;
+	}
+	adopt_list(p, &live);
+	return 0;
+}
+
 size_t p_seg_find(const kaas_partition *p, int64_t off)
 {
 	size_t lo = 0, hi = p->nsegs; /* first with base > off */
@@ -224,20 +239,15 @@ size_t p_seg_find(const kaas_partition *p, int64_t off)
 /* The follower's view: names, sizes, manifest; no descriptors. */
 static int load_view(kaas_partition *p)
 {
-	seglist all = {0}, live = {0}, zombies = {0};
+	seglist all = {0};
 	int32_t maxe;
 	int rc = manifest_read(p->vfs, p->dir, &p->man);
 	if (rc)
 		return rc;
 	if ((rc = list_segments(p, 1, &all, &maxe)))
 		return rc;
-	rc = split_live(&all, &live, &zombies);
-	seglist_free(&zombies);
-	if (rc) {
-		seglist_free(&live);
+	if ((rc = adopt_live(p, &all)))
 		return rc;
-	}
-	adopt_list(p, &live);
 	p->log_start = p->man.valid ? p->man.log_start : 0;
 	if (p->nsegs && p->segs[0]->base > p->log_start)
 		p->log_start = p->segs[0]->base;
@@ -844,7 +854,7 @@ static void remove_strays(kaas_partition *p, int temps)
 
 static int do_take_over(kaas_partition *p, int32_t epoch)
 {
-	seglist all = {0}, live = {0}, zombies = {0};
+	seglist all = {0};
 	int32_t maxe;
 	int rc = manifest_read(p->vfs, p->dir, &p->man);
 	if (rc)
@@ -865,13 +875,8 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 			  (int)maxe, (int)epoch);
 		return -ESTALE;
 	}
-	rc = split_live(&all, &live, &zombies);
-	seglist_free(&zombies);
-	if (rc) {
-		seglist_free(&live);
+	if ((rc = adopt_live(p, &all)))
 		return rc;
-	}
-	adopt_list(p, &live);
 	p->epoch = epoch;
 
 	/* The checkpoint: offsets below it were durable when recorded. */
