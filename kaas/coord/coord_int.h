@@ -294,6 +294,11 @@ int kc_gname_decode(const char *stem, char *out, size_t outlen, size_t *len);
 void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_outbox *ob);
 void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob);
 void kc_member_free(kc_member *m);
+/* The member with this id (NULL for an empty or unknown id). */
+kc_member *kc_member_find(kc_group *g, kaas_str id);
+/* Is member_id a static member's older incarnation: does instance id inst
+ * (len -1 when null) now belong to another member id? */
+int kc_member_fenced(kc_group *g, kaas_str member_id, kaas_str inst);
 /* A field that the group file holds changed: drop the member's cached entry. */
 static inline void kc_member_touch(kc_member *m)
 {

@@ -29,7 +29,7 @@
 
 /* ---- members ------------------------------------------------------------------ */
 
-static kc_member *member_find(kc_group *g, kaas_str id)
+kc_member *kc_member_find(kc_group *g, kaas_str id)
 {
 	if (id.len <= 0)
 		return NULL;
@@ -49,8 +49,7 @@ static kc_member *member_by_instance(kc_group *g, kaas_str inst)
 	return NULL;
 }
 
-/* A static member whose instance id now belongs to a newer member id. */
-static int static_fenced(kc_group *g, kaas_str member_id, kaas_str inst)
+int kc_member_fenced(kc_group *g, kaas_str member_id, kaas_str inst)
 {
 	kc_member *m = member_by_instance(g, inst);
 	return m && !kc_str_eqk(&m->id, member_id);
@@ -66,9 +65,9 @@ static int16_t named_member(kaas_coord *c, kaas_str gid, kaas_str member_id, kaa
 	int16_t err = kc_group_get(c, gid, 0, g);
 	if (!err && !*g)
 		err = KERR_UNKNOWN_MEMBER_ID;
-	if (!err && static_fenced(*g, member_id, inst))
+	if (!err && kc_member_fenced(*g, member_id, inst))
 		err = KERR_FENCED_INSTANCE_ID;
-	if (!err && !(*m = member_find(*g, member_id)))
+	if (!err && !(*m = kc_member_find(*g, member_id)))
 		err = KERR_UNKNOWN_MEMBER_ID;
 	return err;
 }
@@ -881,11 +880,11 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 		join_and_wait(c, g, m, call, resp, &done, now, ob, &parked);
 		return unpark_inline(parked, done);
 	}
-	if (static_fenced(g, r->member_id, r->instance_id)) {
+	if (kc_member_fenced(g, r->member_id, r->instance_id)) {
 		err = KERR_FENCED_INSTANCE_ID;
 		goto error;
 	}
-	m = member_find(g, r->member_id);
+	m = kc_member_find(g, r->member_id);
 	if (!m) {
 		err = KERR_UNKNOWN_MEMBER_ID;
 		goto error;
@@ -1190,7 +1189,7 @@ int kc_api_leave_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, 
 					try_complete_join(c, g, now, &ob);
 					continue;
 				}
-				m = member_find(g, ids[i]);
+				m = kc_member_find(g, ids[i]);
 				if (!m)
 					errs[i] = KERR_UNKNOWN_MEMBER_ID;
 			}

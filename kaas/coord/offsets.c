@@ -475,16 +475,9 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 	if (!err && g->deleting)
 		err = KERR_NOT_COORDINATOR;
 	if (!err) {
-		kc_member *m = NULL;
-		for (kc_member *x = g->members; x; x = x->next)
-			if (member_id.len > 0 && kc_str_eqk(&x->id, member_id))
-				m = x;
-		if (inst.len >= 0) {
-			for (kc_member *x = g->members; x; x = x->next)
-				if (x->instance_id.len >= 0 && kc_str_eqk(&x->instance_id, inst) &&
-				    !kc_str_eqk(&x->id, member_id))
-					err = KERR_FENCED_INSTANCE_ID;
-		}
+		kc_member *m = kc_member_find(g, member_id);
+		if (kc_member_fenced(g, member_id, inst))
+			err = KERR_FENCED_INSTANCE_ID;
 		if (err) {
 		} else if (gen < 0 && g->state == KC_EMPTY) {
 			/* A consumer that manages its own partitions (assign()). */
