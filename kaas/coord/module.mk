@@ -12,3 +12,4 @@ coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
 # Real clients against a real broker (docs/groups.md).
 E2E_TESTS += ci/coord/test_groups_wire.sh ci/coord/test_groups_kcat.sh \
 	ci/coord/test_groups_python.sh ci/coord/test_groups_kafkajs.sh
+E2E_TESTS += ci/coord/test_groups_sarama.sh
