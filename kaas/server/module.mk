@@ -14,9 +14,10 @@ broker_TESTS := kaas/server/test/test_config.c kaas/server/test/test_ptable.c \
 	kaas/server/test/test_resident.c
 
 MODULES += server
-server_SRCS := kaas/server/server.c kaas/server/pool.c kaas/server/dispatch.c \
+server_SRCS := kaas/server/server.c kaas/server/budget.c kaas/server/pool.c kaas/server/dispatch.c \
 	kaas/server/h_metadata.c kaas/server/h_produce.c kaas/server/h_fetch.c \
 	kaas/server/h_list_offsets.c
 server_USES := admin coord topics broker storage proto sub util
 server_TESTS := kaas/server/test/test_pool.c kaas/server/test/test_dispatch.c \
-	kaas/server/test/test_fetch.c kaas/server/test/test_versions.c
+	kaas/server/test/test_fetch.c kaas/server/test/test_versions.c \
+	kaas/server/test/test_budget.c

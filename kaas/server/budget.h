@@ -1,0 +1,65 @@
+/*
+ * budget.h — the broker-wide budget of request bytes (queued.max.request.bytes):
+ * bytes of frames received, or being received, and not answered yet.
+ *
+ * A connection asks for a frame's size before allocating it.  When the
+ * budget cannot cover it, the connection waits in a FIFO; releases grant the
+ * waiters strictly in that order (nobody overtakes the head).  A waiter is
+ * always granted when nothing is held but what waiters kept while waiting
+ * (kaas_budget_keep), so a frame larger than the whole budget is still
+ * served, alone, and kept bytes never stop the line.
+ *
+ * Loop-thread only; no allocation: waiters are embedded in their owner.
+ */
+#ifndef KAAS_SERVER_BUDGET_H
+#define KAAS_SERVER_BUDGET_H
+
+#include <stdint.h>
+
+enum { KAAS_BW_IDLE = 0, KAAS_BW_QUEUED, KAAS_BW_GRANTED };
+
+typedef struct kaas_budget_waiter {
+	struct kaas_budget_waiter *prev, *next;
+	int64_t need; /* bytes asked for */
+	int64_t kept; /* bytes charged for it while it waits (kaas_budget_keep) */
+	int state;    /* KAAS_BW_* */
+} kaas_budget_waiter;
+
+typedef struct kaas_budget {
+	int64_t limit; /* -1: unbounded */
+	int64_t held;   /* everything charged, kept bytes included */
+	int64_t kept;   /* bytes kept by the waiters in the queue */
+	int nqueued;
+	kaas_budget_waiter *qhead, *qtail; /* waiting, in arrival order */
+	kaas_budget_waiter *ghead, *gtail; /* granted, not collected yet */
+} kaas_budget;
+
+void kaas_budget_init(kaas_budget *b, int64_t limit);
+
+/* Nobody waits and `chunk` more bytes fit: a reader may take in a whole
+ * chunk of frames without asking frame by frame first. */
+int kaas_budget_loose(const kaas_budget *b, int64_t chunk);
+
+/* Asks for `need` bytes for w (which must be idle).  1: granted, held grows
+ * by need.  0: w is queued behind the waiters already there (also when the
+ * bytes would fit: nobody overtakes the queue). */
+int kaas_budget_acquire(kaas_budget *b, kaas_budget_waiter *w, int64_t need);
+
+/* Charges n bytes a queued w has already read and keeps while it waits (no
+ * admission: they are in memory).  They stay charged after the grant, until
+ * released; while w waits they count against no grant. */
+void kaas_budget_keep(kaas_budget *b, kaas_budget_waiter *w, int64_t n);
+
+/* Gives n bytes back and moves the queue's head to the granted list for as
+ * long as it fits.  Returns how many waiters were granted. */
+int kaas_budget_release(kaas_budget *b, int64_t n);
+
+/* The oldest granted waiter (now idle again), or NULL. */
+kaas_budget_waiter *kaas_budget_collect(kaas_budget *b);
+
+/* Takes w out of the queue or the granted list, giving back what a grant
+ * added (its kept bytes stay charged: the caller releases them with what it
+ * frees).  Returns how many waiters that granted. */
+int kaas_budget_cancel(kaas_budget *b, kaas_budget_waiter *w);
+
+#endif
