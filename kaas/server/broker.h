@@ -74,9 +74,14 @@ typedef struct kaas_config {
 	int64_t connections_max_idle_ms;    /* connections.max.idle.ms (600000) */
 	int32_t num_io_threads;             /* num.io.threads (8): handler workers */
 	int32_t num_flush_threads;          /* kaas.flush.threads (2): group-commit fsyncs */
-	int64_t queued_max_request_bytes;   /* kaas.connection.max.buffered.bytes (64 MiB):
+	int64_t connection_max_buffered_bytes; /* kaas.connection.max.buffered.bytes (64 MiB):
 	                                       per connection, unanswered requests plus
 	                                       unsent responses; reading stops above it */
+	int64_t queued_max_request_bytes;   /* queued.max.request.bytes (512 MiB; -1 unbounded):
+	                                       broker-wide, request bytes received and not
+	                                       answered; frames wait for it before allocation */
+	int32_t max_connections;            /* max.connections (2147483647) */
+	int32_t max_connections_per_ip;     /* max.connections.per.ip (2147483647) */
 	int64_t shutdown_timeout_ms;        /* kaas.shutdown.timeout.ms (30000) */
 
 	/* consumer groups and producer ids (used by kaas/coord/) */

@@ -71,10 +71,18 @@ const kaas_config_key kaas_config_keys[] = {
 	 "worker threads that run request handlers"},
 	{"kaas.flush.threads", KCFG_I32, OFF(num_flush_threads), 1, 64, "2",
 	 "threads that fsync appended data (group commit) for acks=all and the high watermark"},
-	{"kaas.connection.max.buffered.bytes", KCFG_I64, OFF(queued_max_request_bytes), 65536,
+	{"kaas.connection.max.buffered.bytes", KCFG_I64, OFF(connection_max_buffered_bytes), 65536,
 	 INT64_MAX, "67108864", "per connection (backpressure): with more unsent responses than "
 	 "this no further request is processed, with more unanswered requests plus unsent "
 	 "responses nothing more is read"},
+	{"queued.max.request.bytes", KCFG_I64, OFF(queued_max_request_bytes), -1, INT64_MAX,
+	 "536870912", "all connections together: request bytes received and not answered yet; "
+	 "a frame waits for room before it is allocated (-1: unbounded, or at least 65536)"},
+	{"max.connections", KCFG_I32, OFF(max_connections), 1, INT32_MAX, "2147483647",
+	 "client connections open at once; at the limit new ones wait in the listen backlog"},
+	{"max.connections.per.ip", KCFG_I32, OFF(max_connections_per_ip), 1, INT32_MAX,
+	 "2147483647", "client connections open at once from one address; a further one is "
+	 "closed as soon as it is accepted"},
 	{"kaas.shutdown.timeout.ms", KCFG_I64, OFF(shutdown_timeout_ms), 0, INT64_MAX, "30000",
 	 "on SIGTERM, how long in-flight requests may take before connections are closed"},
 	{"group.initial.rebalance.delay.ms", KCFG_I64, OFF(group_initial_rebalance_delay_ms), 0,
@@ -117,7 +125,10 @@ void kaas_config_defaults(kaas_config *c)
 	c->connections_max_idle_ms = 600000;
 	c->num_io_threads = 8;
 	c->num_flush_threads = 2;
-	c->queued_max_request_bytes = 64LL << 20;
+	c->connection_max_buffered_bytes = 64LL << 20;
+	c->queued_max_request_bytes = 512LL << 20;
+	c->max_connections = INT32_MAX;
+	c->max_connections_per_ip = INT32_MAX;
 	c->shutdown_timeout_ms = 30000;
 	c->group_initial_rebalance_delay_ms = 3000;
 	c->group_min_session_timeout_ms = 6000;
@@ -205,6 +216,8 @@ int kaas_config_set(kaas_config *c, const char *key, const char *value, char *er
 		}
 		if (v == 0 && k->off == OFF(connections_max_idle_ms))
 			return bad(err, errlen, key, value, "0 would close every connection; -1 disables the timeout");
+		if (v >= 0 && v < 65536 && k->off == OFF(queued_max_request_bytes))
+			return bad(err, errlen, key, value, "must be -1 (unbounded) or at least 65536");
 		if (k->type == KCFG_I16)
 			*(int16_t *)(base + k->off) = (int16_t)v;
 		else if (k->type == KCFG_I32)

@@ -34,6 +34,18 @@
  * unanswered requests plus unsent responses, it is not read from.  A client
  * that stops reading therefore costs a bounded amount of memory.
  *
+ * Broker-wide limits: every frame is admitted by queued.max.request.bytes
+ * (budget.c) before its buffer is allocated and holds its bytes until the
+ * request is freed.  A frame that does not fit keeps only what was read of it
+ * (its 4-byte size, or at most one read's worth) and its connection stops
+ * being read until the budget grants it, in the order the frames started
+ * waiting; the grant is applied from a timer callback of its own, so frees
+ * anywhere (a send, a completion, a close) wake the waiters.  While the
+ * budget is nearly used up or someone waits, frame sizes are read alone, so
+ * nothing is read past a frame that is not admitted.  At max.connections
+ * the listening socket is not polled (new connections wait in the backlog);
+ * over max.connections.per.ip a new connection is closed at once.
+ *
  * SIGTERM: the listening socket is closed and no more requests are read;
  * requests already received are answered, then each connection is shut down
  * gently (FIN after the last answer, input discarded until the client
@@ -50,6 +62,8 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +74,7 @@
 #include <uv.h>
 
 #include "proto/header.h"
+#include "server/budget.h"
 #include "server/pool.h"
 #include "server/ptable.h"
 #include "server/splice.h"
@@ -141,8 +156,16 @@ struct conn {
 	size_t out_mem;    /* response memory not yet sent */
 	int nreqs;
 	int want_write;
+	/* queued.max.request.bytes: a frame waiting for room keeps what was read
+	 * of it (its size, and in a whole-chunk read what followed) in stash */
+	kaas_budget_waiter bw;
+	uint8_t *stash;
+	size_t stash_len;
+	struct sockaddr_storage addr;
 	conn *prev, *next;
 };
+
+#define CONN_OF_WAITER(w) ((conn *)((char *)(w) - offsetof(conn, bw)))
 
 struct kaas_server {
 	kaas_broker *b;
@@ -161,6 +184,16 @@ struct kaas_server {
 	int async_alive;
 	conn *conns;
 	int nconns;
+	int nopen;        /* connections not closed yet: max.connections */
+	int accept_full;  /* at max.connections: the listening socket is not polled */
+	int accept_episode; /* max.connections was reached; logged until the backlog is empty */
+	int ip_refusing;  /* at max.connections.per.ip for ip_refused (logged once) */
+	struct sockaddr_storage ip_refused;
+	uint64_t ip_refused_n;
+	kaas_budget budget;      /* queued.max.request.bytes */
+	uv_timer_t budget_timer; /* resumes the connections the budget granted */
+	int budget_episode;      /* a pause was logged; its end is logged once */
+	uint64_t budget_waited;
 	uint64_t next_conn_id;
 	int draining;
 	int stopped;
@@ -177,6 +210,127 @@ static void try_send(conn *c);
 static void try_dispatch(conn *c);
 static void update_poll(conn *c);
 static void check_drained(kaas_server *s);
+static void after_progress(conn *c);
+static void frame_done(conn *c, uint8_t *f, size_t len);
+static int parse_frames(conn *c, const uint8_t *buf, size_t n);
+
+/* ---- the request-byte budget (queued.max.request.bytes) ---------------------- */
+
+static void on_budget_timer(uv_timer_t *t);
+
+/* Granted connections resume from a callback of their own, never from inside
+ * the release (which runs deep in another connection's send or close). */
+static void budget_kick(kaas_server *s)
+{
+	if (s->budget.ghead && !s->stopped)
+		uv_timer_start(&s->budget_timer, on_budget_timer, 0, 0);
+	if (s->budget_episode && !s->budget.qhead) {
+		KLOG_INFO("server", "queued.max.request.bytes: every waiting request has room again "
+			  "(%llu waited); reading resumed", (unsigned long long)s->budget_waited);
+		s->budget_episode = 0;
+		s->budget_waited = 0;
+	}
+}
+
+static void budget_release(kaas_server *s, size_t n)
+{
+	kaas_budget_release(&s->budget, (int64_t)n);
+	budget_kick(s);
+}
+
+/* The frame whose size starts buf[0..n) does not fit: c waits in line with
+ * those n bytes (at most one read's worth) kept and counted. */
+static void budget_wait(conn *c, int32_t len, const uint8_t *buf, size_t n)
+{
+	kaas_server *s = c->s;
+	s->budget_waited++;
+	if (!s->budget_episode) {
+		s->budget_episode = 1;
+		KLOG_INFO("server", "queued.max.request.bytes (%lld) is used up (%lld bytes of requests held): "
+			  "new requests wait until answers free room",
+			  (long long)s->budget.limit, (long long)s->budget.held);
+	}
+	KLOG_DEBUG("server", "%s: a %d-byte request waits for queued.max.request.bytes (%d waiting, %lld held)",
+		   c->peer, len, s->budget.nqueued, (long long)s->budget.held);
+	c->stash = malloc(n);
+	if (!c->stash) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	memcpy(c->stash, buf, n);
+	c->stash_len = n;
+	kaas_budget_keep(&s->budget, &c->bw, (int64_t)n);
+}
+
+/* Gives back whatever c holds of the budget: its place in line or its grant,
+ * the bytes kept while waiting, a frame it was receiving. */
+static void conn_drop_budget(conn *c)
+{
+	kaas_server *s = c->s;
+	kaas_budget_cancel(&s->budget, &c->bw);
+	size_t n = c->stash_len;
+	free(c->stash);
+	c->stash = NULL;
+	c->stash_len = 0;
+	if (c->big) {
+		n += c->big_len;
+		c->buffered -= c->big_len;
+		free(c->big);
+		c->big = NULL;
+		c->big_len = c->big_have = 0;
+	}
+	budget_release(s, n);
+}
+
+/* c's frame was granted: allocate it, fill in what was kept, read on. */
+static void budget_resume(conn *c)
+{
+	kaas_server *s = c->s;
+	size_t need = (size_t)c->bw.need;
+	uint8_t *st = c->stash;
+	size_t sl = c->stash_len;
+	c->stash = NULL;
+	c->stash_len = 0;
+	c->bw.kept = 0;
+	if (c->closed || s->draining) {
+		free(st);
+		budget_release(s, need + sl);
+		return;
+	}
+	KLOG_DEBUG("server", "%s: the %zu-byte request has room in queued.max.request.bytes; reading on", c->peer,
+		   need);
+	uint8_t *f = malloc(need);
+	if (!f) {
+		free(st);
+		budget_release(s, need + sl);
+		conn_close(c, "out of memory for a frame");
+		return;
+	}
+	size_t have = sl - 4, copy = have < need ? have : need;
+	memcpy(f, st + 4, copy);
+	if (copy == need) {
+		frame_done(c, f, need);
+		if (!c->closed && have > need)
+			parse_frames(c, st + 4 + need, have - need);
+	} else {
+		c->big = f;
+		c->big_len = need;
+		c->big_have = copy;
+		c->buffered += need;
+	}
+	free(st);
+	budget_release(s, sl);
+	after_progress(c);
+}
+
+static void on_budget_timer(uv_timer_t *t)
+{
+	kaas_server *s = t->data;
+	kaas_budget_waiter *w;
+	for (int i = 0; i < MAX_EVENTS_PER_CB && !s->stopped && (w = kaas_budget_collect(&s->budget)); i++)
+		budget_resume(CONN_OF_WAITER(w));
+	budget_kick(s); /* more than one callback's worth: come back */
+}
 
 /* ---- requests ----------------------------------------------------------------- */
 
@@ -185,6 +339,7 @@ static void splices_free_job(void *arg) { kaas_splices_free(arg); }
 static void req_free(sreq *r)
 {
 	conn *c = r->c;
+	budget_release(c->s, r->frame_len);
 	c->buffered -= r->frame_len + sizeof(*r) + (r->counted ? r->resp_mem : 0);
 	if (r->counted)
 		c->out_mem -= r->resp_mem;
@@ -381,12 +536,28 @@ static void conn_reap(conn *c)
 	conn_free_if_done(c);
 }
 
+static void on_accept_resume(uv_timer_t *t);
+
+/* One connection fewer: below max.connections the backlog is accepted again,
+ * from a callback of its own (this runs inside a connection's close). */
+static void conn_open_ended(kaas_server *s)
+{
+	s->nopen--;
+	if (s->accept_full && s->nopen < s->b->cfg.max_connections && !s->draining && !s->stopped &&
+	    s->lpoll_active) {
+		s->accept_full = 0;
+		uv_timer_start(&s->accept_pause, on_accept_resume, 0, 0);
+	}
+}
+
 static void conn_close(conn *c, const char *why)
 {
 	if (c->closed)
 		return;
 	KLOG_DEBUG("server", "%s: closing connection %llu: %s", c->peer, (unsigned long long)c->id, why);
 	c->closed = 1;
+	conn_drop_budget(c);
+	conn_open_ended(c->s);
 	/* Take the descriptor out of epoll (uv_close stops the poll handle)
 	 * before close(2): once closed, its number may already belong to a file
 	 * a worker opened. */
@@ -411,6 +582,7 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	sreq *r = calloc(1, sizeof(*r));
 	if (!r) {
 		free(f);
+		budget_release(s, len);
 		conn_close(c, "out of memory");
 		return;
 	}
@@ -467,10 +639,13 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 }
 
 /* Parses frames out of buf[0..n); a trailing partial frame is moved into
- * c->big (allocated at its full, already checked size) or c->carry. */
+ * c->big (allocated at its full, already checked size) or c->carry.  Each
+ * frame is admitted by queued.max.request.bytes before it is allocated; one
+ * that does not fit makes c wait with the rest of buf kept. */
 static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 {
-	int64_t max = c->s->b->cfg.socket_request_max_bytes;
+	kaas_server *s = c->s;
+	int64_t max = s->b->cfg.socket_request_max_bytes;
 	size_t pos = 0;
 	while (!c->closed && n - pos >= 4) {
 		int32_t len = kaas_get_i32(buf + pos);
@@ -481,8 +656,13 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 			return -1;
 		}
 		size_t avail = n - pos - 4;
+		if (!kaas_budget_acquire(&s->budget, &c->bw, len)) {
+			budget_wait(c, len, buf + pos, n - pos);
+			return c->closed ? -1 : 0;
+		}
 		uint8_t *f = malloc((size_t)len);
 		if (!f) {
+			budget_release(s, (size_t)len);
 			conn_close(c, "out of memory for a frame");
 			return -1;
 		}
@@ -508,9 +688,11 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 
 static int reading_allowed(const conn *c)
 {
-	/* A frame being received is always finished: it was admitted by size. */
-	return !c->closed && (c->lingering || (!c->s->draining && (c->big || (int64_t)c->buffered <
-									      c->s->b->cfg.queued_max_request_bytes)));
+	/* A frame being received is always finished: it was admitted by size.
+	 * One waiting for queued.max.request.bytes is not read on. */
+	return !c->closed && (c->lingering || (!c->s->draining && c->bw.state == KAAS_BW_IDLE &&
+					       (c->big || (int64_t)c->buffered <
+									      c->s->b->cfg.connection_max_buffered_bytes)));
 }
 
 /* A lingering connection: what the client still sends is read and dropped
@@ -542,8 +724,14 @@ static void on_readable(conn *c)
 	}
 	while (reading_allowed(c) && total < MAX_READ_PER_CB) {
 		ssize_t n;
+		/* Near the end of queued.max.request.bytes (or with others waiting
+		 * for it) a frame's size is read alone: nothing is read past a
+		 * frame that cannot be admitted yet. */
+		int whole = !c->big && kaas_budget_loose(&s->budget, SCRATCH_SIZE);
 		if (c->big) {
 			n = read(c->fd, c->big + c->big_have, c->big_len - c->big_have);
+		} else if (!whole) {
+			n = read(c->fd, c->carry + c->carry_len, 4 - c->carry_len);
 		} else {
 			memcpy(s->scratch, c->carry, c->carry_len);
 			n = read(c->fd, s->scratch + c->carry_len, SCRATCH_SIZE - c->carry_len);
@@ -571,6 +759,15 @@ static void on_readable(conn *c)
 				c->buffered -= len;
 				frame_done(c, f, len);
 			}
+		} else if (!whole) {
+			c->carry_len += (size_t)n;
+			if (c->carry_len == 4) {
+				uint8_t size[4];
+				memcpy(size, c->carry, 4);
+				c->carry_len = 0;
+				if (parse_frames(c, size, 4))
+					return;
+			}
 		} else {
 			size_t have = c->carry_len + (size_t)n;
 			c->carry_len = 0;
@@ -591,7 +788,7 @@ static void try_dispatch(conn *c)
 		return;
 	/* A client that does not read its responses gets no new ones: the
 	 * requests wait, and once they fill the budget reading stops too. */
-	if ((int64_t)c->out_mem >= c->s->b->cfg.queued_max_request_bytes)
+	if ((int64_t)c->out_mem >= c->s->b->cfg.connection_max_buffered_bytes)
 		return;
 	sreq *r = c->pend_head;
 	c->pend_head = r->next;
@@ -839,7 +1036,8 @@ static void on_idle_timer(uv_timer_t *t)
 	int64_t idle = c->s->b->cfg.connections_max_idle_ms;
 	uint64_t now = uv_now(&c->s->loop);
 	uint64_t since = now - c->last_active;
-	if (since >= (uint64_t)idle && conn_idle(c)) {
+	/* A request waiting for queued.max.request.bytes waits on the broker. */
+	if (since >= (uint64_t)idle && conn_idle(c) && c->bw.state == KAAS_BW_IDLE) {
 		KLOG_INFO("server", "%s: closing connection idle for %llu ms (connections.max.idle.ms)", c->peer,
 			  (unsigned long long)since);
 		conn_close(c, "idle");
@@ -867,6 +1065,7 @@ static void conn_linger(conn *c)
 		return;
 	c->lingering = 1;
 	c->want_write = 0;
+	conn_drop_budget(c); /* what it still sends is discarded */
 	shutdown(c->fd, SHUT_WR);
 	int64_t ms = c->s->b->cfg.shutdown_timeout_ms < LINGER_MS ? c->s->b->cfg.shutdown_timeout_ms : LINGER_MS;
 	uv_timer_start(&c->idle, on_linger_timer, (uint64_t)ms, 0);
@@ -880,8 +1079,10 @@ static void on_accept(uv_poll_t *h, int status, int events);
 static void on_accept_resume(uv_timer_t *t)
 {
 	kaas_server *s = t->data;
-	if (!s->draining && s->lpoll_active)
+	if (!s->draining && s->lpoll_active && !s->accept_full) {
 		uv_poll_start(&s->lpoll, UV_READABLE, on_accept);
+		on_accept(&s->lpoll, 0, UV_READABLE); /* also learns that the backlog is empty */
+	}
 }
 
 static void conn_new(kaas_server *s, int fd, const struct sockaddr_storage *ss)
@@ -894,6 +1095,7 @@ static void conn_new(kaas_server *s, int fd, const struct sockaddr_storage *ss)
 	c->s = s;
 	c->fd = fd;
 	c->id = ++s->next_conn_id;
+	c->addr = *ss;
 	char host[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
 	if (ss->ss_family == AF_INET) {
@@ -924,10 +1126,66 @@ static void conn_new(kaas_server *s, int fd, const struct sockaddr_storage *ss)
 		s->conns->prev = c;
 	s->conns = c;
 	s->nconns++;
+	s->nopen++;
 	if (s->b->cfg.connections_max_idle_ms >= 0)
 		uv_timer_start(&c->idle, on_idle_timer, (uint64_t)s->b->cfg.connections_max_idle_ms, 0);
 	update_poll(c);
 	KLOG_DEBUG("server", "%s: connection %llu accepted", c->peer, (unsigned long long)c->id);
+}
+
+static int same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return 0;
+}
+
+static void host_text(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	snprintf(out, len, "?");
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)len);
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, out, (socklen_t)len);
+}
+
+/* max.connections.per.ip: like Kafka, a connection over the limit is closed
+ * as soon as it is accepted.  Counting walks the open connections, and only
+ * when the limit is set. */
+static int ip_over_limit(kaas_server *s, const struct sockaddr_storage *ss)
+{
+	int32_t lim = s->b->cfg.max_connections_per_ip;
+	if (lim == INT32_MAX)
+		return 0;
+	int n = 0;
+	for (conn *c = s->conns; c; c = c->next)
+		if (!c->closed && same_host(&c->addr, ss))
+			n++;
+	char host[INET6_ADDRSTRLEN];
+	if (n < lim) {
+		if (s->ip_refusing && same_host(&s->ip_refused, ss)) {
+			host_text(ss, host, sizeof(host));
+			KLOG_INFO("server", "%s is below max.connections.per.ip again (%llu connection(s) refused)", host,
+				  (unsigned long long)s->ip_refused_n);
+			s->ip_refusing = 0;
+		}
+		return 0;
+	}
+	if (!s->ip_refusing || !same_host(&s->ip_refused, ss)) {
+		host_text(ss, host, sizeof(host));
+		KLOG_WARN("server", "%s has %d connection(s) open, max.connections.per.ip is %d: closing its new "
+			  "connections until one closes", host, n, lim);
+		s->ip_refusing = 1;
+		s->ip_refused = *ss;
+		s->ip_refused_n = 0;
+	}
+	s->ip_refused_n++;
+	return 1;
 }
 
 static void on_accept(uv_poll_t *h, int status, int events)
@@ -937,6 +1195,17 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	if (status < 0)
 		return;
 	for (int i = 0; i < MAX_ACCEPT_PER_CB; i++) {
+		if (s->nopen >= s->b->cfg.max_connections) {
+			/* As Kafka's acceptor: leave the rest in the listen backlog.
+			 * Logged once until the backlog has been emptied. */
+			if (!s->accept_episode)
+				KLOG_WARN("server", "max.connections (%d) connections open: new connections wait in the "
+					  "listen backlog until one closes", s->b->cfg.max_connections);
+			s->accept_episode = 1;
+			s->accept_full = 1;
+			uv_poll_stop(&s->lpoll);
+			return;
+		}
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -947,8 +1216,16 @@ static void on_accept(uv_poll_t *h, int status, int events)
 				KLOG_WARN("server", "accept: %s; pausing new connections for 100 ms", strerror(errno));
 				uv_poll_stop(&s->lpoll);
 				uv_timer_start(&s->accept_pause, on_accept_resume, 100, 0);
+			} else if (errno == EAGAIN && s->accept_episode) {
+				KLOG_INFO("server", "below max.connections (%d) with no connection left waiting in the "
+					  "backlog", s->b->cfg.max_connections);
+				s->accept_episode = 0;
 			}
 			return;
+		}
+		if (ip_over_limit(s, &ss)) {
+			close(fd);
+			continue;
 		}
 		conn_new(s, fd, &ss);
 	}
@@ -1029,6 +1306,7 @@ static void finish_loop(kaas_server *s)
 	uv_close((uv_handle_t *)&s->async, close_cb_noop);
 	uv_close((uv_handle_t *)&s->drain_deadline, close_cb_noop);
 	uv_close((uv_handle_t *)&s->accept_pause, close_cb_noop);
+	uv_close((uv_handle_t *)&s->budget_timer, close_cb_noop);
 	uv_close((uv_handle_t *)&s->sigterm, close_cb_noop);
 	uv_close((uv_handle_t *)&s->sigint, close_cb_noop);
 	/* Relinquishing comes next and must not be cut short by a repeated
@@ -1086,6 +1364,10 @@ static void on_signal(uv_signal_t *h, int signum)
 	uv_timer_start(&s->drain_deadline, on_drain_deadline, (uint64_t)s->b->cfg.shutdown_timeout_ms, 0);
 	for (conn *c = s->conns, *n; c; c = n) {
 		n = c->next;
+		conn_drop_budget(c); /* no more requests are read */
+	}
+	for (conn *c = s->conns, *n; c; c = n) {
+		n = c->next;
 		if (conn_idle(c))
 			conn_linger(c);
 		else
@@ -1129,6 +1411,9 @@ int kaas_server_create(kaas_broker *b, kaas_server **out, char *err, size_t errl
 	s->async_alive = 1;
 	uv_timer_init(&s->loop, &s->accept_pause);
 	s->accept_pause.data = s;
+	kaas_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
+	uv_timer_init(&s->loop, &s->budget_timer);
+	s->budget_timer.data = s;
 	uv_timer_init(&s->loop, &s->drain_deadline);
 	s->drain_deadline.data = s;
 	uv_signal_init(&s->loop, &s->sigterm);

@@ -219,6 +219,39 @@ START_TEST(partition_keys_split_from_the_right)
 }
 END_TEST
 
+START_TEST(request_and_connection_limits)
+{
+	kaas_config c;
+	char err[256];
+	kaas_config_defaults(&c);
+	ck_assert_int_eq(c.queued_max_request_bytes, 512LL << 20);
+	ck_assert_int_eq(c.max_connections, 2147483647);
+	ck_assert_int_eq(c.max_connections_per_ip, 2147483647);
+	ck_assert_int_eq(c.connection_max_buffered_bytes, 64LL << 20);
+	ck_assert_int_eq(kaas_config_set(&c, "queued.max.request.bytes", "-1", err, sizeof(err)), 0);
+	ck_assert_int_eq(c.queued_max_request_bytes, -1);
+	ck_assert_int_eq(kaas_config_set(&c, "queued.max.request.bytes", "65536", err, sizeof(err)), 0);
+	ck_assert_int_eq(c.queued_max_request_bytes, 65536);
+	const char *bad_q[] = {"0", "65535", "-2", "1MiB", ""};
+	for (size_t i = 0; i < sizeof(bad_q) / sizeof(*bad_q); i++) {
+		err[0] = 0;
+		ck_assert_int_eq(kaas_config_set(&c, "queued.max.request.bytes", bad_q[i], err, sizeof(err)), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err, "queued.max.request.bytes"));
+	}
+	ck_assert_int_eq(c.queued_max_request_bytes, 65536);
+	ck_assert_int_eq(kaas_config_set(&c, "max.connections", "3", err, sizeof(err)), 0);
+	ck_assert_int_eq(c.max_connections, 3);
+	ck_assert_int_eq(kaas_config_set(&c, "max.connections", "0", err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "max.connections"));
+	ck_assert_int_eq(kaas_config_set(&c, "max.connections", "2147483648", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kaas_config_set(&c, "max.connections.per.ip", "1", err, sizeof(err)), 0);
+	ck_assert_int_eq(c.max_connections_per_ip, 1);
+	ck_assert_int_eq(kaas_config_set(&c, "max.connections.per.ip", "-1", err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "max.connections.per.ip"));
+	ck_assert_int_eq(c.max_connections, 3);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("config");
@@ -229,6 +262,7 @@ int main(void)
 	tcase_add_test(tc, properties_file);
 	tcase_add_test(tc, partition_keys_split_from_the_right);
 	tcase_add_test(tc, every_key_validates);
+	tcase_add_test(tc, request_and_connection_limits);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
