@@ -74,7 +74,7 @@ void seg_ref(kseg *s)
 
 void seg_close_sync(kseg *s)
 {
-	for (int k = 0; k < FLUSH_DEPTH; k++) {
+	for (int k = 0; k < FLUSH_DEPTH_MAX; k++) {
 		sub_close(s->sync[k]);
 		s->sync[k] = NULL;
 	}
