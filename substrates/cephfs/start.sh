@@ -36,6 +36,13 @@ mon warn on pool no redundancy = false
 mon data avail warn = 2
 mon data avail crit = 1
 osd crush chooseleaf type = 0
+# A PG may serve reads only within its read lease, 0.8 x the heartbeat grace
+# (16 s by default).  When the OSD is stalled for longer than that (a loaded
+# 2-core machine, a paused VM) its PGs turn "laggy", and with a single OSD
+# Ceph 16 never re-checks them: every later op waits "for readable" forever
+# and the clients hang in fsync.  One OSD has no heartbeat peers, so a long
+# grace costs nothing here; it only stretches the lease past any stall.
+osd heartbeat grace = 300
 run dir = $STATE/run
 admin socket = $STATE/run/\$cluster-\$name.asok
 log file = $STATE/log/\$name.log

@@ -20,6 +20,10 @@
  * reads show the backing file again.  The daemon logs one "crash" line per
  * signal once it is done.  In honest mode nothing is held, so nothing is lost.
  *
+ * LYINGFS_HANG=fsync,unlink (either or both) makes those calls hang until
+ * the daemon is killed: a hung filesystem, for testing what the tools do
+ * when a call never returns.
+ *
  * Rename,
  * exclusive create and unlink are forwarded at once in both modes: only
  * durability lies.
@@ -68,6 +72,7 @@ typedef struct lf_file {
 
 static int g_root = -1;   /* directory descriptor of the backing tree */
 static int g_lying;
+static int g_hang_fsync, g_hang_unlink; /* LYINGFS_HANG: calls that never answer */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static lf_held *g_held;   /* held inodes: open, or dirty and waiting for writeback */
 static long long g_writeback_ms = 5000;
@@ -346,8 +351,17 @@ static int lf_mkdir(const char *path, mode_t mode)
 	return mkdirat(g_root, rel(path), mode) < 0 ? -errno : 0;
 }
 
+/* A hung server: the caller waits in the kernel for an answer that never
+ * comes, beyond the reach of any signal, until this daemon dies. */
+static void hang_if(int hang)
+{
+	while (hang)
+		pause();
+}
+
 static int lf_unlink(const char *path)
 {
+	hang_if(g_hang_unlink);
 	return unlinkat(g_root, rel(path), 0) < 0 ? -errno : 0;
 }
 
@@ -544,6 +558,7 @@ static int lf_release(const char *path, struct fuse_file_info *fi)
 static int lf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	(void)path;
+	hang_if(g_hang_fsync);
 	if (g_lying)
 		return 0; /* the lie */
 	int fd = file_of(fi)->fd;
@@ -671,6 +686,21 @@ int main(int argc, char **argv)
 	fargv[fargc++] = argv[0];
 	while (i < argc)
 		fargv[fargc++] = argv[i++];
+	const char *hang = getenv("LYINGFS_HANG");
+	if (hang && *hang) {
+		char list[64];
+		snprintf(list, sizeof(list), "%s", hang);
+		for (char *save = NULL, *op = strtok_r(list, ",", &save); op; op = strtok_r(NULL, ",", &save)) {
+			if (strcmp(op, "fsync") == 0) {
+				g_hang_fsync = 1;
+			} else if (strcmp(op, "unlink") == 0) {
+				g_hang_unlink = 1;
+			} else {
+				fprintf(stderr, "kaas-lyingfs: LYINGFS_HANG: unknown call '%s' (fsync, unlink)\n", op);
+				return 2;
+			}
+		}
+	}
 	const char *wb = getenv("LYING_WRITEBACK_MS");
 	if (wb && *wb)
 		g_writeback_ms = atoll(wb);

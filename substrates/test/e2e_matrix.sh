@@ -10,6 +10,8 @@
 #   * the whole pipeline on real runs: a matching configuration exits 0, a
 #     mismatching one exits 1 naming why, and the results files hold the
 #     runs, the tool version and the date;
+#   * a hung filesystem (kaas-lyingfs with fsync and unlink hanging): the run is
+#     cut off at its timeout and the matrix ends, leaving nothing;
 #   * teardown when the matrix is interrupted in the middle of a run, by
 #     SIGTERM to the matrix alone or SIGINT to its process group: no process,
 #     mount, loop device or network namespace of it is left, and its
@@ -152,6 +154,28 @@ grep -qx "0 passed, 1 failed" bad.out || fail "no closing line: $(tail -3 bad.ou
 run_matrix none.out --no-results --config "t-none|local||no|20|rename"
 [ "$rc" = 1 ] && grep -q "t-none has no line in .*expect2" none.out || fail "a configuration without expectation: exit $rc"
 echo "ok: the matrix exits 0 when every run matches, 1 naming the mismatch otherwise; results hold the runs"
+
+# ---- a hung filesystem ---------------------------------------------------------------------
+# Every fsync and unlink of this kaas-lyingfs hangs until the daemon dies:
+# the tool's writer, and its driver removing its scratch, wait in the kernel
+# beyond any signal.  The run is interrupted at its timeout and killed after
+# the grace; the matrix goes on, names the run as having no report, and its
+# teardown (which kills the FUSE daemons) ends the stuck waits, leaving
+# nothing behind.
+cat >expect4 <<'EOF'
+t-hang   PASS|WARN -
+EOF
+t0=$(date +%s)
+rc=0
+mkdir -p "$WORK/hang"
+TMPDIR=$WORK/hang MATRIX_RUN_TIMEOUT=3 MATRIX_KILL_GRACE=2 timeout 300 "$MATRIX" --expect expect4 --runs 1 \
+	--no-results --config "t-hang|lyingfs|LYINGFS_HANG=fsync,unlink|no|5|fsync" >hang.out 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat hang.out; fail "a hung filesystem: the matrix exited $rc, expected 1"; }
+grep -q "seed 1: no report" hang.out || { cat hang.out; fail "a hung run is not named as having no report"; }
+grep -qx "0 passed, 1 failed" hang.out || fail "no closing line: $(tail -3 hang.out)"
+sub_leftovers "$WORK/hang" || { cat hang.out; fail "a hung filesystem: left behind"; }
+[ -z "$(ls -A "$WORK/hang")" ] || fail "a hung filesystem: scratch left: $(ls -A "$WORK/hang")"
+echo "ok: a filesystem whose fsync never returns: the run is cut off, the matrix ends ($(( $(date +%s) - t0 )) s), nothing is left"
 
 # ---- interrupted in the middle of a run -------------------------------------------------
 # interrupt NAME SIGNAL TARGET ROW — start the matrix on ROW (a long run),
