@@ -36,7 +36,6 @@ static _Atomic uint64_t g_fsyncs;
 static const sub_methods *g_inner;
 static sub_methods g_counting;
 int st_fsync_delay_us;
-int st_flush_depth;
 
 static int counting_fsync(sub_file *f)
 {
@@ -185,8 +184,6 @@ int app_open(const char *dir, int nparts, int32_t records, int32_t rsize, int co
 		s->vfs->m = &g_counting;
 	kaas_log_config cfg;
 	kaas_log_config_defaults(&cfg);
-	if (st_flush_depth > 0)
-		cfg.flush_depth = st_flush_depth;
 	for (int i = 0; i < nparts; i++) {
 		char pdir[64];
 		snprintf(pdir, sizeof(pdir), "bench/%d", i);
@@ -302,16 +299,14 @@ int bench_append(bn_opts *o)
 	const char *payload = bn_opt_str(o, "payload", "random");
 	const char *label = bn_opt_str(o, "label", "append");
 	st_fsync_delay_us = (int)bn_opt_int(o, "fsync-delay-us", 0);
-	st_flush_depth = (int)bn_opt_int(o, "flush-depth", 0);
 	if (bn_opts_check(o, "kaas-bench append"))
 		return 2;
 	int mode = app_parse_mode(mode_s), codec = app_parse_codec(codec_s);
 	if (!dir || nthreads < 1 || nparts < 1 || records < 1 || rsize < 0 || mode < 0 || codec < 0 ||
-	    count < 0 || (count == 0 && secs <= 0) || st_flush_depth < 0 ||
-	    st_flush_depth > KAAS_FLUSH_DEPTH_MAX) {
+	    count < 0 || (count == 0 && secs <= 0)) {
 		fprintf(stderr, "kaas-bench append: --dir DIR [--appenders N] [--partitions M] [--records R] "
 				"[--record-size B] [--secs S | --count C] [--mode gc|naive|nosync] "
-				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U] [--flush-depth 1..8]\n");
+				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U]\n");
 		return 2;
 	}
 	kaas_log_level = KAAS_LOG_WARN;
@@ -323,10 +318,8 @@ int bench_append(bn_opts *o)
 	    app_run(s, nthreads, mode, secs, count, &lat, &r) == 0 && app_verify(s) == 0) {
 		double el = (double)r.ns / 1e9;
 		json_t *j = json_pack(
-			"{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind",
-			"append", "label", label, "mode", mode_s, "codec", codec_s, "appenders", nthreads, "partitions",
-			nparts, "fsync_delay_us", st_fsync_delay_us, "flush_depth",
-			st_flush_depth ? st_flush_depth : KAAS_FLUSH_DEPTH_DEFAULT,
+			"{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind", "append",
+			"label", label, "mode", mode_s, "codec", codec_s, "appenders", nthreads, "partitions", nparts,
 			"records", records, "record_size", rsize, "batch_bytes", (json_int_t)s->len, "secs", el,
 			"batches", (json_int_t)r.ops, "bytes", (json_int_t)r.bytes, "mbps", st_mbps(&r), "batches_per_s",
 			(double)r.ops / el, "records_per_s", (double)r.ops * records / el, "fsyncs",

@@ -65,9 +65,8 @@ typedef struct kaas_config {
 	kaas_log_config log;            /* log.retention.ms, log.retention.bytes,
 	                                   log.segment.bytes, log.roll.ms,
 	                                   message.max.bytes, log.index.interval.bytes,
-	                                   log.message.timestamp.type,
-	                                   kaas.flush.pipeline.depth (flush_depth): the
-	                                   defaults a topic inherits unless it overrides them */
+	                                   log.message.timestamp.type: the defaults a
+	                                   topic inherits unless it overrides them */
 	int64_t retention_check_interval_ms; /* log.retention.check.interval.ms (300000) */
 
 	/* network server */

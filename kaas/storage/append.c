@@ -4,15 +4,14 @@
  * the group commit that turns written into durable.
  *
  * Group commit, pipelined: fsyncs run without the partition lock, so
- * appends continue meanwhile.  A caller whose data the fsyncs in flight do
- * not cover starts another one (up to the partition's depth in flight,
- * cfg.flush_depth, 2 by default: the kernel or the server overlaps them, a
- * network volume's round trips too) once as many requests were appended
- * since the newest one started as it covers: the appenders one fsync
- * released come back as a group, which an fsync started by the first of
- * them would split.  Until then, and with every slot busy, callers wait,
- * and the end of an fsync lets one of them run the next for everybody
- * written by then.  Depth 1 runs one fsync at a time.  Each fsync is a ticket covering
+ * appends continue meanwhile.  A caller whose data the fsync in flight does
+ * not cover starts a second one (FLUSH_DEPTH in flight: the kernel or the
+ * server overlaps them, a network volume's round trips too) once as many
+ * requests were appended since the first one started as it covers: the
+ * appenders one fsync released come back as a group, which a second fsync
+ * started by the first of them would split.  Until then, and with both
+ * slots busy, callers wait, and the end of an fsync lets one of them run
+ * the next for everybody written by then.  Each fsync is a ticket covering
  * the log end at its start; the high watermark (the durable offset)
  * advances ticket by ticket in start order, never past a ticket still
  * running, and a failed fsync poisons the partition so that no ticket
@@ -308,8 +307,8 @@ static int slot_open(kaas_partition *p, kseg *s, int slot)
 static int64_t retire(kaas_partition *p)
 {
 	int64_t notify = -1;
-	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % (uint64_t)p->depth].done) {
-		const struct kflight *f = &p->fl[p->fl_retired % (uint64_t)p->depth];
+	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % FLUSH_DEPTH].done) {
+		const struct kflight *f = &p->fl[p->fl_retired % FLUSH_DEPTH];
 		int64_t end = f->end;
 		p->fl_retired++;
 		p->flushing--;
@@ -361,10 +360,8 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 			rc = -EPERM;
 			break;
 		}
-		if (p->flushing && (p->fl_end >= target || p->flushing == p->depth ||
+		if (p->flushing && (p->fl_end >= target || p->flushing == FLUSH_DEPTH ||
 				    p->appends - p->fl_appends < p->fl_covers)) {
-			if (p->fl_end < target && p->flushing == p->depth)
-				p->fl_stalls++;
 			/* An fsync started after our append covers it; or every
 			 * slot is busy; or the next group is still smaller than
 			 * the one in flight (starting at once would split it:
@@ -395,7 +392,7 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		/* Our ticket: sync everything written so far, possibly while the
 		 * previous ticket's fsync is still running. */
 		uint64_t t = p->fl_next++;
-		int slot = (int)(t % (uint64_t)p->depth);
+		int slot = (int)(t % FLUSH_DEPTH);
 		int64_t end = p->leo;
 		kseg *act = p->segs[p->nsegs - 1];
 		p->fl[slot].end = end;

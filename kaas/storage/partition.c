@@ -41,7 +41,6 @@ void kaas_log_config_defaults(kaas_log_config *c)
 	c->validate_compressed = 1;
 	c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	c->checkpoint_ms = 60000;
-	c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
 }
 
 static void sanitize_cfg(kaas_log_config *c)
@@ -60,10 +59,6 @@ static void sanitize_cfg(kaas_log_config *c)
 		c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	if (c->checkpoint_ms == 0)
 		c->checkpoint_ms = 60000;
-	if (c->flush_depth <= 0)
-		c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
-	if (c->flush_depth > KAAS_FLUSH_DEPTH_MAX)
-		c->flush_depth = KAAS_FLUSH_DEPTH_MAX;
 }
 
 void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg)
@@ -71,7 +66,6 @@ void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg)
 	pthread_mutex_lock(&p->mu);
 	p->cfg = *cfg;
 	sanitize_cfg(&p->cfg);
-	p->cfg.flush_depth = p->depth; /* the pipeline's slots are sized at open */
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -582,7 +576,6 @@ int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int
 	else
 		kaas_log_config_defaults(&p->cfg);
 	sanitize_cfg(&p->cfg);
-	p->depth = p->cfg.flush_depth;
 	p->state = KAAS_PART_FOLLOWER;
 	p->epoch = -1;
 	int rc = 0;

@@ -74,7 +74,7 @@ void seg_ref(kseg *s)
 
 void seg_close_sync(kseg *s)
 {
-	for (int k = 0; k < FLUSH_DEPTH_MAX; k++) {
+	for (int k = 0; k < FLUSH_DEPTH; k++) {
 		sub_close(s->sync[k]);
 		s->sync[k] = NULL;
 	}
