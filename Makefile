@@ -20,7 +20,7 @@ CC ?= cc
 PKGS := libuv jansson liblz4 libzstd zlib snappy libnfs
 
 WARN := -Wall -Wextra -Werror
-CPPFLAGS_ALL := -D_GNU_SOURCE -I. -Isubstrates -Ikaas -MMD -MP \
+CPPFLAGS_ALL := -D_GNU_SOURCE -I. -MMD -MP \
 	$(shell pkg-config --cflags $(PKGS) check 2>/dev/null)
 CFLAGS_REL := -std=gnu11 -O2 -g $(WARN) -pthread -fno-strict-aliasing
 CFLAGS_SAN := -std=gnu11 -O1 -g $(WARN) -pthread -fno-strict-aliasing \
@@ -93,6 +93,10 @@ endef
 
 $(foreach m,$(MODULES),$(eval $(call MODULE_RULES,$(m))))
 $(foreach b,$(BINS),$(eval $(call BIN_RULE,$(b))))
+
+# The unit-test programs, built but not run.
+.PHONY: unit-bins
+unit-bins: $(UNIT_BINS)
 
 # Each unit test runs on its own; all run even when one fails.
 # UNIT=substring restricts the run to matching test paths.

@@ -5,7 +5,7 @@
  * of a remote agent.  Steps only see kc_step; everything they touch on the
  * volume goes through their own sub_vfs.
  */
-#include "actor.h"
+#include "conformance/actor.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kc.h"
+#include "conformance/kc.h"
 #include "util/clock.h"
 
 /* What a step needs before it runs: the substrate (after hello), and the

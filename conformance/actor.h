@@ -25,8 +25,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "chan.h"
-#include "sub.h"
+#include "conformance/chan.h"
+#include "substrates/sub.h"
 
 #define KC_MAX_HANDLES 64
 

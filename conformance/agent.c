@@ -28,12 +28,12 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "actor.h"
-#include "agent.h"
-#include "agent_int.h"
-#include "chan.h"
-#include "kc.h"
-#include "stamp.h"
+#include "conformance/actor.h"
+#include "conformance/agent.h"
+#include "conformance/agent_int.h"
+#include "conformance/chan.h"
+#include "conformance/kc.h"
+#include "qualify/stamp.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -22,7 +22,7 @@
 
 #include <stddef.h>
 
-#include "driver.h"
+#include "conformance/driver.h"
 
 #define KC_AGENT_DEFAULT_KEEPALIVE_S 10
 #define KC_AGENT_CONNECT_TIMEOUT_MS 10000

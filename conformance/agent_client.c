@@ -15,10 +15,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "agent_int.h"
-#include "chan.h"
-#include "kc.h"
+#include "conformance/agent.h"
+#include "conformance/agent_int.h"
+#include "conformance/chan.h"
+#include "conformance/kc.h"
 #include "util/clock.h"
 
 /* Non-blocking connect with a deadline; the socket is returned blocking. */

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "agent_int.h"
+#include "conformance/agent.h"
+#include "conformance/agent_int.h"
 
 int kc_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen)
 {

@@ -1,7 +1,7 @@
 /*
  * chan.c — newline-delimited JSON over a stream socket.
  */
-#include "chan.h"
+#include "conformance/chan.h"
 
 #include <errno.h>
 #include <poll.h>

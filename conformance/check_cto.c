@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "run.h"
+#include "conformance/run.h"
 
 #define GROW_CYCLE 64
 

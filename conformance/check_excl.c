@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "run.h"
+#include "conformance/run.h"
 
 int kc_check_excl(kc_run *r, kc_result *res, const char *dir)
 {

@@ -28,9 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "judge.h"
-#include "run.h"
-#include "stamp.h"
+#include "conformance/judge.h"
+#include "conformance/run.h"
+#include "qualify/stamp.h"
 #include "util/clock.h"
 
 #define CRASH_BYTES (1LL << 20)

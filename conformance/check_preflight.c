@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "preflight.h"
-#include "run.h"
-#include "stamp.h"
+#include "conformance/preflight.h"
+#include "conformance/run.h"
+#include "qualify/stamp.h"
 
 int kc_check_preflight(kc_run *r, kc_result *res, const char *dir)
 {

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "judge.h"
-#include "run.h"
+#include "conformance/judge.h"
+#include "conformance/run.h"
 
 #define SMALL_BYTES 1024LL
 #define BIG_BYTES (64LL << 20)

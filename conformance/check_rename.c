@@ -31,9 +31,9 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "actor.h"
-#include "payload.h"
-#include "run.h"
+#include "conformance/actor.h"
+#include "conformance/payload.h"
+#include "conformance/run.h"
 
 /* profile.errnos.<variant>.<operation>.<ERRNO> += n over all actors. */
 static void merge_errnos(kc_result *res, const char *variant, const json_t *errnos)

@@ -28,8 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "judge.h"
-#include "run.h"
+#include "conformance/judge.h"
+#include "conformance/run.h"
 #include "util/clock.h"
 
 #define FILE_BYTES (32LL << 20)

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "payload.h"
-#include "run.h"
+#include "conformance/payload.h"
+#include "conformance/run.h"
 #include "util/clock.h"
 
 uint64_t kc_run_tag(const kc_run *r, int check, int actor, const char *variant)

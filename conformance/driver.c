@@ -1,7 +1,7 @@
 /*
  * driver.c — actor processes and the message pump.
  */
-#include "driver.h"
+#include "conformance/driver.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "actor.h"
-#include "agent.h"
-#include "kc.h"
+#include "conformance/actor.h"
+#include "conformance/agent.h"
+#include "conformance/kc.h"
 #include "util/clock.h"
 
 static void describe_status(int status, char *buf, size_t len)

@@ -14,8 +14,8 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include "chan.h"
-#include "sub.h"
+#include "conformance/chan.h"
+#include "substrates/sub.h"
 
 typedef struct kc_actor {
 	int index;

@@ -1,7 +1,7 @@
 /*
  * judge.c — verdict rules per check.
  */
-#include "judge.h"
+#include "conformance/judge.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kc.h"
-#include "result.h"
+#include "conformance/kc.h"
+#include "conformance/result.h"
 
 kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len);
 kc_verdict kc_judge_excl(const json_t *counts, char *summary, size_t len);

@@ -1,7 +1,7 @@
 /*
  * kc.c — verdict names and ordering, the check table, errno names.
  */
-#include "kc.h"
+#include "conformance/kc.h"
 
 #include <errno.h>
 #include <stdio.h>

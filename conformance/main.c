@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent.h"
-#include "kc.h"
-#include "opts.h"
-#include "run.h"
+#include "conformance/agent.h"
+#include "conformance/kc.h"
+#include "conformance/opts.h"
+#include "conformance/run.h"
 
 int main(int argc, char **argv)
 {

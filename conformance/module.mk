@@ -1,11 +1,5 @@
-# conformance/ — kaas-conform: the checks, the actors, the reports, and the
-# qualification stamp.  The stamp (and the broker's start-up self-check) is a
-# module of its own so that the broker links it without the rest.
-MODULES += stamp
-stamp_SRCS := conformance/stamp.c conformance/selfcheck.c
-stamp_USES := sub util
-stamp_TESTS := conformance/test/test_stamp.c
-
+# conformance/ — kaas-conform: the checks, the actors, the reports.  The
+# stamp it writes lives in qualify/, which the broker links too.
 MODULES += conform
 conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/actor.c conformance/steps_basic.c conformance/steps_loop.c \
@@ -15,13 +9,13 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/check_excl.c conformance/check_cto.c conformance/check_unlink.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
 	conformance/run.c conformance/agent.c conformance/agent_client.c conformance/agent_net.c
-conform_USES := stamp sub util
+conform_USES := qualify sub util
 conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c \
 	conformance/test/test_agent.c
 
 BINS += kaas-conform
 kaas-conform_MAIN := conformance/main.c
-kaas-conform_USES := conform stamp sub util
+kaas-conform_USES := conform qualify sub util
 
 E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_environment.sh conformance/test/e2e_stamp.sh \

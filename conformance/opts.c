@@ -1,14 +1,14 @@
 /*
  * opts.c — option parsing for kaas-conform.
  */
-#include "opts.h"
+#include "conformance/opts.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kc.h"
+#include "conformance/kc.h"
 
 const char kc_usage[] =
 	"usage: kaas-conform check URL [--mount URL ...] [--actors N] [--iterations N]\n"

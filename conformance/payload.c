@@ -1,7 +1,7 @@
 /*
  * payload.c — self-describing records and offset-addressable patterns.
  */
-#include "payload.h"
+#include "conformance/payload.h"
 
 #include <string.h>
 

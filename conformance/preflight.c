@@ -2,7 +2,7 @@
  * preflight.c — classifying a volume by statfs magic, mount type, source and
  * options.
  */
-#include "preflight.h"
+#include "conformance/preflight.h"
 
 #include <stdarg.h>
 #include <stdio.h>

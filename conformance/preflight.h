@@ -14,8 +14,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "kc.h"
-#include "sub.h"
+#include "conformance/kc.h"
+#include "substrates/sub.h"
 
 #define KC_MAGIC_NFS 0x6969ULL
 #define KC_MAGIC_CIFS 0xFF534D42ULL

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "run.h"
-#include "stamp.h"
+#include "conformance/run.h"
+#include "qualify/stamp.h"
 
 json_t *kc_report_actors(const kc_run *r)
 {

@@ -1,7 +1,7 @@
 /*
  * result.c — the observation store of one check.
  */
-#include "result.h"
+#include "conformance/result.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "kc.h"
+#include "conformance/kc.h"
 
 #define KC_REPORT_ANOMALIES 10 /* anomalies kept per check in the report */
 

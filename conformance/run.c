@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "judge.h"
-#include "preflight.h"
-#include "run.h"
-#include "stamp.h"
+#include "conformance/agent.h"
+#include "conformance/judge.h"
+#include "conformance/preflight.h"
+#include "conformance/run.h"
+#include "qualify/stamp.h"
 #include "util/clock.h"
 
 static volatile sig_atomic_t interrupted;

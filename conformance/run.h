@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "driver.h"
-#include "kc.h"
-#include "opts.h"
-#include "result.h"
-#include "sub.h"
+#include "conformance/driver.h"
+#include "conformance/kc.h"
+#include "conformance/opts.h"
+#include "conformance/result.h"
+#include "substrates/sub.h"
 
 typedef struct kc_run {
 	const kc_opts *o;

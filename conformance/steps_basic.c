@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "actor.h"
-#include "agent.h"
-#include "kc.h"
-#include "payload.h"
-#include "stamp.h"
+#include "conformance/actor.h"
+#include "conformance/agent.h"
+#include "conformance/kc.h"
+#include "conformance/payload.h"
+#include "qualify/stamp.h"
 #include "util/clock.h"
 
 #define CHUNK (1u << 20)

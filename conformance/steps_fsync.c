@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actor.h"
-#include "kc.h"
+#include "conformance/actor.h"
+#include "conformance/kc.h"
 #include "util/clock.h"
 
 int kc_symbol_interposed(const char *name, char *object, size_t objlen)

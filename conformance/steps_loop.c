@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actor.h"
-#include "kc.h"
-#include "payload.h"
+#include "conformance/actor.h"
+#include "conformance/kc.h"
+#include "conformance/payload.h"
 #include "util/clock.h"
 
 #define MAX_RECORD (64 * 1024)

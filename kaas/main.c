@@ -22,14 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conformance/stamp.h"
-#include "coord/coord.h"
-#include "server/broker.h"
-#include "server/config.h"
-#include "server/ptable.h"
-#include "server/server.h"
-#include "topics/admin.h"
-#include "topics/topics.h"
+#include "qualify/stamp.h"
+#include "kaas/coord/coord.h"
+#include "kaas/core/broker.h"
+#include "kaas/core/config.h"
+#include "kaas/core/ptable.h"
+#include "kaas/net/server.h"
+#include "kaas/topics/admin.h"
+#include "kaas/topics/topics.h"
 #include "util/log.h"
 
 #define EXIT_USAGE 2
@@ -380,6 +380,9 @@ int main(int argc, char **argv)
 	rc = kaas_ptable_create(b, &b->parts);
 	if (rc)
 		die(1, "partition table: %s", strerror(-rc));
+	rc = kaas_topics_broker_upkeep(b);
+	if (rc)
+		die(1, "topic registry upkeep: %s", strerror(-rc));
 	kaas_topic_info *list = NULL;
 	size_t ntopics = 0;
 	rc = kaas_topics_list(b->topics, &list, &ntopics);

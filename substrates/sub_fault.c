@@ -24,7 +24,7 @@
  * Every random choice comes from one generator seeded by seed=N and drawn in
  * the order the changes were made, so a workload replays identically.
  */
-#include "sub_fault.h"
+#include "substrates/sub_fault.h"
 
 #include <errno.h>
 #include <fcntl.h>

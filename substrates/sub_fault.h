@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "sub.h"
+#include "substrates/sub.h"
 
 /* 0 when vfs is a fault vfs, -EINVAL otherwise (NULL included). */
 int sub_fault_check(sub_vfs *vfs);

@@ -53,7 +53,7 @@
  * operations move to a fresh conn; files stay on the conn they were opened
  * on, as a kernel client's open files stay with their state.
  */
-#include "sub_nfs_int.h"
+#include "substrates/sub_nfs_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

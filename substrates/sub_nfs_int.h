@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sub.h"
+#include "substrates/sub.h"
 
 #define NFS_SUPER_MAGIC 0x6969
 #define V4_WRITE_CHUNK 3072u            /* below the 4 KiB encode buffer */

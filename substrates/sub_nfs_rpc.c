@@ -10,7 +10,7 @@
  * has a heap record owned by whoever finishes last, and the wait has a hard
  * deadline on top of libnfs's per-request RPC timeout.
  */
-#include "sub_nfs_int.h"
+#include "substrates/sub_nfs_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,7 +21,7 @@
  * (sub_nfs_rpc.c).  Only a race with another client still makes an OPEN
  * fail.
  */
-#include "sub_nfs_int.h"
+#include "substrates/sub_nfs_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * the settings of an nfs vfs.  Strict: an unknown option or a bad value is
  * an error naming it, never ignored.
  */
-#include "sub_nfs_int.h"
+#include "substrates/sub_nfs_int.h"
 
 #include <errno.h>
 #include <limits.h>

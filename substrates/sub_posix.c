@@ -7,7 +7,7 @@
  * fsync (eatmydata) must not be able to make the broker or the conformance
  * tool believe data is durable when it is not.
  */
-#include "sub.h"
+#include "substrates/sub.h"
 
 #include <dirent.h>
 #include <errno.h>

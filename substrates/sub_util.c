@@ -6,7 +6,7 @@
  * once, so the broker, the conformance stamp and the crash tests all exercise
  * the same code.
  */
-#include "sub.h"
+#include "substrates/sub.h"
 
 #include <errno.h>
 #include <fcntl.h>

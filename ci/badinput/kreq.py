@@ -2,7 +2,7 @@
 encoded from Kafka's message schemas with ci/lib/kproto.py.
 
 Used by badinput.py (truncated and corrupted copies of good requests) and by
-kaas/proto/fuzz/mkcorpus.py (the fuzz seed corpus).  Everything here is
+kaas/fuzz/mkcorpus.py (the fuzz seed corpus).  Everything here is
 written from the protocol specification, independently of kaas's decoders.
 
     samples(topic, group)  -> [(label, api_key, version, flexible, body), ...]

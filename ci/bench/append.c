@@ -15,9 +15,9 @@
  * output says how many requests each fsync covered.  After the run every
  * partition must hold exactly the records appended, all of them durable.
  */
-#include "bench.h"
-#include "main.h"
-#include "stor.h"
+#include "ci/bench/bench.h"
+#include "ci/bench/main.h"
+#include "ci/bench/stor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -27,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage/storage.h"
-#include "storage/test/kbuild.h"
+#include "kaas/storage/storage.h"
+#include "kaas/storage/test/kbuild.h"
 #include "util/clock.h"
 #include "util/log.h"
 

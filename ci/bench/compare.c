@@ -24,9 +24,9 @@
  * cycles and its spread, and per mode the median slice throughput and the
  * latency percentiles over all slices.
  */
-#include "bench.h"
-#include "main.h"
-#include "stor.h"
+#include "ci/bench/bench.h"
+#include "ci/bench/main.h"
+#include "ci/bench/stor.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,9 +8,9 @@
  * fsync after every write through the raw system call, as the posix
  * substrate does.  `--sync-every K` syncs after every K-th write only.
  */
-#include "bench.h"
-#include "main.h"
-#include "stor.h"
+#include "ci/bench/bench.h"
+#include "ci/bench/main.h"
+#include "ci/bench/stor.h"
 
 #include <errno.h>
 #include <fcntl.h>

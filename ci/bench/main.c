@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
-#include "main.h"
+#include "ci/bench/bench.h"
+#include "ci/bench/main.h"
 
 int main(int argc, char **argv)
 {

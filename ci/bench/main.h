@@ -6,7 +6,7 @@
 #ifndef KAAS_BENCH_MAIN_H
 #define KAAS_BENCH_MAIN_H
 
-#include "bench.h"
+#include "ci/bench/bench.h"
 
 int bench_device(bn_opts *o); /* device.c: raw write+fsync limit */
 int bench_append(bn_opts *o); /* append.c: storage engine append + group commit */

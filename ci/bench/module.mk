@@ -14,7 +14,7 @@ BENCH_SRCS := ci/bench/main.c ci/bench/util.c ci/bench/device.c ci/bench/append.
 BENCH_RDK_SRCS := ci/bench/rdk.c ci/bench/util.c
 
 $(BENCH_PROGS_DIR)/kaas-bench: $(BENCH_SRCS:%.c=$(BUILD)/rel/%.o) \
-		$(BUILD)/rel/libstorage.a $(BUILD)/rel/libsub.a $(BUILD)/rel/libutil.a
+		$(BUILD)/rel/libstorage.a $(BUILD)/rel/libproto.a $(BUILD)/rel/libsub.a $(BUILD)/rel/libutil.a
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_REL) -o $@ $^ $(LDLIBS_ALL)
 

@@ -9,8 +9,8 @@
  *   rtt     ping-pong of `rtt-size`-byte messages on one connection: the
  *           round-trip floor under any request latency
  */
-#include "bench.h"
-#include "main.h"
+#include "ci/bench/bench.h"
+#include "ci/bench/main.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -25,7 +25,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "ci/bench/bench.h"
 
 /* CPU seconds (user + system) this process has used. */
 static double cpu_secs(void)

@@ -22,8 +22,8 @@
  * each of `rounds` rounds.  Bytes count what a consumer keeps (the whole
  * batches of each answer); a cut batch is sent again with the next one.
  */
-#include "bench.h"
-#include "main.h"
+#include "ci/bench/bench.h"
+#include "ci/bench/main.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,8 +38,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "storage/storage.h"
-#include "storage/test/kbuild.h"
+#include "kaas/storage/storage.h"
+#include "kaas/storage/test/kbuild.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench.h"
+#include "ci/bench/bench.h"
 
 /* What one slice did. */
 typedef struct st_res {

@@ -2,7 +2,7 @@
  * util.c — clocks, latency percentiles, option parsing and JSON output for
  * the benchmark programs (bench.h).
  */
-#include "bench.h"
+#include "ci/bench/bench.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "coord/coord_int.h"
+#include "kaas/coord/coord_int.h"
 #include "util/clock.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* ---- small helpers shared by every file ------------------------------------------ */

@@ -8,7 +8,7 @@
  * and hands out producer IDs from blocks claimed under CLUSTER/pid-blocks/
  * (docs/groups.md, docs/formats.md).
  *
- * Wiring into the broker (kaas/server):
+ * Wiring into the broker (kaas/core, kaas/net):
  *   - after b->cluster is open:   kaas_coord_open(b, &b->coord)
  *   - dispatch rows: the kaas_h_* functions below, one per API, with the
  *     version ranges of DESIGN §8 (noted beside each);
@@ -28,9 +28,9 @@
 
 #include <stdint.h>
 
-#include "proto/api.h"
-#include "proto/buf.h"
-#include "sub.h"
+#include "kaas/proto/api.h"
+#include "kaas/proto/buf.h"
+#include "substrates/sub.h"
 
 typedef struct kaas_coord kaas_coord;
 struct kaas_broker;

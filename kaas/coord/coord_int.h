@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "coord/coord.h"
-#include "proto/buf.h"
-#include "sub.h"
+#include "kaas/coord/coord.h"
+#include "kaas/proto/buf.h"
+#include "substrates/sub.h"
 
 /* An owned, NUL-terminated copy of a Kafka string; s == NULL, len == -1 is null. */
 typedef struct kc_str {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coord/coord.h"
-#include "server/broker.h"
-#include "server/ptable.h"
-#include "util/kerr.h"
+#include "kaas/coord/coord.h"
+#include "kaas/core/broker.h"
+#include "kaas/core/ptable.h"
+#include "kaas/proto/kerr.h"
 
 static int16_t topic_exists(void *arg, kaas_str topic, int32_t partition)
 {

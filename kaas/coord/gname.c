@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coord/coord_int.h"
+#include "kaas/coord/coord_int.h"
 
 #define KC_GNAME_PREFIX 160 /* bytes of encoding kept before '~' + hash */
 

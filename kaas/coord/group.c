@@ -23,8 +23,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "coord/coord_int.h"
-#include "util/kerr.h"
+#include "kaas/coord/coord_int.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* ---- members ------------------------------------------------------------------ */

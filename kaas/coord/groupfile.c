@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/coord_int.h"
+#include "kaas/coord/coord_int.h"
 #include "util/hex.h"
 #include "util/log.h"
 

@@ -1,10 +1,10 @@
 # kaas/coord/ — group coordinator (classic protocol), committed offsets,
-# producer-ID blocks.  glue.c is the only file that knows the server.
+# producer-ID blocks.  glue.c wires it to the broker core (kaas/core).
 MODULES += coord
 coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_admin.c \
 	kaas/coord/offsets.c kaas/coord/groupfile.c kaas/coord/gname.c kaas/coord/pid.c \
 	kaas/coord/glue.c
-coord_USES := proto sub util
+coord_USES := core storage proto sub util
 coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
 	kaas/coord/test/test_offsets.c kaas/coord/test/test_pid.c \
 	kaas/coord/test/test_codec.c kaas/coord/test/test_restore.c

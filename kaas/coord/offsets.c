@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/coord_int.h"
-#include "util/kerr.h"
+#include "kaas/coord/coord_int.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* ---- the sorted table ---------------------------------------------------------- */

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/coord_int.h"
-#include "util/kerr.h"
+#include "kaas/coord/coord_int.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 #define KC_PID_MAX_BLOCK 9999999999LL /* ten digits */

@@ -30,7 +30,7 @@
 
 #include <stdint.h>
 
-#include "proto/buf.h"
+#include "kaas/proto/buf.h"
 
 enum kaas_api_key {
 	KAAS_API_PRODUCE = 0,
@@ -64,7 +64,7 @@ enum kaas_api_key {
 
 enum { KAAS_HANDLED = 0, KAAS_DEFERRED = 1, KAAS_NO_RESPONSE = 2 };
 
-/* The request as a handler sees it.  Defined by the server (kaas/server/). */
+/* The request as a handler sees it.  Defined by the server (kaas/net/). */
 typedef struct kaas_req kaas_req;
 
 typedef int (*kaas_handler_fn)(kaas_req *req, kaas_rd *body, kaas_wr *resp);

@@ -1,7 +1,7 @@
 /*
  * buf.c — out-of-line parts of the writer (growth, hand-off, CRC back-fill).
  */
-#include "buf.h"
+#include "kaas/proto/buf.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
 /*
  * header.c — request/response headers and the ApiVersions body.
  */
-#include "header.h"
+#include "kaas/proto/header.h"
 
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 
 int kaas_req_header_prefix(kaas_rd *rd, kaas_req_header *h)
 {

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/api.h"
-#include "proto/buf.h"
+#include "kaas/proto/api.h"
+#include "kaas/proto/buf.h"
 
 typedef struct kaas_req_header {
 	int16_t api_key;

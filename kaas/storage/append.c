@@ -17,7 +17,7 @@
  * running, and a failed fsync poisons the partition so that no ticket
  * completing after it is acknowledged.
  */
-#include "internal.h"
+#include "kaas/storage/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 
 #include "util/clock.h"
 #include "util/grow.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 #define STACK_BATCHES 16

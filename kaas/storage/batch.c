@@ -11,15 +11,15 @@
  * MESSAGE_TOO_LARGE for oversize batches and INVALID_TIMESTAMP for
  * timestamps outside message.timestamp.difference.max.ms.
  */
-#include "batch.h"
+#include "kaas/storage/batch.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "kaas/storage/codec.h"
 #include "util/crc32c.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 
 /* A raw snappy payload (or one snappy-java chunk) is inflated whole: from a
  * Produce up to 8 x max.message.bytes (at least 1 MiB); from the log, where

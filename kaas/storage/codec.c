@@ -7,7 +7,7 @@
  * payload that turns out to be malformed is given up as soon as its records
  * stop making sense rather than after inflating all of it.
  */
-#include "codec.h"
+#include "kaas/storage/codec.h"
 
 #include <errno.h>
 #include <lz4frame.h>
@@ -18,7 +18,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "batch.h"
+#include "kaas/storage/batch.h"
 
 struct kaas_inflate {
 	int codec;

@@ -5,14 +5,14 @@
  * leader, the only holder of descriptors, so deletes free space on NFS
  * instead of leaving .nfsXXXX files behind.
  */
-#include "internal.h"
+#include "kaas/storage/internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "util/clock.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *low_watermark,

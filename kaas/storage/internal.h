@@ -9,10 +9,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "batch.h"
-#include "producer.h"
-#include "storage.h"
-#include "sub.h"
+#include "kaas/storage/batch.h"
+#include "kaas/storage/producer.h"
+#include "kaas/storage/storage.h"
+#include "substrates/sub.h"
 
 /* <epoch:10>-<baseOffset:20> */
 #define SEG_STEM_LEN 31

@@ -12,7 +12,7 @@
  * another epoch: the name of the segment the new leader rolls is what
  * records where the old one's valid data ends.
  */
-#include "internal.h"
+#include "kaas/storage/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,15 +8,15 @@
  * producer starting above 0 is UNKNOWN_PRODUCER_ID; any other gap is
  * OUT_OF_ORDER_SEQUENCE_NUMBER.
  */
-#include "producer.h"
+#include "kaas/storage/producer.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
+#include "kaas/storage/batch.h"
 #include "util/crc32c.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 
 static size_t hash_pid(int64_t pid, size_t nb)
 {

@@ -12,13 +12,13 @@
  * than max_bytes (KIP-74); the last one may be cut short, which every client
  * skips (Kafka sends such plans too).
  */
-#include "internal.h"
+#include "kaas/storage/internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 
 /* The header walk from an index entry to the batch holding `cur` reads this
  * much at a time: an index interval's worth of small batches, or the one

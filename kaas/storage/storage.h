@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sub.h"
+#include "substrates/sub.h"
 
 typedef struct kaas_log_config {
 	int64_t segment_bytes;          /* roll at this size (Kafka default 1 GiB) */

@@ -25,10 +25,10 @@
 
 #include <stdint.h>
 
-#include "proto/api.h"
-#include "proto/buf.h"
-#include "server/broker.h"
-#include "topics/topics.h"
+#include "kaas/proto/api.h"
+#include "kaas/proto/buf.h"
+#include "kaas/core/broker.h"
+#include "kaas/topics/topics.h"
 
 /* ---- the handlers (link module `admin`) --------------------------------------- */
 int kaas_h_create_topics(kaas_req *req, kaas_rd *body, kaas_wr *resp);
@@ -43,6 +43,11 @@ int kaas_h_create_partitions(kaas_req *req, kaas_rd *body, kaas_wr *resp);
  * kaas_ptable_drop_topic.  b->parts may be set after the registry opens but
  * before the first create/delete. */
 void kaas_topics_ptable_hooks(kaas_broker *b, kaas_topics_hooks *h);
+
+/* Registers the registry's periodic upkeep (kaas_topics_tick on b->topics)
+ * with the broker's upkeep (kaas_broker_upkeep_add).  Call once after
+ * b->topics is open, before serving.  0 or -errno. */
+int kaas_topics_broker_upkeep(kaas_broker *b);
 
 /* ---- the same, with dependencies passed in (link module `topics`) -------------- */
 

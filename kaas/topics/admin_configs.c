@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin_int.h"
-#include "topics/tconfig.h"
-#include "util/kerr.h"
+#include "kaas/topics/admin_int.h"
+#include "kaas/topics/tconfig.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 enum { RES_TOPIC = 2, RES_BROKER = 4 };

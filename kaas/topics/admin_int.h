@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin.h"
+#include "kaas/topics/admin.h"
 
 #define MSG_LEN 320
 

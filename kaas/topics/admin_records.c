@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin_int.h"
-#include "util/kerr.h"
+#include "kaas/topics/admin_int.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 typedef struct dr_part {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/admin_int.h"
-#include "topics/tconfig.h"
-#include "util/kerr.h"
+#include "kaas/topics/admin_int.h"
+#include "kaas/topics/tconfig.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* Whether entry i's name appears before i (then i is not answered again),

@@ -9,9 +9,9 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "server/ptable.h"
-#include "topics/admin.h"
-#include "util/kerr.h"
+#include "kaas/core/ptable.h"
+#include "kaas/topics/admin.h"
+#include "kaas/proto/kerr.h"
 
 static kaas_config defaults;
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -91,4 +91,14 @@ void kaas_topics_ptable_hooks(kaas_broker *b, kaas_topics_hooks *h)
 	h->arg = b;
 	h->topic_changed = hook_changed;
 	h->topic_dropped = hook_dropped;
+}
+
+static void upkeep(void *arg)
+{
+	kaas_topics_tick(arg); /* works every refresh_ms; failures are re-driven by the next tick */
+}
+
+int kaas_topics_broker_upkeep(kaas_broker *b)
+{
+	return kaas_broker_upkeep_add(b, upkeep, b->topics);
 }

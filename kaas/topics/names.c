@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "topics/tconfig.h"
+#include "kaas/topics/tconfig.h"
 #include "util/hex.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 
 static int legal_char(unsigned char c)
 {

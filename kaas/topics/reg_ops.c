@@ -15,9 +15,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "topics/registry_int.h"
+#include "kaas/topics/registry_int.h"
 #include "util/clock.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* ---- create ------------------------------------------------------------------------------------ */

@@ -14,9 +14,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "topics/registry_int.h"
+#include "kaas/topics/registry_int.h"
 #include "util/clock.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* ---- refresh, re-drive, sweep ---------------------------------------------------------------- */

@@ -28,10 +28,10 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "topics/registry_int.h"
+#include "kaas/topics/registry_int.h"
 #include "util/clock.h"
 #include "util/hex.h"
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 /* ---- small helpers ----------------------------------------------------------- */

@@ -8,8 +8,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "topics/tconfig.h"
-#include "topics/topics.h"
+#include "kaas/topics/tconfig.h"
+#include "kaas/topics/topics.h"
 
 /* What reading a registry file found. */
 enum { RF_OK = 0, RF_MISSING = 1, RF_INCOMPLETE = 2, RF_CORRUPT = 3 };

@@ -8,7 +8,7 @@
  * canonical string and a number, so a value that was accepted is always
  * re-read the same way.
  */
-#include "topics/tconfig.h"
+#include "kaas/topics/tconfig.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/kerr.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 enum vtype { VT_LONG, VT_INT, VT_ENUM, VT_BOOL };

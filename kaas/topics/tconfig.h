@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "topics/topics.h"
+#include "kaas/topics/topics.h"
 
 /* The configs set on one topic (overrides of the broker defaults). */
 typedef struct kaas_tcfg_set {

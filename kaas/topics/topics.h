@@ -33,9 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/buf.h"
-#include "storage/storage.h"
-#include "sub.h"
+#include "kaas/proto/buf.h"
+#include "kaas/storage/storage.h"
+#include "substrates/sub.h"
 
 #define KAAS_TOPIC_NAME_MAX 249         /* Kafka's limit */
 #define KAAS_TOPIC_ID_LEN 36            /* "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx" */

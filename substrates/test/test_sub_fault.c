@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sub.h"
-#include "sub_fault.h"
+#include "substrates/sub.h"
+#include "substrates/sub_fault.h"
 
 static char tmpdir[256];
 static sub_vfs *plain;

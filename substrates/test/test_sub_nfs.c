@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sub.h"
-#include "sub_nfs_int.h"
+#include "substrates/sub.h"
+#include "substrates/sub_nfs_int.h"
 
 /* libnfs 4.0 leaks the default NFSv4 client name when nfs4_set_client_name()
  * replaces it (28 bytes per NFSv4 context): lsan-libnfs.supp suppresses that

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sub.h"
+#include "substrates/sub.h"
 
 static char tmpdir[256];
 static sub_vfs *vfs;

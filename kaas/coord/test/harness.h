@@ -14,12 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coord/coord.h"
-#include "proto/api.h"
-#include "proto/buf.h"
-#include "proto/test/ckrd.h"
-#include "sub.h"
-#include "util/kerr.h"
+#include "kaas/coord/coord.h"
+#include "kaas/proto/api.h"
+#include "kaas/proto/buf.h"
+#include "kaas/proto/test/ckrd.h"
+#include "substrates/sub.h"
+#include "kaas/proto/kerr.h"
 
 typedef struct th_resp {
 	int got;       /* answers received (must end up exactly 1) */

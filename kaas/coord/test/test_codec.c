@@ -1,7 +1,7 @@
 /* test_codec.c — the wire encodings of every coordinator API and version:
  * exact bytes where the answer is deterministic, field-by-field layouts
  * elsewhere, and every truncation of every request rejected cleanly. */
-#include "harness.h"
+#include "kaas/coord/test/harness.h"
 #include "util/test/ktest.h"
 
 static void expect_bytes(const th_resp *r, const uint8_t *want, size_t n)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/coord_int.h"
+#include "kaas/coord/coord_int.h"
 #include "util/test/ktest.h"
 
 static void roundtrip(const char *id, size_t len)

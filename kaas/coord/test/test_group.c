@@ -2,7 +2,7 @@
  * heartbeat, leave, session expiry, rebalance timeouts and delays, with one
  * to three members, generations, fencing and the errors Kafka clients
  * depend on. */
-#include "harness.h"
+#include "kaas/coord/test/harness.h"
 #include "util/test/ktest.h"
 
 #define G "grp"

@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "harness.h"
+#include "kaas/coord/test/harness.h"
 #include "util/test/ktest.h"
 
 START_TEST(commit_is_acknowledged_only_when_durable)

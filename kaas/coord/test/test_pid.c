@@ -3,7 +3,7 @@
  * volume; epoch bumps (v3+); transactional ids refused. */
 #include <pthread.h>
 
-#include "harness.h"
+#include "kaas/coord/test/harness.h"
 #include "util/test/ktest.h"
 
 typedef struct pid_ans {

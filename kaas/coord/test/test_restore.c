@@ -7,8 +7,8 @@
  * refused (never a crash, never an overwrite). */
 #include <jansson.h>
 
-#include "coord/coord_int.h"
-#include "harness.h"
+#include "kaas/coord/coord_int.h"
+#include "kaas/coord/test/harness.h"
 #include "util/test/ktest.h"
 
 #define G "rg"

@@ -8,7 +8,7 @@
 
 #include <check.h>
 
-#include "proto/buf.h"
+#include "kaas/proto/buf.h"
 
 /* ckrd_i8, ckrd_i16, ckrd_i32, ckrd_i64. */
 #define CKRD_INT(bits)                                                   \

@@ -2,7 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "proto/buf.h"
+#include "kaas/proto/buf.h"
 #include "util/test/ktest.h"
 
 static int decode_sample(const uint8_t *p, size_t n, int flex, int32_t *out_cnt, kaas_str *s)

@@ -3,8 +3,8 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "proto/header.h"
-#include "util/kerr.h"
+#include "kaas/proto/header.h"
+#include "kaas/proto/kerr.h"
 #include "util/test/ktest.h"
 
 static int dummy_handler(kaas_req *req, kaas_rd *body, kaas_wr *resp)

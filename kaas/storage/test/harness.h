@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "storage/batch.h"
-#include "storage/storage.h"
-#include "storage/test/kbuild.h"
-#include "sub.h"
-#include "util/kerr.h"
+#include "kaas/storage/batch.h"
+#include "kaas/storage/storage.h"
+#include "kaas/storage/test/kbuild.h"
+#include "substrates/sub.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 static char h_dir[256];

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sub.h"
+#include "substrates/sub.h"
 
 typedef void (*shim_hook_fn)(void *arg, const char *op, const char *path, const char *to);
 

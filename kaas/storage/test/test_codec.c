@@ -6,8 +6,8 @@
  * counted through AddressSanitizer's allocator hooks (the unit tests always
  * run under ASan).
  */
-#include "storage/codec.h"
-#include "storage/test/harness.h"
+#include "kaas/storage/codec.h"
+#include "kaas/storage/test/harness.h"
 
 /* ---- heap accounting --------------------------------------------------------- */
 

@@ -12,9 +12,9 @@
  * durable, the log start offset of every acknowledged DeleteRecords, and
  * producer state that recognises a retry of the last batch it holds.
  */
-#include "storage/test/harness.h"
-#include "storage/test/shim.h"
-#include "sub_fault.h"
+#include "kaas/storage/test/harness.h"
+#include "kaas/storage/test/shim.h"
+#include "substrates/sub_fault.h"
 
 #define MAXB 64
 

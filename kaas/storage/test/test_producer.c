@@ -7,8 +7,8 @@
  */
 #include <sys/stat.h>
 
-#include "storage/producer.h"
-#include "storage/test/harness.h"
+#include "kaas/storage/producer.h"
+#include "kaas/storage/test/harness.h"
 
 typedef struct pres {
 	int16_t err;

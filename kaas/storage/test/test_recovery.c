@@ -10,10 +10,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "storage/test/harness.h"
-#include "storage/test/shim.h"
+#include "kaas/storage/test/harness.h"
+#include "kaas/storage/test/shim.h"
 #include "util/clock.h"
-#include "sub_fault.h"
+#include "substrates/sub_fault.h"
 
 /* Copies DATA/src to DATA/dst as it is now (leader still running). */
 static void snapshot_dir(const char *src, const char *dst)

@@ -5,7 +5,7 @@
  */
 #include <sys/stat.h>
 
-#include "storage/test/harness.h"
+#include "kaas/storage/test/harness.h"
 #include "util/clock.h"
 
 static kaas_partition *leader(const char *dir, const kaas_log_config *cfg)

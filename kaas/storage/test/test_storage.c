@@ -8,9 +8,9 @@
 
 #include "util/clock.h"
 
-#include "storage/internal.h"
-#include "storage/test/harness.h"
-#include "storage/test/shim.h"
+#include "kaas/storage/internal.h"
+#include "kaas/storage/test/harness.h"
+#include "kaas/storage/test/shim.h"
 
 START_TEST(append_flush_read_roundtrip)
 {

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sub.h"
-#include "topics/admin.h"
-#include "topics/topics.h"
-#include "util/kerr.h"
+#include "substrates/sub.h"
+#include "kaas/topics/admin.h"
+#include "kaas/topics/topics.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
-#include "proto/test/ckrd.h"
-#include "topics/test/volumes.h"
+#include "kaas/proto/test/ckrd.h"
+#include "kaas/topics/test/volumes.h"
 #include "util/test/ktest.h"
 
 static kaas_topics *reg;

@@ -23,10 +23,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sub.h"
-#include "sub_fault.h"
-#include "topics/topics.h"
-#include "util/kerr.h"
+#include "substrates/sub.h"
+#include "substrates/sub_fault.h"
+#include "kaas/topics/topics.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 #include "util/test/ktest.h"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topics/tconfig.h"
-#include "topics/topics.h"
-#include "util/kerr.h"
+#include "kaas/topics/tconfig.h"
+#include "kaas/topics/topics.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 #include "util/test/ktest.h"
 

@@ -15,13 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sub.h"
-#include "topics/registry_int.h"
-#include "topics/tconfig.h"
-#include "topics/topics.h"
-#include "util/kerr.h"
+#include "substrates/sub.h"
+#include "kaas/topics/registry_int.h"
+#include "kaas/topics/tconfig.h"
+#include "kaas/topics/topics.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
-#include "topics/test/volumes.h"
+#include "kaas/topics/test/volumes.h"
 #include "util/test/ktest.h"
 
 /* What the hooks saw. */

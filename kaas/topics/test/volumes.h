@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "sub.h"
+#include "substrates/sub.h"
 
 static char tmpdir[256];
 static sub_vfs *data, *cluster;

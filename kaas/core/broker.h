@@ -1,0 +1,199 @@
+/*
+ * broker.h — the broker as every request handler sees it.
+ *
+ * Three things live here: the broker configuration (struct kaas_config, every
+ * setting with its Kafka name), the broker itself (struct kaas_broker: id,
+ * advertised endpoint, the two volumes, the engines) and the request
+ * (struct kaas_req: what a handler gets besides the body reader).  The
+ * partition table, the one place that answers "do I lead this partition, at
+ * which epoch?", has its own header: server/ptable.h.
+ *
+ * Guarantees for handler authors (topics, coordinators, data path):
+ *
+ *  - A handler runs on a worker thread and may block on the volume.  Requests
+ *    of one connection reach handlers one at a time and in arrival order; the
+ *    responses leave in that order too, whatever order handlers finish in.
+ *  - KAAS_DEFERRED (proto/api.h): the handler keeps `req` and completes it
+ *    later with kaas_req_complete(), from any thread.  The connection goes on
+ *    to its next request meanwhile; the deferred response still goes out in
+ *    its place.  `req`, the request frame and every kaas_str/kaas_bytes slice
+ *    decoded from it stay valid until kaas_req_complete() returns — even when
+ *    the client disconnected meanwhile (the response is then dropped).
+ *    Copy what you need beyond that point.
+ *  - KAAS_NO_RESPONSE: the request gets no response at all (Produce acks=0).
+ *  - kaas_req_attach_read(): splices a storage read plan into the response
+ *    body at the current write position; the server streams those bytes from
+ *    the segment files (sendfile(2) when the substrate has kernel
+ *    descriptors, read into memory on the worker otherwise).  Only Fetch
+ *    needs it.
+ *  - kaas_timer_start()/kaas_broker_run(): work later or elsewhere, always on
+ *    a worker thread, never on the event loop (JoinGroup delays, session
+ *    expiry, delayed produce/fetch).
+ *  - struct kaas_broker and its config are read-only after start-up, except
+ *    through the engines' own locked APIs.
+ */
+#ifndef KAAS_SERVER_BROKER_H
+#define KAAS_SERVER_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kaas/proto/api.h"
+#include "kaas/proto/buf.h"
+#include "kaas/storage/storage.h"
+#include "substrates/sub.h"
+
+/* ---- configuration ----------------------------------------------------------
+ * Every value has one name in the config file (Kafka's where Kafka has the
+ * setting), and the main ones a flag and a KAAS_* variable; docs/broker.md
+ * lists them.  Precedence: flag > environment > file > default. */
+typedef struct kaas_config {
+	/* identity and endpoints */
+	int32_t broker_id;              /* broker.id (1) */
+	char listen_host[256];          /* listeners=PLAINTEXT://HOST:PORT */
+	int32_t listen_port;
+	char advertise_host[256];       /* advertised.listeners (defaults to listeners) */
+	int32_t advertise_port;
+	char data_url[4096];            /* log.dirs: the data volume (path or substrate URL) */
+	char cluster_url[4096];         /* kaas.cluster.dir (default DATA/__cluster) */
+	int trust_unqualified;          /* --trust-unqualified only (no file key) */
+
+	/* topics */
+	int32_t num_partitions;         /* num.partitions (1) */
+	int auto_create_topics;         /* auto.create.topics.enable (true) */
+	int16_t default_replication_factor; /* default.replication.factor (1; reported only) */
+	kaas_log_config log;            /* log.retention.ms, log.retention.bytes,
+	                                   log.segment.bytes, log.roll.ms,
+	                                   message.max.bytes, log.index.interval.bytes,
+	                                   log.message.timestamp.type: the defaults a
+	                                   topic inherits unless it overrides them */
+	int64_t retention_check_interval_ms; /* log.retention.check.interval.ms (300000) */
+
+	/* network server */
+	int64_t socket_request_max_bytes;   /* socket.request.max.bytes (104857600) */
+	int64_t connections_max_idle_ms;    /* connections.max.idle.ms (600000) */
+	int32_t num_io_threads;             /* num.io.threads (8): handler workers */
+	int32_t num_flush_threads;          /* kaas.flush.threads (2): group-commit fsyncs */
+	int64_t connection_max_buffered_bytes; /* kaas.connection.max.buffered.bytes (64 MiB):
+	                                       per connection, unanswered requests plus
+	                                       unsent responses; reading stops above it */
+	int64_t queued_max_request_bytes;   /* queued.max.request.bytes (512 MiB; -1 unbounded):
+	                                       broker-wide, request bytes received and not
+	                                       answered; frames wait for it before allocation */
+	int32_t max_connections;            /* max.connections (2147483647) */
+	int32_t max_connections_per_ip;     /* max.connections.per.ip (2147483647) */
+	int64_t shutdown_timeout_ms;        /* kaas.shutdown.timeout.ms (30000) */
+
+	/* consumer groups and producer ids (used by kaas/coord/) */
+	int64_t group_initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms (3000) */
+	int64_t group_min_session_timeout_ms;     /* group.min.session.timeout.ms (6000) */
+	int64_t group_max_session_timeout_ms;     /* group.max.session.timeout.ms (1800000) */
+	int32_t group_max_size;                   /* group.max.size (2147483647) */
+	int64_t offsets_retention_minutes;        /* offsets.retention.minutes (10080) */
+	int64_t transaction_max_timeout_ms;       /* transaction.max.timeout.ms (900000) */
+	int64_t transactional_id_expiration_ms;   /* transactional.id.expiration.ms (604800000) */
+} kaas_config;
+
+/* Kafka's defaults (and ours for the kaas.* keys). */
+void kaas_config_defaults(kaas_config *c);
+
+/* Applies one key=value (file syntax).  Returns 0, or -EINVAL with a message
+ * naming the key in err; -ENOENT for a key kaas does not know. */
+int kaas_config_set(kaas_config *c, const char *key, const char *value, char *err, size_t errlen);
+
+/* Reads a Kafka-style properties file (key=value, '#'/'!' comments).  Unknown
+ * keys are reported through `warn` (may be NULL) and skipped, as Kafka does;
+ * a bad value is an error naming the file, line and key. */
+int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t errlen,
+			  void (*warn)(const char *msg));
+
+/* ---- the broker ------------------------------------------------------------ */
+
+struct kaas_ptable;   /* server/ptable.h: which partitions this broker leads */
+struct kaas_topics;   /* topics/: the topic registry (CLUSTER/topics/) */
+struct kaas_coord;    /* coord/: consumer groups, producer ids, transactions */
+typedef struct kaas_timer kaas_timer;
+typedef void (*kaas_work_fn)(void *arg);
+
+/* What the network server provides to the engines (set by the server before
+ * any handler runs; unit tests of a handler may leave it NULL). */
+typedef struct kaas_server_ops {
+	void (*complete)(void *server, kaas_req *req, kaas_wr *resp);
+	int (*run)(void *server, kaas_work_fn fn, void *arg);
+	kaas_timer *(*timer_start)(void *server, int64_t delay_ms, kaas_work_fn fn, void *arg);
+	int (*timer_cancel)(void *server, kaas_timer *t);
+} kaas_server_ops;
+
+#define KAAS_UPKEEP_MAX 8
+
+typedef struct kaas_broker {
+	kaas_config cfg;              /* validated; read-only after start-up */
+	int32_t id;                   /* = cfg.broker_id */
+	const char *host;             /* advertised host and port (Metadata, FindCoordinator) */
+	int32_t port;
+	sub_vfs *data;                /* DATA: DATA/<topic>/<partition>/ */
+	sub_vfs *cluster;             /* CLUSTER: registry, assignment, groups, stamp */
+	char cluster_id[64];          /* Metadata v2+ cluster_id (CLUSTER/cluster-id.json) */
+
+	struct kaas_ptable *parts;    /* never NULL once serving */
+	struct kaas_topics *topics;   /* the topic registry */
+	struct kaas_coord *coord;     /* group coordinator + producer ids */
+
+	const kaas_server_ops *ops;
+	void *server;
+	struct {                      /* periodic upkeep of the modules above the core */
+		kaas_work_fn fn;
+		void *arg;
+	} upkeep[KAAS_UPKEEP_MAX];
+	int nupkeep;                  /* registered before serving; read-only after */
+	volatile int stopping;        /* set when SIGTERM/SIGINT arrives; read it with
+	                                 __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE) */
+} kaas_broker;
+
+/* ---- the request ------------------------------------------------------------ */
+
+struct kaas_splices; /* private to the server */
+
+struct kaas_req {
+	kaas_broker *broker;
+	int16_t api_key;
+	int16_t api_version;
+	int32_t correlation_id;
+	kaas_str client_id;       /* slice of the frame; len -1 when null */
+	int flex;                 /* body uses KIP-482 encodings: the `flex` argument of
+	                             KRD_STR/KRD_ARRAY/KRD_TAGS and kaas_wr_str/array/tags */
+	int64_t received_ms;      /* monotonic ms when the frame had fully arrived */
+	uint64_t conn_id;         /* unique per connection, for logs */
+	const char *peer;         /* "ip:port" of the client, for logs */
+	struct kaas_splices *splices; /* private: file ranges spliced into the response */
+};
+
+/* Splices the ranges of `plan` into `resp` at its current end, as if their
+ * bytes had been written there.  The caller writes the length prefix
+ * (plan->total) first.  Takes over the plan's references (the plan is reset):
+ * the segment files stay open until the response has been sent.  Returns 0
+ * or -errno (the plan is then released and the response unusable). */
+int kaas_req_attach_read(kaas_req *req, kaas_wr *resp, kaas_read_plan *plan);
+
+/* Runs fn(arg) on a worker thread soon.  0 or -errno. */
+int kaas_broker_run(kaas_broker *b, kaas_work_fn fn, void *arg);
+
+/* Runs fn(arg) on a worker thread after delay_ms (monotonic).  Returns a
+ * handle or NULL (out of memory).  Every handle must be given back exactly
+ * once with kaas_timer_cancel(), also after it fired: it returns 1 when fn
+ * was prevented from running, 0 when the timer had fired (fn has run, is
+ * running, or is queued to run: synchronise with fn yourself, e.g. with a
+ * reference count, before freeing what arg points to). */
+kaas_timer *kaas_timer_start(kaas_broker *b, int64_t delay_ms, kaas_work_fn fn, void *arg);
+int kaas_timer_cancel(kaas_broker *b, kaas_timer *t);
+
+/* Periodic upkeep.  A module above the core that needs regular work (the
+ * topic registry's re-reads and re-drives, say) registers fn once before the
+ * broker serves; the network server calls kaas_broker_upkeep() on a worker
+ * every housekeeping period, which runs the partition table's housekeeping
+ * and then every registered fn in registration order.  Nothing runs once the
+ * broker is stopping.  add: 0, or -ENOSPC past KAAS_UPKEEP_MAX. */
+int kaas_broker_upkeep_add(kaas_broker *b, kaas_work_fn fn, void *arg);
+void kaas_broker_upkeep(kaas_broker *b);
+
+#endif

@@ -1,0 +1,360 @@
+/*
+ * config.c — broker settings: defaults, the key table, key=value parsing and
+ * the properties-file reader.
+ *
+ * One table lists every setting with its Kafka name, type, bounds and help;
+ * the file reader, the --help text (kaas_config_help) and the documentation
+ * check all come from it, so a setting cannot be parsed without being
+ * documented.
+ */
+#include "kaas/core/broker.h"
+#include "kaas/core/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OFF(f) offsetof(kaas_config, f)
+
+const kaas_config_key kaas_config_keys[] = {
+	{"broker.id", KCFG_I32, OFF(broker_id), 0, INT32_MAX, "1",
+	 "this broker's node id (--broker-id, KAAS_BROKER_ID)"},
+	{"listeners", KCFG_LISTENER, OFF(listen_host), 0, 0, "PLAINTEXT://0.0.0.0:9092",
+	 "where to listen: PLAINTEXT://HOST:PORT or HOST:PORT (--listen, KAAS_LISTEN)"},
+	{"advertised.listeners", KCFG_LISTENER, OFF(advertise_host), 0, 0, "(listeners)",
+	 "the endpoint clients are told to connect to (--advertise, KAAS_ADVERTISE); "
+	 "a wildcard listen address advertises this host's name"},
+	{"log.dirs", KCFG_PATH, OFF(data_url), 0, 0, "(required)",
+	 "the data volume: one path or substrate URL (--data, KAAS_DATA); a list is refused"},
+	{"kaas.cluster.dir", KCFG_PATH, OFF(cluster_url), 0, 0, "DATA/__cluster",
+	 "the cluster directory: registry, assignment, groups, stamp "
+	 "(--cluster-dir, KAAS_CLUSTER_DIR)"},
+	{"num.partitions", KCFG_I32, OFF(num_partitions), 1, 10000, "1",
+	 "partitions of an automatically created topic"},
+	{"auto.create.topics.enable", KCFG_BOOL, OFF(auto_create_topics), 0, 1, "true",
+	 "create a topic when Metadata asks for one that does not exist"},
+	{"default.replication.factor", KCFG_I16, OFF(default_replication_factor), 1, INT16_MAX, "1",
+	 "accepted for compatibility; kaas keeps one copy on the shared volume"},
+	{"log.retention.ms", KCFG_I64, OFF(log.retention_ms), -1, INT64_MAX, "604800000",
+	 "delete segments older than this (-1: keep forever)"},
+	{"log.retention.minutes", KCFG_MINUTES, OFF(log.retention_ms), -1, INT64_MAX / 60000, "",
+	 "the same in minutes (log.retention.ms wins over it, it wins over .hours)"},
+	{"log.retention.hours", KCFG_HOURS, OFF(log.retention_ms), -1, INT64_MAX / 3600000, "168",
+	 "the same in hours"},
+	{"log.retention.bytes", KCFG_I64, OFF(log.retention_bytes), -1, INT64_MAX, "-1",
+	 "delete the oldest segments while a partition is larger (-1: no limit)"},
+	{"log.segment.bytes", KCFG_I64, OFF(log.segment_bytes), 1024, INT32_MAX, "1073741824",
+	 "roll to a new segment file at this size"},
+	{"log.roll.ms", KCFG_I64, OFF(log.segment_ms), 1, INT64_MAX, "604800000",
+	 "roll to a new segment when the active one is this old"},
+	{"log.roll.hours", KCFG_HOURS, OFF(log.segment_ms), 1, INT64_MAX / 3600000, "168",
+	 "the same in hours (log.roll.ms wins)"},
+	{"message.max.bytes", KCFG_I32, OFF(log.max_message_bytes), 0, INT32_MAX, "1048588",
+	 "largest record batch a producer may send (topic: max.message.bytes)"},
+	{"log.index.interval.bytes", KCFG_I32, OFF(log.index_interval_bytes), 0, INT32_MAX, "4096",
+	 "bytes between two entries of the sparse offset index"},
+	{"log.message.timestamp.type", KCFG_TSTYPE, OFF(log.timestamp_type), 0, 1, "CreateTime",
+	 "CreateTime or LogAppendTime"},
+	{"log.retention.check.interval.ms", KCFG_I64, OFF(retention_check_interval_ms), 100,
+	 INT64_MAX, "300000", "how often retention and segment age are checked"},
+	{"socket.request.max.bytes", KCFG_I64, OFF(socket_request_max_bytes), 64, INT32_MAX,
+	 "104857600", "largest request frame; a bigger one closes the connection before "
+	 "anything is allocated"},
+	{"connections.max.idle.ms", KCFG_I64, OFF(connections_max_idle_ms), -1, INT64_MAX, "600000",
+	 "close connections idle this long (-1: never)"},
+	{"num.io.threads", KCFG_I32, OFF(num_io_threads), 1, 256, "8",
+	 "worker threads that run request handlers"},
+	{"kaas.flush.threads", KCFG_I32, OFF(num_flush_threads), 1, 64, "2",
+	 "threads that fsync appended data (group commit) for acks=all and the high watermark"},
+	{"kaas.connection.max.buffered.bytes", KCFG_I64, OFF(connection_max_buffered_bytes), 65536,
+	 INT64_MAX, "67108864", "per connection (backpressure): with more unsent responses than "
+	 "this no further request is processed, with more unanswered requests plus unsent "
+	 "responses nothing more is read"},
+	{"queued.max.request.bytes", KCFG_I64, OFF(queued_max_request_bytes), -1, INT64_MAX,
+	 "536870912", "all connections together: request bytes received and not answered yet; "
+	 "a frame waits for room before it is allocated (-1: unbounded, or at least 65536)"},
+	{"max.connections", KCFG_I32, OFF(max_connections), 1, INT32_MAX, "2147483647",
+	 "client connections open at once; at the limit new ones wait in the listen backlog"},
+	{"max.connections.per.ip", KCFG_I32, OFF(max_connections_per_ip), 1, INT32_MAX,
+	 "2147483647", "client connections open at once from one address; a further one is "
+	 "closed as soon as it is accepted"},
+	{"kaas.shutdown.timeout.ms", KCFG_I64, OFF(shutdown_timeout_ms), 0, INT64_MAX, "30000",
+	 "on SIGTERM, how long in-flight requests may take before connections are closed"},
+	{"group.initial.rebalance.delay.ms", KCFG_I64, OFF(group_initial_rebalance_delay_ms), 0,
+	 INT64_MAX, "3000", "wait for more members before the first rebalance of a group"},
+	{"group.min.session.timeout.ms", KCFG_I64, OFF(group_min_session_timeout_ms), 0, INT64_MAX,
+	 "6000", "smallest session timeout a consumer may ask for"},
+	{"group.max.session.timeout.ms", KCFG_I64, OFF(group_max_session_timeout_ms), 0, INT64_MAX,
+	 "1800000", "largest session timeout a consumer may ask for"},
+	{"group.max.size", KCFG_I32, OFF(group_max_size), 1, INT32_MAX, "2147483647",
+	 "members per consumer group"},
+	{"offsets.retention.minutes", KCFG_I64, OFF(offsets_retention_minutes), 1, INT64_MAX / 60000,
+	 "10080", "committed offsets of an empty group are kept this long"},
+	{"transaction.max.timeout.ms", KCFG_I64, OFF(transaction_max_timeout_ms), 1, INT32_MAX,
+	 "900000", "largest transaction timeout a producer may ask for"},
+	{"transactional.id.expiration.ms", KCFG_I64, OFF(transactional_id_expiration_ms), 1,
+	 INT32_MAX, "604800000", "forget a transactional id unused this long"},
+	{NULL, 0, 0, 0, 0, NULL, NULL},
+};
+
+void kaas_config_defaults(kaas_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->broker_id = 1;
+	snprintf(c->listen_host, sizeof(c->listen_host), "0.0.0.0");
+	c->listen_port = 9092;
+	c->advertise_port = -1; /* unset: follow listeners */
+	c->num_partitions = 1;
+	c->auto_create_topics = 1;
+	c->default_replication_factor = 1;
+	kaas_log_config_defaults(&c->log);
+	c->log.retention_ms = 7LL * 24 * 3600 * 1000;
+	c->log.retention_bytes = -1;
+	c->log.segment_bytes = 1LL << 30;
+	c->log.segment_ms = 7LL * 24 * 3600 * 1000;
+	c->log.max_message_bytes = 1048588;
+	c->log.index_interval_bytes = 4096;
+	c->log.timestamp_type = 0;
+	c->retention_check_interval_ms = 300000;
+	c->socket_request_max_bytes = 104857600;
+	c->connections_max_idle_ms = 600000;
+	c->num_io_threads = 8;
+	c->num_flush_threads = 2;
+	c->connection_max_buffered_bytes = 64LL << 20;
+	c->queued_max_request_bytes = 512LL << 20;
+	c->max_connections = INT32_MAX;
+	c->max_connections_per_ip = INT32_MAX;
+	c->shutdown_timeout_ms = 30000;
+	c->group_initial_rebalance_delay_ms = 3000;
+	c->group_min_session_timeout_ms = 6000;
+	c->group_max_session_timeout_ms = 1800000;
+	c->group_max_size = INT32_MAX;
+	c->offsets_retention_minutes = 10080;
+	c->transaction_max_timeout_ms = 900000;
+	c->transactional_id_expiration_ms = 604800000;
+}
+
+static int parse_i64(const char *s, int64_t *v)
+{
+	if (!*s)
+		return -1;
+	char *end;
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (errno || *end || end == s || isspace((unsigned char)*s))
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int kaas_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port)
+{
+	if (strncmp(s, "PLAINTEXT://", 12) == 0)
+		s += 12;
+	else if (strstr(s, "://"))
+		return -1; /* SSL, SASL: not supported */
+	if (strchr(s, ','))
+		return -1;
+	const char *colon = strrchr(s, ':');
+	if (!colon)
+		return -1;
+	size_t hl = (size_t)(colon - s);
+	const char *h = s;
+	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [::1]:9092 */
+		h++;
+		hl -= 2;
+	}
+	if (hl >= hostlen)
+		return -1;
+	for (size_t i = 0; i < hl; i++)
+		if (!(isalnum((unsigned char)h[i]) || strchr(".-_:", h[i])))
+			return -1;
+	int64_t p;
+	if (parse_i64(colon + 1, &p) || p < 0 || p > 65535)
+		return -1;
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	*port = (int32_t)p;
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *key, const char *value, const char *why)
+{
+	snprintf(err, errlen, "%s: invalid value '%s' (%s)", key, value, why);
+	return -EINVAL;
+}
+
+int kaas_config_set(kaas_config *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	const kaas_config_key *k;
+	for (k = kaas_config_keys; k->key; k++)
+		if (strcmp(k->key, key) == 0)
+			break;
+	if (!k->key) {
+		snprintf(err, errlen, "%s: unknown setting", key);
+		return -ENOENT;
+	}
+	char *base = (char *)c;
+	char why[96];
+	int64_t v = 0;
+	switch (k->type) {
+	case KCFG_I16:
+	case KCFG_I32:
+	case KCFG_I64:
+	case KCFG_MINUTES:
+	case KCFG_HOURS:
+		if (parse_i64(value, &v))
+			return bad(err, errlen, key, value, "not an integer");
+		if (v < k->min || v > k->max) {
+			snprintf(why, sizeof(why), "must be between %" PRId64 " and %" PRId64, k->min, k->max);
+			return bad(err, errlen, key, value, why);
+		}
+		if (v == 0 && k->off == OFF(connections_max_idle_ms))
+			return bad(err, errlen, key, value, "0 would close every connection; -1 disables the timeout");
+		if (v >= 0 && v < 65536 && k->off == OFF(queued_max_request_bytes))
+			return bad(err, errlen, key, value, "must be -1 (unbounded) or at least 65536");
+		if (k->type == KCFG_I16)
+			*(int16_t *)(base + k->off) = (int16_t)v;
+		else if (k->type == KCFG_I32)
+			*(int32_t *)(base + k->off) = (int32_t)v;
+		else if (k->type == KCFG_I64)
+			*(int64_t *)(base + k->off) = v;
+		else
+			*(int64_t *)(base + k->off) =
+				v < 0 ? -1 : v * (k->type == KCFG_MINUTES ? 60000LL : 3600000LL);
+		return 0;
+	case KCFG_BOOL:
+		if (strcmp(value, "true") == 0)
+			*(int *)(base + k->off) = 1;
+		else if (strcmp(value, "false") == 0)
+			*(int *)(base + k->off) = 0;
+		else
+			return bad(err, errlen, key, value, "must be true or false");
+		return 0;
+	case KCFG_TSTYPE:
+		if (strcmp(value, "CreateTime") == 0)
+			*(int32_t *)(base + k->off) = 0;
+		else if (strcmp(value, "LogAppendTime") == 0)
+			*(int32_t *)(base + k->off) = 1;
+		else
+			return bad(err, errlen, key, value, "must be CreateTime or LogAppendTime");
+		return 0;
+	case KCFG_PATH: {
+		char *dst = base + k->off;
+		if (!*value)
+			return bad(err, errlen, key, value, "empty");
+		if (strchr(value, ','))
+			return bad(err, errlen, key, value, "one directory only: kaas keeps all data on one shared volume");
+		if (strlen(value) >= sizeof(c->data_url))
+			return bad(err, errlen, key, value, "too long");
+		snprintf(dst, sizeof(c->data_url), "%s", value);
+		return 0;
+	}
+	case KCFG_LISTENER: {
+		char host[256];
+		int32_t port;
+		if (kaas_parse_hostport(value, host, sizeof(host), &port))
+			return bad(err, errlen, key, value, "expected PLAINTEXT://HOST:PORT or HOST:PORT");
+		if (k->off == OFF(listen_host)) {
+			snprintf(c->listen_host, sizeof(c->listen_host), "%s", host);
+			c->listen_port = port;
+		} else {
+			if (port == 0)
+				return bad(err, errlen, key, value, "an advertised port cannot be 0");
+			snprintf(c->advertise_host, sizeof(c->advertise_host), "%s", host);
+			c->advertise_port = port;
+		}
+		return 0;
+	}
+	}
+	snprintf(err, errlen, "%s: unhandled setting type", key);
+	return -EINVAL;
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t errlen,
+			  void (*warn)(const char *msg))
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	char line[8192];
+	int lineno = 0, rc = 0;
+	/* Kafka's precedence whatever the order of the lines: log.retention.ms >
+	 * .minutes > .hours, log.roll.ms > log.roll.hours. */
+	static const char *const prio[] = {"log.retention.ms", "log.retention.minutes",
+					   "log.retention.hours", "log.roll.ms", "log.roll.hours"};
+	enum { NPRIO = 5 };
+	int have[NPRIO] = {0};
+	int64_t pval[NPRIO] = {0};
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+			rc = -EINVAL;
+			goto out;
+		}
+		char *s = trim(line);
+		if (!*s || *s == '#' || *s == '!')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected key=value", path, lineno);
+			rc = -EINVAL;
+			goto out;
+		}
+		*eq = 0;
+		char *key = trim(s), *val = trim(eq + 1);
+		char e2[512];
+		int r = kaas_config_set(c, key, val, e2, sizeof(e2));
+		if (r == -ENOENT) {
+			if (warn) {
+				char m[600];
+				snprintf(m, sizeof(m), "%s:%d: ignoring unknown setting %s", path, lineno, key);
+				warn(m);
+			}
+			continue;
+		}
+		if (r) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, e2);
+			rc = r;
+			goto out;
+		}
+		for (int i = 0; i < NPRIO; i++)
+			if (strcmp(key, prio[i]) == 0) {
+				have[i] = 1;
+				pval[i] = i < 3 ? c->log.retention_ms : c->log.segment_ms;
+			}
+	}
+	for (int i = 2; i >= 0; i--) /* lowest priority first, so the highest is applied last */
+		if (have[i])
+			c->log.retention_ms = pval[i];
+	for (int i = 4; i >= 3; i--)
+		if (have[i])
+			c->log.segment_ms = pval[i];
+out:
+	fclose(f);
+	return rc;
+}
+
+void kaas_config_help(FILE *out)
+{
+	for (const kaas_config_key *k = kaas_config_keys; k->key; k++)
+		fprintf(out, "  %-36s %s [default: %s]\n", k->key, k->help, *k->dflt ? k->dflt : "unset");
+}

@@ -1,0 +1,11 @@
+# kaas/core/ — the broker core: what every handler module stands on.  The
+# configuration, the partition table (leadership epochs on the volume, group
+# commit and durability waiters, long-poll watches) and the request services
+# of broker.h (timers, work off the loop, read plans).  It knows nothing of
+# sockets, topics' registry or groups: those modules sit above it.
+MODULES += core
+core_SRCS := kaas/core/config.c kaas/core/req.c kaas/core/ptable.c \
+	kaas/core/resident.c
+core_USES := storage proto sub util
+core_TESTS := kaas/core/test/test_config.c kaas/core/test/test_ptable.c \
+	kaas/core/test/test_resident.c

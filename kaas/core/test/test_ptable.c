@@ -1,0 +1,375 @@
+/* test_ptable.c — the partition table over the real storage engine on a
+ * scratch directory: leadership epochs recorded in assignment.json before
+ * take-over and growing at every start (also when assignment.json is lost),
+ * lookups and their errors, group commit waking acks=all waiters and long-poll
+ * watches, growing a topic, and dropping one closing every descriptor. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kaas/core/broker.h"
+#include "kaas/core/ptable.h"
+#include "kaas/proto/kerr.h"
+
+static char root[256];
+static kaas_broker B;
+
+static void setup(void)
+{
+	snprintf(root, sizeof(root), "/tmp/kaas-ptable-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	char p[300], err[256];
+	memset(&B, 0, sizeof(B));
+	kaas_config_defaults(&B.cfg);
+	B.id = 7;
+	B.cfg.broker_id = 7;
+	snprintf(p, sizeof(p), "%s/data", root);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_int_eq(sub_open_url(p, &B.data, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/cluster", root);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_int_eq(sub_open_url(p, &B.cluster, err, sizeof(err)), 0);
+}
+
+static void teardown(void)
+{
+	sub_destroy(B.data);
+	sub_destroy(B.cluster);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static kaas_topic_desc desc(const char *name, int32_t n)
+{
+	kaas_topic_desc d = {name, NULL, n, {0}};
+	kaas_log_config_defaults(&d.cfg);
+	return d;
+}
+
+static kaas_str S(const char *s) { return (kaas_str){s, (int32_t)strlen(s)}; }
+
+static int assigned_epoch(const char *key)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (sub_read_file(B.cluster, "assignment.json", 1 << 20, &buf, &len))
+		return -1;
+	json_t *j = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	json_t *e = json_object_get(json_object_get(j, "partitions"), key);
+	int ep = e ? (int)json_integer_value(json_object_get(e, "epoch")) : -1;
+	int leader = e ? (int)json_integer_value(json_object_get(e, "leader")) : -1;
+	json_decref(j);
+	ck_assert(ep < 0 || leader == 7);
+	return ep;
+}
+
+/* One v2 record batch holding one record. */
+static void batch(kaas_wr *w, const char *value)
+{
+	kaas_wr_i64(w, 0);
+	size_t len_off = kaas_wr_reserve_i32(w);
+	kaas_wr_i32(w, -1);
+	kaas_wr_i8(w, 2);
+	size_t crc_off = kaas_wr_reserve_i32(w);
+	size_t from = w->len;
+	int64_t ts = (int64_t)time(NULL) * 1000;
+	kaas_wr_i16(w, 0);
+	kaas_wr_i32(w, 0);
+	kaas_wr_i64(w, ts);
+	kaas_wr_i64(w, ts);
+	kaas_wr_i64(w, -1);
+	kaas_wr_i16(w, -1);
+	kaas_wr_i32(w, -1);
+	kaas_wr_i32(w, 1);
+	kaas_wr rec = KAAS_WR_INIT;
+	kaas_wr_i8(&rec, 0);
+	kaas_wr_varint(&rec, 0);
+	kaas_wr_varint(&rec, 0);
+	kaas_wr_varint(&rec, -1);
+	kaas_wr_varint(&rec, (int64_t)strlen(value));
+	kaas_wr_raw(&rec, value, strlen(value));
+	kaas_wr_varint(&rec, 0);
+	kaas_wr_varint(w, (int64_t)rec.len);
+	kaas_wr_raw(w, rec.buf, rec.len);
+	kaas_wr_free(&rec);
+	kaas_wr_patch_len(w, len_off);
+	kaas_wr_patch_crc32c(w, crc_off, from);
+}
+
+/* ---- waiting for callbacks from the flusher threads ------------------------------ */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int durable_calls, watch_calls;
+static int16_t durable_err;
+static int64_t durable_hw;
+
+static void on_durable(void *arg, int16_t err, int64_t hw)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	durable_calls++;
+	durable_err = err;
+	durable_hw = hw;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void on_watch(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	watch_calls++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void wait_for(int *counter, int want)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 60; /* a generous deadline, not a timing assertion */
+	pthread_mutex_lock(&mu);
+	while (*counter < want)
+		if (pthread_cond_timedwait(&cv, &mu, &ts) == ETIMEDOUT)
+			break;
+	int got = *counter;
+	pthread_mutex_unlock(&mu);
+	ck_assert_int_ge(got, want);
+}
+
+static int open_fds_under(const char *dir)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+	char p[300], target[1024];
+	while ((de = readdir(d))) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
+		ssize_t l = readlink(p, target, sizeof(target) - 1);
+		if (l <= 0)
+			continue;
+		target[l] = 0;
+		if (strncmp(target, dir, strlen(dir)) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+START_TEST(epochs_grow_at_every_start)
+{
+	kaas_ptable *t;
+	kaas_topic_desc d = desc("t.a-b", 2);
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(assigned_epoch("t.a-b-0"), 1);
+	ck_assert_int_eq(assigned_epoch("t.a-b-1"), 1);
+	kaas_pref r;
+	ck_assert_int_eq(kaas_ptable_get(t, S("t.a-b"), 1, &r), KERR_NONE);
+	ck_assert_int_eq(r.epoch, 1);
+	kaas_pref_put(&r);
+	int32_t leader, epoch;
+	ck_assert_int_eq(kaas_ptable_leader(t, "t.a-b", 0, &leader, &epoch), KERR_NONE);
+	ck_assert_int_eq(leader, 7);
+	ck_assert_int_eq(epoch, 1);
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+
+	/* Second start: epoch 2, and a segment named with it. */
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(assigned_epoch("t.a-b-0"), 2);
+	ck_assert_int_eq(kaas_ptable_get(t, S("t.a-b"), 0, &r), KERR_NONE);
+	ck_assert_int_eq(r.epoch, 2);
+	kaas_pref_put(&r);
+	sub_stat st;
+	ck_assert_int_eq(sub_stat_path(B.data, "t.a-b/0/0000000002-00000000000000000000.log", &st), 0);
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+
+	/* assignment.json lost: the epoch still grows, from the segment names. */
+	ck_assert_int_eq(sub_unlink(B.cluster, "assignment.json"), 0);
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(assigned_epoch("t.a-b-1"), 3);
+	ck_assert_int_eq(kaas_ptable_get(t, S("t.a-b"), 1, &r), KERR_NONE);
+	ck_assert_int_eq(r.epoch, 3);
+	kaas_pref_put(&r);
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+
+	/* A topic no longer in the registry is pruned from assignment.json. */
+	kaas_topic_desc other = desc("other", 1);
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, &other, 1), 0);
+	ck_assert_int_eq(assigned_epoch("t.a-b-0"), -1);
+	ck_assert_int_eq(assigned_epoch("other-0"), 1);
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+}
+END_TEST
+
+START_TEST(lookups_and_errors)
+{
+	kaas_ptable *t;
+	kaas_topic_desc d = desc("orders", 2);
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	kaas_pref r;
+	ck_assert_int_eq(kaas_ptable_get(t, S("nope"), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_ptr_null(r.p);
+	ck_assert_int_eq(kaas_ptable_get(t, S("orders"), 2, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(kaas_ptable_get(t, S("orders"), -1, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(kaas_ptable_get(t, (kaas_str){"ordersX", 6}, 0, &r), KERR_NONE); /* a slice */
+	kaas_pref_put(&r);
+	kaas_pref_put(&r); /* repeatable */
+	int32_t leader, epoch;
+	ck_assert_int_eq(kaas_ptable_leader(t, "orders", 5, &leader, &epoch), KERR_LEADER_NOT_AVAILABLE);
+	ck_assert_int_eq(kaas_ptable_leader(t, "nope", 0, &leader, &epoch), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(leader, -1);
+
+	/* Growing: partition 2 appears with its own epoch. */
+	d.partitions = 3;
+	ck_assert_int_eq(kaas_ptable_ensure_topic(t, &d), 0);
+	ck_assert_int_eq(kaas_ptable_get(t, S("orders"), 2, &r), KERR_NONE);
+	kaas_pref_put(&r);
+	ck_assert_int_eq(assigned_epoch("orders-2"), 1);
+	ck_assert_int_eq(kaas_ptable_ensure_topic(t, &d), 0); /* idempotent */
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+}
+END_TEST
+
+START_TEST(group_commit_wakes_waiters_and_watches)
+{
+	kaas_ptable *t;
+	kaas_topic_desc d = desc("gc", 1);
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	kaas_pref r;
+	ck_assert_int_eq(kaas_ptable_get(t, S("gc"), 0, &r), KERR_NONE);
+	durable_calls = watch_calls = 0;
+
+	/* Nothing appended: offset 0 is durable already, answered at once. */
+	ck_assert_int_eq(kaas_ptable_when_durable(&r, 0, on_durable, NULL), 0);
+	ck_assert_int_eq(durable_calls, 1);
+
+	/* A long poll at offset 0 waits for data. */
+	kaas_watch *w = kaas_ptable_watch(&r, 0, on_watch, NULL);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(watch_calls, 0);
+
+	kaas_wr b = KAAS_WR_INIT;
+	batch(&b, "hello");
+	kaas_append_result res;
+	ck_assert_int_eq(kaas_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, KERR_NONE);
+	ck_assert_int_eq(res.base_offset, 0);
+	ck_assert_int_eq(kaas_ptable_when_durable(&r, res.last_offset + 1, on_durable, NULL), 0);
+	wait_for(&durable_calls, 2);
+	ck_assert_int_eq(durable_err, KERR_NONE);
+	ck_assert_int_eq(durable_hw, 1);
+	wait_for(&watch_calls, 1);
+	ck_assert_int_eq(kaas_partition_high_watermark(r.p), 1);
+	kaas_ptable_unwatch(t, w);
+
+	/* acks=1 path: dirty data becomes durable without a waiter. */
+	kaas_wr_free(&b);
+	batch(&b, "again");
+	ck_assert_int_eq(kaas_partition_append(r.p, b.buf, b.len, &res), 0);
+	w = kaas_ptable_watch(&r, 1, on_watch, NULL);
+	kaas_ptable_dirty(&r);
+	wait_for(&watch_calls, 2);
+	ck_assert_int_eq(kaas_partition_high_watermark(r.p), 2);
+	kaas_ptable_unwatch(t, w);
+
+	/* An unwatched watch never fires. */
+	w = kaas_ptable_watch(&r, 2, on_watch, NULL);
+	kaas_ptable_unwatch(t, w);
+	kaas_wr_free(&b);
+	batch(&b, "third");
+	ck_assert_int_eq(kaas_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(kaas_ptable_when_durable(&r, 3, on_durable, NULL), 0);
+	wait_for(&durable_calls, 3);
+	ck_assert_int_eq(watch_calls, 2);
+	kaas_wr_free(&b);
+	kaas_pref_put(&r);
+
+	/* The manifest is persisted by the shutdown relinquish. */
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+	char *buf = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(sub_read_file(B.data, "gc/0/manifest.json", 1 << 20, &buf, &len), 0);
+	json_t *m = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "high_watermark")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "epoch")), 1);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(drop_closes_every_descriptor)
+{
+	kaas_ptable *t;
+	kaas_topic_desc d[2] = {desc("gone", 3), desc("kept", 1)};
+	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kaas_ptable_start(t, d, 2), 0);
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/data/gone/", root);
+	ck_assert_int_gt(open_fds_under(dir), 0); /* leaders hold descriptors */
+	kaas_pref r;
+	ck_assert_int_eq(kaas_ptable_get(t, S("gone"), 1, &r), KERR_NONE);
+	watch_calls = 0;
+	kaas_watch *w = kaas_ptable_watch(&r, 0, on_watch, NULL);
+	kaas_pref_put(&r);
+
+	ck_assert_int_eq(kaas_ptable_drop_topic(t, "gone"), 0);
+	ck_assert_int_eq(open_fds_under(dir), 0);
+	ck_assert_int_eq(watch_calls, 1); /* the parked long poll was woken */
+	kaas_ptable_unwatch(t, w);
+	ck_assert_int_eq(kaas_ptable_get(t, S("gone"), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(assigned_epoch("gone-0"), -1);
+	ck_assert_int_eq(assigned_epoch("kept-0"), 1);
+	ck_assert_int_eq(kaas_ptable_drop_topic(t, "gone"), 0); /* idempotent */
+	/* The directory can go now; recreating starts over cleanly. */
+	ck_assert_int_eq(sub_remove_tree(B.data, "gone"), 0);
+	kaas_topic_desc again = desc("gone", 1);
+	ck_assert_int_eq(kaas_ptable_ensure_topic(t, &again), 0);
+	ck_assert_int_eq(kaas_ptable_get(t, S("gone"), 0, &r), KERR_NONE);
+	ck_assert_int_eq(kaas_partition_log_end(r.p), 0);
+	kaas_pref_put(&r);
+	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
+	kaas_ptable_destroy(t);
+	snprintf(dir, sizeof(dir), "%s/data/", root);
+	ck_assert_int_eq(open_fds_under(dir), 0); /* shutdown closed the rest */
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ptable");
+	TCase *tc = tcase_create("ptable");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, epochs_grow_at_every_start);
+	tcase_add_test(tc, lookups_and_errors);
+	tcase_add_test(tc, group_commit_wakes_waiters_and_watches);
+	tcase_add_test(tc, drop_closes_every_descriptor);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,404 @@
+/*
+ * h_fetch.c — Fetch v4-v11.
+ *
+ * Each partition is a storage read plan: the log from the batch holding the
+ * fetch offset, never past the high watermark (the durable offset), as
+ * (file, position, length) ranges; like Kafka's, it may end inside a batch,
+ * which clients skip and fetch again.  The plan is spliced into the response
+ * (kaas_req_attach_read) and the event loop streams it with sendfile, so
+ * record bytes are never copied through the broker.
+ *
+ * Limits: partition_max_bytes per partition, max_bytes (v3+) for the whole
+ * response; as KIP-74, the first non-empty partition returns at least one
+ * whole batch even when it is larger than both.
+ *
+ * Long polls (Kafka's DelayedFetch): when fewer than min_bytes are available
+ * and max_wait_ms > 0, the request parks: a watch on every partition (woken
+ * when a flush moves its high watermark past what the last read saw) and a
+ * timer for max_wait_ms.  A woken watch re-counts the bytes on a worker: at
+ * least min_bytes (or an error) answers, fewer parks again.  When max_wait_ms
+ * passes, or the broker stops, the answer holds whatever is there.  The
+ * connection goes on with its next request meanwhile.
+ *
+ * Fetch sessions (KIP-227, v7+): kaas does not keep sessions.  A full fetch
+ * (session_id 0) is answered with session_id 0, which tells the client to
+ * keep sending full fetches; an incremental one gets
+ * FETCH_SESSION_ID_NOT_FOUND, after which clients start over with a full one.
+ *
+ * isolation_level is accepted; aborted_transactions is null for
+ * read_uncommitted and the (empty) list for read_committed.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kaas/core/broker.h"
+#include "kaas/net/handlers.h"
+#include "kaas/core/ptable.h"
+#include "kaas/core/splice.h"
+#include "kaas/proto/kerr.h"
+#include "util/log.h"
+
+typedef struct fpart {
+	int32_t index;
+	int32_t cur_epoch;
+	int64_t offset;
+	int64_t log_start;
+	int32_t max_bytes;
+	int64_t hw_seen; /* high watermark at the first pass: a long poll waits for more */
+} fpart;
+
+typedef struct ftopic {
+	kaas_str name;
+	int32_t n;
+	fpart *parts;
+} ftopic;
+
+typedef struct fctx {
+	kaas_req *req;
+	int32_t max_wait, min_bytes, max_bytes;
+	int8_t isolation;
+	int32_t ntopics, nparts;
+	ftopic *topics;
+	int16_t top_error;
+	/* parking */
+	atomic_int refs;      /* owner + armed timer */
+	atomic_int gate;      /* a woken and fully parked fetch re-checks at 0 */
+	atomic_int fired;     /* woken since the watches were (re)armed */
+	atomic_int timed_out; /* max_wait_ms has passed: answer with what is there */
+	kaas_watch **watches;
+	int nwatch;
+	kaas_timer *timer;
+} fctx;
+
+static void fctx_put(fctx *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	for (int32_t i = 0; i < c->ntopics; i++)
+		free(c->topics[i].parts);
+	free(c->topics);
+	free(c->watches);
+	free(c);
+}
+
+/* Writes the whole response.  Returns the record bytes it holds, or -1 when
+ * some partition reported an error (answer now instead of waiting).  With
+ * `measure` the ranges are only counted, not attached: w is then scratch. */
+static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
+{
+	kaas_req *req = c->req;
+	kaas_broker *b = req->broker;
+	int16_t v = req->api_version;
+	int64_t total = 0;
+	int any_error = 0, first_data = 1;
+	int64_t budget = c->max_bytes > 0 ? c->max_bytes : INT32_MAX;
+	int64_t lim = 0;
+
+	kaas_wr_i32(w, 0); /* throttle_time_ms */
+	if (v >= 7) {
+		kaas_wr_i16(w, c->top_error);
+		kaas_wr_i32(w, 0); /* session_id: no session */
+	}
+	if (c->top_error) {
+		kaas_wr_array(w, 0, 0);
+		return -1;
+	}
+	kaas_wr_array(w, 0, c->ntopics);
+	for (int32_t i = 0; i < c->ntopics; i++) {
+		ftopic *t = &c->topics[i];
+		kaas_wr_kstr(w, 0, t->name);
+		kaas_wr_array(w, 0, t->n);
+		for (int32_t k = 0; k < t->n; k++) {
+			fpart *fp = &t->parts[k];
+			kaas_pref ref;
+			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+			int have_plan = 0;
+			int16_t err = kaas_ptable_get(b->parts, t->name, fp->index, &ref);
+			if (err == KERR_NONE && v >= 9 && fp->cur_epoch >= 0 && fp->cur_epoch != ref.epoch)
+				err = fp->cur_epoch < ref.epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
+			if (err == KERR_NONE) {
+				lim = fp->max_bytes < budget ? fp->max_bytes : budget;
+				if (lim <= 0 && first_data)
+					lim = 1; /* KIP-74: the first batch anyway */
+				if (fp->max_bytes <= 0) {
+					err = KERR_NONE; /* nothing asked: report offsets only */
+				} else if (lim > 0 || first_data) {
+					int rc = kaas_partition_read(ref.p, fp->offset, (int32_t)lim, &plan);
+					have_plan = 1;
+					err = plan.error;
+					if (rc < 0 && err == KERR_NONE)
+						err = KERR_KAFKA_STORAGE_ERROR;
+				}
+			}
+			int64_t hw = -1, lso = -1, lstart = -1;
+			fp->hw_seen = -1;
+			if (err == KERR_NONE) {
+				if (have_plan) {
+					hw = plan.high_watermark;
+					lso = plan.last_stable_offset;
+					lstart = plan.log_start_offset;
+				} else {
+					hw = kaas_partition_high_watermark(ref.p);
+					lso = hw;
+					lstart = kaas_partition_log_start(ref.p);
+				}
+				fp->hw_seen = hw;
+			}
+			/* Only the first non-empty partition may exceed the limits (KIP-74):
+			 * a later one whose batches do not fit its partition_max_bytes or
+			 * the rest of max_bytes sends no records. */
+			if (have_plan && plan.total > 0 && !first_data && (int64_t)plan.total > lim) {
+				kaas_read_plan_release(&plan);
+				plan.total = 0;
+				plan.n = 0;
+			}
+			size_t mark = w->len;
+			kaas_wr_i32(w, fp->index);
+			kaas_wr_i16(w, err);
+			kaas_wr_i64(w, hw);
+			kaas_wr_i64(w, lso);
+			if (v >= 5)
+				kaas_wr_i64(w, lstart);
+			if (c->isolation == 1)
+				kaas_wr_array(w, 0, 0); /* aborted transactions: none */
+			else
+				kaas_wr_array(w, 0, -1);
+			if (v >= 11)
+				kaas_wr_i32(w, -1); /* preferred_read_replica */
+			uint32_t bytes = err == KERR_NONE && have_plan ? plan.total : 0;
+			kaas_wr_i32(w, (int32_t)bytes);
+			if (bytes > 0 && measure) {
+				kaas_read_plan_release(&plan);
+				total += bytes;
+				budget -= bytes;
+				first_data = 0;
+			} else if (bytes > 0) {
+				if (kaas_req_attach_read(req, w, &plan)) {
+					/* Could not read it: answer this partition with a storage error. */
+					w->len = mark;
+					kaas_wr_i32(w, fp->index);
+					kaas_wr_i16(w, KERR_KAFKA_STORAGE_ERROR);
+					kaas_wr_i64(w, -1);
+					kaas_wr_i64(w, -1);
+					if (v >= 5)
+						kaas_wr_i64(w, -1);
+					if (c->isolation == 1)
+						kaas_wr_array(w, 0, 0);
+					else
+						kaas_wr_array(w, 0, -1);
+					if (v >= 11)
+						kaas_wr_i32(w, -1);
+					kaas_wr_i32(w, 0);
+					any_error = 1;
+				} else {
+					total += bytes;
+					budget -= bytes;
+					first_data = 0;
+				}
+			} else if (have_plan) {
+				kaas_read_plan_release(&plan);
+			}
+			if (err != KERR_NONE)
+				any_error = 1;
+			kaas_pref_put(&ref);
+		}
+	}
+	return any_error ? -1 : total;
+}
+
+/* Drops a response built by a pass that is not going to be sent. */
+static void discard(kaas_req *req, kaas_wr *w)
+{
+	kaas_splices_free(req->splices);
+	req->splices = NULL;
+	kaas_wr_free(w);
+}
+
+/* Answers with what is there now (a worker; the watches are given back). */
+static void finish(fctx *c)
+{
+	kaas_broker *b = c->req->broker;
+	if (kaas_timer_cancel(b, c->timer))
+		fctx_put(c); /* the timer will never run: drop its reference */
+	c->timer = NULL;
+	kaas_wr w = KAAS_WR_INIT;
+	fetch_pass(c, &w, 0);
+	kaas_req_complete(c->req, &w);
+	fctx_put(c);
+}
+
+static void park(fctx *c);
+
+/* A woken fetch, on a worker: enough bytes now (or an error, the timeout, a
+ * stopping broker) answers; otherwise it parks again. */
+static void recheck(void *arg)
+{
+	fctx *c = arg;
+	kaas_broker *b = c->req->broker;
+	for (int i = 0; i < c->nwatch; i++)
+		kaas_ptable_unwatch(b->parts, c->watches[i]);
+	c->nwatch = 0;
+	/* Re-arm before looking: a timer that fires from here on wakes the
+	 * next park, one that fired before is seen below. */
+	atomic_store(&c->fired, 0);
+	atomic_store(&c->gate, 2);
+	int done = atomic_load(&c->timed_out) || __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
+	if (!done) {
+		kaas_wr m = KAAS_WR_INIT;
+		int64_t got = fetch_pass(c, &m, 1);
+		kaas_wr_free(&m);
+		done = got < 0 || got >= c->min_bytes;
+	}
+	if (done)
+		finish(c);
+	else
+		park(c);
+}
+
+static void gate_pass(fctx *c)
+{
+	/* Never re-check inline: this may run inside a watch callback, under the
+	 * partition table's lock.  The pool only refuses work after the event
+	 * loop has stopped, when no answer could be sent anyway. */
+	if (atomic_fetch_sub(&c->gate, 1) == 1 && kaas_broker_run(c->req->broker, recheck, c))
+		KLOG_DEBUG("fetch", "shutting down: a parked fetch is dropped");
+}
+
+/* Watch callback (ptable lock held) and timer: only flags and posting. */
+static void wake(void *arg)
+{
+	fctx *c = arg;
+	if (atomic_exchange(&c->fired, 1) == 0)
+		gate_pass(c);
+}
+
+static void on_timer(void *arg)
+{
+	fctx *c = arg;
+	atomic_store(&c->timed_out, 1);
+	wake(c);
+	fctx_put(c);
+}
+
+/* Watches every partition for data beyond what the last pass saw, then
+ * opens the gate: from now on a wake queues a re-check. */
+static void park(fctx *c)
+{
+	kaas_broker *b = c->req->broker;
+	for (int32_t i = 0; i < c->ntopics && !atomic_load(&c->fired); i++) {
+		ftopic *t = &c->topics[i];
+		for (int32_t k = 0; k < t->n; k++) {
+			kaas_pref ref;
+			if (kaas_ptable_get(b->parts, t->name, t->parts[k].index, &ref) != KERR_NONE) {
+				wake(c); /* it went away meanwhile: answer */
+				continue;
+			}
+			int64_t at = t->parts[k].offset;
+			if (t->parts[k].hw_seen > at)
+				at = t->parts[k].hw_seen;
+			kaas_watch *w = kaas_ptable_watch(&ref, at, wake, c);
+			kaas_pref_put(&ref);
+			if (w)
+				c->watches[c->nwatch++] = w;
+			else
+				wake(c);
+		}
+	}
+	gate_pass(c);
+}
+
+int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+{
+	kaas_broker *b = req->broker;
+	int16_t v = req->api_version;
+	int32_t replica_id, session_id = 0, session_epoch = -1;
+	fctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->req = req;
+	atomic_init(&c->refs, 1);
+	atomic_init(&c->gate, 2);
+	atomic_init(&c->fired, 0);
+	atomic_init(&c->timed_out, 0);
+	c->max_bytes = INT32_MAX;
+
+	KRD_I32(body, &replica_id);
+	KRD_I32(body, &c->max_wait);
+	KRD_I32(body, &c->min_bytes);
+	KRD_I32(body, &c->max_bytes); /* v3+ */
+	KRD_I8(body, &c->isolation);  /* v4+ */
+	if (v >= 7) {
+		KRD_I32(body, &session_id);
+		KRD_I32(body, &session_epoch);
+	}
+	KRD_ARRAY_CALLOC(body, 6, c->topics, c->ntopics);
+	for (int32_t i = 0; i < c->ntopics; i++) {
+		ftopic *t = &c->topics[i];
+		KRD_STR(body, 0, &t->name);
+		KRD_ARRAY_CALLOC(body, 16, t->parts, t->n);
+		c->nparts += t->n;
+		for (int32_t k = 0; k < t->n; k++) {
+			fpart *p = &t->parts[k];
+			p->cur_epoch = -1;
+			p->log_start = -1;
+			KRD_I32(body, &p->index);
+			if (v >= 9)
+				KRD_I32(body, &p->cur_epoch);
+			KRD_I64(body, &p->offset);
+			if (v >= 5)
+				KRD_I64(body, &p->log_start);
+			KRD_I32(body, &p->max_bytes);
+		}
+	}
+	if (v >= 7) {
+		int32_t nf;
+		KRD_ARRAY(body, 0, 6, &nf);
+		for (int32_t i = 0; i < nf; i++) {
+			kaas_str tn;
+			int32_t np;
+			KRD_STR(body, 0, &tn);
+			KRD_ARRAY(body, 0, 4, &np);
+			KRD_SKIP(body, (size_t)(np > 0 ? np : 0) * 4);
+		}
+	}
+	if (v >= 11) {
+		kaas_str rack;
+		KRD_STR(body, 0, &rack);
+	}
+	(void)replica_id;
+	if (c->isolation != 0 && c->isolation != 1)
+		c->isolation = 0;
+	if (v >= 7 && session_id != 0)
+		c->top_error = KERR_FETCH_SESSION_ID_NOT_FOUND;
+	else if (v >= 7 && session_epoch > 0)
+		c->top_error = KERR_INVALID_FETCH_SESSION_EPOCH;
+
+	int64_t got = fetch_pass(c, resp, 0);
+	int stopping = __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
+	if (got < 0 || got >= c->min_bytes || c->max_wait <= 0 || stopping || c->nparts == 0) {
+		fctx_put(c);
+		return KAAS_HANDLED;
+	}
+	/* Not enough yet: park on every partition until min_bytes or max_wait. */
+	discard(req, resp);
+	c->watches = calloc((size_t)c->nparts, sizeof(*c->watches));
+	if (!c->watches)
+		goto oom;
+	atomic_fetch_add(&c->refs, 1); /* for the timer */
+	c->timer = kaas_timer_start(b, c->max_wait, on_timer, c);
+	if (!c->timer) {
+		atomic_fetch_sub(&c->refs, 1);
+		atomic_store(&c->timed_out, 1); /* cannot wait: answer at once */
+		wake(c);
+	}
+	park(c);
+	return KAAS_DEFERRED;
+oom:
+	fctx_put(c);
+	return -ENOMEM;
+err_parse:
+	fctx_put(c);
+	return -EBADMSG;
+}

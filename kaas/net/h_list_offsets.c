@@ -1,0 +1,98 @@
+/*
+ * h_list_offsets.c — ListOffsets v0-v3: the earliest offset (-2), the latest
+ * (-1: the high watermark, the durable end) or the first offset whose batch
+ * carries a timestamp at or after the one given.
+ *
+ * Version differences: v0 asks for up to max_num_offsets offsets and gets an
+ * array back (kaas returns the one offset asked for, as Kafka does for -1 and
+ * -2); v1 returns (timestamp, offset); v2 adds isolation_level to the request
+ * and throttle_time_ms to the response; v3 is v2.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "kaas/core/broker.h"
+#include "kaas/net/handlers.h"
+#include "kaas/core/ptable.h"
+#include "kaas/proto/kerr.h"
+
+int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+{
+	kaas_broker *b = req->broker;
+	int16_t v = req->api_version;
+	int32_t replica_id, nt;
+	int8_t isolation = 0;
+	kaas_rd again;
+
+	KRD_I32(body, &replica_id);
+	if (v >= 2)
+		KRD_I8(body, &isolation);
+	/* Decode everything once before answering anything. */
+	again = *body;
+	KRD_ARRAY(body, 0, 6, &nt);
+	for (int32_t i = 0; i < nt; i++) {
+		kaas_str name;
+		int32_t np;
+		KRD_STR(body, 0, &name);
+		KRD_ARRAY(body, 0, v == 0 ? 16 : 12, &np);
+		KRD_SKIP(body, (size_t)(np > 0 ? np : 0) * (v == 0 ? 16 : 12));
+	}
+	(void)replica_id;
+	(void)isolation;
+
+	if (v >= 2)
+		kaas_wr_i32(resp, 0); /* throttle_time_ms */
+	KRD_ARRAY(&again, 0, 6, &nt);
+	kaas_wr_array(resp, 0, nt < 0 ? 0 : nt);
+	for (int32_t i = 0; i < nt; i++) {
+		kaas_str name;
+		int32_t np;
+		KRD_STR(&again, 0, &name);
+		KRD_ARRAY(&again, 0, 12, &np);
+		kaas_wr_kstr(resp, 0, name);
+		kaas_wr_array(resp, 0, np < 0 ? 0 : np);
+		for (int32_t k = 0; k < np; k++) {
+			int32_t part, max_num = 1;
+			int64_t ts;
+			KRD_I32(&again, &part);
+			KRD_I64(&again, &ts);
+			if (v == 0)
+				KRD_I32(&again, &max_num);
+			int64_t off = -1, found_ts = -1;
+			kaas_pref ref;
+			int16_t err = kaas_ptable_get(b->parts, name, part, &ref);
+			if (err == KERR_NONE) {
+				if (ts == KAAS_TS_EARLIEST) {
+					off = kaas_partition_log_start(ref.p);
+				} else if (ts == KAAS_TS_LATEST) {
+					off = kaas_partition_high_watermark(ref.p);
+				} else if (ts < 0) {
+					err = KERR_INVALID_REQUEST;
+				} else {
+					int rc = kaas_partition_offset_for_time(ref.p, ts, &off, &found_ts);
+					if (rc < 0)
+						err = KERR_KAFKA_STORAGE_ERROR;
+				}
+				if (err == KERR_NONE && off < 0 && (ts == KAAS_TS_EARLIEST || ts == KAAS_TS_LATEST))
+					err = KERR_KAFKA_STORAGE_ERROR;
+				kaas_pref_put(&ref);
+			}
+			kaas_wr_i32(resp, part);
+			kaas_wr_i16(resp, err);
+			if (v == 0) {
+				if (err == KERR_NONE && off >= 0 && max_num > 0) {
+					kaas_wr_array(resp, 0, 1);
+					kaas_wr_i64(resp, off);
+				} else {
+					kaas_wr_array(resp, 0, 0);
+				}
+			} else {
+				kaas_wr_i64(resp, err == KERR_NONE ? found_ts : -1);
+				kaas_wr_i64(resp, err == KERR_NONE ? off : -1);
+			}
+		}
+	}
+	return KAAS_HANDLED;
+err_parse:
+	return -EBADMSG;
+}

@@ -1,0 +1,34 @@
+/*
+ * handlers.h — the request handlers of the data path (this directory):
+ * ApiVersions, Metadata, Produce, Fetch, ListOffsets.  Each follows the
+ * contract of proto/api.h.  Also a decoding step two of them share.
+ */
+#ifndef KAAS_SERVER_HANDLERS_H
+#define KAAS_SERVER_HANDLERS_H
+
+#include <stdlib.h>
+
+#include "kaas/proto/api.h"
+
+/* Reads an array's count (elements of at least min_elem bytes; not flexible)
+ * and allocates that many zeroed elements into arr, their count into n; an
+ * empty or null array leaves both alone.  Jumps to err_parse or to oom. */
+#define KRD_ARRAY_CALLOC(rd, min_elem, arr, n)                      \
+	do {                                                        \
+		int32_t n_;                                         \
+		KRD_ARRAY((rd), 0, (min_elem), &n_);                \
+		if (n_ > 0) {                                       \
+			(arr) = calloc((size_t)n_, sizeof(*(arr))); \
+			if (!(arr))                                 \
+				goto oom;                           \
+			(n) = n_;                                   \
+		}                                                   \
+	} while (0)
+
+int kaas_h_api_versions(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+int kaas_h_metadata(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+
+#endif

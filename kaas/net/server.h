@@ -1,0 +1,36 @@
+/*
+ * server.h — the network server: one libuv event loop that accepts
+ * connections, cuts frames, hands requests to the worker pool and writes
+ * responses back in order; signal handling and the SIGTERM drain.
+ */
+#ifndef KAAS_SERVER_SERVER_H
+#define KAAS_SERVER_SERVER_H
+
+#include <stddef.h>
+
+#include "kaas/core/broker.h"
+
+typedef struct kaas_server kaas_server;
+
+/* Creates the worker pool and binds the listening socket (so a port of 0 is
+ * resolved before anything is advertised).  Installs b->ops/b->server. */
+int kaas_server_create(kaas_broker *b, kaas_server **out, char *err, size_t errlen);
+
+/* The port actually bound. */
+int kaas_server_port(const kaas_server *s);
+
+/* Serves until SIGTERM or SIGINT, then drains: stops accepting, stops
+ * reading, lets the received requests finish and their responses go out
+ * (at most kaas.shutdown.timeout.ms), closes the connections and stops the
+ * workers.  Returns 0 or -errno.  The caller then relinquishes partitions. */
+int kaas_server_run(kaas_server *s);
+
+void kaas_server_destroy(kaas_server *s); /* NULL-safe */
+
+/* The dispatch table (dispatch.c): every API kaas knows, with the version
+ * ranges of DESIGN §8; rows whose handler is NULL are neither advertised
+ * nor dispatched. */
+extern const kaas_api kaas_dispatch_table[];
+extern const size_t kaas_dispatch_table_len;
+
+#endif

@@ -1,0 +1,94 @@
+/* test_dispatch.c — the real dispatch table: one row per key, sane ranges,
+ * the version ranges kaas promises (DESIGN §8; Produce from v0, see
+ * docs/broker.md), and the ApiVersions body it generates for v0-v3. */
+#include <check.h>
+
+#include "kaas/proto/header.h"
+#include "kaas/net/server.h"
+#include "kaas/proto/kerr.h"
+
+static const struct {
+	int16_t key, min, max, flex;
+} want[] = {
+	{0, 0, 7, -1},   {1, 4, 11, -1}, {2, 0, 3, -1},  {3, 0, 7, -1},  {8, 0, 7, -1},  {9, 0, 7, 6},
+	{10, 0, 2, -1},  {11, 0, 5, -1}, {12, 0, 3, -1}, {13, 0, 3, -1}, {14, 0, 3, -1}, {15, 0, 4, -1},
+	{16, 0, 2, -1},  {18, 0, 3, 3},  {19, 0, 4, -1}, {20, 0, 3, -1}, {21, 0, 1, -1}, {22, 0, 4, 2},
+	{32, 0, 2, -1},  {33, 0, 1, -1}, {37, 0, 1, -1}, {42, 0, 1, -1}, {47, 0, 0, -1},
+};
+
+START_TEST(table_rows)
+{
+	size_t served = 0;
+	for (size_t i = 0; i < kaas_dispatch_table_len; i++) {
+		const kaas_api *a = &kaas_dispatch_table[i];
+		ck_assert_int_le(a->min, a->max);
+		ck_assert_ptr_nonnull(a->name);
+		for (size_t k = i + 1; k < kaas_dispatch_table_len; k++)
+			ck_assert_int_ne(a->key, kaas_dispatch_table[k].key);
+		if (a->handler)
+			served++;
+	}
+	ck_assert_int_eq(served, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const kaas_api *a = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, want[i].key);
+		ck_assert_ptr_nonnull(a);
+		ck_assert_ptr_nonnull(a->handler);
+		ck_assert_int_eq(a->min, want[i].min);
+		ck_assert_int_eq(a->max, want[i].max);
+		for (int16_t v = a->min; v <= a->max; v++)
+			ck_assert_int_eq(kaas_api_flexible(a, v), want[i].flex >= 0 && v >= want[i].flex);
+	}
+}
+END_TEST
+
+START_TEST(api_versions_from_the_table)
+{
+	for (int16_t v = 0; v <= 3; v++) {
+		int flex = v >= 3;
+		kaas_wr w = KAAS_WR_INIT;
+		kaas_api_versions_write(&w, v, KERR_NONE, kaas_dispatch_table, kaas_dispatch_table_len);
+		kaas_rd rd;
+		kaas_rd_init(&rd, w.buf, w.len);
+		int16_t err, key, lo, hi;
+		int32_t n, thr;
+		KRD_I16(&rd, &err);
+		ck_assert_int_eq(err, 0);
+		KRD_ARRAY(&rd, flex, 6, &n);
+		ck_assert_int_eq(n, sizeof(want) / sizeof(want[0]));
+		for (int32_t i = 0; i < n; i++) {
+			KRD_I16(&rd, &key);
+			KRD_I16(&rd, &lo);
+			KRD_I16(&rd, &hi);
+			KRD_TAGS(&rd, flex);
+			const kaas_api *a = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, key);
+			ck_assert_ptr_nonnull(a);
+			ck_assert_int_eq(lo, a->min);
+			ck_assert_int_eq(hi, a->max);
+		}
+		if (v >= 1) {
+			KRD_I32(&rd, &thr);
+			ck_assert_int_eq(thr, 0);
+		}
+		KRD_TAGS(&rd, flex);
+		ck_assert_int_eq(kaas_rd_remain(&rd), 0);
+		kaas_wr_free(&w);
+		continue;
+err_parse:
+		ck_abort_msg("ApiVersions v%d body does not parse: %s", v, rd.err);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dispatch");
+	TCase *tc = tcase_create("dispatch");
+	tcase_add_test(tc, table_rows);
+	tcase_add_test(tc, api_versions_from_the_table);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,583 @@
+/* test_versions.c — golden bytes of the data-path APIs at every version kaas
+ * advertises: ApiVersions v0-3, Metadata v0-7, Produce v0-7, Fetch v4-11,
+ * ListOffsets v0-3.  Requests are encoded and answers expected field by
+ * field as Kafka's message schemas (the JSON files under
+ * clients/src/main/resources/common/message/) lay them out for each version,
+ * with the gb_* writer that shares no code with the broker's.  A field added,
+ * dropped, moved or encoded at the wrong width in any version fails here. */
+#include "kaas/net/test/hharness.h"
+
+#include "kaas/proto/kerr.h"
+
+/* ---- ApiVersions -------------------------------------------------------------------- */
+
+/* What kaas serves (DESIGN §8; Produce from v0, docs/broker.md), in table order. */
+static const int16_t served[][3] = {
+	{0, 0, 7},   {1, 4, 11},  {2, 0, 3},   {3, 0, 7},   {8, 0, 7},  {9, 0, 7},   {10, 0, 2},  {11, 0, 5},
+	{12, 0, 3},  {13, 0, 3},  {14, 0, 3},  {15, 0, 4},  {16, 0, 2}, {18, 0, 3},  {19, 0, 4},  {20, 0, 3},
+	{21, 0, 1},  {22, 0, 4},  {32, 0, 2},  {33, 0, 1},  {37, 0, 1}, {42, 0, 1},  {47, 0, 0},
+};
+#define NSERVED ((int32_t)(sizeof(served) / sizeof(served[0])))
+
+START_TEST(api_versions_every_version)
+{
+	for (int16_t v = 0; v <= 3; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		if (v >= 3) { /* client_software_name, client_software_version, tags */
+			gb_cstr(req, "librdkafka");
+			gb_cstr(req, "2.0.2");
+			gb_uvar(req, 0);
+		}
+		gb16(want, 0);
+		if (v >= 3)
+			gb_carr(want, NSERVED);
+		else
+			gb_arr(want, NSERVED);
+		for (int32_t i = 0; i < NSERVED; i++) {
+			gb16(want, served[i][0]);
+			gb16(want, served[i][1]);
+			gb16(want, served[i][2]);
+			if (v >= 3)
+				gb_uvar(want, 0);
+		}
+		if (v >= 1)
+			gb32(want, 0); /* throttle_time_ms */
+		if (v >= 3)
+			gb_uvar(want, 0);
+		hreq *r = hh_send(KAAS_API_API_VERSIONS, v, req);
+		ck_assert_int_eq(r->rc, KAAS_HANDLED);
+		char what[64];
+		snprintf(what, sizeof(what), "ApiVersions v%d", v);
+		hh_expect(what, r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+}
+END_TEST
+
+/* An unsupported ApiVersions version is answered in the v0 layout. */
+START_TEST(api_versions_unsupported_layout)
+{
+	gb *want = calloc(1, sizeof(gb));
+	gb16(want, KERR_UNSUPPORTED_VERSION);
+	gb_arr(want, NSERVED);
+	for (int32_t i = 0; i < NSERVED; i++) {
+		gb16(want, served[i][0]);
+		gb16(want, served[i][1]);
+		gb16(want, served[i][2]);
+	}
+	kaas_wr w = KAAS_WR_INIT;
+	kaas_api_versions_write(&w, 4, KERR_UNSUPPORTED_VERSION, kaas_dispatch_table, kaas_dispatch_table_len);
+	hh_expect("ApiVersions v4 (unsupported)", w.buf, w.len, want);
+	kaas_wr_free(&w);
+	free(want);
+}
+END_TEST
+
+/* ---- Metadata ------------------------------------------------------------------------ */
+
+static int32_t epoch_of(const char *topic, int32_t p)
+{
+	int32_t leader, epoch;
+	ck_assert_int_eq(kaas_ptable_leader(H.b.parts, topic, p, &leader, &epoch), 0);
+	ck_assert_int_eq(leader, 3);
+	return epoch;
+}
+
+/* The broker list, cluster id and controller of every answer. */
+static void md_head(gb *g, int16_t v)
+{
+	if (v >= 3)
+		gb32(g, 0); /* throttle_time_ms */
+	gb_arr(g, 1);
+	gb32(g, 3);
+	gb_str(g, "broker-a");
+	gb32(g, 19092);
+	if (v >= 1)
+		gb_str(g, NULL); /* rack */
+	if (v >= 2)
+		gb_str(g, "cl-1");
+	if (v >= 1)
+		gb32(g, 3); /* controller_id */
+}
+
+static void md_topic(gb *g, int16_t v, int16_t err, const char *name, int32_t nparts)
+{
+	gb16(g, err);
+	gb_str(g, name);
+	if (v >= 1)
+		gb8(g, 0); /* is_internal */
+	gb_arr(g, nparts);
+	for (int32_t p = 0; p < nparts; p++) {
+		gb16(g, 0);
+		gb32(g, p);
+		gb32(g, 3); /* leader */
+		if (v >= 7)
+			gb32(g, epoch_of(name, p));
+		gb_arr(g, 1); /* replicas */
+		gb32(g, 3);
+		gb_arr(g, 1); /* isr */
+		gb32(g, 3);
+		if (v >= 5)
+			gb_arr(g, 0); /* offline_replicas */
+	}
+}
+
+static void md_check(int16_t v, const gb *req, const gb *want, const char *what)
+{
+	hreq *r = hh_send(KAAS_API_METADATA, v, req);
+	ck_assert_int_eq(r->rc, KAAS_HANDLED);
+	char w[96];
+	snprintf(w, sizeof(w), "Metadata v%d %s", v, what);
+	hh_expect(w, r->body, r->len, want);
+	hh_free(r);
+}
+
+START_TEST(metadata_every_version)
+{
+	hh_topic("md", 2);
+	for (int16_t v = 0; v <= 7; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		/* One named topic. */
+		gb_arr(req, 1);
+		gb_str(req, "md");
+		if (v >= 4)
+			gb8(req, 1); /* allow_auto_topic_creation */
+		md_head(want, v);
+		gb_arr(want, 1);
+		md_topic(want, v, 0, "md", 2);
+		md_check(v, req, want, "one topic");
+
+		/* All topics: v0 an empty array, v1+ a null one. */
+		req->n = want->n = 0;
+		gb_arr(req, v == 0 ? 0 : -1);
+		if (v >= 4)
+			gb8(req, 0);
+		md_head(want, v);
+		gb_arr(want, 1);
+		md_topic(want, v, 0, "md", 2);
+		md_check(v, req, want, "all topics");
+
+		/* v1+: an empty array asks for no topic. */
+		if (v >= 1) {
+			req->n = want->n = 0;
+			gb_arr(req, 0);
+			if (v >= 4)
+				gb8(req, 1);
+			md_head(want, v);
+			gb_arr(want, 0);
+			md_check(v, req, want, "no topic");
+		}
+
+		/* An invalid name touches nothing: INVALID_TOPIC_EXCEPTION. */
+		req->n = want->n = 0;
+		gb_arr(req, 1);
+		gb_str(req, "../x");
+		if (v >= 4)
+			gb8(req, 1);
+		md_head(want, v);
+		gb_arr(want, 1);
+		md_topic(want, v, KERR_INVALID_TOPIC_EXCEPTION, "../x", 0);
+		md_check(v, req, want, "invalid name");
+
+		/* v4+: a missing topic without auto-creation. */
+		if (v >= 4) {
+			req->n = want->n = 0;
+			gb_arr(req, 1);
+			gb_str(req, "absent");
+			gb8(req, 0);
+			md_head(want, v);
+			gb_arr(want, 1);
+			md_topic(want, v, KERR_UNKNOWN_TOPIC_OR_PARTITION, "absent", 0);
+			md_check(v, req, want, "no auto-creation");
+		}
+		free(req);
+		free(want);
+	}
+	/* Every version may auto-create (v0-3 always, v4+ when allowed): one
+	 * partition (num.partitions) each. */
+	for (int16_t v = 0; v <= 7; v++) {
+		char name[32];
+		snprintf(name, sizeof(name), "auto-v%d", v);
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		gb_arr(req, 1);
+		gb_str(req, name);
+		if (v >= 4)
+			gb8(req, 1);
+		hreq *r = hh_send(KAAS_API_METADATA, v, req);
+		md_head(want, v);
+		gb_arr(want, 1);
+		md_topic(want, v, 0, name, 1);
+		hh_expect(name, r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+	/* auto.create.topics.enable=false: no version creates anything. */
+	H.b.cfg.auto_create_topics = 0;
+	for (int16_t v = 0; v <= 7; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		gb_arr(req, 1);
+		gb_str(req, "never");
+		if (v >= 4)
+			gb8(req, 1);
+		hreq *r = hh_send(KAAS_API_METADATA, v, req);
+		md_head(want, v);
+		gb_arr(want, 1);
+		md_topic(want, v, KERR_UNKNOWN_TOPIC_OR_PARTITION, "never", 0);
+		hh_expect("auto.create.topics.enable=false", r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+	kaas_topic_info info;
+	ck_assert_int_eq(kaas_topics_lookup(H.b.topics, "never", 5, &info), -ENOENT);
+}
+END_TEST
+
+/* ---- Produce, Fetch, ListOffsets -------------------------------------------------------- */
+
+#define TS0 1700000000000LL
+#define NB 8 /* one batch per Produce version 0..7 */
+static uint8_t batch[NB][256];
+static size_t batch_len[NB];
+
+static gb *produce_req(int16_t v, const char *topic, int16_t acks, const uint8_t *b, size_t n)
+{
+	gb *g = calloc(1, sizeof(gb));
+	if (v >= 3)
+		gb_str(g, NULL); /* transactional_id */
+	gb16(g, acks);
+	gb32(g, 30000);
+	gb_arr(g, 1);
+	gb_str(g, topic);
+	gb_arr(g, 1);
+	gb32(g, 0);
+	gb_bytes(g, b, (int32_t)n);
+	return g;
+}
+
+static void produce_want(gb *g, int16_t v, const char *topic, int16_t err, int64_t base)
+{
+	gb_arr(g, 1);
+	gb_str(g, topic);
+	gb_arr(g, 1);
+	gb32(g, 0);
+	gb16(g, err);
+	gb64(g, err ? -1 : base);
+	if (v >= 2)
+		gb64(g, -1); /* log_append_time: -1 under CreateTime */
+	if (v >= 5)
+		gb64(g, err ? -1 : 0); /* log_start_offset */
+	if (v >= 1)
+		gb32(g, 0); /* throttle_time_ms */
+}
+
+static int64_t high_watermark(const char *topic)
+{
+	kaas_pref ref;
+	ck_assert_int_eq(kaas_ptable_get(H.b.parts, (kaas_str){topic, (int32_t)strlen(topic)}, 0, &ref), KERR_NONE);
+	int64_t hw = kaas_partition_high_watermark(ref.p);
+	kaas_pref_put(&ref);
+	return hw;
+}
+
+/* Produces batch v with Produce v (acks=1, the last with acks=-1 so that all
+ * are durable, i.e. below the high watermark, when it answers). */
+static void produce_all(const char *topic)
+{
+	for (int16_t v = 0; v < NB; v++) {
+		batch_len[v] = hh_batch(batch[v], sizeof(batch[v]), 1, 5 + (size_t)v, (char)('a' + v), TS0 + 10 * v);
+		int16_t acks = v == NB - 1 ? -1 : 1;
+		gb *req = produce_req(v, topic, acks, batch[v], batch_len[v]);
+		gb *want = calloc(1, sizeof(gb));
+		produce_want(want, v, topic, 0, v);
+		hreq *r = hh_send(KAAS_API_PRODUCE, v, req);
+		/* acks=1 answers at once.  acks=-1 answers once a flush covers the
+		 * batch, which is usually after the handler returned, but the
+		 * flusher may still be syncing the acks=1 batches before it and
+		 * cover this one too before the handler looks: then the answer
+		 * is immediate.  Either is right; what matters is that it comes
+		 * only once the batch is durable. */
+		if (acks == -1)
+			ck_assert_msg(r->rc == KAAS_DEFERRED || r->rc == KAAS_HANDLED, "Produce acks=-1: %d", r->rc);
+		else
+			ck_assert_int_eq(r->rc, KAAS_HANDLED);
+		hh_wait(r);
+		if (acks == -1)
+			ck_assert_int_eq(high_watermark(topic), v + 1);
+		char what[64];
+		snprintf(what, sizeof(what), "Produce v%d acks=%d", v, acks);
+		hh_expect(what, r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+}
+
+START_TEST(produce_every_version)
+{
+	hh_topic("pr", 1);
+	produce_all("pr");
+	for (int16_t v = 0; v < NB; v++) {
+		/* An unknown topic: the error, base offset -1. */
+		uint8_t b[256];
+		size_t n = hh_batch(b, sizeof(b), 1, 3, 'x', TS0);
+		gb *req = produce_req(v, "nope", 1, b, n);
+		gb *want = calloc(1, sizeof(gb));
+		produce_want(want, v, "nope", KERR_UNKNOWN_TOPIC_OR_PARTITION, -1);
+		hreq *r = hh_send(KAAS_API_PRODUCE, v, req);
+		char what[64];
+		snprintf(what, sizeof(what), "Produce v%d unknown topic", v);
+		hh_expect(what, r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+		/* acks=0: no answer at all; a failed one closes the connection (as
+		 * Kafka does: the producer then refreshes its metadata). */
+		req = produce_req(v, "pr", 0, b, n);
+		r = hh_send(KAAS_API_PRODUCE, v, req);
+		ck_assert_int_eq(r->rc, KAAS_NO_RESPONSE);
+		hh_free(r);
+		free(req);
+		req = produce_req(v, "nope", 0, b, n);
+		r = hh_send_rc(KAAS_API_PRODUCE, v, req, 1);
+		ck_assert_int_eq(r->rc, -ECONNABORTED);
+		hh_free(r);
+		free(req);
+	}
+}
+END_TEST
+
+/* The stored form of batch i: its base offset and the leader epoch set. */
+static void stored(gb *g, int i, int32_t epoch)
+{
+	size_t at = g->n;
+	gb_raw(g, batch[i], batch_len[i]);
+	for (int k = 0; k < 8; k++)
+		g->b[at + k] = (uint8_t)((uint64_t)i >> (56 - 8 * k));
+	for (int k = 0; k < 4; k++)
+		g->b[at + 12 + k] = (uint8_t)((uint32_t)epoch >> (24 - 8 * k));
+}
+
+START_TEST(fetch_every_version)
+{
+	hh_topic("fe", 1);
+	produce_all("fe");
+	int32_t epoch = epoch_of("fe", 0);
+	for (int16_t v = 4; v <= 11; v++) {
+		for (int8_t iso = 0; iso <= 1; iso++) {
+			gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+			gb32(req, -1);     /* replica_id */
+			gb32(req, 0);      /* max_wait_ms */
+			gb32(req, 1);      /* min_bytes */
+			gb32(req, 1 << 20); /* max_bytes */
+			gb8(req, iso);
+			if (v >= 7) {
+				gb32(req, 0);  /* session_id */
+				gb32(req, -1); /* session_epoch: full fetch, no session */
+			}
+			gb_arr(req, 1);
+			gb_str(req, "fe");
+			gb_arr(req, 1);
+			gb32(req, 0);
+			if (v >= 9)
+				gb32(req, epoch); /* current_leader_epoch */
+			gb64(req, 2);             /* fetch_offset */
+			if (v >= 5)
+				gb64(req, -1);    /* log_start_offset */
+			gb32(req, 1 << 20);
+			if (v >= 7)
+				gb_arr(req, 0); /* forgotten_topics_data */
+			if (v >= 11)
+				gb_str(req, ""); /* rack_id */
+
+			gb32(want, 0); /* throttle_time_ms */
+			if (v >= 7) {
+				gb16(want, 0);
+				gb32(want, 0); /* session_id */
+			}
+			gb_arr(want, 1);
+			gb_str(want, "fe");
+			gb_arr(want, 1);
+			gb32(want, 0);
+			gb16(want, 0);
+			gb64(want, NB); /* high_watermark */
+			gb64(want, NB); /* last_stable_offset */
+			if (v >= 5)
+				gb64(want, 0); /* log_start_offset */
+			gb_arr(want, iso ? 0 : -1); /* aborted_transactions: null unless read_committed */
+			if (v >= 11)
+				gb32(want, -1); /* preferred_read_replica */
+			size_t len_at = want->n;
+			gb32(want, 0);
+			for (int i = 2; i < NB; i++)
+				stored(want, i, epoch);
+			uint32_t rl = (uint32_t)(want->n - len_at - 4);
+			for (int k = 0; k < 4; k++)
+				want->b[len_at + k] = (uint8_t)(rl >> (24 - 8 * k));
+
+			hreq *r = hh_send(KAAS_API_FETCH, v, req);
+			ck_assert_int_eq(r->rc, KAAS_HANDLED);
+			char what[64];
+			snprintf(what, sizeof(what), "Fetch v%d isolation %d", v, iso);
+			hh_expect(what, r->body, r->len, want);
+			hh_free(r);
+			free(req);
+			free(want);
+		}
+	}
+}
+END_TEST
+
+/* From v9 a stale current_leader_epoch is FENCED_LEADER_EPOCH, a newer one
+ * UNKNOWN_LEADER_EPOCH; before v9 there is no such field. */
+START_TEST(fetch_leader_epoch_checks)
+{
+	hh_topic("fl", 1);
+	int32_t epoch = epoch_of("fl", 0);
+	for (int d = -1; d <= 1; d += 2) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		gb32(req, -1);
+		gb32(req, 0);
+		gb32(req, 1);
+		gb32(req, 1 << 20);
+		gb8(req, 0);
+		gb32(req, 0);
+		gb32(req, -1);
+		gb_arr(req, 1);
+		gb_str(req, "fl");
+		gb_arr(req, 1);
+		gb32(req, 0);
+		gb32(req, epoch + d);
+		gb64(req, 0);
+		gb64(req, -1);
+		gb32(req, 1 << 20);
+		gb_arr(req, 0);
+		gb32(want, 0);
+		gb16(want, 0);
+		gb32(want, 0);
+		gb_arr(want, 1);
+		gb_str(want, "fl");
+		gb_arr(want, 1);
+		gb32(want, 0);
+		gb16(want, d < 0 ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH);
+		gb64(want, -1);
+		gb64(want, -1);
+		gb64(want, -1);
+		gb_arr(want, -1);
+		gb32(want, 0); /* records: empty */
+		hreq *r = hh_send(KAAS_API_FETCH, 10, req);
+		hh_expect(d < 0 ? "Fetch v10 stale epoch" : "Fetch v10 newer epoch", r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+}
+END_TEST
+
+START_TEST(list_offsets_every_version)
+{
+	hh_topic("lo", 1);
+	produce_all("lo");
+	/* (timestamp asked, offset, timestamp answered) */
+	static const int64_t q[][3] = {
+		{-2, 0, -1},                      /* earliest */
+		{-1, NB, -1},                     /* latest: the high watermark */
+		{TS0 + 25, 3, TS0 + 30},          /* first batch at or after */
+		{TS0, 0, TS0},
+		{TS0 + 10 * NB, -1, -1},          /* after every batch: none */
+	};
+	for (int16_t v = 0; v <= 3; v++) {
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			if (v == 0 && q[i][0] >= 0)
+				continue; /* v0's by-time lookup answers segment starts (below) */
+			gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+			gb32(req, -1); /* replica_id */
+			if (v >= 2)
+				gb8(req, 1); /* isolation_level */
+			gb_arr(req, 1);
+			gb_str(req, "lo");
+			gb_arr(req, 1);
+			gb32(req, 0);
+			gb64(req, q[i][0]);
+			if (v == 0)
+				gb32(req, 1); /* max_num_offsets */
+			if (v >= 2)
+				gb32(want, 0); /* throttle_time_ms */
+			gb_arr(want, 1);
+			gb_str(want, "lo");
+			gb_arr(want, 1);
+			gb32(want, 0);
+			gb16(want, 0);
+			if (v == 0) {
+				gb_arr(want, 1); /* old_style_offsets */
+				gb64(want, q[i][1]);
+			} else {
+				gb64(want, q[i][2]);
+				gb64(want, q[i][1]);
+			}
+			hreq *r = hh_send(KAAS_API_LIST_OFFSETS, v, req);
+			ck_assert_int_eq(r->rc, KAAS_HANDLED);
+			char what[64];
+			snprintf(what, sizeof(what), "ListOffsets v%d timestamp %lld", v, (long long)q[i][0]);
+			hh_expect(what, r->body, r->len, want);
+			hh_free(r);
+			free(req);
+			free(want);
+		}
+		/* Unknown partition. */
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		gb32(req, -1);
+		if (v >= 2)
+			gb8(req, 0);
+		gb_arr(req, 1);
+		gb_str(req, "lo");
+		gb_arr(req, 1);
+		gb32(req, 9);
+		gb64(req, -1);
+		if (v == 0)
+			gb32(req, 1);
+		if (v >= 2)
+			gb32(want, 0);
+		gb_arr(want, 1);
+		gb_str(want, "lo");
+		gb_arr(want, 1);
+		gb32(want, 9);
+		gb16(want, KERR_UNKNOWN_TOPIC_OR_PARTITION);
+		if (v == 0) {
+			gb_arr(want, 0);
+		} else {
+			gb64(want, -1);
+			gb64(want, -1);
+		}
+		hreq *r = hh_send(KAAS_API_LIST_OFFSETS, v, req);
+		hh_expect("ListOffsets unknown partition", r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("versions");
+	TCase *tc = tcase_create("versions");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, hh_setup, hh_teardown);
+	tcase_add_test(tc, api_versions_every_version);
+	tcase_add_test(tc, api_versions_unsupported_layout);
+	tcase_add_test(tc, metadata_every_version);
+	tcase_add_test(tc, produce_every_version);
+	tcase_add_test(tc, fetch_every_version);
+	tcase_add_test(tc, fetch_leader_epoch_checks);
+	tcase_add_test(tc, list_offsets_every_version);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
