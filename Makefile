@@ -23,7 +23,7 @@ WARN := -Wall -Wextra -Werror
 CPPFLAGS_ALL := -D_GNU_SOURCE -I. -MMD -MP \
 	$(shell pkg-config --cflags $(PKGS) check 2>/dev/null)
 CFLAGS_REL := -std=gnu11 -O2 -g $(WARN) -pthread -fno-strict-aliasing
-CFLAGS_SAN := -std=gnu11 -O1 -g $(WARN) -pthread -fno-strict-aliasing \
+CFLAGS_SAN := -std=gnu11 -O1 -g $(WARN) -pthread -fno-strict-aliasing -DKAAS_ASSERTS \
 	-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDLIBS_ALL := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -118,8 +118,15 @@ e2e: all
 test: deps-test
 	$(MAKE) test-run
 
+# The layer rule (no include points up) and the naming rule (every global
+# symbol carries its module's prefix), checked on the sources and libraries.
+.PHONY: layout
+layout: $(call libs,$(MODULES),san)
+	@python3 ci/layout/check_layers.py
+	@python3 ci/layout/check_symbols.py $(BUILD)/san
+
 test-run: all
-	@fail=0; $(MAKE) unit || fail=1; $(MAKE) e2e || fail=1; \
+	@fail=0; $(MAKE) layout || fail=1; $(MAKE) unit || fail=1; $(MAKE) e2e || fail=1; \
 	if [ $$fail = 0 ]; then echo "make test: all passed"; else echo "make test: FAILURES"; fi; exit $$fail
 
 deps:

@@ -99,7 +99,7 @@ int kc_step_barrier(kc_step *st)
 			return kc_step_fail(st, -ECANCELED, "stopped before start");
 	}
 started:
-	st->t0_ns = kaas_mono_ns();
+	st->t0_ns = ku_mono_ns();
 	return 0;
 }
 
@@ -118,7 +118,7 @@ int kc_step_should_stop(kc_step *st)
 
 void kc_step_progress(kc_step *st, int64_t done, int64_t anomalies)
 {
-	int64_t now = kaas_mono_ms();
+	int64_t now = ku_mono_ms();
 	if (now < st->next_progress_ms)
 		return;
 	st->next_progress_ms = now + 200;
@@ -193,7 +193,7 @@ void kc_trace_init(kc_trace *t, int64_t t0_ns)
 void kc_trace_add(kc_trace *t, const char *fmt, ...)
 {
 	char *l = t->line[t->pos];
-	int64_t us = (kaas_mono_ns() - t->t0_ns) / 1000;
+	int64_t us = (ku_mono_ns() - t->t0_ns) / 1000;
 	int n = snprintf(l, sizeof(t->line[0]), "+%lld.%03lldms ", (long long)(us / 1000),
 			 (long long)(us % 1000));
 	va_list ap;
@@ -260,7 +260,7 @@ static void run_one(kc_actor_state *as, json_t *req)
 	st.result = json_object();
 	st.id = json_integer_value(json_object_get(req, "id"));
 	st.sync = json_is_true(json_object_get(req, "sync"));
-	st.t0_ns = kaas_mono_ns();
+	st.t0_ns = ku_mono_ns();
 	const char *op = json_string_value(json_object_get(req, "op"));
 	int rc = -ENOSYS;
 	if (!op) {

@@ -103,9 +103,9 @@ static void reap(agent *ag)
 		else
 			snprintf(how, sizeof(how), "signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 		KLOG_INFO(COMP, "session %lu with %s ended after %lld ms (%s)", ag->sessions, ag->peer,
-			  (long long)(kaas_mono_ms() - ag->session_since_ms), how);
+			  (long long)(ku_mono_ms() - ag->session_since_ms), how);
 		ag->session = 0;
-		ag->idle_since_ms = kaas_mono_ms();
+		ag->idle_since_ms = ku_mono_ms();
 	}
 	if (!ag->session && ag->waiting) {
 		uv_tcp_t *c = ag->waiting;
@@ -139,7 +139,7 @@ static void refuse(agent *ag, uv_tcp_t *c, const char *peer)
 {
 	char msg[512];
 	snprintf(msg, sizeof(msg), "agent %s is serving driver %s (for %lld s); one driver at a time",
-		 ag->listen, ag->peer, (long long)(kaas_mono_ms() - ag->session_since_ms) / 1000);
+		 ag->listen, ag->peer, (long long)(ku_mono_ms() - ag->session_since_ms) / 1000);
 	KLOG_WARN(COMP, "refused %s: busy with %s", peer, ag->peer);
 	json_t *m = json_pack("{s:s,s:s,s:s}", "ev", "refused", "reason", "busy", "error", msg);
 	char *s = m ? json_dumps(m, JSON_COMPACT) : NULL;
@@ -211,7 +211,7 @@ static void start_session(agent *ag, uv_tcp_t *c, const char *peer)
 		session_main(ag, fd);
 	ag->session = pid;
 	ag->sessions++;
-	ag->session_since_ms = kaas_mono_ms();
+	ag->session_since_ms = ku_mono_ms();
 	snprintf(ag->peer, sizeof(ag->peer), "%s", peer);
 	KLOG_INFO(COMP, "session %lu with driver %s started (pid %d)", ag->sessions, peer, (int)pid);
 	uv_close((uv_handle_t *)c, on_closed); /* the session has its own copy */
@@ -274,7 +274,7 @@ static void on_idle_tick(uv_timer_t *t)
 	agent *ag = t->data;
 	reap(ag);
 	if (ag->sessions > 0 && !ag->session &&
-	    kaas_mono_ms() - ag->idle_since_ms >= (int64_t)ag->exit_when_idle_s * 1000) {
+	    ku_mono_ms() - ag->idle_since_ms >= (int64_t)ag->exit_when_idle_s * 1000) {
 		KLOG_INFO(COMP, "idle for %d s after %lu session(s): exiting", ag->exit_when_idle_s,
 			  ag->sessions);
 		uv_stop(ag->loop);
@@ -352,7 +352,7 @@ int kc_cmd_agent(int argc, char **argv)
 			fputs(agent_usage, stdout);
 			return 0;
 		}
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	agent ag;
 	memset(&ag, 0, sizeof(ag));
 	const char *listen_at;

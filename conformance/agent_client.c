@@ -38,7 +38,7 @@ static int tcp_connect(const char *addr, int timeout_ms, char *err, size_t errle
 		return -EHOSTUNREACH;
 	}
 	int rc = -ECONNREFUSED;
-	int64_t deadline = kaas_mono_ms() + timeout_ms;
+	int64_t deadline = ku_mono_ms() + timeout_ms;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
 		if (fd < 0) {
@@ -51,7 +51,7 @@ static int tcp_connect(const char *addr, int timeout_ms, char *err, size_t errle
 			continue;
 		}
 		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-		int64_t left = deadline - kaas_mono_ms();
+		int64_t left = deadline - ku_mono_ms();
 		int pr = left > 0 ? poll(&pfd, 1, (int)left) : 0;
 		int soerr = 0;
 		socklen_t sl = sizeof(soerr);
@@ -81,7 +81,7 @@ static int tcp_connect(const char *addr, int timeout_ms, char *err, size_t errle
 static int agent_open(kc_driver *d, int ai, int busy_wait_ms)
 {
 	kc_actor *a = &d->a[ai];
-	int64_t deadline = kaas_mono_ms() + busy_wait_ms;
+	int64_t deadline = ku_mono_ms() + busy_wait_ms;
 	char err[600];
 	for (;;) {
 		int fd = tcp_connect(a->agent, KC_AGENT_CONNECT_TIMEOUT_MS, err, sizeof(err));
@@ -109,7 +109,7 @@ static int agent_open(kc_driver *d, int ai, int busy_wait_ms)
 				 ai, why ? why : "no reason given");
 			json_decref(m);
 			kc_chan_close(&a->ch);
-			if (busy && kaas_mono_ms() < deadline) {
+			if (busy && ku_mono_ms() < deadline) {
 				usleep(200 * 1000);
 				continue;
 			}

@@ -132,14 +132,14 @@ int kc_chan_fill(kc_chan *c)
 
 int kc_chan_recv(kc_chan *c, json_t **msg, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : kaas_mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : ku_mono_ms() + timeout_ms;
 	for (;;) {
 		int rc = kc_chan_pop(c, msg);
 		if (rc != -EAGAIN)
 			return rc;
 		int wait = -1;
 		if (deadline >= 0) {
-			int64_t left = deadline - kaas_mono_ms();
+			int64_t left = deadline - ku_mono_ms();
 			wait = left > 0 ? (int)left : 0;
 		}
 		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};

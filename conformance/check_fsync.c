@@ -104,7 +104,7 @@ static int reopen_all(kc_run *r, kc_result *res, int skip)
 	r->vfs = nv;
 	sub_identity id;
 	if (sub_identity_of(r->vfs, &id) == 0)
-		json_object_set_new(res->profile, "identity_after_crash", kc_identity_json(&id));
+		json_object_set_new(res->profile, "identity_after_crash", kq_identity_json(&id));
 	int n = 1;
 	for (int i = 0; i < r->drv.n; i++) {
 		if (i == skip || !r->drv.a[i].alive)
@@ -226,14 +226,14 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 	kc_result_count(res, "crash_bytes", CRASH_BYTES);
 	if (r->o->crash_cmd) {
 		char why[700] = "";
-		int64_t t = kaas_mono_ms();
+		int64_t t = ku_mono_ms();
 		rc = run_crash_cmd(r, r->o->crash_cmd, file, why, sizeof(why));
 		if (rc) {
 			snprintf(r->drv.err, sizeof(r->drv.err), "%s", why);
 			return rc;
 		}
 		kc_result_count(res, "crash_cmd", 1);
-		json_object_set_new(res->profile, "crash_cmd_ms", json_integer(kaas_mono_ms() - t));
+		json_object_set_new(res->profile, "crash_cmd_ms", json_integer(ku_mono_ms() - t));
 		if ((rc = reopen_all(r, res, A)))
 			return rc;
 	} else {
@@ -244,7 +244,7 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 	/* A server that was just restarted may need a moment; transient
 	 * errors are retried, a definite answer (missing/short/mismatch) is not. */
 	const char *status = NULL;
-	int64_t deadline = kaas_mono_ms() + 15000;
+	int64_t deadline = ku_mono_ms() + 15000;
 	for (;;) {
 		json_decref(out);
 		out = NULL;
@@ -258,7 +258,7 @@ static int crash(kc_run *r, kc_result *res, const char *dir)
 		int definite = status && (!strcmp(status, "ok") || !strcmp(status, "missing") ||
 					  !strcmp(status, "short") || !strcmp(status, "mismatch") ||
 					  !strcmp(status, "long"));
-		if (definite || kaas_mono_ms() >= deadline)
+		if (definite || ku_mono_ms() >= deadline)
 			break;
 		usleep(200 * 1000);
 	}

@@ -27,7 +27,7 @@ int kc_check_preflight(kc_run *r, kc_result *res, const char *dir)
 			url = r->o->url;
 		} else {
 			json_t *h = r->drv.a[i].hello;
-			if (kc_identity_from_json(json_object_get(h, "identity"), &id) != 0)
+			if (kq_identity_from_json(json_object_get(h, "identity"), &id) != 0)
 				continue;
 			url = r->drv.a[i].url;
 		}
@@ -43,7 +43,7 @@ int kc_check_preflight(kc_run *r, kc_result *res, const char *dir)
 		json_t *f = json_array();
 		char summary[768];
 		kc_verdict iv = kc_preflight_classify(&id, f, summary, sizeof(summary));
-		json_t *ij = kc_identity_json(&id);
+		json_t *ij = kq_identity_json(&id);
 		json_object_set_new(ij, "url", json_string(url));
 		json_object_set_new(ij, "verdict", json_string(kc_verdict_name(iv)));
 		json_array_append_new(ids, ij);

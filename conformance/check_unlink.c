@@ -80,7 +80,7 @@ static int arrived(int64_t before, int64_t held)
  * writers), then 50 ms. */
 static void pause_after_close(int64_t t_close, int *dense)
 {
-	if (kaas_mono_ms() - t_close < DENSE_MS && *dense < DENSE_MAX) {
+	if (ku_mono_ms() - t_close < DENSE_MS && *dense < DENSE_MAX) {
 		(*dense)++;
 		return;
 	}
@@ -154,13 +154,13 @@ static int space_again(kc_run *r, const char *dir, int attempt, uint64_t tag, sa
 	if ((rc = call(r, A, "close_handle", json_pack("{s:I}", "handle", h), &out)))
 		return rc;
 	json_decref(out);
-	int64_t t_close = kaas_mono_ms();
+	int64_t t_close = ku_mono_ms();
 	int dense = 0;
 	while (*conclusive && !sm->freed) {
 		if ((rc = avail(r, B, dir, &x)))
 			return rc;
 		sample_add(sm, x, SP_CLOSED);
-		if (sm->freed || kaas_mono_ms() >= t_close + AFTER_CLOSE_MS)
+		if (sm->freed || ku_mono_ms() >= t_close + AFTER_CLOSE_MS)
 			break;
 		if (r->interrupted && *r->interrupted)
 			return -EINTR;
@@ -171,7 +171,7 @@ static int space_again(kc_run *r, const char *dir, int attempt, uint64_t tag, sa
 					"avail_before", (json_int_t)before, "avail", samples_json(sm),
 					"linked_samples", sm->nlinked, "held_samples", sm->nheld, "conclusive", *conclusive, "freed",
 					sm->freed, "rise", (json_int_t)sm->rise, "settled_after_close_ms",
-					(json_int_t)(kaas_mono_ms() - t_close)));
+					(json_int_t)(ku_mono_ms() - t_close)));
 	if ((rc = call(r, B, "remove_tree", json_pack("{s:s}", "path", d), &out)) == 0)
 		json_decref(out);
 	return rc == -EINTR ? rc : 0;
@@ -310,7 +310,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 		goto fail;
 	json_object_set_new(prof, "close", json_string(errof(out)));
 	json_decref(out);
-	int64_t t_close = kaas_mono_ms();
+	int64_t t_close = ku_mono_ms();
 
 	/* After close: the directory must become removable (re-driving the
 	 * delete where it had failed, as kaas would), and the space free: a
@@ -348,7 +348,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 			}
 		}
 		int space_done = !conclusive || sm->freed;
-		if ((removed && space_done) || kaas_mono_ms() >= deadline)
+		if ((removed && space_done) || ku_mono_ms() >= deadline)
 			break;
 		if (r->interrupted && *r->interrupted) {
 			rc = -EINTR;
@@ -360,7 +360,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
 			pause_after_close(t_close, &dense);
 	}
 	(void)last_rmdir;
-	json_object_set_new(prof, "settled_after_close_ms", json_integer(kaas_mono_ms() - t_close));
+	json_object_set_new(prof, "settled_after_close_ms", json_integer(ku_mono_ms() - t_close));
 	if (!json_object_get(prof, "rmdir_after_close"))
 		json_object_set_new(prof, "rmdir_after_close",
 				    json_string(strcmp(json_string_value(json_object_get(prof, "rmdir_while_open")), "OK") == 0

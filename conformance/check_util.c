@@ -20,7 +20,7 @@ uint64_t kc_run_tag(const kc_run *r, int check, int actor, const char *variant)
 void kc_run_variant(kc_run *r, const char *variant)
 {
 	snprintf(r->variant, sizeof(r->variant), "%s", variant ? variant : "");
-	r->variant_t0_ms = kaas_mono_ms();
+	r->variant_t0_ms = ku_mono_ms();
 	r->manual = 0;
 	r->manual_done = r->manual_anomalies = 0;
 }

@@ -142,7 +142,7 @@ static void pump(kc_driver *d, int timeout_ms)
 
 static void tick_progress(kc_driver *d)
 {
-	int64_t now = kaas_mono_ms();
+	int64_t now = ku_mono_ms();
 	if (d->on_progress && now >= d->next_progress_ms) {
 		d->next_progress_ms = now + 250;
 		d->on_progress(d->progress_arg);
@@ -154,7 +154,7 @@ typedef int (*cond_fn)(const kc_actor *a);
 
 static int wait_for(kc_driver *d, kc_actor *a, cond_fn cond, const char *what)
 {
-	int64_t deadline = kaas_mono_ms() + d->timeout_ms;
+	int64_t deadline = ku_mono_ms() + d->timeout_ms;
 	for (;;) {
 		if (a->alive)
 			drain(d, a);
@@ -169,7 +169,7 @@ static int wait_for(kc_driver *d, kc_actor *a, cond_fn cond, const char *what)
 				 a->url, a->why, a->busy_op);
 			return -EPIPE;
 		}
-		int64_t left = deadline - kaas_mono_ms();
+		int64_t left = deadline - ku_mono_ms();
 		if (left <= 0) {
 			snprintf(d->err, sizeof(d->err), "actor %d did not %s '%s' within %d s", a->index,
 				 what, a->busy_op, d->timeout_ms / 1000);

@@ -80,8 +80,8 @@ static void fill_stream(unsigned char *p, size_t n, uint64_t key)
  * record with a foreign tag) fails it. */
 static uint32_t record_crc(const unsigned char *p, size_t len)
 {
-	uint32_t c = kaas_crc32c(0, p, 24);
-	return kaas_crc32c(c, p + KC_PAYLOAD_HDR, len - KC_PAYLOAD_HDR);
+	uint32_t c = ku_crc32c(0, p, 24);
+	return ku_crc32c(c, p + KC_PAYLOAD_HDR, len - KC_PAYLOAD_HDR);
 }
 
 void kc_payload_fill(void *buf, size_t len, uint64_t tag, uint64_t seq)

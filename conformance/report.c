@@ -70,7 +70,7 @@ json_t *kc_report_json(const kc_run *r)
 	json_t *mounts = json_array();
 	for (int i = 0; i < r->o->nmounts; i++)
 		json_array_append_new(mounts, json_string(r->o->mounts[i]));
-	json_t *ident = kc_identity_json(&r->ident);
+	json_t *ident = kq_identity_json(&r->ident);
 	json_t *sub = json_pack("{s:s,s:o,s:o}", "url", r->o->url, "mounts", mounts, "identity", ident);
 	json_t *checks = json_array();
 	for (int k = 0; k < r->nran; k++)

@@ -72,7 +72,7 @@ static void progress_line(void *arg)
 	} else {
 		kc_drv_progress(&r->drv, &done, &anom);
 	}
-	double secs = (double)(kaas_mono_ms() - r->variant_t0_ms) / 1000.0;
+	double secs = (double)(ku_mono_ms() - r->variant_t0_ms) / 1000.0;
 	fprintf(r->out, "\r\033[K  %-12s %-8s %9lld ops %8.0f/s  anomalies %lld",
 		kc_check_name(r->cur), r->variant, (long long)done, secs > 0 ? (double)done / secs : 0.0,
 		(long long)anom);
@@ -149,9 +149,9 @@ json_t *kc_stamp_build(const kc_run *r)
 	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
 			 "kind", KC_STAMP_KIND, "schema_version", KC_STAMP_SCHEMA, "tool", "kaas-conform",
 			 "tool_version", KC_VERSION, "verdict", kc_verdict_name(r->verdict), "volume",
-			 kc_identity_json(&r->ident), "actors", actors, "checks", checks, "seed",
+			 kq_identity_json(&r->ident), "actors", actors, "checks", checks, "seed",
 			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
-			 "qualified_at", at, "qualified_at_ms", (json_int_t)kaas_wall_ms(), "host", host,
+			 "qualified_at", at, "qualified_at_ms", (json_int_t)ku_wall_ms(), "host", host,
 			 "url", r->o->url);
 }
 
@@ -168,7 +168,7 @@ static int write_stamp(kc_run *r, char *where, size_t wlen, char *err, size_t er
 		if (rc) {
 			snprintf(err, errlen, "--cluster-dir: %s", e);
 		} else {
-			rc = kc_stamp_write(cv, "", stamp);
+			rc = kq_stamp_write(cv, "", stamp);
 			if (rc)
 				snprintf(err, errlen, "writing the stamp into %s: %s", r->o->cluster_dir,
 					 sub_strerror(rc));
@@ -176,7 +176,7 @@ static int write_stamp(kc_run *r, char *where, size_t wlen, char *err, size_t er
 		}
 		sub_destroy(cv);
 	} else {
-		rc = kc_stamp_write(r->vfs, "__cluster", stamp);
+		rc = kq_stamp_write(r->vfs, "__cluster", stamp);
 		if (rc)
 			snprintf(err, errlen, "writing the stamp into %s/__cluster: %s", r->o->url,
 				 sub_strerror(rc));
@@ -202,7 +202,7 @@ static int write_marker(kc_run *r, char *marker, size_t mlen, size_t *n, char *e
 {
 	uint64_t nonce = 0;
 	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		nonce = (uint64_t)kaas_mono_ns();
+		nonce = (uint64_t)ku_mono_ns();
 	char path[128];
 	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
 	int m = snprintf(marker, mlen, "kaas-conform volume marker %s %016" PRIx64 "\n", r->scratch,
@@ -222,7 +222,7 @@ static int write_marker(kc_run *r, char *marker, size_t mlen, size_t *n, char *e
 static int read_marker(kc_run *r, sub_vfs *mv, int ai, const char *path, const char *marker,
 		       size_t n)
 {
-	int64_t deadline = kaas_mono_ms() + KC_MOUNT_MARKER_WAIT_MS;
+	int64_t deadline = ku_mono_ms() + KC_MOUNT_MARKER_WAIT_MS;
 	int rc;
 	for (;;) {
 		if (mv) {
@@ -252,7 +252,7 @@ static int read_marker(kc_run *r, sub_vfs *mv, int ai, const char *path, const c
 		}
 		if (rc != -ENOENT && rc != -EBADMSG && rc != -ESTALE)
 			return rc;
-		if (interrupted || kaas_mono_ms() >= deadline)
+		if (interrupted || ku_mono_ms() >= deadline)
 			return interrupted ? -EINTR : rc;
 		usleep(100 * 1000);
 	}
@@ -353,13 +353,13 @@ static void run_checks(kc_run *r)
 		kc_run_variant(r, "");
 		char dir[128];
 		snprintf(dir, sizeof(dir), "%s/%s", r->scratch, kc_check_name(id));
-		int64_t t0 = kaas_mono_ms();
+		int64_t t0 = ku_mono_ms();
 		int rc = sub_mkdir(r->vfs, dir, 0755);
 		if (rc)
 			kc_result_error(res, "mkdir %s: %s", dir, sub_strerror(rc));
 		else
 			rc = check_fns[id](r, res, dir);
-		res->duration_ms = kaas_mono_ms() - t0;
+		res->duration_ms = ku_mono_ms() - t0;
 		if (rc == -EINTR || interrupted) {
 			r->cur = -1;
 			return;
@@ -448,7 +448,7 @@ int kc_cmd_check(int argc, char **argv)
 	} else {
 		uint64_t s = 0;
 		if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s))
-			s = (uint64_t)kaas_mono_ns();
+			s = (uint64_t)ku_mono_ns();
 		r->seed = s & KC_SEED_MAX;
 	}
 	r->out = (o.json && strcmp(o.json, "-") == 0) ? stderr : stdout;
@@ -460,7 +460,7 @@ int kc_cmd_check(int argc, char **argv)
 
 	uint64_t rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		rnd = (uint64_t)kaas_mono_ns();
+		rnd = (uint64_t)ku_mono_ns();
 	/* '~' is not in Kafka's topic alphabet: the scratch directory can never
 	 * be taken for a topic by a broker sharing the volume. */
 	snprintf(r->scratch, sizeof(r->scratch), "~kaas-conform-%016" PRIx64, rnd);
@@ -485,7 +485,7 @@ int kc_cmd_check(int argc, char **argv)
 		fail_usage(err);
 		goto cleanup;
 	}
-	r->t0_ms = kaas_mono_ms();
+	r->t0_ms = ku_mono_ms();
 	now_rfc3339(r->started_at, sizeof(r->started_at));
 
 	const char *urls[1 + KC_MAX_MOUNTS];
@@ -527,7 +527,7 @@ int kc_cmd_check(int argc, char **argv)
 	r->nactors = r->drv.n;
 	r->actors = kc_report_actors(r);
 	kc_drv_shutdown(&r->drv);
-	r->duration_ms = kaas_mono_ms() - r->t0_ms;
+	r->duration_ms = ku_mono_ms() - r->t0_ms;
 	/* A scratch directory that cannot be removed (nfs-ganesha's FSAL_MEM
 	 * refuses to remove an open file) does not take the results away: they
 	 * are reported with the verdict ERROR, naming what was left, and no
@@ -655,16 +655,16 @@ int kc_cmd_stamp_verify(int argc, char **argv)
 			fail_usage(err);
 			goto out;
 		}
-		rc = kc_stamp_verify(cv, &id, err, sizeof(err));
+		rc = kq_stamp_verify(cv, &id, err, sizeof(err));
 	} else {
-		rc = kc_stamp_verify_at(v, "__cluster", &id, err, sizeof(err));
+		rc = kq_stamp_verify_at(v, "__cluster", &id, err, sizeof(err));
 	}
 	if (rc) {
 		fprintf(stderr, "kaas-conform: not qualified: %s\n", err);
 		status = KC_EXIT_FAIL;
 	} else {
 		char key[1200];
-		kc_volume_key(&id, key, sizeof(key));
+		kq_volume_key(&id, key, sizeof(key));
 		printf("qualified: a passing stamp for volume %s\n", key);
 		status = 0;
 	}

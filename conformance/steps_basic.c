@@ -62,7 +62,7 @@ int kc_step_hello(kc_step *st)
 	json_object_set_new(st->result, "actor", json_integer(as->index));
 	json_object_set_new(st->result, "url", json_string(as->url));
 	json_object_set_new(st->result, "client", json_string(client));
-	json_object_set_new(st->result, "identity", kc_identity_json(&id));
+	json_object_set_new(st->result, "identity", kq_identity_json(&id));
 	return 0;
 }
 
@@ -157,7 +157,7 @@ int kc_step_identity(kc_step *st)
 	int rc = sub_identity_of(st->as->vfs, &id);
 	if (rc)
 		return kc_step_fail(st, rc, "identity: %s", sub_strerror(rc));
-	json_object_set_new(st->result, "identity", kc_identity_json(&id));
+	json_object_set_new(st->result, "identity", kq_identity_json(&id));
 	return 0;
 }
 
@@ -266,12 +266,12 @@ static int write_file(kc_step *st, int keep)
 		kc_step_fail(st, rc, "write %s: %s", p, sub_strerror(rc));
 		goto out;
 	}
-	int64_t t = kaas_mono_ns();
+	int64_t t = ku_mono_ns();
 	if (do_fsync && (rc = sub_fsync(f))) {
 		kc_step_fail(st, rc, "fsync %s: %s", p, sub_strerror(rc));
 		goto out;
 	}
-	json_object_set_new(st->result, "fsync_ns", json_integer(kaas_mono_ns() - t));
+	json_object_set_new(st->result, "fsync_ns", json_integer(ku_mono_ns() - t));
 	if (do_fsync) {
 		char dir[512];
 		snprintf(dir, sizeof(dir), "%s", p);
@@ -369,7 +369,7 @@ int kc_step_reopen(kc_step *st)
 	if ((rc = sub_identity_of(as->vfs, &id)))
 		return kc_step_fail(st, rc, "identity of %s: %s", as->url, sub_strerror(rc));
 	json_object_set_new(st->result, "closed_handles", json_integer(closed));
-	json_object_set_new(st->result, "identity", kc_identity_json(&id));
+	json_object_set_new(st->result, "identity", kq_identity_json(&id));
 	return 0;
 }
 
@@ -482,9 +482,9 @@ int kc_step_rename_timed(kc_step *st)
 			json_decref(errs);
 			return kc_step_fail(st, -EINVAL, "pair %zu is not [from,to]", i);
 		}
-		int64_t t = kaas_mono_ns();
+		int64_t t = ku_mono_ns();
 		int rc = sub_rename(st->as->vfs, a, b);
-		json_array_append_new(ns, json_integer(kaas_mono_ns() - t));
+		json_array_append_new(ns, json_integer(ku_mono_ns() - t));
 		json_array_append_new(errs, json_string(kc_errname(rc)));
 	}
 	json_object_set_new(st->result, "ns", ns);
@@ -503,9 +503,9 @@ int kc_step_excl_create(kc_step *st)
 	if ((rc = kc_step_barrier(st)))
 		return rc;
 	sub_file *f = NULL;
-	int64_t t = kaas_mono_ns();
+	int64_t t = ku_mono_ns();
 	rc = sub_open(st->as->vfs, st->path, O_WRONLY | O_CREAT | O_EXCL, 0644, &f);
-	json_object_set_new(st->result, "ns", json_integer(kaas_mono_ns() - t));
+	json_object_set_new(st->result, "ns", json_integer(ku_mono_ns() - t));
 	json_object_set_new(st->result, "won", json_boolean(rc == 0));
 	json_object_set_new(st->result, "err", json_string(kc_errname(rc)));
 	if (rc == 0) {

@@ -128,51 +128,51 @@ int kc_step_fsync_probe(kc_step *st)
 			kc_step_fail(st, rc, "write %s: %s", path, sub_strerror(rc));
 			goto out;
 		}
-		int64_t t = kaas_mono_ns();
+		int64_t t = ku_mono_ns();
 		if ((rc = sub_fsync(f))) {
 			kc_step_fail(st, rc, "fsync %s: %s", path, sub_strerror(rc));
 			goto out;
 		}
-		raw[nraw++] = kaas_mono_ns() - t;
+		raw[nraw++] = ku_mono_ns() - t;
 		if (nfd >= 0) {
 			if ((rc = sub_pwrite_full(f, block, sizeof(block),
 						  (uint64_t)(2 * i + 1) * sizeof(block)))) {
 				kc_step_fail(st, rc, "write %s: %s", path, sub_strerror(rc));
 				goto out;
 			}
-			t = kaas_mono_ns();
+			t = ku_mono_ns();
 			/* Deliberately the libc symbol, as this process resolves it. */
 			if (fsync(nfd) == 0)
-				lib[nlib++] = kaas_mono_ns() - t;
+				lib[nlib++] = ku_mono_ns() - t;
 		}
 		char cp[640];
 		snprintf(cp, sizeof(cp), "%s.c%lld", path, (long long)i);
 		sub_file *c = NULL;
-		t = kaas_mono_ns();
+		t = ku_mono_ns();
 		int cr = sub_open(v, cp, O_WRONLY | O_CREAT | O_EXCL, 0644, &c);
 		if (cr == 0) {
 			sub_close(c);
-			cre[ncre++] = kaas_mono_ns() - t;
+			cre[ncre++] = ku_mono_ns() - t;
 			sub_unlink(v, cp);
 		}
 		/* Opening an existing file: reported, not a reference (it is
 		 * several round trips through FUSE without caches). */
-		t = kaas_mono_ns();
+		t = ku_mono_ns();
 		if (sub_open(v, path, O_RDONLY, 0, &c) == 0) {
 			sub_close(c);
-			opn[nopn++] = kaas_mono_ns() - t;
+			opn[nopn++] = ku_mono_ns() - t;
 		}
 		/* A name that never existed: nothing can answer from a cache. */
 		sub_stat sb;
 		snprintf(cp, sizeof(cp), "%s.n%lld", path, (long long)i);
-		t = kaas_mono_ns();
+		t = ku_mono_ns();
 		int lr = sub_stat_path(v, cp, &sb);
-		int64_t dt = kaas_mono_ns() - t;
+		int64_t dt = ku_mono_ns() - t;
 		if (lr == -ENOENT)
 			lku[nlku++] = dt;
-		t = kaas_mono_ns();
+		t = ku_mono_ns();
 		if (sub_fstat(f, &sb) == 0)
-			gat[ngat++] = kaas_mono_ns() - t;
+			gat[ngat++] = ku_mono_ns() - t;
 		if (kc_step_should_stop(st))
 			break;
 		kc_step_progress(st, i + 1, 0);

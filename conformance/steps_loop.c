@@ -219,8 +219,8 @@ int kc_step_rename_reader(kc_step *st)
 	for (;;) {
 		if (kc_step_should_stop(st)) {
 			if (stop_ms < 0)
-				stop_ms = kaas_mono_ms();
-			if (ok >= min_ok || n >= min_reads || kaas_mono_ms() - stop_ms >= grace_ms)
+				stop_ms = ku_mono_ms();
+			if (ok >= min_ok || n >= min_reads || ku_mono_ms() - stop_ms >= grace_ms)
 				break;
 		}
 		n++;

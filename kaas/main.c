@@ -65,15 +65,15 @@ static void usage(FILE *out)
 		"stamp for the data volume; create one with: kaas-conform check DATA --stamp\n"
 		"\n"
 		"settings (--config file and --override keys):\n");
-	kaas_config_help(out);
+	kb_config_help(out);
 	fprintf(out, "\nenvironment: KAAS_LOG_LEVEL=error|warn|info|debug (default info)\n"
 		     "exit codes: 0 clean shutdown, 1 runtime failure, 2 bad usage or setting, 78 unqualified volume\n");
 }
 
 static void print_apis(void)
 {
-	for (size_t i = 0; i < kaas_dispatch_table_len; i++) {
-		const kaas_api *a = &kaas_dispatch_table[i];
+	for (size_t i = 0; i < kn_dispatch_table_len; i++) {
+		const kw_api *a = &kn_dispatch_table[i];
 		if (!a->handler)
 			continue;
 		if (a->flexible_from >= 0 && a->flexible_from <= a->max)
@@ -99,10 +99,10 @@ static int die(int code, const char *fmt, ...)
 
 /* One flag or environment value, routed through the settings table so every
  * source is validated the same way. */
-static void apply(kaas_config *cfg, const char *what, const char *key, const char *value)
+static void apply(kb_config *cfg, const char *what, const char *key, const char *value)
 {
 	char err[512];
-	if (kaas_config_set(cfg, key, value, err, sizeof(err)))
+	if (kb_config_set(cfg, key, value, err, sizeof(err)))
 		die(EXIT_USAGE, "%s: %s", what, err);
 }
 
@@ -123,7 +123,7 @@ static void default_cluster_url(const char *data, char *out, size_t len)
 		die(EXIT_USAGE, "--data %s: URL too long", data);
 }
 
-static int load_cluster_id(kaas_broker *b)
+static int load_cluster_id(kb_broker *b)
 {
 	/* The first broker to start on a cluster directory names it (O_EXCL). */
 	uint8_t u[16];
@@ -175,7 +175,7 @@ static int load_cluster_id(kaas_broker *b)
 	return -EBADMSG;
 }
 
-static void gate(kaas_broker *b, int explicit_cluster)
+static void gate(kb_broker *b, int explicit_cluster)
 {
 	sub_identity id;
 	char why[512];
@@ -183,7 +183,7 @@ static void gate(kaas_broker *b, int explicit_cluster)
 	if (rc)
 		snprintf(why, sizeof(why), "cannot identify the data volume: %s", sub_strerror(rc));
 	else
-		rc = kc_stamp_verify(b->cluster, &id, why, sizeof(why));
+		rc = kq_stamp_verify(b->cluster, &id, why, sizeof(why));
 	if (rc) {
 		if (!b->cfg.trust_unqualified) {
 			fprintf(stderr,
@@ -204,9 +204,9 @@ static void gate(kaas_broker *b, int explicit_cluster)
 		KLOG_INFO("gate", "the data volume has a passing qualification stamp");
 	}
 	/* Every start: a sub-second probe of O_EXCL and rename on the volume(s). */
-	rc = kc_selfcheck(b->cluster, "", why, sizeof(why));
+	rc = kq_selfcheck(b->cluster, "", why, sizeof(why));
 	if (!rc && explicit_cluster)
-		rc = kc_selfcheck(b->data, "", why, sizeof(why));
+		rc = kq_selfcheck(b->data, "", why, sizeof(why));
 	if (rc) {
 		if (!b->cfg.trust_unqualified) {
 			fprintf(stderr, "kaas: refusing to start: the start-up self-check failed: %s\n"
@@ -223,13 +223,13 @@ static void gate(kaas_broker *b, int explicit_cluster)
 
 int main(int argc, char **argv)
 {
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	signal(SIGPIPE, SIG_IGN);
 
-	static kaas_broker broker;
-	kaas_broker *b = &broker;
-	kaas_config *cfg = &b->cfg;
-	kaas_config_defaults(cfg);
+	static kb_broker broker;
+	kb_broker *b = &broker;
+	kb_config *cfg = &b->cfg;
+	kb_config_defaults(cfg);
 
 	enum { O_DATA = 256, O_CLUSTER, O_LISTEN, O_ADVERTISE, O_ID, O_CONFIG, O_OVERRIDE, O_TRUST, O_APIS, O_HELP };
 	static const struct option opts[] = {
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
 	char err[1024];
-	if (config_file && kaas_config_load_file(cfg, config_file, err, sizeof(err), warn_cb))
+	if (config_file && kb_config_load_file(cfg, config_file, err, sizeof(err), warn_cb))
 		die(EXIT_USAGE, "%s", err);
 
 	/* Environment. */
@@ -292,7 +292,7 @@ int main(int argc, char **argv)
 		else if (strcmp(tu, "0") != 0 && strcmp(tu, "false") != 0)
 			die(EXIT_USAGE, "KAAS_TRUST_UNQUALIFIED: invalid value '%s' (use 1 or 0)", tu);
 	}
-	const char *ll = getenv("KAAS_LOG_LEVEL"); /* applied by kaas_log_init_from_env() */
+	const char *ll = getenv("KAAS_LOG_LEVEL"); /* applied by ku_log_init_from_env() */
 	if (ll && *ll && strcmp(ll, "error") != 0 && strcmp(ll, "warn") != 0 && strcmp(ll, "info") != 0 &&
 	    strcmp(ll, "debug") != 0)
 		die(EXIT_USAGE, "KAAS_LOG_LEVEL: invalid value '%s' (use error, warn, info or debug)", ll);
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 			if (!eq)
 				die(EXIT_USAGE, "--override %s: expected KEY=VALUE", optarg);
 			*eq = 0;
-			if (kaas_config_set(cfg, kv, eq + 1, err, sizeof(err)))
+			if (kb_config_set(cfg, kv, eq + 1, err, sizeof(err)))
 				die(EXIT_USAGE, "--override: %s", err);
 			break;
 		}
@@ -365,39 +365,39 @@ int main(int argc, char **argv)
 		    sub_strerror(rc));
 
 	/* Topic registry, then the partitions of every topic at fresh epochs. */
-	kaas_topics_options to;
-	kaas_topics_options_init(&to);
+	kt_topics_options to;
+	kt_topics_options_init(&to);
 	to.cluster = b->cluster;
 	to.data = b->data;
 	to.defaults = cfg->log;
 	to.num_partitions = cfg->num_partitions;
 	to.default_replication_factor = cfg->default_replication_factor;
 	to.reserved_name = explicit_cluster ? NULL : DEFAULT_CLUSTER_SUBDIR;
-	kaas_topics_ptable_hooks(b, &to.hooks);
-	rc = kaas_topics_open(&to, &b->topics);
+	kt_topics_ptable_hooks(b, &to.hooks);
+	rc = kt_topics_open(&to, &b->topics);
 	if (rc)
 		die(1, "opening the topic registry in %s: %s", cfg->cluster_url, sub_strerror(rc));
-	rc = kaas_ptable_create(b, &b->parts);
+	rc = kb_ptable_create(b, &b->parts);
 	if (rc)
 		die(1, "partition table: %s", strerror(-rc));
-	rc = kaas_topics_broker_upkeep(b);
+	rc = kt_topics_broker_upkeep(b);
 	if (rc)
 		die(1, "topic registry upkeep: %s", strerror(-rc));
-	kaas_topic_info *list = NULL;
+	kt_topic_info *list = NULL;
 	size_t ntopics = 0;
-	rc = kaas_topics_list(b->topics, &list, &ntopics);
+	rc = kt_topics_list(b->topics, &list, &ntopics);
 	if (rc)
 		die(1, "listing topics: %s", strerror(-rc));
-	kaas_topic_desc *descs = calloc(ntopics ? ntopics : 1, sizeof(*descs));
+	kb_topic_desc *descs = calloc(ntopics ? ntopics : 1, sizeof(*descs));
 	if (!descs)
 		die(1, "out of memory");
 	int32_t nparts = 0;
 	for (size_t i = 0; i < ntopics; i++) {
-		kaas_topics_prepare_dir(b->topics, &list[i]);
-		descs[i] = (kaas_topic_desc){list[i].name, list[i].id, list[i].partitions, list[i].cfg};
+		kt_topics_prepare_dir(b->topics, &list[i]);
+		descs[i] = (kb_topic_desc){list[i].name, list[i].id, list[i].partitions, list[i].cfg};
 		nparts += list[i].partitions;
 	}
-	rc = kaas_ptable_start(b->parts, descs, ntopics);
+	rc = kb_ptable_start(b->parts, descs, ntopics);
 	if (rc)
 		die(1, "recording leadership epochs in %s/assignment.json: %s", cfg->cluster_url,
 		    sub_strerror(rc));
@@ -405,8 +405,8 @@ int main(int argc, char **argv)
 	free(list);
 	KLOG_INFO("kaas", "leading %zu topic(s), %d partition(s)", ntopics, nparts);
 
-	kaas_server *srv = NULL;
-	rc = kaas_server_create(b, &srv, err, sizeof(err));
+	kn_server *srv = NULL;
+	rc = kn_server_create(b, &srv, err, sizeof(err));
 	if (rc)
 		die(rc == -EADDRINUSE || rc == -EACCES || rc == -EINVAL ? EXIT_USAGE : 1, "%s", err);
 	/* The advertised endpoint: explicit, else the listener (its bound port). */
@@ -422,25 +422,25 @@ int main(int argc, char **argv)
 		} else {
 			snprintf(host, sizeof(host), "%s", lh);
 		}
-		b->port = kaas_server_port(srv);
+		b->port = kn_server_port(srv);
 	}
 	b->host = host;
 
-	rc = kaas_coord_open(b, &b->coord);
+	rc = kg_coord_open(b, &b->coord);
 	if (rc)
 		die(1, "group coordinator: %s", strerror(-rc));
 
 	KLOG_INFO("kaas", "broker %d listening on %s:%d, advertised as %s:%d (cluster %s)", b->id,
-		  cfg->listen_host, kaas_server_port(srv), b->host, b->port, b->cluster_id);
-	kaas_server_run(srv);
+		  cfg->listen_host, kn_server_port(srv), b->host, b->port, b->cluster_id);
+	kn_server_run(srv);
 
 	KLOG_INFO("kaas", "stopping: relinquishing partitions");
-	kaas_coord_close(b->coord);
+	kg_coord_close(b->coord);
 	b->coord = NULL;
-	int src = kaas_ptable_shutdown(b->parts);
-	kaas_server_destroy(srv);
-	kaas_topics_close(b->topics);
-	kaas_ptable_destroy(b->parts);
+	int src = kb_ptable_shutdown(b->parts);
+	kn_server_destroy(srv);
+	kt_topics_close(b->topics);
+	kb_ptable_destroy(b->parts);
 	sub_destroy(b->cluster);
 	sub_destroy(b->data);
 	KLOG_INFO("kaas", "stopped%s", src ? " (some partitions failed to relinquish)" : "");

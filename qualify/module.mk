@@ -4,4 +4,5 @@
 MODULES += qualify
 qualify_SRCS := qualify/stamp.c qualify/selfcheck.c
 qualify_USES := sub util
+qualify_PREFIX := kq
 qualify_TESTS := qualify/test/test_stamp.c

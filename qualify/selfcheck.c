@@ -49,7 +49,7 @@ static int write_plain(sub_vfs *v, const char *path, const char *s)
 	return rc ? rc : cr;
 }
 
-int kc_selfcheck(sub_vfs *v, const char *scratch_dir, char *why, size_t whylen)
+int kq_selfcheck(sub_vfs *v, const char *scratch_dir, char *why, size_t whylen)
 {
 	uint64_t rnd = 0;
 	char leaf[64], dir[SUB_PATH_MAX], claim[SUB_PATH_MAX], a[SUB_PATH_MAX], b[SUB_PATH_MAX];

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const kc_stamp_required_checks[] = {
+const char *const kq_stamp_required_checks[] = {
 	"preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy", NULL};
 
 static int is_nfs_identity(const sub_identity *id)
@@ -44,7 +44,7 @@ static int specific_source(const char *s)
 	return s[0] == '/' || strchr(s, ':') || strchr(s, '@');
 }
 
-int kc_volume_key(const sub_identity *id, char *key, size_t keylen)
+int kq_volume_key(const sub_identity *id, char *key, size_t keylen)
 {
 	int n;
 	if (is_nfs_identity(id)) {
@@ -64,11 +64,11 @@ int kc_volume_key(const sub_identity *id, char *key, size_t keylen)
 	return (n < 0 || (size_t)n >= keylen) ? -ENAMETOOLONG : 0;
 }
 
-json_t *kc_identity_json(const sub_identity *id)
+json_t *kq_identity_json(const sub_identity *id)
 {
 	char magic[32], key[1200];
 	snprintf(magic, sizeof(magic), "0x%" PRIx64, id->fs_magic);
-	if (kc_volume_key(id, key, sizeof(key)) != 0)
+	if (kq_volume_key(id, key, sizeof(key)) != 0)
 		key[0] = '\0';
 	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "backend", id->backend, "fstype",
 			 id->fstype, "fs_magic", magic, "fsid", id->fsid, "source", id->source,
@@ -82,7 +82,7 @@ static void copy_member(const json_t *j, const char *k, char *dst, size_t len)
 	snprintf(dst, len, "%s", s ? s : "");
 }
 
-int kc_identity_from_json(const json_t *j, sub_identity *id)
+int kq_identity_from_json(const json_t *j, sub_identity *id)
 {
 	memset(id, 0, sizeof(*id));
 	if (!json_is_object(j))
@@ -104,7 +104,7 @@ static int stamp_path(const char *dir, char *out, size_t len)
 	return sub_join(out, len, dir, KC_STAMP_FILE);
 }
 
-int kc_stamp_write(sub_vfs *v, const char *dir, const json_t *stamp)
+int kq_stamp_write(sub_vfs *v, const char *dir, const json_t *stamp)
 {
 	char path[SUB_PATH_MAX];
 	int rc = stamp_path(dir, path, sizeof(path));
@@ -129,7 +129,7 @@ int kc_stamp_write(sub_vfs *v, const char *dir, const json_t *stamp)
 	return rc;
 }
 
-int kc_stamp_read(sub_vfs *v, const char *dir, json_t **out, char *why, size_t whylen)
+int kq_stamp_read(sub_vfs *v, const char *dir, json_t **out, char *why, size_t whylen)
 {
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
@@ -163,7 +163,7 @@ int kc_stamp_read(sub_vfs *v, const char *dir, json_t **out, char *why, size_t w
 	return 0;
 }
 
-int kc_stamp_check(const json_t *stamp, const sub_identity *volume, char *why, size_t whylen)
+int kq_stamp_check(const json_t *stamp, const sub_identity *volume, char *why, size_t whylen)
 {
 	const char *kind = json_string_value(json_object_get(stamp, "kind"));
 	json_t *sv = json_object_get(stamp, "schema_version");
@@ -182,7 +182,7 @@ int kc_stamp_check(const json_t *stamp, const sub_identity *volume, char *why, s
 		return -EPERM;
 	}
 	json_t *checks = json_object_get(stamp, "checks");
-	for (const char *const *req = kc_stamp_required_checks; *req; req++) {
+	for (const char *const *req = kq_stamp_required_checks; *req; req++) {
 		const char *cv = NULL;
 		size_t i;
 		json_t *c;
@@ -203,7 +203,7 @@ int kc_stamp_check(const json_t *stamp, const sub_identity *volume, char *why, s
 		return -EBADMSG;
 	}
 	char key[1200];
-	if (kc_volume_key(volume, key, sizeof(key)) != 0) {
+	if (kq_volume_key(volume, key, sizeof(key)) != 0) {
 		snprintf(why, whylen, "this volume's identity is unknown, so no stamp can be matched to it");
 		return -EXDEV;
 	}
@@ -214,19 +214,19 @@ int kc_stamp_check(const json_t *stamp, const sub_identity *volume, char *why, s
 	return 0;
 }
 
-int kc_stamp_verify_at(sub_vfs *v, const char *dir, const sub_identity *volume, char *why,
+int kq_stamp_verify_at(sub_vfs *v, const char *dir, const sub_identity *volume, char *why,
 		       size_t whylen)
 {
 	json_t *stamp = NULL;
-	int rc = kc_stamp_read(v, dir, &stamp, why, whylen);
+	int rc = kq_stamp_read(v, dir, &stamp, why, whylen);
 	if (rc)
 		return rc;
-	rc = kc_stamp_check(stamp, volume, why, whylen);
+	rc = kq_stamp_check(stamp, volume, why, whylen);
 	json_decref(stamp);
 	return rc;
 }
 
-int kc_stamp_verify(sub_vfs *cluster, const sub_identity *volume, char *why, size_t whylen)
+int kq_stamp_verify(sub_vfs *cluster, const sub_identity *volume, char *why, size_t whylen)
 {
-	return kc_stamp_verify_at(cluster, "", volume, why, whylen);
+	return kq_stamp_verify_at(cluster, "", volume, why, whylen);
 }

@@ -4,6 +4,7 @@ sub_SRCS := substrates/sub_util.c substrates/sub_posix.c substrates/sub_fault.c 
 	substrates/sub_nfs.c substrates/sub_nfs_rpc.c substrates/sub_nfs_url.c \
 	substrates/sub_nfs_state.c
 sub_USES := util
+sub_PREFIX := sub
 sub_TESTS := substrates/test/test_sub_posix.c substrates/test/test_sub_nfs.c substrates/test/test_sub_fault.c
 # The crash hooks of the real-substrate matrix (ci/matrix) against their
 # lying and honest substrates.

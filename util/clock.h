@@ -9,16 +9,16 @@
 #include <stdint.h>
 #include <time.h>
 
-static inline int64_t kaas_mono_ns(void)
+static inline int64_t ku_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static inline int64_t kaas_mono_ms(void) { return kaas_mono_ns() / 1000000LL; }
+static inline int64_t ku_mono_ms(void) { return ku_mono_ns() / 1000000LL; }
 
-static inline int64_t kaas_wall_ms(void)
+static inline int64_t ku_wall_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);

@@ -10,6 +10,6 @@
 #include <stdint.h>
 
 /* Extends a running CRC: start with crc = 0, feed pieces in order. */
-uint32_t kaas_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t ku_crc32c(uint32_t crc, const void *buf, size_t len);
 
 #endif

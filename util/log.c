@@ -10,27 +10,27 @@
 #include <string.h>
 #include <time.h>
 
-int kaas_log_level = KAAS_LOG_INFO;
+int ku_log_level = KAAS_LOG_INFO;
 
-void kaas_log_init_from_env(void)
+void ku_log_init_from_env(void)
 {
 	const char *s = getenv("KAAS_LOG_LEVEL");
 	if (!s)
 		return;
 	if (strcmp(s, "error") == 0)
-		kaas_log_level = KAAS_LOG_ERROR;
+		ku_log_level = KAAS_LOG_ERROR;
 	else if (strcmp(s, "warn") == 0)
-		kaas_log_level = KAAS_LOG_WARN;
+		ku_log_level = KAAS_LOG_WARN;
 	else if (strcmp(s, "info") == 0)
-		kaas_log_level = KAAS_LOG_INFO;
+		ku_log_level = KAAS_LOG_INFO;
 	else if (strcmp(s, "debug") == 0)
-		kaas_log_level = KAAS_LOG_DEBUG;
+		ku_log_level = KAAS_LOG_DEBUG;
 }
 
-void kaas_log(int level, const char *component, const char *fmt, ...)
+void ku_log(int level, const char *component, const char *fmt, ...)
 {
 	static const char *names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-	if (level > kaas_log_level)
+	if (level > ku_log_level)
 		return;
 	char msg[2048];
 	va_list ap;

@@ -3,4 +3,5 @@
 MODULES += util
 util_SRCS := util/crc32c.c util/log.c
 util_USES :=
+util_PREFIX := ku
 util_TESTS := util/test/test_util.c

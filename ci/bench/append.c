@@ -1,6 +1,6 @@
 /*
  * append.c — `kaas-bench append`: the storage engine's produce path,
- * kaas_partition_append followed by kaas_partition_flush (acks=all), from
+ * ks_partition_append followed by ks_partition_flush (acks=all), from
  * appender threads onto partitions (thread i appends to partition
  * i % partitions).
  *
@@ -46,7 +46,7 @@ static int counting_fsync(sub_file *f)
 }
 
 typedef struct apart {
-	kaas_partition *p;
+	ks_partition *p;
 	pthread_mutex_t mu; /* naive mode: one request (and its fsync) at a time */
 	_Atomic int64_t records;
 } apart;
@@ -81,11 +81,11 @@ static void *append_main(void *arg)
 		int64_t t0 = bn_now_ns();
 		if (t->mode == APP_NAIVE)
 			pthread_mutex_lock(&t->part->mu);
-		kaas_append_result res;
+		ks_append_result res;
 		int64_t durable = -1;
-		int rc = kaas_partition_append(t->part->p, t->req, t->len, &res);
+		int rc = ks_partition_append(t->part->p, t->req, t->len, &res);
 		if (rc == 0 && res.error == 0 && t->mode != APP_NOSYNC)
-			rc = kaas_partition_flush(t->part->p, &durable);
+			rc = ks_partition_flush(t->part->p, &durable);
 		if (t->mode == APP_NAIVE)
 			pthread_mutex_unlock(&t->part->mu);
 		if (rc || res.error) {
@@ -135,7 +135,7 @@ static uint8_t *build_batch(int32_t records, int32_t size, int codec, int text, 
 	uint8_t *val = malloc(size > 0 ? (size_t)size : 1);
 	if (!val)
 		return NULL;
-	int64_t ts = kaas_wall_ms();
+	int64_t ts = ku_wall_ms();
 	kbuild_begin(&b, -1, -1, -1, ts);
 	for (int32_t i = 0; i < records; i++) {
 		if (text)
@@ -182,17 +182,17 @@ int app_open(const char *dir, int nparts, int32_t records, int32_t rsize, int co
 	}
 	if (s->vfs->m == g_inner)
 		s->vfs->m = &g_counting;
-	kaas_log_config cfg;
-	kaas_log_config_defaults(&cfg);
+	ks_log_config cfg;
+	ks_log_config_defaults(&cfg);
 	for (int i = 0; i < nparts; i++) {
 		char pdir[64];
 		snprintf(pdir, sizeof(pdir), "bench/%d", i);
 		pthread_mutex_init(&s->parts[i].mu, NULL);
-		rc = kaas_partition_open(s->vfs, pdir, NULL, 1, &cfg, &s->parts[i].p);
+		rc = ks_partition_open(s->vfs, pdir, NULL, 1, &cfg, &s->parts[i].p);
 		if (rc == 0)
 			s->opened++;
 		if (rc == 0)
-			rc = kaas_partition_take_over(s->parts[i].p, 1);
+			rc = ks_partition_take_over(s->parts[i].p, 1);
 		if (rc) {
 			fprintf(stderr, "kaas-bench: partition %s: %s\n", pdir, sub_strerror(rc));
 			goto fail;
@@ -212,7 +212,7 @@ void app_close(app_set *s)
 	if (!s)
 		return;
 	for (int i = 0; i < s->opened; i++)
-		kaas_partition_close(s->parts[i].p);
+		ks_partition_close(s->parts[i].p);
 	if (s->vfs) {
 		sub_remove_tree(s->vfs, "bench");
 		sub_destroy(s->vfs);
@@ -274,8 +274,8 @@ int app_verify(app_set *s)
 {
 	for (int i = 0; i < s->nparts; i++) {
 		int64_t hw = -1, want = atomic_load(&s->parts[i].records);
-		int rc = kaas_partition_flush(s->parts[i].p, &hw);
-		int64_t leo = kaas_partition_log_end(s->parts[i].p);
+		int rc = ks_partition_flush(s->parts[i].p, &hw);
+		int64_t leo = ks_partition_log_end(s->parts[i].p);
 		if (rc || leo != want || hw != want) {
 			fprintf(stderr, "kaas-bench: partition %d: flush %d, log end %lld, high watermark %lld, "
 					"appended %lld records\n", i, rc, (long long)leo, (long long)hw, (long long)want);
@@ -309,7 +309,7 @@ int bench_append(bn_opts *o)
 				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U]\n");
 		return 2;
 	}
-	kaas_log_level = KAAS_LOG_WARN;
+	ku_log_level = KAAS_LOG_WARN;
 	app_set *s = NULL;
 	bn_lat lat = BN_LAT_INIT;
 	st_res r;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """callgrind.py CODEC N RUN_JSON SELF_TXT INCL_TXT — one JSON line summarising a
 callgrind run of `kaas-bench append --mode nosync --count N` collected inside
-kaas_partition_append only (--toggle-collect): instructions per batch and per
+ks_partition_append only (--toggle-collect): instructions per batch and per
 record, and the functions that cost the most (self cost).
 
 Instruction counts do not depend on the machine's load, so they track the
@@ -14,12 +14,12 @@ import sys
 LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(.*)$")
 
 # The append's steps, by the functions that do them (inclusive cost):
-# kb_validate (all of validation); kb_walk_records (the uncompressed record
+# ks__kb_validate (all of validation); ks__kb_walk_records (the uncompressed record
 # walk); walk_records (the walk itself, static: it may be inlined into its
-# callers and then has no row); kaas_inflate_next (decompression, which the
-# compressed walk pulls piece by piece as it validates); kaas_crc32c;
-# p_index_batch; sub_pwrite_full.
-STEPS = ("kb_validate", "kb_walk_records", "walk_records", "kaas_inflate_next", "kaas_crc32c", "p_index_batch",
+# callers and then has no row); ks_inflate_next (decompression, which the
+# compressed walk pulls piece by piece as it validates); ku_crc32c;
+# ks__p_index_batch; sub_pwrite_full.
+STEPS = ("ks__kb_validate", "ks__kb_walk_records", "walk_records", "ks_inflate_next", "ku_crc32c", "ks__p_index_batch",
          "sub_pwrite_full")
 
 
@@ -82,9 +82,9 @@ def main():
         "top": [{"fn": k, "ir_per_batch": v / n, "pct": 100.0 * v / total if total else 0} for k, v in top],
         "inclusive": {k: v / n for k, v in incl.items()},
         # Steps with no row: inlined (walk_records) or not on this path
-        # (kaas_inflate_next without compression) -- or renamed.
+        # (ks_inflate_next without compression) -- or renamed.
         "missing": [k for k in STEPS if k not in incl],
-        "decompress_pct": 100.0 * incl.get("kaas_inflate_next", 0) / total if total else 0,
+        "decompress_pct": 100.0 * incl.get("ks_inflate_next", 0) / total if total else 0,
     }
     print(json.dumps(out))
 

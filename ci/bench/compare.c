@@ -77,7 +77,7 @@ int bench_compare(bn_opts *o)
 				"[--fsync-delay-us U]\n");
 		return 2;
 	}
-	kaas_log_level = KAAS_LOG_WARN;
+	ku_log_level = KAAS_LOG_WARN;
 	int rc = 1;
 	app_set *app = NULL;
 	dev_set *dev = NULL;

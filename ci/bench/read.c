@@ -6,7 +6,7 @@
  * through the engine).  A consumer catching up from offset 0 asks for
  * `max-bytes` at a time (librdkafka's max.partition.fetch.bytes is 1 MiB):
  *
- *   plan           kaas_partition_read + release only: the planning cost
+ *   plan           ks_partition_read + release only: the planning cost
  *   plan_pread     plan, then pread every range into a buffer
  *   raw_pread      pread of the same file in the requests the plans make:
  *                  max-bytes from the start of a batch (the last batch cut
@@ -140,7 +140,7 @@ static const char *mode_names[] = {"plan",         "plan_pread",    "raw_pread",
 				   "raw_sendfile", "cold_plan_pread", "cold_raw_pread"};
 
 typedef struct rctx {
-	kaas_partition *p;
+	ks_partition *p;
 	int fd;            /* the segment, for raw reads and cache drops */
 	uint64_t file_len;
 	int64_t hw;
@@ -186,17 +186,17 @@ static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 		return 0;
 	}
 	for (int64_t off = 0; off < c->hw;) {
-		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-		int rc = kaas_partition_read(c->p, off, c->max_bytes, &plan);
+		ks_read_plan plan = KAAS_READ_PLAN_INIT;
+		int rc = ks_partition_read(c->p, off, c->max_bytes, &plan);
 		uint64_t pos = (uint64_t)(off / c->records) * c->batch_bytes;
 		if (rc || plan.error || plan.total != plan_len(c, pos) || plan.n < 1 || plan.r[0].pos != pos) {
 			fprintf(stderr, "kaas-bench read: plan at offset %lld: rc %d error %d total %u, want %zu\n",
 				(long long)off, rc, plan.error, plan.total, plan_len(c, pos));
-			kaas_read_plan_release(&plan);
+			ks_read_plan_release(&plan);
 			return rc ? rc : -EIO;
 		}
 		for (int i = 0; i < plan.n && mode != R_PLAN; i++) {
-			kaas_read_range *r = &plan.r[i];
+			ks_read_range *r = &plan.r[i];
 			int fd = sub_native_fd(r->file);
 			if (mode == R_PLAN_SENDFILE) {
 				rc = send_range(c->sk->wfd, fd, r->pos, r->len);
@@ -205,14 +205,14 @@ static int pass(rctx *c, int mode, uint64_t *bytes, uint64_t *plans)
 				rc = pread_all(fd, c->buf, r->len, r->pos);
 			}
 			if (rc) {
-				kaas_read_plan_release(&plan);
+				ks_read_plan_release(&plan);
 				return rc;
 			}
 		}
 		off += (int64_t)(plan.total / c->batch_bytes) * c->records;
 		*bytes += plan.total / c->batch_bytes * c->batch_bytes;
 		(*plans)++;
-		kaas_read_plan_release(&plan);
+		ks_read_plan_release(&plan);
 	}
 	return 0;
 }
@@ -274,11 +274,11 @@ int bench_read(bn_opts *o)
 				"[--max-bytes N] [--secs S] [--rounds R] [--modes all|m1,m2]\n");
 		return 2;
 	}
-	kaas_log_level = KAAS_LOG_WARN;
+	ku_log_level = KAAS_LOG_WARN;
 	int rc = 1, sink_up = 0;
 	char err[256];
 	sub_vfs *vfs = NULL;
-	kaas_partition *p = NULL;
+	ks_partition *p = NULL;
 	sink sk = {.lfd = -1, .rfd = -1, .wfd = -1};
 	rctx c = {.fd = -1, .records = records, .max_bytes = max_bytes, .sk = &sk};
 	kbuild b = KBUILD_INIT;
@@ -290,18 +290,18 @@ int bench_read(bn_opts *o)
 		fprintf(stderr, "kaas-bench read: %s: %s\n", dir, err);
 		goto out;
 	}
-	kaas_log_config cfg;
-	kaas_log_config_defaults(&cfg);
-	int e = kaas_partition_open(vfs, "bench-read/0", NULL, 1, &cfg, &p);
+	ks_log_config cfg;
+	ks_log_config_defaults(&cfg);
+	int e = ks_partition_open(vfs, "bench-read/0", NULL, 1, &cfg, &p);
 	if (e == 0)
-		e = kaas_partition_take_over(p, 1);
+		e = ks_partition_take_over(p, 1);
 	if (e) {
 		fprintf(stderr, "kaas-bench read: partition: %s\n", sub_strerror(e));
 		goto out;
 	}
 	c.p = p;
 	/* Fill. */
-	int64_t ts = kaas_wall_ms();
+	int64_t ts = ku_wall_ms();
 	kbuild_begin(&b, -1, -1, -1, ts);
 	for (int32_t i = 0; i < records; i++) {
 		bn_fill_random(val, (size_t)rsize, (uint64_t)i + 7);
@@ -315,27 +315,27 @@ int bench_read(bn_opts *o)
 	uint64_t target = (uint64_t)mib << 20;
 	for (uint64_t done = 0; done < target; done += b.len) {
 		memcpy(req, b.buf, b.len);
-		kaas_append_result res;
-		if (kaas_partition_append(p, req, b.len, &res) || res.error) {
+		ks_append_result res;
+		if (ks_partition_append(p, req, b.len, &res) || res.error) {
 			fprintf(stderr, "kaas-bench read: fill append failed (%d)\n", res.error);
 			free(req);
 			goto out;
 		}
 	}
 	free(req);
-	if (kaas_partition_flush(p, &c.hw)) {
+	if (ks_partition_flush(p, &c.hw)) {
 		fprintf(stderr, "kaas-bench read: fill flush failed\n");
 		goto out;
 	}
 	/* The segment's descriptor, from a plan of the first batch. */
-	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-	if (kaas_partition_read(p, 0, 1, &plan) || plan.n < 1 || sub_native_fd(plan.r[0].file) < 0) {
+	ks_read_plan plan = KAAS_READ_PLAN_INIT;
+	if (ks_partition_read(p, 0, 1, &plan) || plan.n < 1 || sub_native_fd(plan.r[0].file) < 0) {
 		fprintf(stderr, "kaas-bench read: no native descriptor for the segment (posix directory needed)\n");
-		kaas_read_plan_release(&plan);
+		ks_read_plan_release(&plan);
 		goto out;
 	}
 	c.fd = dup(sub_native_fd(plan.r[0].file));
-	kaas_read_plan_release(&plan);
+	ks_read_plan_release(&plan);
 	c.file_len = (uint64_t)lseek(c.fd, 0, SEEK_END);
 	if (c.file_len != (uint64_t)(c.hw / records) * c.batch_bytes) {
 		fprintf(stderr, "kaas-bench read: segment holds %llu bytes, expected %llu\n",
@@ -366,7 +366,7 @@ out:
 	sink_close(&sk, sink_up);
 	if (c.fd >= 0)
 		close(c.fd);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	if (vfs)
 		sub_remove_tree(vfs, "bench-read");
 	sub_destroy(vfs);

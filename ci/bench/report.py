@@ -348,7 +348,7 @@ def markdown(run, s, stamp, plot):
     w("## Instructions on the append hot path (callgrind)")
     w("")
     if s["callgrind"]:
-        w("User-space instructions inside `kaas_partition_append` (validation, CRC-32C, offsets, index, the "
+        w("User-space instructions inside `ks_partition_append` (validation, CRC-32C, offsets, index, the "
           "pwrite call; not the kernel's copy), per batch of text-like records.  Independent of load: "
           "compare across commits.")
         w("")

@@ -291,10 +291,10 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
 	for c in "none 100 1024" "lz4 100 1024" "zstd 100 1024" "none 1000 100"; do
 		read -r codec rcount rsize <<<"$c"
 		tag=$codec-$rcount
-		log "callgrind: kaas_partition_append, $N batches of $rcount x $rsize B, compression $codec"
+		log "callgrind: ks_partition_append, $N batches of $rcount x $rsize B, compression $codec"
 		rm -rf "$CG/data" && mkdir -p "$CG/data"
 		if valgrind --tool=callgrind --callgrind-out-file="$CG/out.$tag" \
-			--toggle-collect=kaas_partition_append "$KB" append --dir "$CG/data" --mode nosync \
+			--toggle-collect=ks_partition_append "$KB" append --dir "$CG/data" --mode nosync \
 			--count $N --codec "$codec" --records "$rcount" --record-size "$rsize" --payload text \
 			>"$CG/run.$tag" 2>"$CG/vg.$tag"; then
 			callgrind_annotate --auto=no "$CG/out.$tag" >"$CG/self.$tag" 2>/dev/null || true

@@ -82,9 +82,9 @@ if not s["callgrind_skipped"]:
     check(all(c["ir_per_batch"] > 0 and c["top"] for c in cg.values()), "callgrind counted instructions")
     # The step functions it looks up still exist: validation everywhere,
     # decompression under the compressed runs.
-    check(all(c["inclusive"].get("kb_validate", 0) > 0 for c in cg.values()), "callgrind found kb_validate")
-    check(all(c["inclusive"].get("kaas_inflate_next", 0) > 0 and c["decompress_pct"] > 0
-              for k, c in cg.items() if k[0] != "none"), "callgrind found decompression (kaas_inflate_next)")
+    check(all(c["inclusive"].get("ks__kb_validate", 0) > 0 for c in cg.values()), "callgrind found ks__kb_validate")
+    check(all(c["inclusive"].get("ks_inflate_next", 0) > 0 and c["decompress_pct"] > 0
+              for k, c in cg.items() if k[0] != "none"), "callgrind found decompression (ks_inflate_next)")
     # Validation decompresses: a compressed batch costs more than a plain one.
     if ("none", 100) in cg and ("lz4", 100) in cg:
         check(cg[("lz4", 100)]["ir_per_batch"] > cg[("none", 100)]["ir_per_batch"], "lz4 validation decompresses")

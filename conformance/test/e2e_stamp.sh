@@ -1,7 +1,7 @@
 #!/bin/bash
 # e2e_stamp.sh — the qualification stamp: written (atomically, into
 # <URL>/__cluster or --cluster-dir) only when the verdict is PASS; accepted by
-# kc_stamp_verify (kaas-conform stamp-verify) for the same volume, rejected
+# kq_stamp_verify (kaas-conform stamp-verify) for the same volume, rejected
 # for another volume, and absent after a failing or refused run.
 source "$(dirname "$0")/lib.sh"
 

@@ -16,9 +16,9 @@
 
 /* ---- small helpers shared by every file ------------------------------------------ */
 
-int kc_str_set(kc_str *d, const char *s, int32_t len)
+int kg__str_set(kg_str *d, const char *s, int32_t len)
 {
-	kc_str_free(d);
+	kg__str_free(d);
 	if (len < 0 || (!s && len > 0))
 		return 0;
 	d->s = malloc((size_t)len + 1);
@@ -31,32 +31,32 @@ int kc_str_set(kc_str *d, const char *s, int32_t len)
 	return 0;
 }
 
-void kc_str_free(kc_str *d)
+void kg__str_free(kg_str *d)
 {
 	free(d->s);
 	d->s = NULL;
 	d->len = -1;
 }
 
-int kc_str_eqk(const kc_str *a, kaas_str b)
+int kg__str_eqk(const kg_str *a, kw_str b)
 {
 	if (a->len < 0 || b.len < 0)
 		return a->len < 0 && b.len < 0;
 	return a->len == b.len && (a->len == 0 || memcmp(a->s, b.s, (size_t)a->len) == 0);
 }
 
-int kc_str_eq(const kc_str *a, const kc_str *b) { return kc_str_eqk(a, kc_k(b)); }
+int kg__str_eq(const kg_str *a, const kg_str *b) { return kg__str_eqk(a, kg_k(b)); }
 
-void kc_outbox_init(kc_outbox *o)
+void kg__outbox_init(kg_outbox *o)
 {
 	o->head = NULL;
 	o->tail = &o->head;
 }
 
-void kc_outbox_add(kc_outbox *o, kc_waiter *w, kaas_wr *resp)
+void kg__outbox_add(kg_outbox *o, kg_waiter *w, kw_wr *resp)
 {
 	if (w->inline_resp) {
-		kaas_wr_free(w->inline_resp);
+		kw_wr_free(w->inline_resp);
 		*w->inline_resp = *resp;
 		memset(resp, 0, sizeof(*resp));
 		*w->inline_done = 1;
@@ -64,14 +64,14 @@ void kc_outbox_add(kc_outbox *o, kc_waiter *w, kaas_wr *resp)
 		return;
 	}
 	if (!w->done) {
-		kaas_wr_free(resp);
+		kw_wr_free(resp);
 		return;
 	}
-	kc_out *e = calloc(1, sizeof(*e));
+	kg_out *e = calloc(1, sizeof(*e));
 	if (!e) {
 		/* No memory for the queue entry: answer now rather than never. */
 		w->done(w->ctx, resp);
-		kaas_wr_free(resp);
+		kw_wr_free(resp);
 		memset(w, 0, sizeof(*w));
 		return;
 	}
@@ -83,20 +83,20 @@ void kc_outbox_add(kc_outbox *o, kc_waiter *w, kaas_wr *resp)
 	o->tail = &e->next;
 }
 
-void kc_outbox_deliver(kc_outbox *o)
+void kg__outbox_deliver(kg_outbox *o)
 {
-	kc_out *e = o->head;
+	kg_out *e = o->head;
 	while (e) {
-		kc_out *next = e->next;
+		kg_out *next = e->next;
 		e->w.done(e->w.ctx, &e->resp);
-		kaas_wr_free(&e->resp);
+		kw_wr_free(&e->resp);
 		free(e);
 		e = next;
 	}
-	kc_outbox_init(o);
+	kg__outbox_init(o);
 }
 
-const char *kc_state_name(int st)
+const char *kg__state_name(int st)
 {
 	switch (st) {
 	case KC_EMPTY:
@@ -112,7 +112,7 @@ const char *kc_state_name(int st)
 	}
 }
 
-int kc_group_id_ok(kaas_str id, int allow_empty)
+int kg__group_id_ok(kw_str id, int allow_empty)
 {
 	if (id.len < 0)
 		return 0;
@@ -121,21 +121,21 @@ int kc_group_id_ok(kaas_str id, int allow_empty)
 
 /* ---- clocks ------------------------------------------------------------------------ */
 
-int64_t kc_now(kaas_coord *c)
+int64_t kg__now(kg_coord *c)
 {
 	if (c->cfg.now_ms)
 		return c->cfg.now_ms(c->cfg.now_arg);
-	return kaas_mono_ms();
+	return ku_mono_ms();
 }
 
-int64_t kc_wall(kaas_coord *c)
+int64_t kg__wall(kg_coord *c)
 {
 	if (c->cfg.wall_ms)
 		return c->cfg.wall_ms(c->cfg.now_arg);
-	return kaas_wall_ms();
+	return ku_wall_ms();
 }
 
-void kc_wake_timer(kaas_coord *c)
+void kg__wake_timer(kg_coord *c)
 {
 	c->timer_kicked = 1;
 	pthread_cond_signal(&c->timer_cv);
@@ -151,27 +151,27 @@ static uint64_t hash_id(const char *s, int32_t len)
 	return h;
 }
 
-kc_group *kc_group_find(kaas_coord *c, kaas_str id)
+kg_group *kg__group_find(kg_coord *c, kw_str id)
 {
 	if (id.len < 0)
 		return NULL;
-	kc_group *g = c->tab[hash_id(id.s, id.len) & (c->tabsize - 1)];
+	kg_group *g = c->tab[hash_id(id.s, id.len) & (c->tabsize - 1)];
 	for (; g; g = g->hnext)
-		if (kc_str_eqk(&g->id, id))
+		if (kg__str_eqk(&g->id, id))
 			return g;
 	return NULL;
 }
 
-static void table_grow(kaas_coord *c)
+static void table_grow(kg_coord *c)
 {
 	size_t nsize = c->tabsize * 2;
-	kc_group **nt = calloc(nsize, sizeof(*nt));
+	kg_group **nt = calloc(nsize, sizeof(*nt));
 	if (!nt)
 		return; /* chains just get longer */
 	for (size_t i = 0; i < c->tabsize; i++) {
-		kc_group *g = c->tab[i];
+		kg_group *g = c->tab[i];
 		while (g) {
-			kc_group *next = g->hnext;
+			kg_group *next = g->hnext;
 			size_t b = hash_id(g->id.s, g->id.len) & (nsize - 1);
 			g->hnext = nt[b];
 			nt[b] = g;
@@ -183,18 +183,18 @@ static void table_grow(kaas_coord *c)
 	c->tabsize = nsize;
 }
 
-kc_group *kc_group_new(kaas_coord *c, kaas_str id)
+kg_group *kg__group_new(kg_coord *c, kw_str id)
 {
-	kc_group *g = calloc(1, sizeof(*g));
+	kg_group *g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
 	g->id.len = g->protocol_type.len = g->protocol.len = g->leader.len = -1;
-	if (kc_str_setk(&g->id, id)) {
+	if (kg_str_setk(&g->id, id)) {
 		free(g);
 		return NULL;
 	}
 	g->state = KC_EMPTY;
-	g->empty_since = kc_wall(c); /* also right after a restart: retention restarts */
+	g->empty_since = kg__wall(c); /* also right after a restart: retention restarts */
 	g->pc_tail = &g->pc_head;
 	g->next_seq = 1;
 	if (c->ngroups >= c->tabsize)
@@ -206,9 +206,9 @@ kc_group *kc_group_new(kaas_coord *c, kaas_str id)
 	return g;
 }
 
-void kc_group_unlink_free(kaas_coord *c, kc_group *g)
+void kg__group_unlink_free(kg_coord *c, kg_group *g)
 {
-	kc_group **pp = &c->tab[hash_id(g->id.s, g->id.len) & (c->tabsize - 1)];
+	kg_group **pp = &c->tab[hash_id(g->id.s, g->id.len) & (c->tabsize - 1)];
 	while (*pp && *pp != g)
 		pp = &(*pp)->hnext;
 	if (*pp) {
@@ -216,49 +216,49 @@ void kc_group_unlink_free(kaas_coord *c, kc_group *g)
 		c->ngroups--;
 	}
 	while (g->members) {
-		kc_member *m = g->members;
+		kg_member *m = g->members;
 		g->members = m->next;
-		kc_member_free(m);
+		kg__member_free(m);
 	}
 	while (g->pending) {
-		kc_pending *p = g->pending;
+		kg_pending *p = g->pending;
 		g->pending = p->next;
-		kc_str_free(&p->id);
+		kg__str_free(&p->id);
 		free(p);
 	}
 	while (g->pc_head) {
-		kc_pcommit *pc = g->pc_head;
+		kg_pcommit *pc = g->pc_head;
 		g->pc_head = pc->next;
-		kc_pcommit_free(pc);
+		kg__pcommit_free(pc);
 	}
-	kc_offsets_clear(g);
-	kc_str_free(&g->id);
-	kc_str_free(&g->protocol_type);
-	kc_str_free(&g->protocol);
-	kc_str_free(&g->leader);
+	kg__offsets_clear(g);
+	kg__str_free(&g->id);
+	kg__str_free(&g->protocol_type);
+	kg__str_free(&g->protocol);
+	kg__str_free(&g->leader);
 	free(g);
 }
 
-int kc_group_is_idle(const kc_group *g)
+int kg__group_is_idle(const kg_group *g)
 {
 	return g->nmembers == 0 && g->npending == 0 && g->noffs == 0 && !g->pc_head &&
 	       !g->file_exists;
 }
 
-void kc_group_maybe_drop(kaas_coord *c, kc_group *g)
+void kg__group_maybe_drop(kg_coord *c, kg_group *g)
 {
-	if (g && kc_group_is_idle(g) && !g->refs && !g->loading && !g->writing && !g->queued &&
+	if (g && kg__group_is_idle(g) && !g->refs && !g->loading && !g->writing && !g->queued &&
 	    !g->deleting)
-		kc_group_unlink_free(c, g);
+		kg__group_unlink_free(c, g);
 }
 
-int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
+int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
 {
 	*out = NULL;
 	for (;;) {
-		kc_group *g = kc_group_find(c, id);
+		kg_group *g = kg__group_find(c, id);
 		if (g && g->loaded) {
-			if (!create && kc_group_is_idle(g) && g->state == KC_EMPTY)
+			if (!create && kg__group_is_idle(g) && g->state == KC_EMPTY)
 				return KERR_NONE; /* exists only in memory, as nothing */
 			*out = g;
 			return KERR_NONE;
@@ -267,13 +267,13 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 			pthread_cond_wait(&c->state_cv, &c->mu);
 			continue;
 		}
-		if (!g && !(g = kc_group_new(c, id)))
+		if (!g && !(g = kg__group_new(c, id)))
 			return KERR_COORDINATOR_NOT_AVAILABLE;
 		g->loading = 1;
 		g->refs++;
 		pthread_mutex_unlock(&c->mu);
-		kc_loaded l = KC_LOADED_INIT;
-		int rc = kc_group_file_read(c, id, &l);
+		kg_loaded l = KC_LOADED_INIT;
+		int rc = kg__group_file_read(c, id, &l);
 		pthread_mutex_lock(&c->mu);
 		g->loading = 0;
 		g->refs--;
@@ -288,7 +288,7 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 		} else if (rc == 0) {
 			/* Nothing touches offsets before the group is loaded, so the
 			 * loaded table simply becomes the group's. */
-			kc_offsets_clear(g);
+			kg__offsets_clear(g);
 			g->offs = l.offs;
 			g->noffs = g->capoffs = l.noffs;
 			l.offs = NULL;
@@ -307,7 +307,7 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 			 * after that memory is ahead of the volume (a failed write
 			 * makes the group read its offsets again, not its members). */
 			if (!g->members_loaded)
-				kc_group_restore(c, g, &l, kc_now(c));
+				kg__group_restore(c, g, &l, kg__now(c));
 		} else if (rc == -ENOENT) {
 			g->loaded = 1;
 			g->members_loaded = 1;
@@ -320,13 +320,13 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 				  sub_strerror(rc));
 			err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 		}
-		kc_loaded_free(&l);
+		kg__loaded_free(&l);
 		if (err) {
-			kc_group_maybe_drop(c, g);
+			kg__group_maybe_drop(c, g);
 			return err;
 		}
-		if (!create && kc_group_is_idle(g)) {
-			kc_group_maybe_drop(c, g);
+		if (!create && kg__group_is_idle(g)) {
+			kg__group_maybe_drop(c, g);
 			return KERR_NONE;
 		}
 		*out = g;
@@ -334,7 +334,7 @@ int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out)
 	}
 }
 
-void kc_flush_enqueue(kaas_coord *c, kc_group *g)
+void kg__flush_enqueue(kg_coord *c, kg_group *g)
 {
 	if (g->queued)
 		return;
@@ -345,9 +345,9 @@ void kc_flush_enqueue(kaas_coord *c, kc_group *g)
 	pthread_cond_signal(&c->flush_cv);
 }
 
-static kc_group *flush_pop(kaas_coord *c)
+static kg_group *flush_pop(kg_coord *c)
 {
-	kc_group *g = c->fq_head;
+	kg_group *g = c->fq_head;
 	if (!g)
 		return NULL;
 	c->fq_head = g->fnext;
@@ -361,34 +361,34 @@ static kc_group *flush_pop(kaas_coord *c)
 /* ---- the two threads ------------------------------------------------------------------- */
 
 /* One pass over every group at `now` (c->mu held); returns the next deadline. */
-static int64_t tick_locked(kaas_coord *c, int64_t now, kc_outbox *ob)
+static int64_t tick_locked(kg_coord *c, int64_t now, kg_outbox *ob)
 {
 	int64_t next = now + 60000;
 	for (size_t i = 0; i < c->tabsize; i++) {
-		kc_group *g = c->tab[i];
+		kg_group *g = c->tab[i];
 		while (g) {
-			kc_group *hn = g->hnext;
-			kc_group_tick(c, g, now, &next, ob);
-			kc_group_maybe_drop(c, g);
+			kg_group *hn = g->hnext;
+			kg__group_tick(c, g, now, &next, ob);
+			kg__group_maybe_drop(c, g);
 			g = hn;
 		}
 	}
 	return next;
 }
 
-static void drain_locked(kaas_coord *c, kc_outbox *ob)
+static void drain_locked(kg_coord *c, kg_outbox *ob)
 {
 	c->draining = 1;
 	for (size_t i = 0; i < c->tabsize; i++)
-		for (kc_group *g = c->tab[i]; g; g = g->hnext)
-			kc_group_shutdown(c, g, ob);
+		for (kg_group *g = c->tab[i]; g; g = g->hnext)
+			kg__group_shutdown(c, g, ob);
 }
 
-void kaas_coord_load_groups(kaas_coord *c)
+void kg_coord_load_groups(kg_coord *c)
 {
-	kc_str *ids = NULL;
+	kg_str *ids = NULL;
 	size_t n = 0;
-	int rc = kc_ids_on_volume(c, &ids, &n);
+	int rc = kg__ids_on_volume(c, &ids, &n);
 	if (rc) {
 		KLOG_WARN("coord", "cannot list groups/: %s; groups are loaded when clients name them",
 			  sub_strerror(rc));
@@ -399,21 +399,21 @@ void kaas_coord_load_groups(kaas_coord *c)
 	for (size_t i = 0; i < n && !c->stop; i++) {
 		int32_t node, port;
 		const char *host;
-		kc_group *g;
+		kg_group *g;
 		if (c->drain_requested ||
 		    (c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE)))
 			break; /* stopping: the rest is loaded by whoever runs next */
-		if (kaas_coord_owner(c, 0, kc_k(&ids[i]), &node, &host, &port) ||
-		    node != c->cfg.broker_id || kc_group_find(c, kc_k(&ids[i])))
+		if (kg_coord_owner(c, 0, kg_k(&ids[i]), &node, &host, &port) ||
+		    node != c->cfg.broker_id || kg__group_find(c, kg_k(&ids[i])))
 			continue;
-		if (kc_group_get(c, kc_k(&ids[i]), 0, &g) == KERR_NONE && g)
+		if (kg__group_get(c, kg_k(&ids[i]), 0, &g) == KERR_NONE && g)
 			loaded += g->nmembers > 0;
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (loaded)
 		KLOG_INFO("coord", "%zu group(s) with members restored from the volume", loaded);
 	for (size_t i = 0; i < n; i++)
-		kc_str_free(&ids[i]);
+		kg__str_free(&ids[i]);
 	free(ids);
 }
 
@@ -422,34 +422,34 @@ void kaas_coord_load_groups(kaas_coord *c)
 
 static void *timer_main(void *arg)
 {
-	kaas_coord *c = arg;
+	kg_coord *c = arg;
 	/* Members of groups that were coordinated here before a restart get
 	 * their session from now; those that do not come back expire. */
-	kaas_coord_load_groups(c);
+	kg_coord_load_groups(c);
 	pthread_mutex_lock(&c->mu);
 	int64_t next = 0;
-	int64_t next_expiry = kc_now(c) + c->cfg.offsets_retention_check_ms;
+	int64_t next_expiry = kg__now(c) + c->cfg.offsets_retention_check_ms;
 	while (!c->stop) {
-		if (c->cfg.offsets_retention_ms > 0 && kc_now(c) >= next_expiry) {
+		if (c->cfg.offsets_retention_ms > 0 && kg__now(c) >= next_expiry) {
 			pthread_mutex_unlock(&c->mu);
-			kaas_coord_expire_offsets(c);
+			kg_coord_expire_offsets(c);
 			pthread_mutex_lock(&c->mu);
-			next_expiry = kc_now(c) + c->cfg.offsets_retention_check_ms;
+			next_expiry = kg__now(c) + c->cfg.offsets_retention_check_ms;
 			continue;
 		}
-		kc_outbox ob;
-		kc_outbox_init(&ob);
+		kg_outbox ob;
+		kg__outbox_init(&ob);
 		int stopping = c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE);
 		if (!c->draining && (c->drain_requested || stopping))
 			drain_locked(c, &ob);
-		int64_t now = kc_now(c);
+		int64_t now = kg__now(c);
 		if (c->timer_kicked || now >= next) {
 			c->timer_kicked = 0;
 			next = tick_locked(c, now, &ob);
 		}
 		if (ob.head) {
 			pthread_mutex_unlock(&c->mu);
-			kc_outbox_deliver(&ob);
+			kg__outbox_deliver(&ob);
 			pthread_mutex_lock(&c->mu);
 			c->timer_kicked = 1; /* state may have moved on meanwhile */
 			continue;
@@ -478,7 +478,7 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-void kaas_coord_drain(kaas_coord *c)
+void kg_coord_drain(kg_coord *c)
 {
 	if (!c)
 		return;
@@ -486,27 +486,27 @@ void kaas_coord_drain(kaas_coord *c)
 	 * requests (this may run on the event loop). */
 	pthread_mutex_lock(&c->mu);
 	c->drain_requested = 1;
-	kc_wake_timer(c);
+	kg__wake_timer(c);
 	pthread_mutex_unlock(&c->mu);
 	if (!c->threads) {
-		kc_outbox ob;
-		kc_outbox_init(&ob);
+		kg_outbox ob;
+		kg__outbox_init(&ob);
 		pthread_mutex_lock(&c->mu);
 		drain_locked(c, &ob);
 		pthread_mutex_unlock(&c->mu);
-		kc_outbox_deliver(&ob);
+		kg__outbox_deliver(&ob);
 	}
 }
 
-static void flush_one(kaas_coord *c, kc_group *g)
+static void flush_one(kg_coord *c, kg_group *g)
 {
-	kc_outbox ob;
-	kc_outbox_init(&ob);
-	kc_group_write(c, g, &ob);
-	kc_group_maybe_drop(c, g);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
+	kg__group_write(c, g, &ob);
+	kg__group_maybe_drop(c, g);
 	if (ob.head) {
 		pthread_mutex_unlock(&c->mu);
-		kc_outbox_deliver(&ob);
+		kg__outbox_deliver(&ob);
 		pthread_mutex_lock(&c->mu);
 	}
 }
@@ -516,10 +516,10 @@ static void flush_one(kaas_coord *c, kc_group *g)
  * arrive meanwhile ride along in their group's next write. */
 static void *flush_main(void *arg)
 {
-	kaas_coord *c = arg;
+	kg_coord *c = arg;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		kc_group *g = flush_pop(c);
+		kg_group *g = flush_pop(c);
 		if (!g) {
 			if (c->stop)
 				break;
@@ -532,20 +532,20 @@ static void *flush_main(void *arg)
 	return NULL;
 }
 
-void kaas_coord_tick(kaas_coord *c)
+void kg_coord_tick(kg_coord *c)
 {
-	kc_outbox ob;
-	kc_outbox_init(&ob);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
-	tick_locked(c, kc_now(c), &ob);
+	tick_locked(c, kg__now(c), &ob);
 	pthread_mutex_unlock(&c->mu);
-	kc_outbox_deliver(&ob);
+	kg__outbox_deliver(&ob);
 }
 
-void kaas_coord_flush(kaas_coord *c)
+void kg_coord_flush(kg_coord *c)
 {
 	pthread_mutex_lock(&c->mu);
-	kc_group *g;
+	kg_group *g;
 	while ((g = flush_pop(c)))
 		flush_one(c, g);
 	pthread_mutex_unlock(&c->mu);
@@ -553,7 +553,7 @@ void kaas_coord_flush(kaas_coord *c)
 
 /* ---- life cycle ---------------------------------------------------------------------------- */
 
-void kaas_coord_config_defaults(kaas_coord_config *cfg)
+void kg_coord_config_defaults(kg_coord_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->broker_id = 1;
@@ -570,11 +570,11 @@ void kaas_coord_config_defaults(kaas_coord_config *cfg)
 	cfg->coordinator_epoch = 0;
 }
 
-/* What kaas_coord_create set up, once the threads are gone and the groups
+/* What kg_coord_create set up, once the threads are gone and the groups
  * freed (a failed create, or the end of close). */
-static void coord_free(kaas_coord *c)
+static void coord_free(kg_coord *c)
 {
-	kc_pids_destroy(&c->pids);
+	kg__pids_destroy(&c->pids);
 	pthread_cond_destroy(&c->timer_cv);
 	pthread_cond_destroy(&c->flush_cv);
 	pthread_cond_destroy(&c->state_cv);
@@ -584,10 +584,10 @@ static void coord_free(kaas_coord *c)
 	free(c);
 }
 
-int kaas_coord_create(sub_vfs *cluster, const kaas_coord_config *cfg, kaas_coord **out)
+int kg_coord_create(sub_vfs *cluster, const kg_coord_config *cfg, kg_coord **out)
 {
 	*out = NULL;
-	kaas_coord *c = calloc(1, sizeof(*c));
+	kg_coord *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->cfg = *cfg;
@@ -611,7 +611,7 @@ int kaas_coord_create(sub_vfs *cluster, const kaas_coord_config *cfg, kaas_coord
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&c->flush_cv, NULL);
 	pthread_cond_init(&c->state_cv, NULL);
-	kc_pids_init(&c->pids);
+	kg__pids_init(&c->pids);
 	int rc = sub_mkdirs(cluster, "groups", 0755);
 	if (!rc)
 		rc = sub_mkdirs(cluster, "pid-blocks", 0755);
@@ -640,7 +640,7 @@ fail:
 	return rc;
 }
 
-void kaas_coord_set_topic_check(kaas_coord *c, kaas_coord_topic_fn fn, void *arg)
+void kg_coord_set_topic_check(kg_coord *c, kg_coord_topic_fn fn, void *arg)
 {
 	pthread_mutex_lock(&c->mu);
 	c->topic_fn = fn;
@@ -648,12 +648,12 @@ void kaas_coord_set_topic_check(kaas_coord *c, kaas_coord_topic_fn fn, void *arg
 	pthread_mutex_unlock(&c->mu);
 }
 
-void kaas_coord_close(kaas_coord *c)
+void kg_coord_close(kg_coord *c)
 {
 	if (!c)
 		return;
-	kc_outbox ob;
-	kc_outbox_init(&ob);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
 	c->stop = 1;
 	pthread_cond_broadcast(&c->flush_cv);
@@ -667,29 +667,29 @@ void kaas_coord_close(kaas_coord *c)
 	}
 	/* Whatever was queued after the flusher left (a retention pass of the
 	 * timer, a late handler) is written here. */
-	kaas_coord_flush(c);
+	kg_coord_flush(c);
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->tabsize; i++)
-		for (kc_group *g = c->tab[i]; g; g = g->hnext)
-			kc_group_shutdown(c, g, &ob);
+		for (kg_group *g = c->tab[i]; g; g = g->hnext)
+			kg__group_shutdown(c, g, &ob);
 	pthread_mutex_unlock(&c->mu);
-	kc_outbox_deliver(&ob);
+	kg__outbox_deliver(&ob);
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->tabsize; i++)
 		while (c->tab[i])
-			kc_group_unlink_free(c, c->tab[i]);
+			kg__group_unlink_free(c, c->tab[i]);
 	pthread_mutex_unlock(&c->mu);
 	coord_free(c);
 }
 
-void kaas_coord_get_stats(kaas_coord *c, kaas_coord_stats *st)
+void kg_coord_get_stats(kg_coord *c, kg_coord_stats *st)
 {
 	pthread_mutex_lock(&c->mu);
 	*st = c->stats;
 	pthread_mutex_unlock(&c->mu);
 }
 
-int16_t kaas_coord_owner(kaas_coord *c, int8_t key_type, kaas_str key, int32_t *node,
+int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node,
 			 const char **host, int32_t *port)
 {
 	(void)key;
@@ -703,33 +703,33 @@ int16_t kaas_coord_owner(kaas_coord *c, int8_t key_type, kaas_str key, int32_t *
 	return KERR_NONE;
 }
 
-int kaas_coord_handle(kaas_coord *c, const kaas_coord_call *call, kaas_rd *body, kaas_wr *resp)
+int kg_coord_handle(kg_coord *c, const kg_coord_call *call, kw_rd *body, kw_wr *resp)
 {
 	switch (call->api_key) {
 	case KAAS_API_FIND_COORDINATOR:
-		return kc_api_find_coordinator(c, call, body, resp);
+		return kg__api_find_coordinator(c, call, body, resp);
 	case KAAS_API_JOIN_GROUP:
-		return kc_api_join_group(c, call, body, resp);
+		return kg__api_join_group(c, call, body, resp);
 	case KAAS_API_SYNC_GROUP:
-		return kc_api_sync_group(c, call, body, resp);
+		return kg__api_sync_group(c, call, body, resp);
 	case KAAS_API_HEARTBEAT:
-		return kc_api_heartbeat(c, call, body, resp);
+		return kg__api_heartbeat(c, call, body, resp);
 	case KAAS_API_LEAVE_GROUP:
-		return kc_api_leave_group(c, call, body, resp);
+		return kg__api_leave_group(c, call, body, resp);
 	case KAAS_API_DESCRIBE_GROUPS:
-		return kc_api_describe_groups(c, call, body, resp);
+		return kg__api_describe_groups(c, call, body, resp);
 	case KAAS_API_LIST_GROUPS:
-		return kc_api_list_groups(c, call, body, resp);
+		return kg__api_list_groups(c, call, body, resp);
 	case KAAS_API_DELETE_GROUPS:
-		return kc_api_delete_groups(c, call, body, resp);
+		return kg__api_delete_groups(c, call, body, resp);
 	case KAAS_API_OFFSET_COMMIT:
-		return kc_api_offset_commit(c, call, body, resp);
+		return kg__api_offset_commit(c, call, body, resp);
 	case KAAS_API_OFFSET_FETCH:
-		return kc_api_offset_fetch(c, call, body, resp);
+		return kg__api_offset_fetch(c, call, body, resp);
 	case KAAS_API_OFFSET_DELETE:
-		return kc_api_offset_delete(c, call, body, resp);
+		return kg__api_offset_delete(c, call, body, resp);
 	case KAAS_API_INIT_PRODUCER_ID:
-		return kc_api_init_producer_id(c, call, body, resp);
+		return kg__api_init_producer_id(c, call, body, resp);
 	default:
 		return -ENOTSUP;
 	}

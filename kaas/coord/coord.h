@@ -1,7 +1,7 @@
 /*
  * coord.h — the group coordinator and the producer-ID allocator.
  *
- * One kaas_coord per broker.  It answers the consumer-group APIs (classic
+ * One kg_coord per broker.  It answers the consumer-group APIs (classic
  * protocol, as a Kafka 2.x broker does), keeps each group's committed
  * offsets and membership (generation, members, assignments: they survive a
  * restart, as Kafka's GroupMetadata records do) in CLUSTER/groups/<group>.json
@@ -9,13 +9,13 @@
  * (docs/groups.md, docs/formats.md).
  *
  * Wiring into the broker (kaas/core, kaas/net):
- *   - after b->cluster is open:   kaas_coord_open(b, &b->coord)
- *   - dispatch rows: the kaas_h_* functions below, one per API, with the
+ *   - after b->cluster is open:   kg_coord_open(b, &b->coord)
+ *   - dispatch rows: the kg_h_* functions below, one per API, with the
  *     version ranges of DESIGN §8 (noted beside each);
  *   - SIGTERM: the coordinator watches b->stopping and answers every parked
  *     JoinGroup/SyncGroup with NOT_COORDINATOR (clients look for the
  *     coordinator again), so the server's drain is not held up; after the
- *     server has drained, kaas_coord_close(b->coord) writes every accepted
+ *     server has drained, kg_coord_close(b->coord) writes every accepted
  *     offset commit and stops the threads.
  *
  * Threads: the coordinator runs two of its own — a timer thread (loading the
@@ -32,11 +32,11 @@
 #include "kaas/proto/buf.h"
 #include "substrates/sub.h"
 
-typedef struct kaas_coord kaas_coord;
-struct kaas_broker;
+typedef struct kg_coord kg_coord;
+struct kb_broker;
 
 /* Settings (Kafka's names in docs/groups.md). */
-typedef struct kaas_coord_config {
+typedef struct kg_coord_config {
 	int32_t broker_id;
 	const char *host;                   /* advertised endpoint (FindCoordinator) */
 	int32_t port;
@@ -50,110 +50,110 @@ typedef struct kaas_coord_config {
 	int64_t new_member_join_timeout_ms; /* a new member must rejoin within (300000) */
 	int64_t coordinator_epoch;          /* stamped into group files; 0 on a single broker */
 	/* When it points at a flag that becomes non-zero (the broker's
-	 * b->stopping), the coordinator drains as kaas_coord_drain() does. */
+	 * b->stopping), the coordinator drains as kg_coord_drain() does. */
 	volatile int *stopping;
-	/* Tests: no threads; time comes from now_ms(); kaas_coord_tick() and
-	 * kaas_coord_flush() do the threads' work. */
+	/* Tests: no threads; time comes from now_ms(); kg_coord_tick() and
+	 * kg_coord_flush() do the threads' work. */
 	int manual;
 	int64_t (*now_ms)(void *arg);   /* monotonic ms */
 	int64_t (*wall_ms)(void *arg);  /* wall-clock ms (commit times, retention) */
 	void *now_arg;
-} kaas_coord_config;
+} kg_coord_config;
 
-void kaas_coord_config_defaults(kaas_coord_config *cfg);
+void kg_coord_config_defaults(kg_coord_config *cfg);
 
 /* "Does partition topic/partition exist?" — OffsetCommit answers
  * UNKNOWN_TOPIC_OR_PARTITION for the ones that do not.  Returns a Kafka
  * error code (KERR_NONE when it exists). */
-typedef int16_t (*kaas_coord_topic_fn)(void *arg, kaas_str topic, int32_t partition);
+typedef int16_t (*kg_coord_topic_fn)(void *arg, kw_str topic, int32_t partition);
 
 /* Opens a coordinator on the cluster volume.  Creates groups/ and
  * pid-blocks/ when missing.  Nothing is read eagerly: a group's file is read
  * when a request first names it. */
-int kaas_coord_create(sub_vfs *cluster, const kaas_coord_config *cfg, kaas_coord **out);
-void kaas_coord_set_topic_check(kaas_coord *c, kaas_coord_topic_fn fn, void *arg);
+int kg_coord_create(sub_vfs *cluster, const kg_coord_config *cfg, kg_coord **out);
+void kg_coord_set_topic_check(kg_coord *c, kg_coord_topic_fn fn, void *arg);
 
 /* The broker's way in: settings from b->cfg, volume b->cluster, topic
  * existence from b->parts.  Starts the threads. */
-int kaas_coord_open(struct kaas_broker *b, kaas_coord **out);
+int kg_coord_open(struct kb_broker *b, kg_coord **out);
 
 /* A SIGTERM drain has begun: parked JoinGroup/SyncGroup requests are
  * answered with NOT_COORDINATOR at once and no new ones are parked, so the
  * server's "finish requests in flight" is not held up by a rebalance that
  * waits for other members.  Offset commits go on being written.  Does not
  * block (safe on the event loop). */
-void kaas_coord_drain(kaas_coord *c);
+void kg_coord_drain(kg_coord *c);
 
 /* Flushes pending commits (their requests are answered), answers parked
  * requests with NOT_COORDINATOR, stops the threads, frees.  NULL-safe. */
-void kaas_coord_close(kaas_coord *c);
+void kg_coord_close(kg_coord *c);
 
 /* Which broker coordinates key (a group id, or a transactional id when
  * key_type is 1)?  On one broker: this one.  The cluster work drives this
  * from the assignment's coordinator shards.  Returns KERR_NONE and fills
  * node/host/port, or a Kafka error code. */
-int16_t kaas_coord_owner(kaas_coord *c, int8_t key_type, kaas_str key, int32_t *node,
+int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node,
 			 const char **host, int32_t *port);
 
-/* ---- the Kafka APIs (kaas_handler_fn; the broker's dispatch table) ---------- */
-int kaas_h_find_coordinator(kaas_req *req, kaas_rd *body, kaas_wr *resp); /* 10: v0-2 */
-int kaas_h_join_group(kaas_req *req, kaas_rd *body, kaas_wr *resp);       /* 11: v0-5 */
-int kaas_h_heartbeat(kaas_req *req, kaas_rd *body, kaas_wr *resp);        /* 12: v0-3 */
-int kaas_h_leave_group(kaas_req *req, kaas_rd *body, kaas_wr *resp);      /* 13: v0-3 */
-int kaas_h_sync_group(kaas_req *req, kaas_rd *body, kaas_wr *resp);       /* 14: v0-3 */
-int kaas_h_describe_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp);  /* 15: v0-4 */
-int kaas_h_list_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp);      /* 16: v0-2 */
-int kaas_h_delete_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 42: v0-1 */
-int kaas_h_offset_commit(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 8: v0-7 */
-int kaas_h_offset_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp);     /* 9: v0-7, flexible 6+ */
-int kaas_h_offset_delete(kaas_req *req, kaas_rd *body, kaas_wr *resp);    /* 47: v0 */
-int kaas_h_init_producer_id(kaas_req *req, kaas_rd *body, kaas_wr *resp); /* 22: v0-4, flexible 2+ */
+/* ---- the Kafka APIs (kw_handler_fn; the broker's dispatch table) ---------- */
+int kg_h_find_coordinator(kb_req *req, kw_rd *body, kw_wr *resp); /* 10: v0-2 */
+int kg_h_join_group(kb_req *req, kw_rd *body, kw_wr *resp);       /* 11: v0-5 */
+int kg_h_heartbeat(kb_req *req, kw_rd *body, kw_wr *resp);        /* 12: v0-3 */
+int kg_h_leave_group(kb_req *req, kw_rd *body, kw_wr *resp);      /* 13: v0-3 */
+int kg_h_sync_group(kb_req *req, kw_rd *body, kw_wr *resp);       /* 14: v0-3 */
+int kg_h_describe_groups(kb_req *req, kw_rd *body, kw_wr *resp);  /* 15: v0-4 */
+int kg_h_list_groups(kb_req *req, kw_rd *body, kw_wr *resp);      /* 16: v0-2 */
+int kg_h_delete_groups(kb_req *req, kw_rd *body, kw_wr *resp);    /* 42: v0-1 */
+int kg_h_offset_commit(kb_req *req, kw_rd *body, kw_wr *resp);    /* 8: v0-7 */
+int kg_h_offset_fetch(kb_req *req, kw_rd *body, kw_wr *resp);     /* 9: v0-7, flexible 6+ */
+int kg_h_offset_delete(kb_req *req, kw_rd *body, kw_wr *resp);    /* 47: v0 */
+int kg_h_init_producer_id(kb_req *req, kw_rd *body, kw_wr *resp); /* 22: v0-4, flexible 2+ */
 
 /* ---- the same without a server (unit tests, tools) ---------------------------- */
 
 /* Completion of a KAAS_DEFERRED call: takes over resp (resets it). */
-typedef void (*kaas_coord_done_fn)(void *ctx, kaas_wr *resp);
+typedef void (*kg_coord_done_fn)(void *ctx, kw_wr *resp);
 
-typedef struct kaas_coord_call {
+typedef struct kg_coord_call {
 	int16_t api_key;
 	int16_t version;
 	int flex;                /* the body uses flexible encodings */
-	kaas_str client_id;      /* len -1 when null */
+	kw_str client_id;      /* len -1 when null */
 	const char *client_host; /* as DescribeGroups shows it: "/127.0.0.1" */
-	kaas_coord_done_fn done; /* for KAAS_DEFERRED answers */
+	kg_coord_done_fn done; /* for KAAS_DEFERRED answers */
 	void *ctx;
-} kaas_coord_call;
+} kg_coord_call;
 
 /* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)
  * or arranges for call->done(call->ctx, resp) later (KAAS_DEFERRED).
  * -EBADMSG when the body does not parse (body->err names the field). */
-int kaas_coord_handle(kaas_coord *c, const kaas_coord_call *call, kaas_rd *body, kaas_wr *resp);
+int kg_coord_handle(kg_coord *c, const kg_coord_call *call, kw_rd *body, kw_wr *resp);
 
 /* manual mode: one pass of the timer thread's work at now_ms(); one flush of
  * every group with pending changes.  Both deliver completions before they
  * return. */
-void kaas_coord_tick(kaas_coord *c);
-void kaas_coord_flush(kaas_coord *c);
+void kg_coord_tick(kg_coord *c);
+void kg_coord_flush(kg_coord *c);
 /* One retention pass (the timer runs it every offsets_retention_check_ms):
  * offsets of groups that have had no members for the retention time, and
  * were not committed within it, are removed (KIP-211).  Queues the writes;
- * in manual mode follow with kaas_coord_flush(). */
-void kaas_coord_expire_offsets(kaas_coord *c);
+ * in manual mode follow with kg_coord_flush(). */
+void kg_coord_expire_offsets(kg_coord *c);
 
 /* Reads every group file under groups/ that this broker coordinates and is
  * not in memory yet, restoring the groups' members (the timer thread does it
  * when the coordinator starts; otherwise a group is read when a request
  * first names it). */
-void kaas_coord_load_groups(kaas_coord *c);
+void kg_coord_load_groups(kg_coord *c);
 
 /* Counters for tests and the bench. */
-typedef struct kaas_coord_stats {
+typedef struct kg_coord_stats {
 	uint64_t commits;        /* OffsetCommit requests that changed offsets */
 	uint64_t group_writes;   /* group files written */
 	uint64_t write_failures;
 	uint64_t pid_blocks;     /* producer-ID blocks claimed */
 	uint64_t expired;        /* offsets removed by retention */
-} kaas_coord_stats;
-void kaas_coord_get_stats(kaas_coord *c, kaas_coord_stats *st);
+} kg_coord_stats;
+void kg_coord_get_stats(kg_coord *c, kg_coord_stats *st);
 
 #endif

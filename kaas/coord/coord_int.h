@@ -5,7 +5,7 @@
  * Locking: one mutex (c->mu) guards every group, member and offset table.
  * Work under it is in-memory and short; file I/O (group files, pid blocks)
  * is never done while holding it.  Responses to parked requests are queued
- * in a kc_outbox while the lock is held and delivered after it is released.
+ * in a kg_outbox while the lock is held and delivered after it is released.
  */
 #ifndef KAAS_COORD_INT_H
 #define KAAS_COORD_INT_H
@@ -20,72 +20,72 @@
 #include "substrates/sub.h"
 
 /* An owned, NUL-terminated copy of a Kafka string; s == NULL, len == -1 is null. */
-typedef struct kc_str {
+typedef struct kg_str {
 	char *s;
 	int32_t len;
-} kc_str;
+} kg_str;
 #define KC_STR_NULL {NULL, -1}
 
-int kc_str_set(kc_str *d, const char *s, int32_t len); /* 0 or -ENOMEM; len -1 = null */
-static inline int kc_str_setk(kc_str *d, kaas_str k) { return kc_str_set(d, k.s, k.len); }
-void kc_str_free(kc_str *d);
-int kc_str_eqk(const kc_str *a, kaas_str b);
-int kc_str_eq(const kc_str *a, const kc_str *b);
-static inline kaas_str kc_k(const kc_str *a) { kaas_str k = {a->s, a->len}; return k; }
-static inline int kc_str_empty(const kc_str *a) { return a->len <= 0; }
+int kg__str_set(kg_str *d, const char *s, int32_t len); /* 0 or -ENOMEM; len -1 = null */
+static inline int kg_str_setk(kg_str *d, kw_str k) { return kg__str_set(d, k.s, k.len); }
+void kg__str_free(kg_str *d);
+int kg__str_eqk(const kg_str *a, kw_str b);
+int kg__str_eq(const kg_str *a, const kg_str *b);
+static inline kw_str kg_k(const kg_str *a) { kw_str k = {a->s, a->len}; return k; }
+static inline int kg_str_empty(const kg_str *a) { return a->len <= 0; }
 
 /* ---- parked requests ---------------------------------------------------------- */
 
-typedef struct kc_waiter {
-	kaas_coord_done_fn done; /* NULL when nobody waits */
+typedef struct kg_waiter {
+	kg_coord_done_fn done; /* NULL when nobody waits */
 	void *ctx;
 	int16_t version;
 	int flex;
 	/* Set only while the handler that parked it still holds c->mu: an answer
 	 * produced then goes straight into the handler's own response. */
-	kaas_wr *inline_resp;
+	kw_wr *inline_resp;
 	int *inline_done;
-} kc_waiter;
+} kg_waiter;
 
-static inline int kc_waiting(const kc_waiter *w) { return w->done || w->inline_resp; }
+static inline int kg_waiting(const kg_waiter *w) { return w->done || w->inline_resp; }
 
-typedef struct kc_out {
-	struct kc_out *next;
-	kc_waiter w;
-	kaas_wr resp;
-} kc_out;
+typedef struct kg_out {
+	struct kg_out *next;
+	kg_waiter w;
+	kw_wr resp;
+} kg_out;
 
-typedef struct kc_outbox {
-	kc_out *head;
-	kc_out **tail;
-} kc_outbox;
+typedef struct kg_outbox {
+	kg_out *head;
+	kg_out **tail;
+} kg_outbox;
 
-void kc_outbox_init(kc_outbox *o);
+void kg__outbox_init(kg_outbox *o);
 /* Queues resp (taken over) for w; w is cleared.  Never fails: when no memory
  * is left the completion runs at once. */
-void kc_outbox_add(kc_outbox *o, kc_waiter *w, kaas_wr *resp);
-void kc_outbox_deliver(kc_outbox *o); /* call without c->mu held */
+void kg__outbox_add(kg_outbox *o, kg_waiter *w, kw_wr *resp);
+void kg__outbox_deliver(kg_outbox *o); /* call without c->mu held */
 
 /* ---- groups --------------------------------------------------------------------- */
 
-enum kc_state { KC_EMPTY = 0, KC_PREPARING, KC_COMPLETING, KC_STABLE, KC_DEAD };
-const char *kc_state_name(int st);
+enum kg_state { KC_EMPTY = 0, KC_PREPARING, KC_COMPLETING, KC_STABLE, KC_DEAD };
+const char *kg__state_name(int st);
 
-typedef struct kc_proto {
-	kc_str name;
+typedef struct kg_proto {
+	kg_str name;
 	uint8_t *meta;
 	int32_t meta_len;
-} kc_proto;
+} kg_proto;
 
-typedef struct kc_member {
-	struct kc_member *next;
-	kc_str id;
-	kc_str instance_id;      /* group.instance.id (static membership) or null */
-	kc_str client_id;
-	kc_str client_host;
+typedef struct kg_member {
+	struct kg_member *next;
+	kg_str id;
+	kg_str instance_id;      /* group.instance.id (static membership) or null */
+	kg_str client_id;
+	kg_str client_host;
 	int32_t session_timeout_ms;
 	int32_t rebalance_timeout_ms;
-	kc_proto *protos;
+	kg_proto *protos;
 	int32_t nprotos;
 	uint8_t *assignment;
 	int32_t assignment_len;
@@ -93,54 +93,54 @@ typedef struct kc_member {
 	int is_new;              /* joined during the current rebalance */
 	char *json;              /* its entry in the group file; NULL: build again */
 	size_t json_len;
-	kc_waiter join;          /* parked JoinGroup */
-	kc_waiter sync;          /* parked SyncGroup */
-} kc_member;
+	kg_waiter join;          /* parked JoinGroup */
+	kg_waiter sync;          /* parked SyncGroup */
+} kg_member;
 
 /* A member id handed out with MEMBER_ID_REQUIRED, not yet joined with it. */
-typedef struct kc_pending {
-	struct kc_pending *next;
-	kc_str id;
+typedef struct kg_pending {
+	struct kg_pending *next;
+	kg_str id;
 	int64_t deadline;
-} kc_pending;
+} kg_pending;
 
-typedef struct kc_offset {
-	kc_str topic;
+typedef struct kg_offset {
+	kg_str topic;
 	int32_t partition;
 	int64_t offset;
 	int32_t leader_epoch;
-	kc_str metadata;
+	kg_str metadata;
 	int64_t commit_ms;       /* wall clock, for retention */
-} kc_offset;
+} kg_offset;
 
 /* One OffsetCommit request waiting for its file write. */
-typedef struct kc_citem {
-	kc_offset off;           /* topic/partition always set; the rest when err == 0 */
+typedef struct kg_citem {
+	kg_offset off;           /* topic/partition always set; the rest when err == 0 */
 	int16_t err;
 	int del;                 /* OffsetDelete: remove instead of store */
 	int topic_start;         /* first partition of a request topic entry */
-} kc_citem;
+} kg_citem;
 
-typedef struct kc_pcommit {
-	struct kc_pcommit *next;
+typedef struct kg_pcommit {
+	struct kg_pcommit *next;
 	uint64_t seq;
-	kc_citem *items;
+	kg_citem *items;
 	size_t n;
-	kc_waiter w;
+	kg_waiter w;
 	int is_delete;           /* OffsetDelete (else OffsetCommit) */
-} kc_pcommit;
+} kg_pcommit;
 
-typedef struct kc_group {
-	struct kc_group *hnext;  /* hash chain */
-	kc_str id;
+typedef struct kg_group {
+	struct kg_group *hnext;  /* hash chain */
+	kg_str id;
 	int state;
 	int32_t generation;
-	kc_str protocol_type;
-	kc_str protocol;
-	kc_str leader;
-	kc_member *members;
+	kg_str protocol_type;
+	kg_str protocol;
+	kg_str leader;
+	kg_member *members;
 	int32_t nmembers;
-	kc_pending *pending;
+	kg_pending *pending;
 	int32_t npending;
 	int64_t rebalance_deadline; /* PreparingRebalance: complete the join at this time */
 	int initial_delay;          /* the current wait is the initial delay */
@@ -163,66 +163,66 @@ typedef struct kc_group {
 	/* offsets: sorted by (topic, partition) */
 	int loaded;              /* the group file has been read */
 	int loading;
-	kc_offset *offs;
+	kg_offset *offs;
 	size_t noffs, capoffs;
 	int file_exists;         /* a file for it may be on the volume */
 	int64_t file_epoch;      /* coordinator_epoch found in the file */
-	kc_pcommit *pc_head, **pc_tail;
+	kg_pcommit *pc_head, **pc_tail;
 	uint64_t next_seq;
 	int queued;              /* on the flush queue */
 	int writing;             /* a write is in flight (c->mu released) */
 	int deleting;
 	int refs;                /* handlers using it outside c->mu (loading) */
-	struct kc_group *fnext;  /* flush queue */
-} kc_group;
+	struct kg_group *fnext;  /* flush queue */
+} kg_group;
 
 /* ---- producer ids ----------------------------------------------------------------- */
 
 #define KC_PID_BLOCK_SIZE 1000
 
-typedef struct kc_pids {
+typedef struct kg_pids {
 	pthread_mutex_t mu;
 	int64_t next;            /* next id to hand out */
 	int64_t end;             /* one past the last id of the current block */
 	int64_t last_block;      /* highest block number seen or claimed; -1 unknown */
-} kc_pids;
+} kg_pids;
 
 /* ---- the coordinator ---------------------------------------------------------------- */
 
-struct kaas_coord {
-	kaas_coord_config cfg;
+struct kg_coord {
+	kg_coord_config cfg;
 	char *host;              /* owned copy of cfg.host */
 	sub_vfs *vfs;
 	pthread_mutex_t mu;
 	pthread_cond_t timer_cv;
 	pthread_cond_t flush_cv;
 	pthread_cond_t state_cv; /* a load or a write finished */
-	kc_group **tab;
+	kg_group **tab;
 	size_t tabsize, ngroups;
-	kc_group *fq_head, **fq_tail;
+	kg_group *fq_head, **fq_tail;
 	int stop;
 	int draining;            /* parked requests answered; nothing new parks */
-	int drain_requested;     /* kaas_coord_drain() was called */
-	int timer_kicked;        /* kc_wake_timer() since the timer last looked */
+	int drain_requested;     /* kg_coord_drain() was called */
+	int timer_kicked;        /* kg__wake_timer() since the timer last looked */
 	int threads;
 	pthread_t timer_thr, flush_thr;
-	kc_pids pids;
-	kaas_coord_topic_fn topic_fn;
+	kg_pids pids;
+	kg_coord_topic_fn topic_fn;
 	void *topic_arg;
-	kaas_coord_stats stats;
+	kg_coord_stats stats;
 };
 
-int64_t kc_now(kaas_coord *c);    /* monotonic ms (or the test clock) */
-int64_t kc_wall(kaas_coord *c);   /* wall ms, stamped into files */
-void kc_wake_timer(kaas_coord *c);
+int64_t kg__now(kg_coord *c);    /* monotonic ms (or the test clock) */
+int64_t kg__wall(kg_coord *c);   /* wall ms, stamped into files */
+void kg__wake_timer(kg_coord *c);
 
 /* Group table (c->mu held). */
-kc_group *kc_group_find(kaas_coord *c, kaas_str id);
-kc_group *kc_group_new(kaas_coord *c, kaas_str id); /* NULL on ENOMEM */
-void kc_group_unlink_free(kaas_coord *c, kc_group *g);
+kg_group *kg__group_find(kg_coord *c, kw_str id);
+kg_group *kg__group_new(kg_coord *c, kw_str id); /* NULL on ENOMEM */
+void kg__group_unlink_free(kg_coord *c, kg_group *g);
 /* A group that nobody references: no members, offsets, pending commits. */
-int kc_group_is_idle(const kc_group *g);
-void kc_group_maybe_drop(kaas_coord *c, kc_group *g);
+int kg__group_is_idle(const kg_group *g);
+void kg__group_maybe_drop(kg_coord *c, kg_group *g);
 
 /* Finds the group and makes sure its file has been read (c->mu held on entry
  * and exit; released while reading).  create: make an in-memory group when
@@ -230,127 +230,127 @@ void kc_group_maybe_drop(kaas_coord *c, kc_group *g);
  * when !create and the group does not exist), or a Kafka error code
  * (COORDINATOR_LOAD_IN_PROGRESS after a read error, NOT_COORDINATOR when the
  * file was written by a newer coordinator epoch). */
-int16_t kc_group_get(kaas_coord *c, kaas_str id, int create, kc_group **out);
+int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out);
 
 /* Kafka's group-id rule per API (empty ids only for offsets/describe/delete). */
-int kc_group_id_ok(kaas_str id, int allow_empty);
+int kg__group_id_ok(kw_str id, int allow_empty);
 
 /* The flush queue (c->mu held). */
-void kc_flush_enqueue(kaas_coord *c, kc_group *g);
+void kg__flush_enqueue(kg_coord *c, kg_group *g);
 
 /* Offsets (offsets.c; c->mu held). */
-kc_offset *kc_offset_find(kc_group *g, kaas_str topic, int32_t partition);
-int kc_offset_put(kc_group *g, const kc_offset *o); /* copies; 0 or -ENOMEM */
-void kc_offset_remove(kc_group *g, kaas_str topic, int32_t partition);
-void kc_offset_free(kc_offset *o);
-void kc_offsets_clear(kc_group *g);
-void kc_pcommit_free(kc_pcommit *pc);
+kg_offset *kg__offset_find(kg_group *g, kw_str topic, int32_t partition);
+int kg__offset_put(kg_group *g, const kg_offset *o); /* copies; 0 or -ENOMEM */
+void kg__offset_remove(kg_group *g, kw_str topic, int32_t partition);
+void kg__offset_free(kg_offset *o);
+void kg__offsets_clear(kg_group *g);
+void kg__pcommit_free(kg_pcommit *pc);
 
 /* Group files (groupfile.c). */
-int kc_group_path(kaas_str id, char *path, size_t len); /* "groups/<enc>.json" */
+int kg__group_path(kw_str id, char *path, size_t len); /* "groups/<enc>.json" */
 /* Serialises the durable offsets plus the pending commits up to `upto`;
  * *count gets the number of offsets in it.  NULL on ENOMEM. */
-char *kc_group_serialize(kaas_coord *c, kc_group *g, uint64_t upto, size_t *len, size_t *count);
+char *kg__group_serialize(kg_coord *c, kg_group *g, uint64_t upto, size_t *len, size_t *count);
 /* The JSON document for g with offsets v[0..n) (malloc'd, NUL-terminated). */
-char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, size_t n);
+char *kg__group_serialize_view(kg_coord *c, kg_group *g, const kg_offset *v, size_t n);
 /* Reads and parses a group's file: 0, -ENOENT, -EBADMSG (malformed),
  * -ENOTUNIQ (the file belongs to another group id: a hash collision of two
  * long ids) or -errno. */
-typedef struct kc_loaded {
+typedef struct kg_loaded {
 	int32_t generation;
-	kc_str protocol_type;
+	kg_str protocol_type;
 	int64_t coordinator_epoch;
-	kc_offset *offs;
+	kg_offset *offs;
 	size_t noffs;
 	/* version 2: the membership (members == NULL, nmembers == 0 for an
 	 * empty group and for version 1 files) */
 	int state;               /* KC_EMPTY, KC_STABLE or KC_PREPARING */
-	kc_str protocol;
-	kc_str leader;
-	kc_member *members;      /* list, in the file's order */
+	kg_str protocol;
+	kg_str leader;
+	kg_member *members;      /* list, in the file's order */
 	int32_t nmembers;
-} kc_loaded;
+} kg_loaded;
 #define KC_LOADED_INIT {0, KC_STR_NULL, 0, NULL, 0, KC_EMPTY, KC_STR_NULL, KC_STR_NULL, NULL, 0}
-int kc_group_file_read(kaas_coord *c, kaas_str id, kc_loaded *out);
+int kg__group_file_read(kg_coord *c, kw_str id, kg_loaded *out);
 /* why (may be NULL) gets a static description of what is wrong with a file
  * that is refused with -EBADMSG, naming the field. */
-int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *out,
+int kg__group_file_parse(const char *buf, size_t len, kg_str *id_out, kg_loaded *out,
 			const char **why);
-void kc_loaded_free(kc_loaded *l);
+void kg__loaded_free(kg_loaded *l);
 /* Group ids of the files under groups/ (hashed names are read for theirs). */
-int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout);
+int kg__ids_on_volume(kg_coord *c, kg_str **out, size_t *nout);
 
 /* Group-id encoding for file names (gname.c). */
 #define KC_GNAME_MAX 200 /* longest encoded name, without ".json" */
 /* Writes the file-name stem for id into out (>= KC_GNAME_MAX + 1 bytes).
  * Returns 0 (reversible) or 1 (long id: prefix + '~' + hash; the id is only
  * in the file's contents). */
-int kc_gname_encode(const char *id, size_t len, char *out, size_t outlen);
+int kg__gname_encode(const char *id, size_t len, char *out, size_t outlen);
 /* Decodes a stem; -EINVAL when it is not an encoding, -ENOTUNIQ when it is a
  * hashed one (read the file for the id).  out gets a NUL after len bytes. */
-int kc_gname_decode(const char *stem, char *out, size_t outlen, size_t *len);
+int kg__gname_decode(const char *stem, char *out, size_t outlen, size_t *len);
 
 /* The group state machine (group.c; c->mu held). */
-void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_outbox *ob);
-void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob);
-void kc_member_free(kc_member *m);
+void kg__group_tick(kg_coord *c, kg_group *g, int64_t now, int64_t *next, kg_outbox *ob);
+void kg__group_shutdown(kg_coord *c, kg_group *g, kg_outbox *ob);
+void kg__member_free(kg_member *m);
 /* The member with this id (NULL for an empty or unknown id). */
-kc_member *kc_member_find(kc_group *g, kaas_str id);
+kg_member *kg__member_find(kg_group *g, kw_str id);
 /* Is member_id a static member's older incarnation: does instance id inst
  * (len -1 when null) now belong to another member id? */
-int kc_member_fenced(kc_group *g, kaas_str member_id, kaas_str inst);
+int kg__member_fenced(kg_group *g, kw_str member_id, kw_str inst);
 /* A field that the group file holds changed: drop the member's cached entry. */
-static inline void kc_member_touch(kc_member *m)
+static inline void kg_member_touch(kg_member *m)
 {
 	free(m->json);
 	m->json = NULL;
 }
 /* The membership changed in a way the volume must learn (a member left,
  * expired or was fenced, the group emptied): queue a write of the file. */
-void kc_group_meta_changed(kaas_coord *c, kc_group *g);
+void kg__group_meta_changed(kg_coord *c, kg_group *g);
 /* Takes over the membership of a file read when the group is first loaded:
  * Stable, or PreparingRebalance when the file says a rebalance was due;
  * every session timer starts at now. */
-void kc_group_restore(kaas_coord *c, kc_group *g, kc_loaded *l, int64_t now);
+void kg__group_restore(kg_coord *c, kg_group *g, kg_loaded *l, int64_t now);
 /* After a write of the group file (c->mu held): ok says whether it reached
  * the volume, upto is the meta_seq it carried.  Completes (or fails) a
  * SyncGroup that waited for the write. */
-void kc_group_meta_written(kaas_coord *c, kc_group *g, int ok, uint64_t upto, kc_outbox *ob);
+void kg__group_meta_written(kg_coord *c, kg_group *g, int ok, uint64_t upto, kg_outbox *ob);
 /* DescribeGroups' member array for g (metadata and assignment when Stable). */
-void kc_describe_members(const kc_group *g, int16_t v, kaas_wr *w);
+void kg__describe_members(const kg_group *g, int16_t v, kw_wr *w);
 /* Is topic in a member's consumer-protocol subscription?  1, 0, or -1 when a
  * member's metadata cannot be read (callers then assume it is). */
-int kc_group_subscribed(const kc_group *g, kaas_str topic);
+int kg__group_subscribed(const kg_group *g, kw_str topic);
 /* The coordinator-side checks every group API starts with: a valid id,
  * and this broker coordinating it.  KERR_NONE or the error to answer. */
-int16_t kc_group_status(kaas_coord *c, kaas_str gid, int allow_empty);
+int16_t kg__group_status(kg_coord *c, kw_str gid, int allow_empty);
 
 /* The API handlers (one per API). */
-int kc_api_find_coordinator(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_join_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_heartbeat(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_leave_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_describe_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_list_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_delete_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_offset_fetch(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_offset_delete(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
-int kc_api_init_producer_id(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w);
+int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_join_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_heartbeat(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_leave_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_describe_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_delete_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_offset_commit(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_offset_delete(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
+int kg__api_init_producer_id(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);
 
 /* Producer ids (pid.c). */
-int kc_pids_init(kc_pids *p);
-void kc_pids_destroy(kc_pids *p);
+int kg__pids_init(kg_pids *p);
+void kg__pids_destroy(kg_pids *p);
 /* Next producer id; claims a block when the current one is used up.  0 or -errno. */
-int kc_pid_next(kaas_coord *c, int64_t *pid);
+int kg__pid_next(kg_coord *c, int64_t *pid);
 /* Was pid handed out by some coordinator (its block exists)?  1, 0, or -errno. */
-int kc_pid_issued(kaas_coord *c, int64_t pid);
+int kg__pid_issued(kg_coord *c, int64_t pid);
 
 /* Offsets flush (offsets.c): writes g's file for its pending changes; called
  * with c->mu held, releases it around the I/O. */
-void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob);
+void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob);
 /* Fails and drops every pending commit of g with err (c->mu held). */
-void kc_group_fail_commits(kaas_coord *c, kc_group *g, int16_t err, kc_outbox *ob);
+void kg__group_fail_commits(kg_coord *c, kg_group *g, int16_t err, kg_outbox *ob);
 
 #endif

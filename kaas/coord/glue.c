@@ -1,7 +1,7 @@
 /*
- * glue.c — the coordinator as the broker sees it: kaas_coord_open() from the
- * broker's settings and volumes, and one kaas_handler_fn per API that turns
- * a kaas_req into a kaas_coord_call.  Everything else in kaas/coord/ works
+ * glue.c — the coordinator as the broker sees it: kg_coord_open() from the
+ * broker's settings and volumes, and one kw_handler_fn per API that turns
+ * a kb_req into a kg_coord_call.  Everything else in kaas/coord/ works
  * without a server, which is how the unit tests drive it.
  */
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include "kaas/core/ptable.h"
 #include "kaas/proto/kerr.h"
 
-static int16_t topic_exists(void *arg, kaas_str topic, int32_t partition)
+static int16_t topic_exists(void *arg, kw_str topic, int32_t partition)
 {
-	kaas_broker *b = arg;
+	kb_broker *b = arg;
 	char name[256];
 	int32_t leader, epoch;
 	if (!b->parts || topic.len < 0)
@@ -24,14 +24,14 @@ static int16_t topic_exists(void *arg, kaas_str topic, int32_t partition)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION; /* longer than any valid topic name */
 	memcpy(name, topic.s, (size_t)topic.len);
 	name[topic.len] = '\0';
-	int16_t err = kaas_ptable_leader(b->parts, name, partition, &leader, &epoch);
+	int16_t err = kb_ptable_leader(b->parts, name, partition, &leader, &epoch);
 	return err == KERR_UNKNOWN_TOPIC_OR_PARTITION ? err : KERR_NONE;
 }
 
-int kaas_coord_open(kaas_broker *b, kaas_coord **out)
+int kg_coord_open(kb_broker *b, kg_coord **out)
 {
-	kaas_coord_config cfg;
-	kaas_coord_config_defaults(&cfg);
+	kg_coord_config cfg;
+	kg_coord_config_defaults(&cfg);
 	cfg.broker_id = b->id;
 	cfg.host = b->host;
 	cfg.port = b->port;
@@ -41,13 +41,13 @@ int kaas_coord_open(kaas_broker *b, kaas_coord **out)
 	cfg.max_group_size = b->cfg.group_max_size;
 	cfg.offsets_retention_ms = b->cfg.offsets_retention_minutes * 60000;
 	cfg.stopping = &b->stopping;
-	int rc = kaas_coord_create(b->cluster, &cfg, out);
+	int rc = kg_coord_create(b->cluster, &cfg, out);
 	if (!rc)
-		kaas_coord_set_topic_check(*out, topic_exists, b);
+		kg_coord_set_topic_check(*out, topic_exists, b);
 	return rc;
 }
 
-static void req_done(void *ctx, kaas_wr *resp) { kaas_req_complete((kaas_req *)ctx, resp); }
+static void req_done(void *ctx, kw_wr *resp) { kb_req_complete((kb_req *)ctx, resp); }
 
 /* "1.2.3.4:5678" / "[::1]:5678" -> "/1.2.3.4" / "/::1", as Kafka shows it. */
 static void client_host(const char *peer, char *out, size_t len)
@@ -66,14 +66,14 @@ static void client_host(const char *peer, char *out, size_t len)
 	snprintf(out, len, "/%.*s", (int)n, p);
 }
 
-static int handle(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	kaas_coord *c = req->broker ? req->broker->coord : NULL;
+	kg_coord *c = req->broker ? req->broker->coord : NULL;
 	if (!c)
 		return -ENOTCONN; /* the broker did not open a coordinator */
 	char host[128];
 	client_host(req->peer, host, sizeof(host));
-	kaas_coord_call call = {
+	kg_coord_call call = {
 		.api_key = req->api_key,
 		.version = req->api_version,
 		.flex = req->flex,
@@ -82,18 +82,18 @@ static int handle(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		.done = req_done,
 		.ctx = req,
 	};
-	return kaas_coord_handle(c, &call, body, resp);
+	return kg_coord_handle(c, &call, body, resp);
 }
 
-int kaas_h_find_coordinator(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_join_group(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_heartbeat(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_leave_group(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_sync_group(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_describe_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_list_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_delete_groups(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_offset_commit(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_offset_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_offset_delete(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
-int kaas_h_init_producer_id(kaas_req *req, kaas_rd *body, kaas_wr *resp) { return handle(req, body, resp); }
+int kg_h_find_coordinator(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_join_group(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_heartbeat(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_leave_group(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_sync_group(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_describe_groups(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_list_groups(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_delete_groups(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_offset_commit(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_offset_fetch(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_offset_delete(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }
+int kg_h_init_producer_id(kb_req *req, kw_rd *body, kw_wr *resp) { return handle(req, body, resp); }

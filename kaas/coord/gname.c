@@ -55,7 +55,7 @@ static void hash128(const unsigned char *p, size_t n, uint64_t out[2])
 	out[1] = mix64(b + out[0]);
 }
 
-int kc_gname_encode(const char *id, size_t len, char *out, size_t outlen)
+int kg__gname_encode(const char *id, size_t len, char *out, size_t outlen)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p = (const unsigned char *)id;
@@ -103,7 +103,7 @@ static int unhex(char ch)
 	return -1;
 }
 
-int kc_gname_decode(const char *stem, char *out, size_t outlen, size_t *len)
+int kg__gname_decode(const char *stem, char *out, size_t outlen, size_t *len)
 {
 	size_t n = strlen(stem), o = 0;
 	if (n == 0 || n > KC_GNAME_MAX + 1 + 32)

@@ -14,7 +14,7 @@
  * the rebalance moves on.  As in Kafka, a generation is handed out (the
  * SyncGroup answers) only once its membership and assignments are in the
  * group file, and departures are written too, so a restarted coordinator
- * restores the group (kc_group_restore) and its members carry on.
+ * restores the group (kg__group_restore) and its members carry on.
  * docs/groups.md tells the story for users.
  */
 #include <errno.h>
@@ -29,80 +29,80 @@
 
 /* ---- members ------------------------------------------------------------------ */
 
-kc_member *kc_member_find(kc_group *g, kaas_str id)
+kg_member *kg__member_find(kg_group *g, kw_str id)
 {
 	if (id.len <= 0)
 		return NULL;
-	for (kc_member *m = g->members; m; m = m->next)
-		if (kc_str_eqk(&m->id, id))
+	for (kg_member *m = g->members; m; m = m->next)
+		if (kg__str_eqk(&m->id, id))
 			return m;
 	return NULL;
 }
 
-static kc_member *member_by_instance(kc_group *g, kaas_str inst)
+static kg_member *member_by_instance(kg_group *g, kw_str inst)
 {
 	if (inst.len < 0)
 		return NULL;
-	for (kc_member *m = g->members; m; m = m->next)
-		if (m->instance_id.len >= 0 && kc_str_eqk(&m->instance_id, inst))
+	for (kg_member *m = g->members; m; m = m->next)
+		if (m->instance_id.len >= 0 && kg__str_eqk(&m->instance_id, inst))
 			return m;
 	return NULL;
 }
 
-int kc_member_fenced(kc_group *g, kaas_str member_id, kaas_str inst)
+int kg__member_fenced(kg_group *g, kw_str member_id, kw_str inst)
 {
-	kc_member *m = member_by_instance(g, inst);
-	return m && !kc_str_eqk(&m->id, member_id);
+	kg_member *m = member_by_instance(g, inst);
+	return m && !kg__str_eqk(&m->id, member_id);
 }
 
 /* The group and member a SyncGroup or Heartbeat names (under c->mu), or
  * the error to answer: the group's (loading it), UNKNOWN_MEMBER_ID for a
  * group or member that is not there, FENCED_INSTANCE_ID for a static
  * member's older incarnation. */
-static int16_t named_member(kaas_coord *c, kaas_str gid, kaas_str member_id, kaas_str inst, kc_group **g,
-			    kc_member **m)
+static int16_t named_member(kg_coord *c, kw_str gid, kw_str member_id, kw_str inst, kg_group **g,
+			    kg_member **m)
 {
-	int16_t err = kc_group_get(c, gid, 0, g);
+	int16_t err = kg__group_get(c, gid, 0, g);
 	if (!err && !*g)
 		err = KERR_UNKNOWN_MEMBER_ID;
-	if (!err && kc_member_fenced(*g, member_id, inst))
+	if (!err && kg__member_fenced(*g, member_id, inst))
 		err = KERR_FENCED_INSTANCE_ID;
-	if (!err && !(*m = kc_member_find(*g, member_id)))
+	if (!err && !(*m = kg__member_find(*g, member_id)))
 		err = KERR_UNKNOWN_MEMBER_ID;
 	return err;
 }
 
-static kc_pending *pending_find(kc_group *g, kaas_str id)
+static kg_pending *pending_find(kg_group *g, kw_str id)
 {
 	if (id.len <= 0)
 		return NULL;
-	for (kc_pending *p = g->pending; p; p = p->next)
-		if (kc_str_eqk(&p->id, id))
+	for (kg_pending *p = g->pending; p; p = p->next)
+		if (kg__str_eqk(&p->id, id))
 			return p;
 	return NULL;
 }
 
-static void pending_remove(kc_group *g, kc_pending *p)
+static void pending_remove(kg_group *g, kg_pending *p)
 {
-	kc_pending **pp = &g->pending;
+	kg_pending **pp = &g->pending;
 	while (*pp && *pp != p)
 		pp = &(*pp)->next;
 	if (*pp) {
 		*pp = p->next;
 		g->npending--;
 	}
-	kc_str_free(&p->id);
+	kg__str_free(&p->id);
 	free(p);
 }
 
-void kc_member_free(kc_member *m)
+void kg__member_free(kg_member *m)
 {
-	kc_str_free(&m->id);
-	kc_str_free(&m->instance_id);
-	kc_str_free(&m->client_id);
-	kc_str_free(&m->client_host);
+	kg__str_free(&m->id);
+	kg__str_free(&m->instance_id);
+	kg__str_free(&m->client_id);
+	kg__str_free(&m->client_host);
 	for (int32_t i = 0; i < m->nprotos; i++) {
-		kc_str_free(&m->protos[i].name);
+		kg__str_free(&m->protos[i].name);
 		free(m->protos[i].meta);
 	}
 	free(m->protos);
@@ -112,7 +112,7 @@ void kc_member_free(kc_member *m)
 }
 
 /* "<prefix>-<uuid4>", as Kafka builds member ids. */
-static int new_member_id(kaas_str prefix, kc_str *out)
+static int new_member_id(kw_str prefix, kg_str *out)
 {
 	uint8_t u[16];
 	if (getrandom(u, sizeof(u), 0) != (ssize_t)sizeof(u))
@@ -131,32 +131,32 @@ static int new_member_id(kaas_str prefix, kc_str *out)
 			 "-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
 			 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
 			 u[13], u[14], u[15]);
-	kc_str_free(out);
+	kg__str_free(out);
 	out->s = s;
 	out->len = plen + n;
 	return 0;
 }
 
-typedef struct kc_join_req {
-	kaas_str group_id;
+typedef struct kg_join_req {
+	kw_str group_id;
 	int32_t session_timeout;
 	int32_t rebalance_timeout;
-	kaas_str member_id;
-	kaas_str instance_id;
-	kaas_str protocol_type;
+	kw_str member_id;
+	kw_str instance_id;
+	kw_str protocol_type;
 	int32_t nprotos;
-	kaas_str *pnames;
-	kaas_bytes *pmetas;
-} kc_join_req;
+	kw_str *pnames;
+	kw_bytes *pmetas;
+} kg_join_req;
 
-static int set_protocols(kc_member *m, const kc_join_req *r)
+static int set_protocols(kg_member *m, const kg_join_req *r)
 {
-	kc_proto *np = calloc((size_t)(r->nprotos ? r->nprotos : 1), sizeof(*np));
+	kg_proto *np = calloc((size_t)(r->nprotos ? r->nprotos : 1), sizeof(*np));
 	if (!np)
 		return -ENOMEM;
 	for (int32_t i = 0; i < r->nprotos; i++) {
 		np[i].name.len = -1;
-		if (kc_str_setk(&np[i].name, r->pnames[i]))
+		if (kg_str_setk(&np[i].name, r->pnames[i]))
 			goto oom;
 		np[i].meta_len = r->pmetas[i].len < 0 ? 0 : r->pmetas[i].len;
 		np[i].meta = malloc((size_t)np[i].meta_len + 1);
@@ -166,50 +166,50 @@ static int set_protocols(kc_member *m, const kc_join_req *r)
 			memcpy(np[i].meta, r->pmetas[i].p, (size_t)np[i].meta_len);
 	}
 	for (int32_t i = 0; i < m->nprotos; i++) {
-		kc_str_free(&m->protos[i].name);
+		kg__str_free(&m->protos[i].name);
 		free(m->protos[i].meta);
 	}
 	free(m->protos);
-	kc_member_touch(m);
+	kg_member_touch(m);
 	m->protos = np;
 	m->nprotos = r->nprotos;
 	return 0;
 oom:
 	for (int32_t i = 0; i < r->nprotos; i++) {
-		kc_str_free(&np[i].name);
+		kg__str_free(&np[i].name);
 		free(np[i].meta);
 	}
 	free(np);
 	return -ENOMEM;
 }
 
-static int same_protocols(const kc_member *m, const kc_join_req *r)
+static int same_protocols(const kg_member *m, const kg_join_req *r)
 {
 	if (m->nprotos != r->nprotos)
 		return 0;
 	for (int32_t i = 0; i < r->nprotos; i++) {
 		int32_t ml = r->pmetas[i].len < 0 ? 0 : r->pmetas[i].len;
-		if (!kc_str_eqk(&m->protos[i].name, r->pnames[i]) || m->protos[i].meta_len != ml ||
+		if (!kg__str_eqk(&m->protos[i].name, r->pnames[i]) || m->protos[i].meta_len != ml ||
 		    (ml && memcmp(m->protos[i].meta, r->pmetas[i].p, (size_t)ml)))
 			return 0;
 	}
 	return 1;
 }
 
-static const kc_proto *member_proto(const kc_member *m, const kc_str *name)
+static const kg_proto *member_proto(const kg_member *m, const kg_str *name)
 {
 	if (!name || name->len < 0)
 		return NULL;
 	for (int32_t i = 0; i < m->nprotos; i++)
-		if (kc_str_eq(&m->protos[i].name, name))
+		if (kg__str_eq(&m->protos[i].name, name))
 			return &m->protos[i];
 	return NULL;
 }
 
-static int member_supports(const kc_member *m, kaas_str name)
+static int member_supports(const kg_member *m, kw_str name)
 {
 	for (int32_t i = 0; i < m->nprotos; i++)
-		if (kc_str_eqk(&m->protos[i].name, name))
+		if (kg__str_eqk(&m->protos[i].name, name))
 			return 1;
 	return 0;
 }
@@ -217,15 +217,15 @@ static int member_supports(const kc_member *m, kaas_str name)
 /* Can a member with these protocols join?  An empty group takes any
  * non-empty protocol type; otherwise the type must match and one protocol
  * must be supported by everyone (the new member included). */
-static int supports_protocols(const kc_group *g, const kc_join_req *r)
+static int supports_protocols(const kg_group *g, const kg_join_req *r)
 {
 	if (g->nmembers == 0)
 		return r->protocol_type.len > 0 && r->nprotos > 0;
-	if (!kc_str_eqk(&g->protocol_type, r->protocol_type))
+	if (!kg__str_eqk(&g->protocol_type, r->protocol_type))
 		return 0;
 	for (int32_t i = 0; i < r->nprotos; i++) {
 		int all = 1;
-		for (kc_member *m = g->members; m && all; m = m->next)
+		for (kg_member *m = g->members; m && all; m = m->next)
 			all = member_supports(m, r->pnames[i]);
 		if (all)
 			return 1;
@@ -235,28 +235,28 @@ static int supports_protocols(const kc_group *g, const kc_join_req *r)
 
 /* Every member votes for its most preferred protocol that all members
  * support; most votes wins, ties go to the first member's preference. */
-static int select_protocol(kc_group *g)
+static int select_protocol(kg_group *g)
 {
-	kc_member *first = g->members;
+	kg_member *first = g->members;
 	if (!first)
 		return 0;
 	int32_t best = -1, best_votes = 0;
 	for (int32_t i = 0; i < first->nprotos; i++) {
-		kaas_str cand = kc_k(&first->protos[i].name);
+		kw_str cand = kg_k(&first->protos[i].name);
 		int all = 1;
-		for (kc_member *m = g->members; m && all; m = m->next)
+		for (kg_member *m = g->members; m && all; m = m->next)
 			all = member_supports(m, cand);
 		if (!all)
 			continue;
 		int32_t votes = 0;
-		for (kc_member *m = g->members; m; m = m->next) {
+		for (kg_member *m = g->members; m; m = m->next) {
 			for (int32_t j = 0; j < m->nprotos; j++) {
 				int everywhere = 1;
-				for (kc_member *o = g->members; o && everywhere; o = o->next)
-					everywhere = member_supports(o, kc_k(&m->protos[j].name));
+				for (kg_member *o = g->members; o && everywhere; o = o->next)
+					everywhere = member_supports(o, kg_k(&m->protos[j].name));
 				if (!everywhere)
 					continue;
-				if (kc_str_eq(&m->protos[j].name, &first->protos[i].name))
+				if (kg__str_eq(&m->protos[j].name, &first->protos[i].name))
 					votes++;
 				break;
 			}
@@ -268,13 +268,13 @@ static int select_protocol(kc_group *g)
 	}
 	if (best < 0)
 		best = 0; /* cannot happen: joins check support; keep the group going */
-	return kc_str_set(&g->protocol, first->protos[best].name.s, first->protos[best].name.len);
+	return kg__str_set(&g->protocol, first->protos[best].name.s, first->protos[best].name.len);
 }
 
-static int32_t max_rebalance_timeout(const kc_group *g)
+static int32_t max_rebalance_timeout(const kg_group *g)
 {
 	int32_t t = 0;
-	for (kc_member *m = g->members; m; m = m->next)
+	for (kg_member *m = g->members; m; m = m->next)
 		if (m->rebalance_timeout_ms > t)
 			t = m->rebalance_timeout_ms;
 	return t;
@@ -282,114 +282,114 @@ static int32_t max_rebalance_timeout(const kc_group *g)
 
 /* ---- responses ---------------------------------------------------------------- */
 
-static void enc_join(kaas_wr *w, int16_t v, int16_t err, int32_t gen, const kc_str *proto,
-		     const kc_str *leader, kaas_str member_id, const kc_group *members_of)
+static void enc_join(kw_wr *w, int16_t v, int16_t err, int32_t gen, const kg_str *proto,
+		     const kg_str *leader, kw_str member_id, const kg_group *members_of)
 {
 	if (v >= 2)
-		kaas_wr_i32(w, 0); /* throttle_time_ms */
-	kaas_wr_i16(w, err);
-	kaas_wr_i32(w, gen);
-	kaas_wr_strn(w, 0, proto && proto->len > 0 ? proto->s : "",
+		kw_wr_i32(w, 0); /* throttle_time_ms */
+	kw_wr_i16(w, err);
+	kw_wr_i32(w, gen);
+	kw_wr_strn(w, 0, proto && proto->len > 0 ? proto->s : "",
 		     proto && proto->len > 0 ? proto->len : 0);
-	kaas_wr_strn(w, 0, leader && leader->len > 0 ? leader->s : "",
+	kw_wr_strn(w, 0, leader && leader->len > 0 ? leader->s : "",
 		     leader && leader->len > 0 ? leader->len : 0);
-	kaas_wr_strn(w, 0, member_id.len > 0 ? member_id.s : "", member_id.len > 0 ? member_id.len : 0);
+	kw_wr_strn(w, 0, member_id.len > 0 ? member_id.s : "", member_id.len > 0 ? member_id.len : 0);
 	if (!members_of) {
-		kaas_wr_array(w, 0, 0);
+		kw_wr_array(w, 0, 0);
 		return;
 	}
-	kaas_wr_array(w, 0, members_of->nmembers);
-	for (kc_member *m = members_of->members; m; m = m->next) {
-		const kc_proto *p = member_proto(m, &members_of->protocol);
-		kaas_wr_kstr(w, 0, kc_k(&m->id));
+	kw_wr_array(w, 0, members_of->nmembers);
+	for (kg_member *m = members_of->members; m; m = m->next) {
+		const kg_proto *p = member_proto(m, &members_of->protocol);
+		kw_wr_kstr(w, 0, kg_k(&m->id));
 		if (v >= 5)
-			kaas_wr_kstr(w, 0, kc_k(&m->instance_id));
-		kaas_wr_bytes(w, 0, p ? p->meta : NULL, p ? p->meta_len : 0);
+			kw_wr_kstr(w, 0, kg_k(&m->instance_id));
+		kw_wr_bytes(w, 0, p ? p->meta : NULL, p ? p->meta_len : 0);
 	}
 }
 
-static void enc_join_error(kaas_wr *w, int16_t v, int16_t err, kaas_str member_id)
+static void enc_join_error(kw_wr *w, int16_t v, int16_t err, kw_str member_id)
 {
 	enc_join(w, v, err, -1, NULL, NULL, member_id, NULL);
 }
 
 /* The answer to a member's JoinGroup for the current generation. */
-static void enc_join_current(kaas_wr *w, int16_t v, const kc_group *g, const kc_member *m)
+static void enc_join_current(kw_wr *w, int16_t v, const kg_group *g, const kg_member *m)
 {
-	int leader = kc_str_eq(&g->leader, &m->id);
-	enc_join(w, v, KERR_NONE, g->generation, &g->protocol, &g->leader, kc_k(&m->id),
+	int leader = kg__str_eq(&g->leader, &m->id);
+	enc_join(w, v, KERR_NONE, g->generation, &g->protocol, &g->leader, kg_k(&m->id),
 		 leader ? g : NULL);
 }
 
-static void enc_sync(kaas_wr *w, int16_t v, int16_t err, const uint8_t *a, int32_t alen)
+static void enc_sync(kw_wr *w, int16_t v, int16_t err, const uint8_t *a, int32_t alen)
 {
 	if (v >= 1)
-		kaas_wr_i32(w, 0);
-	kaas_wr_i16(w, err);
-	kaas_wr_bytes(w, 0, a, a ? alen : 0);
+		kw_wr_i32(w, 0);
+	kw_wr_i16(w, err);
+	kw_wr_bytes(w, 0, a, a ? alen : 0);
 }
 
-static void answer_join(kc_waiter *jw, kc_outbox *ob, kaas_wr *tmp)
+static void answer_join(kg_waiter *jw, kg_outbox *ob, kw_wr *tmp)
 {
-	kc_outbox_add(ob, jw, tmp);
+	kg__outbox_add(ob, jw, tmp);
 }
 
-static void answer_join_error(kc_member *m, int16_t err, kc_outbox *ob)
+static void answer_join_error(kg_member *m, int16_t err, kg_outbox *ob)
 {
-	if (!kc_waiting(&m->join))
+	if (!kg_waiting(&m->join))
 		return;
-	kaas_wr w = KAAS_WR_INIT;
-	enc_join_error(&w, m->join.version, err, kc_k(&m->id));
+	kw_wr w = KAAS_WR_INIT;
+	enc_join_error(&w, m->join.version, err, kg_k(&m->id));
 	answer_join(&m->join, ob, &w);
 }
 
-static void answer_sync(kc_member *m, int16_t err, kc_outbox *ob)
+static void answer_sync(kg_member *m, int16_t err, kg_outbox *ob)
 {
-	if (!kc_waiting(&m->sync))
+	if (!kg_waiting(&m->sync))
 		return;
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	if (err)
 		enc_sync(&w, m->sync.version, err, NULL, 0);
 	else
 		enc_sync(&w, m->sync.version, KERR_NONE, m->assignment, m->assignment_len);
-	kc_outbox_add(ob, &m->sync, &w);
+	kg__outbox_add(ob, &m->sync, &w);
 }
 
 /* ---- transitions ---------------------------------------------------------------- */
 
-static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob);
+static void complete_join(kg_coord *c, kg_group *g, int64_t now, kg_outbox *ob);
 
-static int all_joined(const kc_group *g)
+static int all_joined(const kg_group *g)
 {
 	if (g->npending)
 		return 0;
-	for (kc_member *m = g->members; m; m = m->next)
-		if (!kc_waiting(&m->join))
+	for (kg_member *m = g->members; m; m = m->next)
+		if (!kg_waiting(&m->join))
 			return 0;
 	return 1;
 }
 
-static void try_complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob)
+static void try_complete_join(kg_coord *c, kg_group *g, int64_t now, kg_outbox *ob)
 {
 	if (g->state == KC_PREPARING && !g->initial_delay && all_joined(g))
 		complete_join(c, g, now, ob);
 }
 
-static void prepare_rebalance(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob)
+static void prepare_rebalance(kg_coord *c, kg_group *g, int64_t now, kg_outbox *ob)
 {
 	if (g->state == KC_COMPLETING) {
 		if (g->sync_pending) {
 			/* The write of this generation's assignment may already be on
 			 * the volume: the next write must say a rebalance is due. */
 			g->sync_pending = 0;
-			kc_group_meta_changed(c, g);
+			kg__group_meta_changed(c, g);
 		}
 		/* The leader's assignment will never come for this generation. */
-		for (kc_member *m = g->members; m; m = m->next) {
+		for (kg_member *m = g->members; m; m = m->next) {
 			free(m->assignment);
 			m->assignment = NULL;
 			m->assignment_len = 0;
-			kc_member_touch(m);
+			kg_member_touch(m);
 			answer_sync(m, KERR_REBALANCE_IN_PROGRESS, ob);
 		}
 	}
@@ -405,11 +405,11 @@ static void prepare_rebalance(kaas_coord *c, kc_group *g, int64_t now, kc_outbox
 		g->rebalance_deadline = now + rt;
 	}
 	g->state = KC_PREPARING;
-	kc_wake_timer(c);
+	kg__wake_timer(c);
 	try_complete_join(c, g, now, ob);
 }
 
-static void maybe_prepare_rebalance(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob)
+static void maybe_prepare_rebalance(kg_coord *c, kg_group *g, int64_t now, kg_outbox *ob)
 {
 	if (g->state == KC_STABLE || g->state == KC_COMPLETING || g->state == KC_EMPTY)
 		prepare_rebalance(c, g, now, ob);
@@ -417,26 +417,26 @@ static void maybe_prepare_rebalance(kaas_coord *c, kc_group *g, int64_t now, kc_
 		try_complete_join(c, g, now, ob);
 }
 
-static void elect_leader(kc_group *g)
+static void elect_leader(kg_group *g)
 {
-	kc_member *pick = NULL;
-	for (kc_member *m = g->members; m; m = m->next) {
-		if (kc_str_eq(&g->leader, &m->id) && kc_waiting(&m->join))
+	kg_member *pick = NULL;
+	for (kg_member *m = g->members; m; m = m->next) {
+		if (kg__str_eq(&g->leader, &m->id) && kg_waiting(&m->join))
 			return; /* the leader rejoined: keep it */
-		if (!pick && kc_waiting(&m->join))
+		if (!pick && kg_waiting(&m->join))
 			pick = m;
 	}
 	if (!pick)
 		pick = g->members;
 	if (pick)
-		kc_str_set(&g->leader, pick->id.s, pick->id.len);
+		kg__str_set(&g->leader, pick->id.s, pick->id.len);
 	else
-		kc_str_free(&g->leader);
+		kg__str_free(&g->leader);
 }
 
-static void unlink_member(kc_group *g, kc_member *m)
+static void unlink_member(kg_group *g, kg_member *m)
 {
-	kc_member **pp = &g->members;
+	kg_member **pp = &g->members;
 	while (*pp && *pp != m)
 		pp = &(*pp)->next;
 	if (*pp) {
@@ -445,18 +445,18 @@ static void unlink_member(kc_group *g, kc_member *m)
 	}
 }
 
-static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob)
+static void complete_join(kg_coord *c, kg_group *g, int64_t now, kg_outbox *ob)
 {
 	/* Dynamic members that did not rejoin in time are gone; static ones
 	 * keep their place until their session expires (KIP-345). */
 	int dropped = 0;
-	for (kc_member **pp = &g->members; *pp;) {
-		kc_member *m = *pp;
-		if (!kc_waiting(&m->join) && m->instance_id.len < 0) {
+	for (kg_member **pp = &g->members; *pp;) {
+		kg_member *m = *pp;
+		if (!kg_waiting(&m->join) && m->instance_id.len < 0) {
 			*pp = m->next;
 			g->nmembers--;
 			answer_sync(m, KERR_UNKNOWN_MEMBER_ID, ob);
-			kc_member_free(m);
+			kg__member_free(m);
 			dropped = 1;
 		} else {
 			pp = &m->next;
@@ -466,22 +466,22 @@ static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob
 	g->generation++;
 	if (!g->members) {
 		g->state = KC_EMPTY;
-		g->empty_since = kc_wall(c);
-		kc_str_free(&g->protocol);
-		kc_str_free(&g->leader);
-		kc_group_meta_changed(c, g); /* Kafka writes the empty group too */
+		g->empty_since = kg__wall(c);
+		kg__str_free(&g->protocol);
+		kg__str_free(&g->leader);
+		kg__group_meta_changed(c, g); /* Kafka writes the empty group too */
 		return;
 	}
 	if (dropped)
-		kc_group_meta_changed(c, g);
+		kg__group_meta_changed(c, g);
 	elect_leader(g);
 	if (select_protocol(g))
 		KLOG_WARN("coord", "group '%s': out of memory selecting a protocol", g->id.s);
 	g->state = KC_COMPLETING;
-	for (kc_member *m = g->members; m; m = m->next) {
-		if (!kc_waiting(&m->join))
+	for (kg_member *m = g->members; m; m = m->next) {
+		if (!kg_waiting(&m->join))
 			continue;
-		kaas_wr w = KAAS_WR_INIT;
+		kw_wr w = KAAS_WR_INIT;
 		enc_join_current(&w, m->join.version, g, m);
 		answer_join(&m->join, ob, &w);
 		m->is_new = 0;
@@ -489,30 +489,30 @@ static void complete_join(kaas_coord *c, kc_group *g, int64_t now, kc_outbox *ob
 	}
 	KLOG_DEBUG("coord", "group '%s': generation %d with %d member(s), protocol %s", g->id.s,
 		   g->generation, g->nmembers, g->protocol.s ? g->protocol.s : "-");
-	kc_wake_timer(c);
+	kg__wake_timer(c);
 }
 
 /* Leave, session expiry, fencing: the member goes; the group rebalances. */
-static void remove_member(kaas_coord *c, kc_group *g, kc_member *m, int64_t now, kc_outbox *ob)
+static void remove_member(kg_coord *c, kg_group *g, kg_member *m, int64_t now, kg_outbox *ob)
 {
 	unlink_member(g, m);
 	answer_join_error(m, KERR_UNKNOWN_MEMBER_ID, ob);
 	answer_sync(m, KERR_UNKNOWN_MEMBER_ID, ob);
-	if (kc_str_eq(&g->leader, &m->id)) {
+	if (kg__str_eq(&g->leader, &m->id)) {
 		if (g->members)
-			kc_str_set(&g->leader, g->members->id.s, g->members->id.len);
+			kg__str_set(&g->leader, g->members->id.s, g->members->id.len);
 		else
-			kc_str_free(&g->leader);
+			kg__str_free(&g->leader);
 	}
-	kc_member_free(m);
-	kc_group_meta_changed(c, g); /* a restart must not bring it back */
+	kg__member_free(m);
+	kg__group_meta_changed(c, g); /* a restart must not bring it back */
 	if (g->state == KC_STABLE || g->state == KC_COMPLETING)
 		prepare_rebalance(c, g, now, ob);
 	else if (g->state == KC_PREPARING)
 		try_complete_join(c, g, now, ob);
 }
 
-void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_outbox *ob)
+void kg__group_tick(kg_coord *c, kg_group *g, int64_t now, int64_t *next, kg_outbox *ob)
 {
 	int changed = 0;
 	if (g->meta_retry_at && !g->queued && !g->writing) {
@@ -521,12 +521,12 @@ void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_ou
 			g->meta_retry_at = 0;
 		else if (now >= g->meta_retry_at) {
 			g->meta_retry_at = 0;
-			kc_flush_enqueue(c, g);
+			kg__flush_enqueue(c, g);
 		} else if (g->meta_retry_at < *next) {
 			*next = g->meta_retry_at;
 		}
 	}
-	for (kc_pending *p = g->pending, *pn; p; p = pn) {
+	for (kg_pending *p = g->pending, *pn; p; p = pn) {
 		pn = p->next;
 		if (p->deadline <= now) {
 			pending_remove(g, p);
@@ -538,8 +538,8 @@ void kc_group_tick(kaas_coord *c, kc_group *g, int64_t now, int64_t *next, kc_ou
 	if (changed)
 		try_complete_join(c, g, now, ob);
 restart:
-	for (kc_member *m = g->members; m; m = m->next) {
-		if (kc_waiting(&m->join) || kc_waiting(&m->sync))
+	for (kg_member *m = g->members; m; m = m->next) {
+		if (kg_waiting(&m->join) || kg_waiting(&m->sync))
 			continue; /* a parked request keeps its member alive */
 		if (m->deadline <= now) {
 			KLOG_INFO("coord", "group '%s': member %s expired (no heartbeat for %d ms)",
@@ -571,13 +571,13 @@ restart:
 	}
 }
 
-void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob)
+void kg__group_shutdown(kg_coord *c, kg_group *g, kg_outbox *ob)
 {
 	/* SyncGroups that wait for the write of their assignment are answered
 	 * by that write, which the flusher finishes before the coordinator
 	 * closes; only at close is anything still waiting told to go. */
 	int keep_syncs = g->sync_pending && !c->stop;
-	for (kc_member *m = g->members; m; m = m->next) {
+	for (kg_member *m = g->members; m; m = m->next) {
 		answer_join_error(m, KERR_NOT_COORDINATOR, ob);
 		if (!keep_syncs)
 			answer_sync(m, KERR_NOT_COORDINATOR, ob);
@@ -586,15 +586,15 @@ void kc_group_shutdown(kaas_coord *c, kc_group *g, kc_outbox *ob)
 
 /* ---- membership on the volume ---------------------------------------------------------- */
 
-void kc_group_meta_changed(kaas_coord *c, kc_group *g)
+void kg__group_meta_changed(kg_coord *c, kg_group *g)
 {
 	g->meta_seq++;
-	kc_flush_enqueue(c, g);
+	kg__flush_enqueue(c, g);
 }
 
-void kc_group_meta_written(kaas_coord *c, kc_group *g, int ok, uint64_t upto, kc_outbox *ob)
+void kg__group_meta_written(kg_coord *c, kg_group *g, int ok, uint64_t upto, kg_outbox *ob)
 {
-	int64_t now = kc_now(c);
+	int64_t now = kg__now(c);
 	if (ok) {
 		if (upto > g->meta_written)
 			g->meta_written = upto;
@@ -604,11 +604,11 @@ void kc_group_meta_written(kaas_coord *c, kc_group *g, int ok, uint64_t upto, kc
 			 * handed out (Kafka answers SyncGroup after its append). */
 			g->sync_pending = 0;
 			g->state = KC_STABLE;
-			for (kc_member *m = g->members; m; m = m->next) {
+			for (kg_member *m = g->members; m; m = m->next) {
 				m->deadline = now + m->session_timeout_ms;
 				answer_sync(m, KERR_NONE, ob);
 			}
-			kc_wake_timer(c);
+			kg__wake_timer(c);
 			KLOG_DEBUG("coord", "group '%s': generation %d is stable", g->id.s, g->generation);
 		}
 		return;
@@ -620,17 +620,17 @@ void kc_group_meta_written(kaas_coord *c, kc_group *g, int ok, uint64_t upto, kc
 		g->meta_backoff = 60000;
 	if (g->meta_seq > g->meta_written) {
 		g->meta_retry_at = now + g->meta_backoff;
-		kc_wake_timer(c);
+		kg__wake_timer(c);
 	}
 	if (g->sync_pending && g->state == KC_COMPLETING) {
 		g->sync_pending = 0;
-		for (kc_member *m = g->members; m; m = m->next)
+		for (kg_member *m = g->members; m; m = m->next)
 			answer_sync(m, KERR_NOT_COORDINATOR, ob);
 		prepare_rebalance(c, g, now, ob);
 	}
 }
 
-void kc_group_restore(kaas_coord *c, kc_group *g, kc_loaded *l, int64_t now)
+void kg__group_restore(kg_coord *c, kg_group *g, kg_loaded *l, int64_t now)
 {
 	g->members_loaded = 1;
 	if (!l->members || g->members)
@@ -640,33 +640,33 @@ void kc_group_restore(kaas_coord *c, kc_group *g, kc_loaded *l, int64_t now)
 	l->members = NULL;
 	l->nmembers = 0;
 	g->generation = l->generation;
-	kc_str_free(&g->protocol);
-	kc_str_free(&g->leader);
+	kg__str_free(&g->protocol);
+	kg__str_free(&g->leader);
 	g->protocol = l->protocol;
 	g->leader = l->leader;
-	l->protocol = (kc_str)KC_STR_NULL;
-	l->leader = (kc_str)KC_STR_NULL;
+	l->protocol = (kg_str)KC_STR_NULL;
+	l->leader = (kg_str)KC_STR_NULL;
 	/* Nobody has heard from the members since the file was written: each
 	 * gets a whole session from now to show up (as when Kafka loads a
 	 * group on a coordinator fail-over). */
-	for (kc_member *m = g->members; m; m = m->next)
+	for (kg_member *m = g->members; m; m = m->next)
 		m->deadline = now + m->session_timeout_ms;
 	g->state = KC_STABLE;
 	if (l->state == KC_PREPARING) {
 		/* Members had left or joined since the last complete generation:
 		 * the members that are back rejoin, the others time out. */
-		kc_outbox none;
-		kc_outbox_init(&none);
+		kg_outbox none;
+		kg__outbox_init(&none);
 		prepare_rebalance(c, g, now, &none); /* nobody waits yet: nothing to answer */
 	}
-	kc_wake_timer(c);
+	kg__wake_timer(c);
 	KLOG_INFO("coord", "group '%s': restored generation %d with %d member(s)%s", g->id.s,
 		  g->generation, g->nmembers, g->state == KC_PREPARING ? ", rebalancing" : "");
 }
 
 /* ---- shared request plumbing ------------------------------------------------------- */
 
-static void park(kc_waiter *w, const kaas_coord_call *call, kaas_wr *resp, int *done)
+static void park(kg_waiter *w, const kg_coord_call *call, kw_wr *resp, int *done)
 {
 	w->done = call->done;
 	w->ctx = call->ctx;
@@ -678,7 +678,7 @@ static void park(kc_waiter *w, const kaas_coord_call *call, kaas_wr *resp, int *
 
 /* After the locked part: either the answer already went into resp, or the
  * request stays parked on `parked` for a later completion. */
-static int unpark_inline(kc_waiter *parked, int done)
+static int unpark_inline(kg_waiter *parked, int done)
 {
 	if (done)
 		return KAAS_HANDLED;
@@ -687,14 +687,14 @@ static int unpark_inline(kc_waiter *parked, int done)
 	return KAAS_DEFERRED;
 }
 
-int16_t kc_group_status(kaas_coord *c, kaas_str gid, int allow_empty)
+int16_t kg__group_status(kg_coord *c, kw_str gid, int allow_empty)
 {
-	if (!kc_group_id_ok(gid, allow_empty))
+	if (!kg__group_id_ok(gid, allow_empty))
 		return KERR_INVALID_GROUP_ID;
 	int32_t node;
 	const char *host;
 	int32_t port;
-	int16_t err = kaas_coord_owner(c, 0, gid, &node, &host, &port);
+	int16_t err = kg_coord_owner(c, 0, gid, &node, &host, &port);
 	if (err)
 		return err;
 	if (node != c->cfg.broker_id)
@@ -704,10 +704,10 @@ int16_t kc_group_status(kaas_coord *c, kaas_str gid, int allow_empty)
 
 /* ---- JoinGroup ------------------------------------------------------------------------- */
 
-static int16_t add_member(kaas_coord *c, kc_group *g, const kaas_coord_call *call,
-			  const kc_join_req *r, kc_str *id, int64_t now, kc_member **out)
+static int16_t add_member(kg_coord *c, kg_group *g, const kg_coord_call *call,
+			  const kg_join_req *r, kg_str *id, int64_t now, kg_member **out)
 {
-	kc_member *m = calloc(1, sizeof(*m));
+	kg_member *m = calloc(1, sizeof(*m));
 	if (!m)
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	m->instance_id.len = m->client_id.len = m->client_host.len = -1;
@@ -715,51 +715,51 @@ static int16_t add_member(kaas_coord *c, kc_group *g, const kaas_coord_call *cal
 	id->s = NULL;
 	id->len = -1;
 	const char *host = call->client_host ? call->client_host : "";
-	if (kc_str_setk(&m->instance_id, r->instance_id) || kc_str_setk(&m->client_id, call->client_id) ||
-	    kc_str_set(&m->client_host, host, (int32_t)strlen(host)) || set_protocols(m, r)) {
-		kc_member_free(m);
+	if (kg_str_setk(&m->instance_id, r->instance_id) || kg_str_setk(&m->client_id, call->client_id) ||
+	    kg__str_set(&m->client_host, host, (int32_t)strlen(host)) || set_protocols(m, r)) {
+		kg__member_free(m);
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	if (m->client_id.len < 0)
-		kc_str_set(&m->client_id, "", 0);
+		kg__str_set(&m->client_id, "", 0);
 	m->session_timeout_ms = r->session_timeout;
 	m->rebalance_timeout_ms = r->rebalance_timeout;
 	m->is_new = 1;
 	m->deadline = now + c->cfg.new_member_join_timeout_ms;
-	if (g->nmembers == 0 && kc_str_setk(&g->protocol_type, r->protocol_type)) {
-		kc_member_free(m);
+	if (g->nmembers == 0 && kg_str_setk(&g->protocol_type, r->protocol_type)) {
+		kg__member_free(m);
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
-	kc_member **pp = &g->members;
+	kg_member **pp = &g->members;
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = m;
 	g->nmembers++;
 	if (g->leader.len < 0)
-		kc_str_set(&g->leader, m->id.s, m->id.len);
+		kg__str_set(&g->leader, m->id.s, m->id.len);
 	if (g->state == KC_PREPARING && g->generation == 0)
 		g->new_member_added = 1;
 	*out = m;
 	return KERR_NONE;
 }
 
-static int update_member(kc_member *m, const kaas_coord_call *call, const kc_join_req *r)
+static int update_member(kg_member *m, const kg_coord_call *call, const kg_join_req *r)
 {
 	if (set_protocols(m, r))
 		return -ENOMEM;
 	m->session_timeout_ms = r->session_timeout;
 	m->rebalance_timeout_ms = r->rebalance_timeout;
 	if (call->client_id.len >= 0)
-		kc_str_setk(&m->client_id, call->client_id);
-	kc_member_touch(m);
+		kg_str_setk(&m->client_id, call->client_id);
+	kg_member_touch(m);
 	return 0;
 }
 
 /* A member (re)joins and waits for the rebalance (c->mu held). */
-static void join_and_wait(kaas_coord *c, kc_group *g, kc_member *m, const kaas_coord_call *call,
-			  kaas_wr *resp, int *done, int64_t now, kc_outbox *ob, kc_waiter **parked)
+static void join_and_wait(kg_coord *c, kg_group *g, kg_member *m, const kg_coord_call *call,
+			  kw_wr *resp, int *done, int64_t now, kg_outbox *ob, kg_waiter **parked)
 {
-	if (kc_waiting(&m->join)) {
+	if (kg_waiting(&m->join)) {
 		/* A retry while the first attempt is parked: answer the old one
 		 * so its connection is not held up. */
 		answer_join_error(m, KERR_REBALANCE_IN_PROGRESS, ob);
@@ -769,19 +769,19 @@ static void join_and_wait(kaas_coord *c, kc_group *g, kc_member *m, const kaas_c
 	maybe_prepare_rebalance(c, g, now, ob);
 }
 
-static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *r, kaas_wr *resp,
-		       kc_outbox *ob)
+static int join_locked(kg_coord *c, const kg_coord_call *call, kg_join_req *r, kw_wr *resp,
+		       kg_outbox *ob)
 {
 	int16_t v = call->version;
-	int64_t now = kc_now(c);
+	int64_t now = kg__now(c);
 	int unknown = r->member_id.len <= 0;
-	kc_group *g = NULL;
+	kg_group *g = NULL;
 	int16_t err = KERR_NONE;
 	if (c->draining) {
 		err = KERR_NOT_COORDINATOR; /* shutting down: nothing parks any more */
 		goto error;
 	}
-	err = kc_group_get(c, r->group_id, unknown, &g);
+	err = kg__group_get(c, r->group_id, unknown, &g);
 	if (err)
 		goto error;
 	if (!g) {
@@ -797,10 +797,10 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 		goto error_drop;
 	}
 	int done = 0;
-	kc_waiter *parked = NULL;
-	kc_member *m = NULL;
+	kg_waiter *parked = NULL;
+	kg_member *m = NULL;
 	if (unknown) {
-		kc_str id = KC_STR_NULL;
+		kg_str id = KC_STR_NULL;
 		if (r->instance_id.len >= 0) {
 			/* Static member (KIP-345): a new incarnation of the instance
 			 * takes over its place; the old member id is fenced. */
@@ -812,12 +812,12 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 			if (m) {
 				answer_join_error(m, KERR_FENCED_INSTANCE_ID, ob);
 				answer_sync(m, KERR_FENCED_INSTANCE_ID, ob);
-				if (kc_str_eq(&g->leader, &m->id))
-					kc_str_set(&g->leader, id.s, id.len);
-				kc_str_free(&m->id);
+				if (kg__str_eq(&g->leader, &m->id))
+					kg__str_set(&g->leader, id.s, id.len);
+				kg__str_free(&m->id);
 				m->id = id;
-				kc_member_touch(m);
-				kc_group_meta_changed(c, g); /* the old id stays fenced after a restart */
+				kg_member_touch(m);
+				kg__group_meta_changed(c, g); /* the old id stays fenced after a restart */
 				if (update_member(m, call, r)) {
 					err = KERR_COORDINATOR_NOT_AVAILABLE;
 					goto error_drop;
@@ -838,9 +838,9 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 			if (v >= 4) {
 				/* KIP-394: hand out the id first; the member must come
 				 * back with it within its session timeout. */
-				kc_pending *p = calloc(1, sizeof(*p));
+				kg_pending *p = calloc(1, sizeof(*p));
 				if (!p) {
-					kc_str_free(&id);
+					kg__str_free(&id);
 					err = KERR_COORDINATOR_NOT_AVAILABLE;
 					goto error_drop;
 				}
@@ -849,42 +849,42 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 				p->next = g->pending;
 				g->pending = p;
 				g->npending++;
-				kc_wake_timer(c);
-				enc_join_error(resp, v, KERR_MEMBER_ID_REQUIRED, kc_k(&p->id));
+				kg__wake_timer(c);
+				enc_join_error(resp, v, KERR_MEMBER_ID_REQUIRED, kg_k(&p->id));
 				return KAAS_HANDLED;
 			}
 		}
 		if (g->nmembers + g->npending >= c->cfg.max_group_size) {
-			kc_str_free(&id);
+			kg__str_free(&id);
 			err = KERR_GROUP_MAX_SIZE_REACHED;
 			goto error_drop;
 		}
 		err = add_member(c, g, call, r, &id, now, &m);
-		kc_str_free(&id);
+		kg__str_free(&id);
 		if (err)
 			goto error_drop;
 		join_and_wait(c, g, m, call, resp, &done, now, ob, &parked);
 		return unpark_inline(parked, done);
 	}
 
-	kc_pending *p = pending_find(g, r->member_id);
+	kg_pending *p = pending_find(g, r->member_id);
 	if (p) {
-		kc_str id = p->id;
+		kg_str id = p->id;
 		p->id.s = NULL;
 		p->id.len = -1;
 		pending_remove(g, p);
 		err = add_member(c, g, call, r, &id, now, &m);
-		kc_str_free(&id);
+		kg__str_free(&id);
 		if (err)
 			goto error_drop;
 		join_and_wait(c, g, m, call, resp, &done, now, ob, &parked);
 		return unpark_inline(parked, done);
 	}
-	if (kc_member_fenced(g, r->member_id, r->instance_id)) {
+	if (kg__member_fenced(g, r->member_id, r->instance_id)) {
 		err = KERR_FENCED_INSTANCE_ID;
 		goto error;
 	}
-	m = kc_member_find(g, r->member_id);
+	m = kg__member_find(g, r->member_id);
 	if (!m) {
 		err = KERR_UNKNOWN_MEMBER_ID;
 		goto error;
@@ -910,7 +910,7 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 		join_and_wait(c, g, m, call, resp, &done, now, ob, &parked);
 		return unpark_inline(parked, done);
 	default: /* Stable (Empty has no members) */
-		if (kc_str_eq(&g->leader, &m->id) || !same_protocols(m, r)) {
+		if (kg__str_eq(&g->leader, &m->id) || !same_protocols(m, r)) {
 			/* The leader rejoining means it wants a new assignment
 			 * (e.g. its metadata changed); so does a changed member. */
 			if (update_member(m, call, r)) {
@@ -925,16 +925,16 @@ static int join_locked(kaas_coord *c, const kaas_coord_call *call, kc_join_req *
 		return KAAS_HANDLED;
 	}
 error_drop:
-	kc_group_maybe_drop(c, g);
+	kg__group_maybe_drop(c, g);
 error:
 	enc_join_error(resp, v, err, r->member_id);
 	return KAAS_HANDLED;
 }
 
-int kc_api_join_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_join_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
-	kc_join_req r;
+	kg_join_req r;
 	memset(&r, 0, sizeof(r));
 	r.instance_id.len = -1;
 	int rc = -EBADMSG;
@@ -965,7 +965,7 @@ int kc_api_join_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 	if (r.rebalance_timeout <= 0)
 		r.rebalance_timeout = r.session_timeout;
 
-	int16_t err = kc_group_status(c, r.group_id, 0);
+	int16_t err = kg__group_status(c, r.group_id, 0);
 	if (!err && (r.session_timeout < c->cfg.min_session_timeout_ms ||
 		     r.session_timeout > c->cfg.max_session_timeout_ms))
 		err = KERR_INVALID_SESSION_TIMEOUT;
@@ -974,12 +974,12 @@ int kc_api_join_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 		rc = KAAS_HANDLED;
 		goto out;
 	}
-	kc_outbox ob;
-	kc_outbox_init(&ob);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
 	rc = join_locked(c, call, &r, w, &ob);
 	pthread_mutex_unlock(&c->mu);
-	kc_outbox_deliver(&ob);
+	kg__outbox_deliver(&ob);
 	goto out;
 err_parse:
 	rc = -EBADMSG;
@@ -991,13 +991,13 @@ out:
 
 /* ---- SyncGroup ------------------------------------------------------------------------ */
 
-int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
-	kaas_str gid, member_id, inst = {NULL, -1};
+	kw_str gid, member_id, inst = {NULL, -1};
 	int32_t gen, n;
-	kaas_str *ids = NULL;
-	kaas_bytes *asg = NULL;
+	kw_str *ids = NULL;
+	kw_bytes *asg = NULL;
 	int rc;
 	KRD_STR(rd, 0, &gid);
 	KRD_I32(rd, &gen);
@@ -1018,18 +1018,18 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 		KRD_BYTES(rd, 0, &asg[i]);
 	}
 
-	int16_t err = kc_group_status(c, gid, 0);
+	int16_t err = kg__group_status(c, gid, 0);
 	if (err) {
 		enc_sync(w, v, err, NULL, 0);
 		rc = KAAS_HANDLED;
 		goto out;
 	}
-	kc_outbox ob;
-	kc_outbox_init(&ob);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
-	int64_t now = kc_now(c);
-	kc_group *g = NULL;
-	kc_member *m = NULL;
+	int64_t now = kg__now(c);
+	kg_group *g = NULL;
+	kg_member *m = NULL;
 	err = named_member(c, gid, member_id, inst, &g, &m);
 	if (!err && gen != g->generation)
 		err = KERR_ILLEGAL_GENERATION;
@@ -1047,21 +1047,21 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 		enc_sync(w, v, KERR_NONE, m->assignment, m->assignment_len);
 	} else { /* CompletingRebalance */
 		int done = 0;
-		if (kc_waiting(&m->sync))
+		if (kg_waiting(&m->sync))
 			answer_sync(m, KERR_REBALANCE_IN_PROGRESS, &ob);
 		park(&m->sync, call, w, &done);
-		kc_waiter *parked = &m->sync;
+		kg_waiter *parked = &m->sync;
 		m->deadline = now + m->session_timeout_ms;
-		if (kc_str_eq(&g->leader, &m->id)) {
+		if (kg__str_eq(&g->leader, &m->id)) {
 			/* The leader's assignment completes the generation; members
 			 * it left out get an empty assignment. */
-			for (kc_member *x = g->members; x; x = x->next) {
+			for (kg_member *x = g->members; x; x = x->next) {
 				free(x->assignment);
 				x->assignment = NULL;
 				x->assignment_len = 0;
-				kc_member_touch(x);
+				kg_member_touch(x);
 				for (int32_t i = 0; i < n; i++) {
-					if (!kc_str_eqk(&x->id, ids[i]) || asg[i].len <= 0)
+					if (!kg__str_eqk(&x->id, ids[i]) || asg[i].len <= 0)
 						continue;
 					x->assignment = malloc((size_t)asg[i].len);
 					if (x->assignment) {
@@ -1072,16 +1072,16 @@ int kc_api_sync_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, k
 				}
 			}
 			/* Everyone's SyncGroup is answered once the generation is on
-			 * the volume (kc_group_meta_written), so a coordinator that
+			 * the volume (kg__group_meta_written), so a coordinator that
 			 * restarts knows every assignment a member may hold. */
 			g->sync_pending = 1;
 			g->sync_seq = ++g->meta_seq;
-			kc_flush_enqueue(c, g);
+			kg__flush_enqueue(c, g);
 		}
 		rc = unpark_inline(parked, done);
 	}
 	pthread_mutex_unlock(&c->mu);
-	kc_outbox_deliver(&ob);
+	kg__outbox_deliver(&ob);
 	goto out;
 err_parse:
 	rc = -EBADMSG;
@@ -1093,10 +1093,10 @@ out:
 
 /* ---- Heartbeat -------------------------------------------------------------------------- */
 
-int kc_api_heartbeat(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_heartbeat(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
-	kaas_str gid, member_id, inst = {NULL, -1};
+	kw_str gid, member_id, inst = {NULL, -1};
 	int32_t gen;
 	KRD_STR(rd, 0, &gid);
 	KRD_I32(rd, &gen);
@@ -1104,26 +1104,26 @@ int kc_api_heartbeat(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, ka
 	if (v >= 3)
 		KRD_STR(rd, 0, &inst);
 
-	int16_t err = kc_group_status(c, gid, 0);
+	int16_t err = kg__group_status(c, gid, 0);
 	if (!err) {
 		pthread_mutex_lock(&c->mu);
-		kc_group *g = NULL;
-		kc_member *m = NULL;
+		kg_group *g = NULL;
+		kg_member *m = NULL;
 		err = named_member(c, gid, member_id, inst, &g, &m);
 		if (!err && g->state == KC_EMPTY)
 			err = KERR_UNKNOWN_MEMBER_ID;
 		if (!err && gen != g->generation)
 			err = KERR_ILLEGAL_GENERATION;
 		if (!err) {
-			m->deadline = kc_now(c) + m->session_timeout_ms;
+			m->deadline = kg__now(c) + m->session_timeout_ms;
 			if (g->state == KC_PREPARING)
 				err = KERR_REBALANCE_IN_PROGRESS;
 		}
 		pthread_mutex_unlock(&c->mu);
 	}
 	if (v >= 1)
-		kaas_wr_i32(w, 0);
-	kaas_wr_i16(w, err);
+		kw_wr_i32(w, 0);
+	kw_wr_i16(w, err);
 	return KAAS_HANDLED;
 err_parse:
 	return -EBADMSG;
@@ -1131,12 +1131,12 @@ err_parse:
 
 /* ---- LeaveGroup ----------------------------------------------------------------------------- */
 
-int kc_api_leave_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_leave_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
-	kaas_str gid, one;
+	kw_str gid, one;
 	int32_t n = 1;
-	kaas_str *ids = NULL, *insts = NULL;
+	kw_str *ids = NULL, *insts = NULL;
 	int16_t *errs = NULL;
 	int rc;
 	KRD_STR(rd, 0, &gid);
@@ -1164,32 +1164,32 @@ int kc_api_leave_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, 
 		}
 	}
 
-	int16_t top = kc_group_status(c, gid, 0);
+	int16_t top = kg__group_status(c, gid, 0);
 	if (!top) {
-		kc_outbox ob;
-		kc_outbox_init(&ob);
+		kg_outbox ob;
+		kg__outbox_init(&ob);
 		pthread_mutex_lock(&c->mu);
-		int64_t now = kc_now(c);
-		kc_group *g = NULL;
-		top = kc_group_get(c, gid, 0, &g);
+		int64_t now = kg__now(c);
+		kg_group *g = NULL;
+		top = kg__group_get(c, gid, 0, &g);
 		for (int32_t i = 0; !top && i < n; i++) {
-			kc_member *m = NULL;
+			kg_member *m = NULL;
 			if (!g) {
 				errs[i] = KERR_UNKNOWN_MEMBER_ID;
 			} else if (insts[i].len >= 0) {
 				m = member_by_instance(g, insts[i]);
 				if (!m)
 					errs[i] = KERR_UNKNOWN_MEMBER_ID;
-				else if (ids[i].len > 0 && !kc_str_eqk(&m->id, ids[i]))
+				else if (ids[i].len > 0 && !kg__str_eqk(&m->id, ids[i]))
 					errs[i] = KERR_FENCED_INSTANCE_ID;
 			} else {
-				kc_pending *p = pending_find(g, ids[i]);
+				kg_pending *p = pending_find(g, ids[i]);
 				if (p) {
 					pending_remove(g, p);
 					try_complete_join(c, g, now, &ob);
 					continue;
 				}
-				m = kc_member_find(g, ids[i]);
+				m = kg__member_find(g, ids[i]);
 				if (!m)
 					errs[i] = KERR_UNKNOWN_MEMBER_ID;
 			}
@@ -1199,25 +1199,25 @@ int kc_api_leave_group(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, 
 			}
 		}
 		if (g)
-			kc_group_maybe_drop(c, g);
+			kg__group_maybe_drop(c, g);
 		pthread_mutex_unlock(&c->mu);
-		kc_outbox_deliver(&ob);
+		kg__outbox_deliver(&ob);
 	}
 	if (v >= 1)
-		kaas_wr_i32(w, 0);
+		kw_wr_i32(w, 0);
 	if (v <= 2) {
 		/* One member: its error is the answer. */
-		kaas_wr_i16(w, top ? top : errs[0]);
+		kw_wr_i16(w, top ? top : errs[0]);
 	} else {
-		kaas_wr_i16(w, top);
+		kw_wr_i16(w, top);
 		if (top) {
-			kaas_wr_array(w, 0, 0);
+			kw_wr_array(w, 0, 0);
 		} else {
-			kaas_wr_array(w, 0, n);
+			kw_wr_array(w, 0, n);
 			for (int32_t i = 0; i < n; i++) {
-				kaas_wr_kstr(w, 0, ids[i]);
-				kaas_wr_kstr(w, 0, insts[i]);
-				kaas_wr_i16(w, errs[i]);
+				kw_wr_kstr(w, 0, ids[i]);
+				kw_wr_kstr(w, 0, insts[i]);
+				kw_wr_i16(w, errs[i]);
 			}
 		}
 	}
@@ -1234,39 +1234,39 @@ out:
 
 /* ---- for DescribeGroups and OffsetDelete ---------------------------------------------------- */
 
-void kc_describe_members(const kc_group *g, int16_t v, kaas_wr *w)
+void kg__describe_members(const kg_group *g, int16_t v, kw_wr *w)
 {
 	int stable = g->state == KC_STABLE;
-	kaas_wr_array(w, 0, g->nmembers);
-	for (kc_member *m = g->members; m; m = m->next) {
-		kaas_wr_kstr(w, 0, kc_k(&m->id));
+	kw_wr_array(w, 0, g->nmembers);
+	for (kg_member *m = g->members; m; m = m->next) {
+		kw_wr_kstr(w, 0, kg_k(&m->id));
 		if (v >= 4)
-			kaas_wr_kstr(w, 0, kc_k(&m->instance_id));
-		kaas_wr_kstr(w, 0, kc_k(&m->client_id));
-		kaas_wr_kstr(w, 0, kc_k(&m->client_host));
-		const kc_proto *p = stable ? member_proto(m, &g->protocol) : NULL;
-		kaas_wr_bytes(w, 0, p ? p->meta : NULL, p ? p->meta_len : 0);
-		kaas_wr_bytes(w, 0, stable ? m->assignment : NULL, stable ? m->assignment_len : 0);
+			kw_wr_kstr(w, 0, kg_k(&m->instance_id));
+		kw_wr_kstr(w, 0, kg_k(&m->client_id));
+		kw_wr_kstr(w, 0, kg_k(&m->client_host));
+		const kg_proto *p = stable ? member_proto(m, &g->protocol) : NULL;
+		kw_wr_bytes(w, 0, p ? p->meta : NULL, p ? p->meta_len : 0);
+		kw_wr_bytes(w, 0, stable ? m->assignment : NULL, stable ? m->assignment_len : 0);
 	}
 }
 
 /* Is topic in any member's consumer-protocol subscription?  -1 when some
  * member's metadata cannot be read (then: assume it is). */
-int kc_group_subscribed(const kc_group *g, kaas_str topic)
+int kg__group_subscribed(const kg_group *g, kw_str topic)
 {
-	for (kc_member *m = g->members; m; m = m->next) {
-		const kc_proto *p = member_proto(m, &g->protocol);
+	for (kg_member *m = g->members; m; m = m->next) {
+		const kg_proto *p = member_proto(m, &g->protocol);
 		if (!p)
 			return -1;
 		/* ConsumerProtocolSubscription: version int16, topics [string], ... */
-		kaas_rd rd;
+		kw_rd rd;
 		int16_t ver;
 		int32_t n;
-		kaas_rd_init(&rd, p->meta, (size_t)p->meta_len);
+		kw_rd_init(&rd, p->meta, (size_t)p->meta_len);
 		KRD_I16(&rd, &ver);
 		KRD_ARRAY(&rd, 0, 2, &n);
 		for (int32_t i = 0; i < n; i++) {
-			kaas_str t;
+			kw_str t;
 			KRD_STR(&rd, 0, &t);
 			if (t.len == topic.len && t.len >= 0 && memcmp(t.s, topic.s, (size_t)t.len) == 0)
 				return 1;

@@ -14,10 +14,10 @@
 
 /* ---- FindCoordinator ------------------------------------------------------------ */
 
-int kc_api_find_coordinator(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
-	kaas_str key;
+	kw_str key;
 	int8_t key_type = 0;
 	KRD_STR(rd, 0, &key);
 	if (v >= 1)
@@ -31,7 +31,7 @@ int kc_api_find_coordinator(kaas_coord *c, const kaas_coord_call *call, kaas_rd 
 		err = KERR_INVALID_REQUEST;
 		msg = "the coordinator key is null";
 	} else {
-		err = kaas_coord_owner(c, key_type, key, &node, &host, &port);
+		err = kg_coord_owner(c, key_type, key, &node, &host, &port);
 		if (err == KERR_INVALID_REQUEST)
 			msg = "unknown coordinator key type (0 = group, 1 = transaction)";
 	}
@@ -41,15 +41,15 @@ int kc_api_find_coordinator(kaas_coord *c, const kaas_coord_call *call, kaas_rd 
 		host = "";
 	}
 	if (v >= 1) {
-		kaas_wr_i32(w, 0);
-		kaas_wr_i16(w, err);
-		kaas_wr_str(w, 0, msg);
+		kw_wr_i32(w, 0);
+		kw_wr_i16(w, err);
+		kw_wr_str(w, 0, msg);
 	} else {
-		kaas_wr_i16(w, err);
+		kw_wr_i16(w, err);
 	}
-	kaas_wr_i32(w, node);
-	kaas_wr_str(w, 0, host);
-	kaas_wr_i32(w, port);
+	kw_wr_i32(w, node);
+	kw_wr_str(w, 0, host);
+	kw_wr_i32(w, port);
 	return KAAS_HANDLED;
 err_parse:
 	return -EBADMSG;
@@ -64,7 +64,7 @@ err_parse:
 /* The array of group ids DescribeGroups and DeleteGroups start with; *ids
  * (one spare element, so never empty) is the caller's to free, also when
  * the request turns out malformed (-EBADMSG).  0, -EBADMSG or -ENOMEM. */
-static int read_group_ids(kaas_rd *rd, int32_t *n, kaas_str **ids)
+static int read_group_ids(kw_rd *rd, int32_t *n, kw_str **ids)
 {
 	KRD_ARRAY(rd, 0, 2, n);
 	if (*n < 0)
@@ -78,12 +78,12 @@ err_parse:
 	return -EBADMSG;
 }
 
-int kc_api_describe_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_describe_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
 	int32_t n;
 	int8_t include_ops = 0;
-	kaas_str *ids = NULL;
+	kw_str *ids = NULL;
 	int rc = read_group_ids(rd, &n, &ids);
 	if (rc)
 		goto out;
@@ -91,32 +91,32 @@ int kc_api_describe_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *
 		KRD_I8(rd, &include_ops);
 
 	if (v >= 1)
-		kaas_wr_i32(w, 0);
-	kaas_wr_array(w, 0, n);
+		kw_wr_i32(w, 0);
+	kw_wr_array(w, 0, n);
 	pthread_mutex_lock(&c->mu);
 	for (int32_t i = 0; i < n; i++) {
-		kc_group *g = NULL;
-		int16_t err = kc_group_status(c, ids[i], 1);
+		kg_group *g = NULL;
+		int16_t err = kg__group_status(c, ids[i], 1);
 		if (!err)
-			err = kc_group_get(c, ids[i], 0, &g);
-		kaas_wr_i16(w, err);
-		kaas_wr_kstr(w, 0, ids[i]);
+			err = kg__group_get(c, ids[i], 0, &g);
+		kw_wr_i16(w, err);
+		kw_wr_kstr(w, 0, ids[i]);
 		if (err || !g) {
-			kaas_wr_str(w, 0, err ? "" : "Dead");
-			kaas_wr_str(w, 0, "");
-			kaas_wr_str(w, 0, "");
-			kaas_wr_array(w, 0, 0);
+			kw_wr_str(w, 0, err ? "" : "Dead");
+			kw_wr_str(w, 0, "");
+			kw_wr_str(w, 0, "");
+			kw_wr_array(w, 0, 0);
 		} else {
 			int stable = g->state == KC_STABLE;
-			kaas_wr_str(w, 0, kc_state_name(g->state));
-			kaas_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
+			kw_wr_str(w, 0, kg__state_name(g->state));
+			kw_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
 				     g->protocol_type.len > 0 ? g->protocol_type.len : 0);
-			kaas_wr_strn(w, 0, stable && g->protocol.len > 0 ? g->protocol.s : "",
+			kw_wr_strn(w, 0, stable && g->protocol.len > 0 ? g->protocol.s : "",
 				     stable && g->protocol.len > 0 ? g->protocol.len : 0);
-			kc_describe_members(g, v, w);
+			kg__describe_members(g, v, w);
 		}
 		if (v >= 3)
-			kaas_wr_i32(w, include_ops ? KC_GROUP_OPS : INT32_MIN);
+			kw_wr_i32(w, include_ops ? KC_GROUP_OPS : INT32_MIN);
 	}
 	pthread_mutex_unlock(&c->mu);
 	rc = KAAS_HANDLED;
@@ -131,7 +131,7 @@ out:
 /* ---- ListGroups -------------------------------------------------------------------- */
 
 /* Group ids of the files under groups/ (read outside c->mu). */
-int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
+int kg__ids_on_volume(kg_coord *c, kg_str **out, size_t *nout)
 {
 	char **names = NULL;
 	size_t n = 0, k = 0;
@@ -142,7 +142,7 @@ int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
 		return 0;
 	if (rc)
 		return rc;
-	kc_str *ids = calloc(n + 1, sizeof(*ids));
+	kg_str *ids = calloc(n + 1, sizeof(*ids));
 	if (!ids) {
 		sub_names_free(names, n);
 		return -ENOMEM;
@@ -158,23 +158,23 @@ int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
 		buf[len - 5] = '\0';
 		char id[KC_GNAME_MAX + 1];
 		size_t idlen;
-		int d = kc_gname_decode(buf, id, sizeof(id), &idlen);
+		int d = kg__gname_decode(buf, id, sizeof(id), &idlen);
 		ids[k].len = -1;
 		if (d == 0) {
-			if (kc_str_set(&ids[k], id, (int32_t)idlen) == 0)
+			if (kg__str_set(&ids[k], id, (int32_t)idlen) == 0)
 				k++;
 		} else if (d == -ENOTUNIQ) {
 			/* A long id: only the file knows it. */
 			char path[SUB_PATH_MAX], *data = NULL;
 			size_t dlen;
-			kc_loaded l = KC_LOADED_INIT;
+			kg_loaded l = KC_LOADED_INIT;
 			snprintf(path, sizeof(path), "groups/%s", names[i]);
 			if (sub_read_file(c->vfs, path, 64 << 20, &data, &dlen) == 0 &&
-			    kc_group_file_parse(data, dlen, &ids[k], &l, NULL) == 0)
+			    kg__group_file_parse(data, dlen, &ids[k], &l, NULL) == 0)
 				k++;
 			else
 				KLOG_WARN("coord", "groups/%s: cannot read the group id from it", names[i]);
-			kc_loaded_free(&l);
+			kg__loaded_free(&l);
 			free(data);
 		}
 	}
@@ -184,65 +184,65 @@ int kc_ids_on_volume(kaas_coord *c, kc_str **out, size_t *nout)
 	return 0;
 }
 
-int kc_api_list_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	(void)rd; /* v0-2 have an empty body */
 	int16_t v = call->version;
-	kc_str *ids = NULL;
+	kg_str *ids = NULL;
 	size_t nids = 0;
 	int16_t err = KERR_NONE;
-	int rc = kc_ids_on_volume(c, &ids, &nids);
+	int rc = kg__ids_on_volume(c, &ids, &nids);
 	if (rc) {
 		KLOG_WARN("coord", "ListGroups: cannot list groups/: %s", sub_strerror(rc));
 		err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	}
 	if (v >= 1)
-		kaas_wr_i32(w, 0);
-	kaas_wr_i16(w, err);
+		kw_wr_i32(w, 0);
+	kw_wr_i16(w, err);
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; !err && i < nids; i++) {
-		kc_group *g;
+		kg_group *g;
 		int32_t node;
 		const char *host;
 		int32_t port;
-		if (kaas_coord_owner(c, 0, kc_k(&ids[i]), &node, &host, &port) || node != c->cfg.broker_id)
+		if (kg_coord_owner(c, 0, kg_k(&ids[i]), &node, &host, &port) || node != c->cfg.broker_id)
 			continue;
-		if (kc_group_get(c, kc_k(&ids[i]), 0, &g))
+		if (kg__group_get(c, kg_k(&ids[i]), 0, &g))
 			KLOG_WARN("coord", "ListGroups: group '%s' cannot be loaded", ids[i].s);
 	}
 	if (err) {
-		kaas_wr_array(w, 0, 0);
+		kw_wr_array(w, 0, 0);
 	} else {
 		size_t at = w->len;
 		int32_t cnt = 0;
-		kaas_wr_array(w, 0, 0);
+		kw_wr_array(w, 0, 0);
 		for (size_t b = 0; b < c->tabsize; b++) {
-			for (kc_group *g = c->tab[b]; g; g = g->hnext) {
-				if (!g->loaded || kc_group_is_idle(g))
+			for (kg_group *g = c->tab[b]; g; g = g->hnext) {
+				if (!g->loaded || kg__group_is_idle(g))
 					continue;
-				kaas_wr_kstr(w, 0, kc_k(&g->id));
-				kaas_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
+				kw_wr_kstr(w, 0, kg_k(&g->id));
+				kw_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
 					     g->protocol_type.len > 0 ? g->protocol_type.len : 0);
 				cnt++;
 			}
 		}
-		kaas_wr_patch_i32(w, at, cnt);
+		kw_wr_patch_i32(w, at, cnt);
 	}
 	pthread_mutex_unlock(&c->mu);
 	for (size_t i = 0; i < nids; i++)
-		kc_str_free(&ids[i]);
+		kg__str_free(&ids[i]);
 	free(ids);
 	return KAAS_HANDLED;
 }
 
 /* ---- DeleteGroups --------------------------------------------------------------------- */
 
-static int16_t delete_one(kaas_coord *c, kaas_str id, kc_outbox *ob)
+static int16_t delete_one(kg_coord *c, kw_str id, kg_outbox *ob)
 {
-	kc_group *g = NULL;
-	int16_t err = kc_group_status(c, id, 1);
+	kg_group *g = NULL;
+	int16_t err = kg__group_status(c, id, 1);
 	if (!err)
-		err = kc_group_get(c, id, 0, &g);
+		err = kg__group_get(c, id, 0, &g);
 	if (err)
 		return err;
 	if (!g || g->deleting)
@@ -251,11 +251,11 @@ static int16_t delete_one(kaas_coord *c, kaas_str id, kc_outbox *ob)
 		return KERR_NON_EMPTY_GROUP;
 	g->deleting = 1;
 	/* Commits not yet written will not be: their clients retry. */
-	kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+	kg__group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
 	while (g->writing)
 		pthread_cond_wait(&c->state_cv, &c->mu);
 	char path[SUB_PATH_MAX];
-	int rc = kc_group_path(kc_k(&g->id), path, sizeof(path));
+	int rc = kg__group_path(kg_k(&g->id), path, sizeof(path));
 	g->refs++;
 	pthread_mutex_unlock(&c->mu);
 	if (!rc)
@@ -270,35 +270,35 @@ static int16_t delete_one(kaas_coord *c, kaas_str id, kc_outbox *ob)
 			  sub_strerror(rc));
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	}
-	kc_offsets_clear(g);
+	kg__offsets_clear(g);
 	g->file_exists = 0;
 	if (!g->members)
 		g->meta_written = g->meta_seq; /* no file, no members: nothing left to write */
 	if (g->nmembers == 0 && g->npending == 0)
-		kc_group_maybe_drop(c, g);
+		kg__group_maybe_drop(c, g);
 	return KERR_NONE;
 }
 
-int kc_api_delete_groups(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_delete_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	(void)call;
 	int32_t n;
-	kaas_str *ids = NULL;
+	kw_str *ids = NULL;
 	int rc = read_group_ids(rd, &n, &ids);
 	if (rc)
 		goto out;
-	kaas_wr_i32(w, 0);
-	kaas_wr_array(w, 0, n);
-	kc_outbox ob;
-	kc_outbox_init(&ob);
+	kw_wr_i32(w, 0);
+	kw_wr_array(w, 0, n);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
 	for (int32_t i = 0; i < n; i++) {
 		int16_t err = delete_one(c, ids[i], &ob);
-		kaas_wr_kstr(w, 0, ids[i]);
-		kaas_wr_i16(w, err);
+		kw_wr_kstr(w, 0, ids[i]);
+		kw_wr_i16(w, err);
 	}
 	pthread_mutex_unlock(&c->mu);
-	kc_outbox_deliver(&ob);
+	kg__outbox_deliver(&ob);
 	rc = KAAS_HANDLED;
 out:
 	free(ids);

@@ -38,12 +38,12 @@
 #define KC_GROUP_FILE_VERSION 2     /* written; 1 is still read */
 #define KC_GROUP_FILE_MAX (256u << 20)
 
-int kc_group_path(kaas_str id, char *path, size_t len)
+int kg__group_path(kw_str id, char *path, size_t len)
 {
 	char stem[KC_GNAME_MAX + 64];
 	if (id.len < 0)
 		return -EINVAL;
-	int rc = kc_gname_encode(id.s, (size_t)id.len, stem, sizeof(stem));
+	int rc = kg__gname_encode(id.s, (size_t)id.len, stem, sizeof(stem));
 	if (rc < 0)
 		return rc;
 	int n = snprintf(path, len, "groups/%s.json", stem);
@@ -60,7 +60,7 @@ static json_t *jhex(const uint8_t *p, int32_t len)
 	char *h = malloc((size_t)len * 2 + 1);
 	if (!h)
 		return NULL;
-	kaas_hex_encode(p, (size_t)len, h);
+	ku_hex_encode(p, (size_t)len, h);
 	json_t *j = json_stringn(h, (size_t)len * 2);
 	free(h);
 	return j;
@@ -89,7 +89,7 @@ static int jget_hex(json_t *j, uint8_t **out, int32_t *len)
 	uint8_t *b = malloc(hn / 2 + 1);
 	if (!b)
 		return -ENOMEM;
-	if (kaas_hex_decode(hs, hn / 2, b)) {
+	if (ku_hex_decode(hs, hn / 2, b)) {
 		free(b);
 		return -EBADMSG;
 	}
@@ -99,24 +99,24 @@ static int jget_hex(json_t *j, uint8_t **out, int32_t *len)
 }
 
 /* A string as written by jstr(); null allowed only when nullable. */
-static int jget_str(json_t *j, int nullable, kc_str *out)
+static int jget_str(json_t *j, int nullable, kg_str *out)
 {
 	if (!j)
 		return -EBADMSG;
 	if (json_is_null(j))
-		return nullable ? kc_str_set(out, NULL, -1) : -EBADMSG;
+		return nullable ? kg__str_set(out, NULL, -1) : -EBADMSG;
 	if (json_is_string(j)) {
 		size_t n = json_string_length(j);
 		if (n > INT32_MAX)
 			return -EBADMSG;
-		return kc_str_set(out, json_string_value(j), (int32_t)n);
+		return kg__str_set(out, json_string_value(j), (int32_t)n);
 	}
 	uint8_t *b;
 	int32_t n;
 	int rc = jget_hex(json_is_object(j) ? json_object_get(j, "hex") : NULL, &b, &n);
 	if (rc)
 		return rc;
-	rc = kc_str_set(out, (const char *)b, n);
+	rc = kg__str_set(out, (const char *)b, n);
 	free(b);
 	return rc;
 }
@@ -138,7 +138,7 @@ static int jget_int(json_t *obj, const char *key, int64_t min, int64_t max, int6
 /* What a reader restores: a group with members is Stable when its current
  * generation's assignment is complete (or is what this write makes
  * durable), else a rebalance was under way and the reader starts one. */
-static const char *file_state(const kc_group *g)
+static const char *file_state(const kg_group *g)
 {
 	if (!g->members)
 		return "Empty";
@@ -147,7 +147,7 @@ static const char *file_state(const kc_group *g)
 	return "PreparingRebalance";
 }
 
-static json_t *member_json(const kc_member *m)
+static json_t *member_json(const kg_member *m)
 {
 	json_t *o = json_object(), *ps = json_array();
 	if (!o || !ps)
@@ -181,7 +181,7 @@ fail:
 	return NULL;
 }
 
-char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, size_t n)
+char *kg__group_serialize_view(kg_coord *c, kg_group *g, const kg_offset *v, size_t n)
 {
 	char *out = NULL, *head = NULL, *tail = NULL;
 	json_t *offs = json_array();
@@ -207,7 +207,7 @@ char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, si
 	    json_object_set_new(doc, "group_id", jstr(g->id.s, g->id.len)) ||
 	    json_object_set_new(doc, "coordinator_epoch", json_integer(c->cfg.coordinator_epoch)) ||
 	    json_object_set_new(doc, "writer", json_integer(c->cfg.broker_id)) ||
-	    json_object_set_new(doc, "written_ms", json_integer(kc_wall(c))) ||
+	    json_object_set_new(doc, "written_ms", json_integer(kg__wall(c))) ||
 	    json_object_set_new(doc, "generation", json_integer(g->generation)) ||
 	    json_object_set_new(doc, "protocol_type", jstr(g->protocol_type.s, g->protocol_type.len)) ||
 	    json_object_set_new(doc, "state", json_string(state)) ||
@@ -216,11 +216,11 @@ char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, si
 	    json_object_set_new(doc, "leader", empty ? json_null() : jstr(g->leader.s, g->leader.len)))
 		goto out;
 	/* Members change at rebalances, offsets at every commit: each member's
-	 * JSON is kept between writes (kc_member_touch() drops it) and the
+	 * JSON is kept between writes (kg_member_touch() drops it) and the
 	 * document is put together from the parts, so a commit to a group of a
 	 * thousand members does not rebuild all of them under c->mu. */
 	size_t mlen = 0;
-	for (kc_member *m = g->members; m; m = m->next) {
+	for (kg_member *m = g->members; m; m = m->next) {
 		if (!m->json) {
 			json_t *o = member_json(m);
 			m->json = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -245,7 +245,7 @@ char *kc_group_serialize_view(kaas_coord *c, kc_group *g, const kc_offset *v, si
 	p += hlen - 1;
 	memcpy(p, k_members, sizeof(k_members) - 1);
 	p += sizeof(k_members) - 1;
-	for (const kc_member *m = g->members; m; m = m->next) {
+	for (const kg_member *m = g->members; m; m = m->next) {
 		if (m != g->members)
 			*p++ = ',';
 		memcpy(p, m->json, m->json_len);
@@ -267,27 +267,27 @@ out:
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
-void kc_loaded_free(kc_loaded *l)
+void kg__loaded_free(kg_loaded *l)
 {
 	for (size_t i = 0; i < l->noffs; i++)
-		kc_offset_free(&l->offs[i]);
+		kg__offset_free(&l->offs[i]);
 	free(l->offs);
 	l->offs = NULL;
 	l->noffs = 0;
-	kc_str_free(&l->protocol_type);
-	kc_str_free(&l->protocol);
-	kc_str_free(&l->leader);
+	kg__str_free(&l->protocol_type);
+	kg__str_free(&l->protocol);
+	kg__str_free(&l->leader);
 	while (l->members) {
-		kc_member *m = l->members;
+		kg_member *m = l->members;
 		l->members = m->next;
-		kc_member_free(m);
+		kg__member_free(m);
 	}
 	l->nmembers = 0;
 }
 
 static int cmp_offset(const void *a, const void *b)
 {
-	const kc_offset *x = a, *y = b;
+	const kg_offset *x = a, *y = b;
 	int32_t n = x->topic.len < y->topic.len ? x->topic.len : y->topic.len;
 	int c = n > 0 ? memcmp(x->topic.s, y->topic.s, (size_t)n) : 0;
 	if (c)
@@ -316,20 +316,20 @@ static int cmp_offset(const void *a, const void *b)
 #define GET_STR(j_, nullable_, dst_, what_) GET(jget_str((j_), (nullable_), (dst_)), (what_))
 #define GET_HEX(j_, p_, len_, what_) GET(jget_hex((j_), (p_), (len_)), (what_))
 
-static int member_supports_name(const kc_member *m, const kc_str *name)
+static int member_supports_name(const kg_member *m, const kg_str *name)
 {
 	for (int32_t i = 0; i < m->nprotos; i++)
-		if (kc_str_eq(&m->protos[i].name, name))
+		if (kg__str_eq(&m->protos[i].name, name))
 			return 1;
 	return 0;
 }
 
-/* One entry of "members" into a new kc_member (*out). */
-static int parse_member(json_t *o, kc_member **out, const char **why)
+/* One entry of "members" into a new kg_member (*out). */
+static int parse_member(json_t *o, kg_member **out, const char **why)
 {
 	int rc = 0;
 	int64_t x;
-	kc_member *m = calloc(1, sizeof(*m));
+	kg_member *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->id.len = m->instance_id.len = m->client_id.len = m->client_host.len = -1;
@@ -361,7 +361,7 @@ static int parse_member(json_t *o, kc_member **out, const char **why)
 	}
 	for (size_t i = 0; i < np; i++) {
 		json_t *p = json_array_get(ps, i);
-		kc_proto *kp = &m->protos[i];
+		kg_proto *kp = &m->protos[i];
 		kp->name.len = -1;
 		m->nprotos = (int32_t)i + 1;
 		if (!json_is_object(p))
@@ -370,7 +370,7 @@ static int parse_member(json_t *o, kc_member **out, const char **why)
 		GET_HEX(json_object_get(p, "metadata"), &kp->meta, &kp->meta_len,
 			"members[].protocols[].metadata (hex)");
 		for (size_t k = 0; k < i; k++)
-			if (kc_str_eq(&m->protos[k].name, &kp->name))
+			if (kg__str_eq(&m->protos[k].name, &kp->name))
 				BAD("members[].protocols[].name (twice)");
 	}
 	GET_HEX(json_object_get(o, "assignment"), &m->assignment, &m->assignment_len,
@@ -382,13 +382,13 @@ static int parse_member(json_t *o, kc_member **out, const char **why)
 	*out = m;
 	return 0;
 out:
-	kc_member_free(m);
+	kg__member_free(m);
 	return rc;
 }
 
 /* Version 2: state, protocol, leader, members — all checked together, so a
  * group is only ever restored into a state the coordinator could be in. */
-static int parse_membership(json_t *doc, kc_loaded *out, const char **why)
+static int parse_membership(json_t *doc, kg_loaded *out, const char **why)
 {
 	int rc = 0;
 	json_t *st = json_object_get(doc, "state");
@@ -409,15 +409,15 @@ static int parse_membership(json_t *doc, kc_loaded *out, const char **why)
 	size_t n = json_array_size(arr);
 	if (n > INT32_MAX)
 		BAD("members (too many)");
-	kc_member **tail = &out->members;
+	kg_member **tail = &out->members;
 	for (size_t i = 0; i < n; i++) {
-		kc_member *m = NULL;
+		kg_member *m = NULL;
 		if ((rc = parse_member(json_array_get(arr, i), &m, why)))
 			goto out;
-		for (kc_member *o = out->members; o; o = o->next) {
-			if (kc_str_eq(&o->id, &m->id) ||
-			    (m->instance_id.len >= 0 && kc_str_eq(&o->instance_id, &m->instance_id))) {
-				kc_member_free(m);
+		for (kg_member *o = out->members; o; o = o->next) {
+			if (kg__str_eq(&o->id, &m->id) ||
+			    (m->instance_id.len >= 0 && kg__str_eq(&o->instance_id, &m->instance_id))) {
+				kg__member_free(m);
 				BAD("members[]: a member id or group instance id twice");
 			}
 		}
@@ -435,14 +435,14 @@ static int parse_membership(json_t *doc, kc_loaded *out, const char **why)
 	if (out->protocol_type.len <= 0)
 		BAD("protocol_type (a group with members has one)");
 	int leader_found = out->leader.len < 0;
-	for (kc_member *m = out->members; m; m = m->next)
-		leader_found |= kc_str_eq(&m->id, &out->leader);
+	for (kg_member *m = out->members; m; m = m->next)
+		leader_found |= kg__str_eq(&m->id, &out->leader);
 	if (!leader_found)
 		BAD("leader (not a member)");
 	if (out->state == KC_STABLE) {
 		if (out->protocol.len < 0 || out->leader.len < 0)
 			BAD("protocol and leader (a Stable group has both)");
-		for (kc_member *m = out->members; m; m = m->next)
+		for (kg_member *m = out->members; m; m = m->next)
 			if (!member_supports_name(m, &out->protocol))
 				BAD("protocol (a member does not support it)");
 	}
@@ -450,7 +450,7 @@ out:
 	return rc;
 }
 
-int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *out,
+int kg__group_file_parse(const char *buf, size_t len, kg_str *id_out, kg_loaded *out,
 			const char **why)
 {
 	json_error_t jerr;
@@ -458,7 +458,7 @@ int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *
 	if (!why)
 		why = &why_local;
 	*why = NULL;
-	*out = (kc_loaded)KC_LOADED_INIT;
+	*out = (kg_loaded)KC_LOADED_INIT;
 	json_t *doc = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
 	int rc = 0;
 	int64_t ver, x;
@@ -486,7 +486,7 @@ int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_array_get(arr, i);
-		kc_offset *e = &out->offs[i];
+		kg_offset *e = &out->offs[i];
 		e->topic.len = e->metadata.len = -1;
 		out->noffs = i + 1;
 		if (!json_is_object(o))
@@ -514,34 +514,34 @@ int kc_group_file_parse(const char *buf, size_t len, kc_str *id_out, kc_loaded *
 out:
 	json_decref(doc);
 	if (rc) {
-		kc_loaded_free(out);
-		kc_str_free(id_out);
+		kg__loaded_free(out);
+		kg__str_free(id_out);
 	}
 	return rc;
 }
 
-int kc_group_file_read(kaas_coord *c, kaas_str id, kc_loaded *out)
+int kg__group_file_read(kg_coord *c, kw_str id, kg_loaded *out)
 {
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = kc_group_path(id, path, sizeof(path));
+	int rc = kg__group_path(id, path, sizeof(path));
 	if (rc)
 		return rc;
 	rc = sub_read_file(c->vfs, path, KC_GROUP_FILE_MAX, &buf, &len);
 	if (rc)
 		return rc;
-	kc_str fid = KC_STR_NULL;
+	kg_str fid = KC_STR_NULL;
 	const char *why = NULL;
-	rc = kc_group_file_parse(buf, len, &fid, out, &why);
+	rc = kg__group_file_parse(buf, len, &fid, out, &why);
 	if (rc == -EBADMSG)
 		KLOG_ERR("coord", "%s is not a group file this kaas can read (%s); the group is not "
 				  "served until it is fixed or removed", path, why ? why : "?");
-	if (rc == 0 && !kc_str_eqk(&fid, id)) {
-		kc_loaded_free(out);
+	if (rc == 0 && !kg__str_eqk(&fid, id)) {
+		kg__loaded_free(out);
 		rc = -ENOTUNIQ;
 	}
-	kc_str_free(&fid);
+	kg__str_free(&fid);
 	free(buf);
 	return rc;
 }

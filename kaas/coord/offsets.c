@@ -30,7 +30,7 @@
 
 /* ---- the sorted table ---------------------------------------------------------- */
 
-static int cmp_key(kaas_str topic, int32_t part, const kc_offset *o)
+static int cmp_key(kw_str topic, int32_t part, const kg_offset *o)
 {
 	int32_t n = topic.len < o->topic.len ? topic.len : o->topic.len;
 	int c = n > 0 ? memcmp(topic.s, o->topic.s, (size_t)n) : 0;
@@ -42,7 +42,7 @@ static int cmp_key(kaas_str topic, int32_t part, const kc_offset *o)
 }
 
 /* Index of the entry, or of where it would go (*found tells which). */
-static size_t tab_search(const kc_offset *v, size_t n, kaas_str topic, int32_t part, int *found)
+static size_t tab_search(const kg_offset *v, size_t n, kw_str topic, int32_t part, int *found)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -62,10 +62,10 @@ static size_t tab_search(const kc_offset *v, size_t n, kaas_str topic, int32_t p
 }
 
 /* Inserts or replaces by struct copy (no string copies). */
-static int tab_set(kc_offset **v, size_t *n, size_t *cap, const kc_offset *o, kc_offset *replaced)
+static int tab_set(kg_offset **v, size_t *n, size_t *cap, const kg_offset *o, kg_offset *replaced)
 {
 	int found;
-	size_t i = tab_search(*v, *n, kc_k(&o->topic), o->partition, &found);
+	size_t i = tab_search(*v, *n, kg_k(&o->topic), o->partition, &found);
 	if (found) {
 		if (replaced)
 			*replaced = (*v)[i];
@@ -74,7 +74,7 @@ static int tab_set(kc_offset **v, size_t *n, size_t *cap, const kc_offset *o, kc
 	}
 	if (*n == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 8;
-		kc_offset *nv = realloc(*v, ncap * sizeof(*nv));
+		kg_offset *nv = realloc(*v, ncap * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
 		*v = nv;
@@ -86,7 +86,7 @@ static int tab_set(kc_offset **v, size_t *n, size_t *cap, const kc_offset *o, kc
 	return 0;
 }
 
-static int tab_del(kc_offset *v, size_t *n, kaas_str topic, int32_t part, kc_offset *removed)
+static int tab_del(kg_offset *v, size_t *n, kw_str topic, int32_t part, kg_offset *removed)
 {
 	int found;
 	size_t i = tab_search(v, *n, topic, part, &found);
@@ -99,94 +99,94 @@ static int tab_del(kc_offset *v, size_t *n, kaas_str topic, int32_t part, kc_off
 	return 1;
 }
 
-kc_offset *kc_offset_find(kc_group *g, kaas_str topic, int32_t partition)
+kg_offset *kg__offset_find(kg_group *g, kw_str topic, int32_t partition)
 {
 	int found;
 	size_t i = tab_search(g->offs, g->noffs, topic, partition, &found);
 	return found ? &g->offs[i] : NULL;
 }
 
-void kc_offset_free(kc_offset *o)
+void kg__offset_free(kg_offset *o)
 {
-	kc_str_free(&o->topic);
-	kc_str_free(&o->metadata);
+	kg__str_free(&o->topic);
+	kg__str_free(&o->metadata);
 }
 
-int kc_offset_put(kc_group *g, const kc_offset *o)
+int kg__offset_put(kg_group *g, const kg_offset *o)
 {
-	kc_offset cp = *o;
+	kg_offset cp = *o;
 	cp.topic.s = NULL;
 	cp.topic.len = -1;
 	cp.metadata.s = NULL;
 	cp.metadata.len = -1;
-	if (kc_str_set(&cp.topic, o->topic.s, o->topic.len) ||
-	    kc_str_set(&cp.metadata, o->metadata.s, o->metadata.len)) {
-		kc_offset_free(&cp);
+	if (kg__str_set(&cp.topic, o->topic.s, o->topic.len) ||
+	    kg__str_set(&cp.metadata, o->metadata.s, o->metadata.len)) {
+		kg__offset_free(&cp);
 		return -ENOMEM;
 	}
-	kc_offset old;
+	kg_offset old;
 	int rc = tab_set(&g->offs, &g->noffs, &g->capoffs, &cp, &old);
 	if (rc < 0) {
-		kc_offset_free(&cp);
+		kg__offset_free(&cp);
 		return rc;
 	}
 	if (rc == 1)
-		kc_offset_free(&old);
+		kg__offset_free(&old);
 	return 0;
 }
 
-void kc_offset_remove(kc_group *g, kaas_str topic, int32_t partition)
+void kg__offset_remove(kg_group *g, kw_str topic, int32_t partition)
 {
-	kc_offset old;
+	kg_offset old;
 	if (tab_del(g->offs, &g->noffs, topic, partition, &old))
-		kc_offset_free(&old);
+		kg__offset_free(&old);
 }
 
-void kc_offsets_clear(kc_group *g)
+void kg__offsets_clear(kg_group *g)
 {
 	for (size_t i = 0; i < g->noffs; i++)
-		kc_offset_free(&g->offs[i]);
+		kg__offset_free(&g->offs[i]);
 	free(g->offs);
 	g->offs = NULL;
 	g->noffs = g->capoffs = 0;
 }
 
-void kc_pcommit_free(kc_pcommit *pc)
+void kg__pcommit_free(kg_pcommit *pc)
 {
 	if (!pc)
 		return;
 	for (size_t i = 0; i < pc->n; i++)
-		kc_offset_free(&pc->items[i].off);
+		kg__offset_free(&pc->items[i].off);
 	free(pc->items);
 	free(pc);
 }
 
 /* ---- serialising durable + pending ----------------------------------------------- */
 
-char *kc_group_serialize(kaas_coord *c, kc_group *g, uint64_t upto, size_t *len, size_t *count)
+char *kg__group_serialize(kg_coord *c, kg_group *g, uint64_t upto, size_t *len, size_t *count)
 {
 	/* A shallow copy of the table with the pending changes applied: the
 	 * strings stay owned by the table and the queue. */
 	size_t n = g->noffs, cap = g->noffs + 8;
-	kc_offset *v = malloc(cap * sizeof(*v));
+	kg_offset *v = malloc(cap * sizeof(*v));
 	if (!v)
 		return NULL;
 	if (n)
 		memcpy(v, g->offs, n * sizeof(*v));
-	for (kc_pcommit *pc = g->pc_head; pc && pc->seq <= upto; pc = pc->next) {
+	for (kg_pcommit *pc = g->pc_head; pc && pc->seq <= upto; pc = pc->next) {
 		for (size_t i = 0; i < pc->n; i++) {
-			const kc_citem *it = &pc->items[i];
+			const kg_citem *it = &pc->items[i];
 			if (it->err)
 				continue;
 			if (it->del)
-				tab_del(v, &n, kc_k(&it->off.topic), it->off.partition, NULL);
+				tab_del(v, &n, kg_k(&it->off.topic), it->off.partition, NULL);
 			else if (tab_set(&v, &n, &cap, &it->off, NULL) < 0) {
 				free(v);
 				return NULL;
 			}
 		}
 	}
-	char *buf = kc_group_serialize_view(c, g, v, n);
+	char *buf = kg__group_serialize_view(c, g, v, n);
 	free(v);
 	if (buf) {
 		*len = strlen(buf);
@@ -197,76 +197,76 @@ char *kc_group_serialize(kaas_coord *c, kc_group *g, uint64_t upto, size_t *len,
 
 /* ---- answering parked commits ------------------------------------------------------- */
 
-static void enc_items(kaas_wr *w, const kc_citem *items, size_t n, int16_t override)
+static void enc_items(kw_wr *w, const kg_citem *items, size_t n, int16_t override)
 {
 	int32_t topics = 0;
 	for (size_t i = 0; i < n; i++)
 		topics += items[i].topic_start;
-	kaas_wr_array(w, 0, topics);
+	kw_wr_array(w, 0, topics);
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
 		while (j < n && !items[j].topic_start)
 			j++;
-		kaas_wr_kstr(w, 0, kc_k(&items[i].off.topic));
-		kaas_wr_array(w, 0, (int32_t)(j - i));
+		kw_wr_kstr(w, 0, kg_k(&items[i].off.topic));
+		kw_wr_array(w, 0, (int32_t)(j - i));
 		for (size_t k = i; k < j; k++) {
-			kaas_wr_i32(w, items[k].off.partition);
-			kaas_wr_i16(w, items[k].err ? items[k].err : override);
+			kw_wr_i32(w, items[k].off.partition);
+			kw_wr_i16(w, items[k].err ? items[k].err : override);
 		}
 		i = j;
 	}
 }
 
 /* The response of a commit/delete whose accepted entries got `err`. */
-static void enc_pcommit(kaas_wr *w, const kc_pcommit *pc, int16_t err)
+static void enc_pcommit(kw_wr *w, const kg_pcommit *pc, int16_t err)
 {
 	if (pc->is_delete) {
-		kaas_wr_i16(w, KERR_NONE);
-		kaas_wr_i32(w, 0);
+		kw_wr_i16(w, KERR_NONE);
+		kw_wr_i32(w, 0);
 	} else if (pc->w.version >= 3) {
-		kaas_wr_i32(w, 0);
+		kw_wr_i32(w, 0);
 	}
 	enc_items(w, pc->items, pc->n, err);
 }
 
-static void answer_pcommit(kc_pcommit *pc, int16_t err, kc_outbox *ob)
+static void answer_pcommit(kg_pcommit *pc, int16_t err, kg_outbox *ob)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	enc_pcommit(&w, pc, err);
-	kc_outbox_add(ob, &pc->w, &w);
+	kg__outbox_add(ob, &pc->w, &w);
 }
 
-void kc_group_fail_commits(kaas_coord *c, kc_group *g, int16_t err, kc_outbox *ob)
+void kg__group_fail_commits(kg_coord *c, kg_group *g, int16_t err, kg_outbox *ob)
 {
 	(void)c;
 	while (g->pc_head) {
-		kc_pcommit *pc = g->pc_head;
+		kg_pcommit *pc = g->pc_head;
 		g->pc_head = pc->next;
 		answer_pcommit(pc, err, ob);
-		kc_pcommit_free(pc);
+		kg__pcommit_free(pc);
 	}
 	g->pc_tail = &g->pc_head;
 }
 
-void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
+void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob)
 {
 	int meta = g->meta_seq > g->meta_written;
 	if (!g->pc_head && !meta)
 		return;
 	if (g->deleting) {
-		kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+		kg__group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
 		return; /* the membership of a group being deleted is empty */
 	}
 	if (!g->loaded) {
 		/* A failed write made it forget its offsets: the file is read
 		 * again before it is replaced whole. */
-		kc_group *same = NULL;
+		kg_group *same = NULL;
 		g->refs++;
-		int16_t err = kc_group_get(c, kc_k(&g->id), 1, &same);
+		int16_t err = kg__group_get(c, kg_k(&g->id), 1, &same);
 		g->refs--;
 		if (err || !g->loaded) {
-			kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
-			kc_group_meta_written(c, g, 0, 0, ob);
+			kg__group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+			kg__group_meta_written(c, g, 0, 0, ob);
 			return;
 		}
 	}
@@ -275,12 +275,12 @@ void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
 	size_t len = 0, count = 0;
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
-	int rc = kc_group_path(kc_k(&g->id), path, sizeof(path));
-	if (!rc && !(buf = kc_group_serialize(c, g, upto, &len, &count)))
+	int rc = kg__group_path(kg_k(&g->id), path, sizeof(path));
+	if (!rc && !(buf = kg__group_serialize(c, g, upto, &len, &count)))
 		rc = -ENOMEM;
 	if (rc) {
-		kc_group_fail_commits(c, g, KERR_COORDINATOR_NOT_AVAILABLE, ob);
-		kc_group_meta_written(c, g, 0, meta_upto, ob);
+		kg__group_fail_commits(c, g, KERR_COORDINATOR_NOT_AVAILABLE, ob);
+		kg__group_meta_written(c, g, 0, meta_upto, ob);
 		return;
 	}
 	/* Nothing left to remember and nobody in the group: no file at all. */
@@ -305,70 +305,70 @@ void kc_group_write(kaas_coord *c, kc_group *g, kc_outbox *ob)
 		c->stats.write_failures++;
 		KLOG_ERR("coord", "group '%s': writing %s failed: %s; its commits are refused and "
 				  "the file will be read again", g->id.s, path, sub_strerror(rc));
-		kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
-		kc_offsets_clear(g);
+		kg__group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+		kg__offsets_clear(g);
 		g->loaded = 0;
 		g->file_exists = 1; /* whatever the volume holds now */
-		kc_group_meta_written(c, g, 0, meta_upto, ob);
+		kg__group_meta_written(c, g, 0, meta_upto, ob);
 		return;
 	}
 	c->stats.group_writes++;
 	g->file_exists = !remove;
-	kc_group_meta_written(c, g, 1, meta_upto, ob);
+	kg__group_meta_written(c, g, 1, meta_upto, ob);
 	while (g->pc_head && g->pc_head->seq <= upto) {
-		kc_pcommit *pc = g->pc_head;
+		kg_pcommit *pc = g->pc_head;
 		g->pc_head = pc->next;
 		if (!g->pc_head)
 			g->pc_tail = &g->pc_head;
 		for (size_t i = 0; i < pc->n; i++) {
-			kc_citem *it = &pc->items[i];
+			kg_citem *it = &pc->items[i];
 			if (it->err)
 				continue;
 			if (it->del) {
-				kc_offset_remove(g, kc_k(&it->off.topic), it->off.partition);
+				kg__offset_remove(g, kg_k(&it->off.topic), it->off.partition);
 				continue;
 			}
-			if (kc_offset_put(g, &it->off))
+			if (kg__offset_put(g, &it->off))
 				g->loaded = 0; /* the file has it, memory does not: read it again */
 		}
 		answer_pcommit(pc, KERR_NONE, ob);
-		kc_pcommit_free(pc);
+		kg__pcommit_free(pc);
 	}
 	if (!g->loaded) {
-		kc_group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
-		kc_offsets_clear(g);
+		kg__group_fail_commits(c, g, KERR_NOT_COORDINATOR, ob);
+		kg__offsets_clear(g);
 	}
 	if (g->pc_head || g->meta_seq > g->meta_written)
-		kc_flush_enqueue(c, g);
+		kg__flush_enqueue(c, g);
 }
 
 /* ---- OffsetCommit ------------------------------------------------------------------------ */
 
-typedef struct kc_items {
-	kc_citem *v;
+typedef struct kg_items {
+	kg_citem *v;
 	size_t n, cap;
-} kc_items;
+} kg_items;
 
-static kc_citem *items_add(kc_items *it)
+static kg_citem *items_add(kg_items *it)
 {
 	if (it->n == it->cap) {
 		size_t ncap = it->cap ? it->cap * 2 : 16;
-		kc_citem *nv = realloc(it->v, ncap * sizeof(*nv));
+		kg_citem *nv = realloc(it->v, ncap * sizeof(*nv));
 		if (!nv)
 			return NULL;
 		it->v = nv;
 		it->cap = ncap;
 	}
-	kc_citem *e = &it->v[it->n++];
+	kg_citem *e = &it->v[it->n++];
 	memset(e, 0, sizeof(*e));
 	e->off.topic.len = e->off.metadata.len = -1;
 	return e;
 }
 
-static void items_free(kc_items *it)
+static void items_free(kg_items *it)
 {
 	for (size_t i = 0; i < it->n; i++)
-		kc_offset_free(&it->v[i].off);
+		kg__offset_free(&it->v[i].off);
 	free(it->v);
 	it->v = NULL;
 	it->n = it->cap = 0;
@@ -376,13 +376,13 @@ static void items_free(kc_items *it)
 
 /* Queues the accepted entries (c->mu held).  Returns KAAS_DEFERRED, or
  * KAAS_HANDLED when nothing needs writing (the answer is in resp). */
-static int queue_commit(kaas_coord *c, kc_group *g, const kaas_coord_call *call, kc_items *it,
-			int is_delete, kaas_wr *resp)
+static int queue_commit(kg_coord *c, kg_group *g, const kg_coord_call *call, kg_items *it,
+			int is_delete, kw_wr *resp)
 {
 	int any = 0;
 	for (size_t i = 0; i < it->n; i++)
 		any |= it->v[i].err == KERR_NONE;
-	kc_pcommit *pc = calloc(1, sizeof(*pc));
+	kg_pcommit *pc = calloc(1, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
 	pc->items = it->v;
@@ -394,7 +394,7 @@ static int queue_commit(kaas_coord *c, kc_group *g, const kaas_coord_call *call,
 	it->n = it->cap = 0;
 	if (!any || !call->done) {
 		enc_pcommit(resp, pc, call->done ? KERR_NONE : KERR_COORDINATOR_NOT_AVAILABLE);
-		kc_pcommit_free(pc);
+		kg__pcommit_free(pc);
 		return KAAS_HANDLED;
 	}
 	pc->w.done = call->done;
@@ -404,17 +404,17 @@ static int queue_commit(kaas_coord *c, kc_group *g, const kaas_coord_call *call,
 	g->pc_tail = &pc->next;
 	if (!is_delete)
 		c->stats.commits++;
-	kc_flush_enqueue(c, g);
+	kg__flush_enqueue(c, g);
 	return KAAS_DEFERRED;
 }
 
-int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_offset_commit(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
-	kaas_str gid, member_id = {"", 0}, inst = {NULL, -1};
+	kw_str gid, member_id = {"", 0}, inst = {NULL, -1};
 	int32_t gen = -1, ntopics;
 	int64_t retention;
-	kc_items it = {0};
+	kg_items it = {0};
 	int rc;
 	KRD_STR(rd, 0, &gid);
 	if (v >= 1) {
@@ -426,9 +426,9 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 	if (v >= 2 && v <= 4)
 		KRD_I64(rd, &retention);
 	KRD_ARRAY(rd, 0, 6, &ntopics);
-	int64_t wall = kc_wall(c);
+	int64_t wall = kg__wall(c);
 	for (int32_t t = 0; t < ntopics; t++) {
-		kaas_str topic;
+		kw_str topic;
 		int32_t nparts;
 		KRD_STR(rd, 0, &topic);
 		KRD_EXPECT(rd, topic.len >= 0, "topic name (null)");
@@ -436,7 +436,7 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 		for (int32_t p = 0; p < nparts; p++) {
 			int32_t part, epoch = -1;
 			int64_t off, ts;
-			kaas_str meta;
+			kw_str meta;
 			KRD_I32(rd, &part);
 			KRD_I64(rd, &off);
 			if (v >= 6)
@@ -444,9 +444,9 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 			if (v == 1)
 				KRD_I64(rd, &ts);
 			KRD_STR(rd, 0, &meta);
-			kc_citem *e = items_add(&it);
-			if (!e || kc_str_setk(&e->off.topic, topic) ||
-			    kc_str_set(&e->off.metadata, meta.len > 0 ? meta.s : "", meta.len > 0 ? meta.len : 0)) {
+			kg_citem *e = items_add(&it);
+			if (!e || kg_str_setk(&e->off.topic, topic) ||
+			    kg__str_set(&e->off.metadata, meta.len > 0 ? meta.s : "", meta.len > 0 ? meta.len : 0)) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -463,20 +463,20 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 	}
 	(void)retention;
 
-	int16_t err = kc_group_status(c, gid, 1);
-	kc_outbox ob;
-	kc_outbox_init(&ob);
+	int16_t err = kg__group_status(c, gid, 1);
+	kg_outbox ob;
+	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
-	kc_group *g = NULL;
+	kg_group *g = NULL;
 	if (!err)
-		err = kc_group_get(c, gid, gen < 0, &g);
+		err = kg__group_get(c, gid, gen < 0, &g);
 	if (!err && !g)
 		err = KERR_ILLEGAL_GENERATION; /* a generation of a group that is gone */
 	if (!err && g->deleting)
 		err = KERR_NOT_COORDINATOR;
 	if (!err) {
-		kc_member *m = kc_member_find(g, member_id);
-		if (kc_member_fenced(g, member_id, inst))
+		kg_member *m = kg__member_find(g, member_id);
+		if (kg__member_fenced(g, member_id, inst))
 			err = KERR_FENCED_INSTANCE_ID;
 		if (err) {
 		} else if (gen < 0 && g->state == KC_EMPTY) {
@@ -488,7 +488,7 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 		} else if (g->state == KC_COMPLETING) {
 			err = KERR_REBALANCE_IN_PROGRESS;
 		} else {
-			m->deadline = kc_now(c) + m->session_timeout_ms;
+			m->deadline = kg__now(c) + m->session_timeout_ms;
 		}
 	}
 	if (err)
@@ -496,9 +496,9 @@ int kc_api_offset_commit(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 			it.v[i].err = err;
 	rc = queue_commit(c, g, call, &it, 0, w);
 	if (g)
-		kc_group_maybe_drop(c, g);
+		kg__group_maybe_drop(c, g);
 	pthread_mutex_unlock(&c->mu);
-	kc_outbox_deliver(&ob);
+	kg__outbox_deliver(&ob);
 	goto out;
 err_parse:
 	rc = -EBADMSG;
@@ -509,26 +509,26 @@ out:
 
 /* ---- OffsetFetch --------------------------------------------------------------------------- */
 
-static void enc_fetch_part(kaas_wr *w, int16_t v, int flex, int32_t part, const kc_offset *o,
+static void enc_fetch_part(kw_wr *w, int16_t v, int flex, int32_t part, const kg_offset *o,
 			   int16_t err)
 {
-	kaas_wr_i32(w, part);
-	kaas_wr_i64(w, o ? o->offset : -1);
+	kw_wr_i32(w, part);
+	kw_wr_i64(w, o ? o->offset : -1);
 	if (v >= 5)
-		kaas_wr_i32(w, o ? o->leader_epoch : -1);
+		kw_wr_i32(w, o ? o->leader_epoch : -1);
 	if (o && o->metadata.len > 0)
-		kaas_wr_strn(w, flex, o->metadata.s, o->metadata.len);
+		kw_wr_strn(w, flex, o->metadata.s, o->metadata.len);
 	else
-		kaas_wr_strn(w, flex, "", 0);
-	kaas_wr_i16(w, err);
-	kaas_wr_tags(w, flex);
+		kw_wr_strn(w, flex, "", 0);
+	kw_wr_i16(w, err);
+	kw_wr_tags(w, flex);
 }
 
-int kc_api_offset_fetch(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
 	int flex = v >= 6;
-	kaas_str gid;
+	kw_str gid;
 	int32_t ntopics;
 	int8_t require_stable = 0;
 	KRD_STR(rd, flex, &gid);
@@ -536,9 +536,9 @@ int kc_api_offset_fetch(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd,
 	KRD_EXPECT(rd, ntopics >= 0 || v >= 2, "topics (null before v2)");
 	/* The topic list stays in the request: walk it once to validate, and
 	 * again while answering. */
-	kaas_rd topics_at = *rd;
+	kw_rd topics_at = *rd;
 	for (int32_t t = 0; t < ntopics; t++) {
-		kaas_str topic;
+		kw_str topic;
 		int32_t np;
 		KRD_STR(rd, flex, &topic);
 		KRD_ARRAY(rd, flex, 4, &np);
@@ -550,57 +550,57 @@ int kc_api_offset_fetch(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd,
 	KRD_TAGS(rd, flex);
 	(void)require_stable; /* no transactions yet: every committed offset is stable */
 
-	int16_t err = kc_group_status(c, gid, 1);
+	int16_t err = kg__group_status(c, gid, 1);
 	pthread_mutex_lock(&c->mu);
-	kc_group *g = NULL;
+	kg_group *g = NULL;
 	if (!err)
-		err = kc_group_get(c, gid, 0, &g);
+		err = kg__group_get(c, gid, 0, &g);
 	if (v >= 3)
-		kaas_wr_i32(w, 0);
+		kw_wr_i32(w, 0);
 	if (err && v >= 2) {
-		kaas_wr_array(w, flex, 0);
+		kw_wr_array(w, flex, 0);
 	} else if (ntopics < 0) {
 		/* Every committed offset of the group, by topic. */
 		size_t n = g ? g->noffs : 0, at = 0;
 		int32_t cnt = 0;
 		for (size_t i = 0; i < n; i++)
-			cnt += i == 0 || !kc_str_eq(&g->offs[i].topic, &g->offs[i - 1].topic);
-		kaas_wr_array(w, flex, cnt);
+			cnt += i == 0 || !kg__str_eq(&g->offs[i].topic, &g->offs[i - 1].topic);
+		kw_wr_array(w, flex, cnt);
 		while (at < n) {
 			size_t end = at + 1;
-			while (end < n && kc_str_eq(&g->offs[end].topic, &g->offs[at].topic))
+			while (end < n && kg__str_eq(&g->offs[end].topic, &g->offs[at].topic))
 				end++;
-			kaas_wr_kstr(w, flex, kc_k(&g->offs[at].topic));
-			kaas_wr_array(w, flex, (int32_t)(end - at));
+			kw_wr_kstr(w, flex, kg_k(&g->offs[at].topic));
+			kw_wr_array(w, flex, (int32_t)(end - at));
 			for (size_t i = at; i < end; i++)
 				enc_fetch_part(w, v, flex, g->offs[i].partition, &g->offs[i], KERR_NONE);
-			kaas_wr_tags(w, flex);
+			kw_wr_tags(w, flex);
 			at = end;
 		}
 	} else {
-		kaas_rd r2 = topics_at;
-		kaas_wr_array(w, flex, ntopics);
+		kw_rd r2 = topics_at;
+		kw_wr_array(w, flex, ntopics);
 		for (int32_t t = 0; t < ntopics; t++) {
-			kaas_str topic = {"", 0};
+			kw_str topic = {"", 0};
 			int32_t np = 0;
-			kaas_rd_str(&r2, flex, &topic);
-			kaas_rd_array(&r2, flex, 4, &np);
-			kaas_wr_kstr(w, flex, topic);
-			kaas_wr_array(w, flex, np > 0 ? np : 0);
+			kw_rd_str(&r2, flex, &topic);
+			kw_rd_array(&r2, flex, 4, &np);
+			kw_wr_kstr(w, flex, topic);
+			kw_wr_array(w, flex, np > 0 ? np : 0);
 			for (int32_t p = 0; p < np; p++) {
 				int32_t part = -1;
-				kaas_rd_i32(&r2, &part);
-				const kc_offset *o = g && !err ? kc_offset_find(g, topic, part) : NULL;
+				kw_rd_i32(&r2, &part);
+				const kg_offset *o = g && !err ? kg__offset_find(g, topic, part) : NULL;
 				enc_fetch_part(w, v, flex, part, o, err);
 			}
-			kaas_rd_tags(&r2, flex);
-			kaas_wr_tags(w, flex);
+			kw_rd_tags(&r2, flex);
+			kw_wr_tags(w, flex);
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (v >= 2)
-		kaas_wr_i16(w, err);
-	kaas_wr_tags(w, flex);
+		kw_wr_i16(w, err);
+	kw_wr_tags(w, flex);
 	return KAAS_HANDLED;
 err_parse:
 	return -EBADMSG;
@@ -608,16 +608,16 @@ err_parse:
 
 /* ---- OffsetDelete ---------------------------------------------------------------------------- */
 
-int kc_api_offset_delete(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_offset_delete(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
-	kaas_str gid;
+	kw_str gid;
 	int32_t ntopics;
-	kc_items it = {0};
+	kg_items it = {0};
 	int rc;
 	KRD_STR(rd, 0, &gid);
 	KRD_ARRAY(rd, 0, 6, &ntopics);
 	for (int32_t t = 0; t < ntopics; t++) {
-		kaas_str topic;
+		kw_str topic;
 		int32_t np;
 		KRD_STR(rd, 0, &topic);
 		KRD_EXPECT(rd, topic.len >= 0, "topic name (null)");
@@ -625,8 +625,8 @@ int kc_api_offset_delete(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 		for (int32_t p = 0; p < np; p++) {
 			int32_t part;
 			KRD_I32(rd, &part);
-			kc_citem *e = items_add(&it);
-			if (!e || kc_str_setk(&e->off.topic, topic)) {
+			kg_citem *e = items_add(&it);
+			if (!e || kg_str_setk(&e->off.topic, topic)) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -636,11 +636,11 @@ int kc_api_offset_delete(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 		}
 	}
 
-	int16_t top = kc_group_status(c, gid, 0);
-	kc_group *g = NULL;
+	int16_t top = kg__group_status(c, gid, 0);
+	kg_group *g = NULL;
 	pthread_mutex_lock(&c->mu);
 	if (!top)
-		top = kc_group_get(c, gid, 0, &g);
+		top = kg__group_get(c, gid, 0, &g);
 	if (!top && (!g || g->state == KC_DEAD))
 		top = KERR_GROUP_ID_NOT_FOUND;
 	if (!top && g->deleting)
@@ -651,13 +651,13 @@ int kc_api_offset_delete(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd
 	if (!top && g->state != KC_EMPTY) {
 		/* Offsets of topics the group consumes stay. */
 		for (size_t i = 0; i < it.n; i++)
-			if (kc_group_subscribed(g, kc_k(&it.v[i].off.topic)) != 0)
+			if (kg__group_subscribed(g, kg_k(&it.v[i].off.topic)) != 0)
 				it.v[i].err = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
 	}
 	if (top) {
-		kaas_wr_i16(w, top);
-		kaas_wr_i32(w, 0);
-		kaas_wr_array(w, 0, 0);
+		kw_wr_i16(w, top);
+		kw_wr_i32(w, 0);
+		kw_wr_array(w, 0, 0);
 		rc = KAAS_HANDLED;
 	} else {
 		rc = queue_commit(c, g, call, &it, 1, w);
@@ -674,18 +674,18 @@ out:
 /* ---- retention ---------------------------------------------------------------------------------- */
 
 /* Queues the removal of g's expired offsets (c->mu held). */
-static void expire_group(kaas_coord *c, kc_group *g, int64_t wall)
+static void expire_group(kg_coord *c, kg_group *g, int64_t wall)
 {
 	if (g->nmembers || g->npending || g->pc_head || g->deleting || !g->loaded || !g->noffs)
 		return;
-	kc_items it = {0};
+	kg_items it = {0};
 	for (size_t i = 0; i < g->noffs; i++) {
-		const kc_offset *o = &g->offs[i];
+		const kg_offset *o = &g->offs[i];
 		int64_t since = o->commit_ms > g->empty_since ? o->commit_ms : g->empty_since;
 		if (wall - since < c->cfg.offsets_retention_ms)
 			continue;
-		kc_citem *e = items_add(&it);
-		if (!e || kc_str_set(&e->off.topic, o->topic.s, o->topic.len)) {
+		kg_citem *e = items_add(&it);
+		if (!e || kg__str_set(&e->off.topic, o->topic.s, o->topic.len)) {
 			items_free(&it);
 			return;
 		}
@@ -695,7 +695,7 @@ static void expire_group(kaas_coord *c, kc_group *g, int64_t wall)
 	}
 	if (!it.n)
 		return;
-	kc_pcommit *pc = calloc(1, sizeof(*pc));
+	kg_pcommit *pc = calloc(1, sizeof(*pc));
 	if (!pc) {
 		items_free(&it);
 		return;
@@ -709,10 +709,10 @@ static void expire_group(kaas_coord *c, kc_group *g, int64_t wall)
 	pc->seq = g->next_seq++;
 	*g->pc_tail = pc;
 	g->pc_tail = &pc->next;
-	kc_flush_enqueue(c, g);
+	kg__flush_enqueue(c, g);
 }
 
-void kaas_coord_expire_offsets(kaas_coord *c)
+void kg_coord_expire_offsets(kg_coord *c)
 {
 	if (c->cfg.offsets_retention_ms <= 0)
 		return;
@@ -732,16 +732,16 @@ void kaas_coord_expire_offsets(kaas_coord *c)
 		    strcmp(names[i] + len - 5, ".json") != 0)
 			continue;
 		names[i][len - 5] = '\0';
-		if (kc_gname_decode(names[i], id, sizeof(id), &idlen) != 0)
+		if (kg__gname_decode(names[i], id, sizeof(id), &idlen) != 0)
 			continue; /* hashed names are loaded when ListGroups or a client names them */
-		kaas_str k = {id, (int32_t)idlen};
-		kc_group *g;
-		if (!kc_group_find(c, k))
-			kc_group_get(c, k, 0, &g);
+		kw_str k = {id, (int32_t)idlen};
+		kg_group *g;
+		if (!kg__group_find(c, k))
+			kg__group_get(c, k, 0, &g);
 	}
-	int64_t wall = kc_wall(c);
+	int64_t wall = kg__wall(c);
 	for (size_t b = 0; b < c->tabsize; b++)
-		for (kc_group *g = c->tab[b]; g; g = g->hnext)
+		for (kg_group *g = c->tab[b]; g; g = g->hnext)
 			expire_group(c, g, wall);
 	pthread_mutex_unlock(&c->mu);
 	sub_names_free(names, n);

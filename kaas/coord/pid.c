@@ -25,7 +25,7 @@
 
 #define KC_PID_MAX_BLOCK 9999999999LL /* ten digits */
 
-int kc_pids_init(kc_pids *p)
+int kg__pids_init(kg_pids *p)
 {
 	pthread_mutex_init(&p->mu, NULL);
 	p->next = p->end = 0;
@@ -33,7 +33,7 @@ int kc_pids_init(kc_pids *p)
 	return 0;
 }
 
-void kc_pids_destroy(kc_pids *p) { pthread_mutex_destroy(&p->mu); }
+void kg__pids_destroy(kg_pids *p) { pthread_mutex_destroy(&p->mu); }
 
 static int parse_block(const char *name, int64_t *out)
 {
@@ -50,7 +50,7 @@ static int parse_block(const char *name, int64_t *out)
 }
 
 /* The highest block anyone has claimed, or -1. */
-static int highest_block(kaas_coord *c, int64_t *out)
+static int highest_block(kg_coord *c, int64_t *out)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -71,7 +71,7 @@ static int highest_block(kaas_coord *c, int64_t *out)
 
 /* Claims the next free block (p->mu held: blocking I/O, but only for
  * InitProducerId, once per KC_PID_BLOCK_SIZE producers). */
-static int claim_block(kaas_coord *c, kc_pids *p)
+static int claim_block(kg_coord *c, kg_pids *p)
 {
 	int rc;
 	int64_t b;
@@ -90,7 +90,7 @@ static int claim_block(kaas_coord *c, kc_pids *p)
 				   "\"broker_id\":%d,\"claimed_ms\":%lld}\n",
 				   (long long)b, (long long)(b * KC_PID_BLOCK_SIZE),
 				   (long long)(b * KC_PID_BLOCK_SIZE + KC_PID_BLOCK_SIZE - 1),
-				   c->cfg.broker_id, (long long)kc_wall(c));
+				   c->cfg.broker_id, (long long)kg__wall(c));
 		rc = sub_create_excl(c->vfs, path, body, (size_t)len);
 		if (rc == -ENOENT && sub_mkdirs(c->vfs, "pid-blocks", 0755) == 0)
 			rc = sub_create_excl(c->vfs, path, body, (size_t)len);
@@ -124,9 +124,9 @@ static int claim_block(kaas_coord *c, kc_pids *p)
 	}
 }
 
-int kc_pid_next(kaas_coord *c, int64_t *pid)
+int kg__pid_next(kg_coord *c, int64_t *pid)
 {
-	kc_pids *p = &c->pids;
+	kg_pids *p = &c->pids;
 	int rc = 0;
 	pthread_mutex_lock(&p->mu);
 	if (p->next >= p->end)
@@ -137,7 +137,7 @@ int kc_pid_next(kaas_coord *c, int64_t *pid)
 	return rc;
 }
 
-int kc_pid_issued(kaas_coord *c, int64_t pid)
+int kg__pid_issued(kg_coord *c, int64_t pid)
 {
 	if (pid < 0)
 		return 0;
@@ -157,11 +157,11 @@ int kc_pid_issued(kaas_coord *c, int64_t pid)
  * retrying until its timeout (docs/groups.md). */
 #define KC_TXN_UNSUPPORTED KERR_INVALID_REQUEST
 
-int kc_api_init_producer_id(kaas_coord *c, const kaas_coord_call *call, kaas_rd *rd, kaas_wr *w)
+int kg__api_init_producer_id(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
 	int flex = v >= 2;
-	kaas_str txn;
+	kw_str txn;
 	int32_t timeout;
 	int64_t pid = -1;
 	int16_t epoch = -1;
@@ -185,7 +185,7 @@ int kc_api_init_producer_id(kaas_coord *c, const kaas_coord_call *call, kaas_rd 
 	} else {
 		int rc = 0;
 		if (pid >= 0 && epoch < INT16_MAX - 1)
-			rc = kc_pid_issued(c, pid);
+			rc = kg__pid_issued(c, pid);
 		if (rc == 1) {
 			/* KIP-360: the producer keeps its id with the next epoch; its
 			 * partitions start a fresh sequence for it. */
@@ -193,7 +193,7 @@ int kc_api_init_producer_id(kaas_coord *c, const kaas_coord_call *call, kaas_rd 
 			out_epoch = (int16_t)(epoch + 1);
 		} else if (rc == 0) {
 			/* A new producer, an exhausted epoch, or an id nobody issued. */
-			rc = kc_pid_next(c, &out_pid);
+			rc = kg__pid_next(c, &out_pid);
 			out_epoch = 0;
 		}
 		if (rc < 0) {
@@ -203,11 +203,11 @@ int kc_api_init_producer_id(kaas_coord *c, const kaas_coord_call *call, kaas_rd 
 			out_epoch = -1;
 		}
 	}
-	kaas_wr_i32(w, 0);
-	kaas_wr_i16(w, err);
-	kaas_wr_i64(w, out_pid);
-	kaas_wr_i16(w, out_epoch);
-	kaas_wr_tags(w, flex);
+	kw_wr_i32(w, 0);
+	kw_wr_i16(w, err);
+	kw_wr_i64(w, out_pid);
+	kw_wr_i16(w, out_epoch);
+	kw_wr_tags(w, flex);
 	return KAAS_HANDLED;
 err_parse:
 	return -EBADMSG;

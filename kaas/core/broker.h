@@ -1,12 +1,12 @@
 /*
  * broker.h — the broker as every request handler sees it.
  *
- * Three things live here: the broker configuration (struct kaas_config, every
- * setting with its Kafka name), the broker itself (struct kaas_broker: id,
+ * Three things live here: the broker configuration (struct kb_config, every
+ * setting with its Kafka name), the broker itself (struct kb_broker: id,
  * advertised endpoint, the two volumes, the engines) and the request
- * (struct kaas_req: what a handler gets besides the body reader).  The
+ * (struct kb_req: what a handler gets besides the body reader).  The
  * partition table, the one place that answers "do I lead this partition, at
- * which epoch?", has its own header: server/ptable.h.
+ * which epoch?", has its own header: kaas/core/ptable.h.
  *
  * Guarantees for handler authors (topics, coordinators, data path):
  *
@@ -14,22 +14,22 @@
  *    of one connection reach handlers one at a time and in arrival order; the
  *    responses leave in that order too, whatever order handlers finish in.
  *  - KAAS_DEFERRED (proto/api.h): the handler keeps `req` and completes it
- *    later with kaas_req_complete(), from any thread.  The connection goes on
+ *    later with kb_req_complete(), from any thread.  The connection goes on
  *    to its next request meanwhile; the deferred response still goes out in
- *    its place.  `req`, the request frame and every kaas_str/kaas_bytes slice
- *    decoded from it stay valid until kaas_req_complete() returns — even when
+ *    its place.  `req`, the request frame and every kw_str/kw_bytes slice
+ *    decoded from it stay valid until kb_req_complete() returns — even when
  *    the client disconnected meanwhile (the response is then dropped).
  *    Copy what you need beyond that point.
  *  - KAAS_NO_RESPONSE: the request gets no response at all (Produce acks=0).
- *  - kaas_req_attach_read(): splices a storage read plan into the response
+ *  - kb_req_attach_read(): splices a storage read plan into the response
  *    body at the current write position; the server streams those bytes from
  *    the segment files (sendfile(2) when the substrate has kernel
  *    descriptors, read into memory on the worker otherwise).  Only Fetch
  *    needs it.
- *  - kaas_timer_start()/kaas_broker_run(): work later or elsewhere, always on
+ *  - kb_timer_start()/kb_broker_run(): work later or elsewhere, always on
  *    a worker thread, never on the event loop (JoinGroup delays, session
  *    expiry, delayed produce/fetch).
- *  - struct kaas_broker and its config are read-only after start-up, except
+ *  - struct kb_broker and its config are read-only after start-up, except
  *    through the engines' own locked APIs.
  */
 #ifndef KAAS_SERVER_BROKER_H
@@ -47,7 +47,7 @@
  * Every value has one name in the config file (Kafka's where Kafka has the
  * setting), and the main ones a flag and a KAAS_* variable; docs/broker.md
  * lists them.  Precedence: flag > environment > file > default. */
-typedef struct kaas_config {
+typedef struct kb_config {
 	/* identity and endpoints */
 	int32_t broker_id;              /* broker.id (1) */
 	char listen_host[256];          /* listeners=PLAINTEXT://HOST:PORT */
@@ -62,7 +62,7 @@ typedef struct kaas_config {
 	int32_t num_partitions;         /* num.partitions (1) */
 	int auto_create_topics;         /* auto.create.topics.enable (true) */
 	int16_t default_replication_factor; /* default.replication.factor (1; reported only) */
-	kaas_log_config log;            /* log.retention.ms, log.retention.bytes,
+	ks_log_config log;            /* log.retention.ms, log.retention.bytes,
 	                                   log.segment.bytes, log.roll.ms,
 	                                   message.max.bytes, log.index.interval.bytes,
 	                                   log.message.timestamp.type: the defaults a
@@ -92,42 +92,42 @@ typedef struct kaas_config {
 	int64_t offsets_retention_minutes;        /* offsets.retention.minutes (10080) */
 	int64_t transaction_max_timeout_ms;       /* transaction.max.timeout.ms (900000) */
 	int64_t transactional_id_expiration_ms;   /* transactional.id.expiration.ms (604800000) */
-} kaas_config;
+} kb_config;
 
 /* Kafka's defaults (and ours for the kaas.* keys). */
-void kaas_config_defaults(kaas_config *c);
+void kb_config_defaults(kb_config *c);
 
 /* Applies one key=value (file syntax).  Returns 0, or -EINVAL with a message
  * naming the key in err; -ENOENT for a key kaas does not know. */
-int kaas_config_set(kaas_config *c, const char *key, const char *value, char *err, size_t errlen);
+int kb_config_set(kb_config *c, const char *key, const char *value, char *err, size_t errlen);
 
 /* Reads a Kafka-style properties file (key=value, '#'/'!' comments).  Unknown
  * keys are reported through `warn` (may be NULL) and skipped, as Kafka does;
  * a bad value is an error naming the file, line and key. */
-int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t errlen,
+int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen,
 			  void (*warn)(const char *msg));
 
 /* ---- the broker ------------------------------------------------------------ */
 
-struct kaas_ptable;   /* server/ptable.h: which partitions this broker leads */
-struct kaas_topics;   /* topics/: the topic registry (CLUSTER/topics/) */
-struct kaas_coord;    /* coord/: consumer groups, producer ids, transactions */
-typedef struct kaas_timer kaas_timer;
-typedef void (*kaas_work_fn)(void *arg);
+struct kb_ptable;   /* kaas/core/ptable.h: which partitions this broker leads */
+struct kt_topics;   /* topics/: the topic registry (CLUSTER/topics/) */
+struct kg_coord;    /* coord/: consumer groups, producer ids, transactions */
+typedef struct kb_timer kb_timer;
+typedef void (*kb_work_fn)(void *arg);
 
 /* What the network server provides to the engines (set by the server before
  * any handler runs; unit tests of a handler may leave it NULL). */
-typedef struct kaas_server_ops {
-	void (*complete)(void *server, kaas_req *req, kaas_wr *resp);
-	int (*run)(void *server, kaas_work_fn fn, void *arg);
-	kaas_timer *(*timer_start)(void *server, int64_t delay_ms, kaas_work_fn fn, void *arg);
-	int (*timer_cancel)(void *server, kaas_timer *t);
-} kaas_server_ops;
+typedef struct kb_server_ops {
+	void (*complete)(void *server, kb_req *req, kw_wr *resp);
+	int (*run)(void *server, kb_work_fn fn, void *arg);
+	kb_timer *(*timer_start)(void *server, int64_t delay_ms, kb_work_fn fn, void *arg);
+	int (*timer_cancel)(void *server, kb_timer *t);
+} kb_server_ops;
 
 #define KAAS_UPKEEP_MAX 8
 
-typedef struct kaas_broker {
-	kaas_config cfg;              /* validated; read-only after start-up */
+typedef struct kb_broker {
+	kb_config cfg;              /* validated; read-only after start-up */
 	int32_t id;                   /* = cfg.broker_id */
 	const char *host;             /* advertised host and port (Metadata, FindCoordinator) */
 	int32_t port;
@@ -135,37 +135,37 @@ typedef struct kaas_broker {
 	sub_vfs *cluster;             /* CLUSTER: registry, assignment, groups, stamp */
 	char cluster_id[64];          /* Metadata v2+ cluster_id (CLUSTER/cluster-id.json) */
 
-	struct kaas_ptable *parts;    /* never NULL once serving */
-	struct kaas_topics *topics;   /* the topic registry */
-	struct kaas_coord *coord;     /* group coordinator + producer ids */
+	struct kb_ptable *parts;    /* never NULL once serving */
+	struct kt_topics *topics;   /* the topic registry */
+	struct kg_coord *coord;     /* group coordinator + producer ids */
 
-	const kaas_server_ops *ops;
+	const kb_server_ops *ops;
 	void *server;
 	struct {                      /* periodic upkeep of the modules above the core */
-		kaas_work_fn fn;
+		kb_work_fn fn;
 		void *arg;
 	} upkeep[KAAS_UPKEEP_MAX];
 	int nupkeep;                  /* registered before serving; read-only after */
 	volatile int stopping;        /* set when SIGTERM/SIGINT arrives; read it with
 	                                 __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE) */
-} kaas_broker;
+} kb_broker;
 
 /* ---- the request ------------------------------------------------------------ */
 
-struct kaas_splices; /* private to the server */
+struct kb_splices; /* private to the server */
 
-struct kaas_req {
-	kaas_broker *broker;
+struct kb_req {
+	kb_broker *broker;
 	int16_t api_key;
 	int16_t api_version;
 	int32_t correlation_id;
-	kaas_str client_id;       /* slice of the frame; len -1 when null */
+	kw_str client_id;       /* slice of the frame; len -1 when null */
 	int flex;                 /* body uses KIP-482 encodings: the `flex` argument of
-	                             KRD_STR/KRD_ARRAY/KRD_TAGS and kaas_wr_str/array/tags */
+	                             KRD_STR/KRD_ARRAY/KRD_TAGS and kw_wr_str/array/tags */
 	int64_t received_ms;      /* monotonic ms when the frame had fully arrived */
 	uint64_t conn_id;         /* unique per connection, for logs */
 	const char *peer;         /* "ip:port" of the client, for logs */
-	struct kaas_splices *splices; /* private: file ranges spliced into the response */
+	struct kb_splices *splices; /* private: file ranges spliced into the response */
 };
 
 /* Splices the ranges of `plan` into `resp` at its current end, as if their
@@ -173,27 +173,27 @@ struct kaas_req {
  * (plan->total) first.  Takes over the plan's references (the plan is reset):
  * the segment files stay open until the response has been sent.  Returns 0
  * or -errno (the plan is then released and the response unusable). */
-int kaas_req_attach_read(kaas_req *req, kaas_wr *resp, kaas_read_plan *plan);
+int kb_req_attach_read(kb_req *req, kw_wr *resp, ks_read_plan *plan);
 
 /* Runs fn(arg) on a worker thread soon.  0 or -errno. */
-int kaas_broker_run(kaas_broker *b, kaas_work_fn fn, void *arg);
+int kb_broker_run(kb_broker *b, kb_work_fn fn, void *arg);
 
 /* Runs fn(arg) on a worker thread after delay_ms (monotonic).  Returns a
  * handle or NULL (out of memory).  Every handle must be given back exactly
- * once with kaas_timer_cancel(), also after it fired: it returns 1 when fn
+ * once with kb_timer_cancel(), also after it fired: it returns 1 when fn
  * was prevented from running, 0 when the timer had fired (fn has run, is
  * running, or is queued to run: synchronise with fn yourself, e.g. with a
  * reference count, before freeing what arg points to). */
-kaas_timer *kaas_timer_start(kaas_broker *b, int64_t delay_ms, kaas_work_fn fn, void *arg);
-int kaas_timer_cancel(kaas_broker *b, kaas_timer *t);
+kb_timer *kb_timer_start(kb_broker *b, int64_t delay_ms, kb_work_fn fn, void *arg);
+int kb_timer_cancel(kb_broker *b, kb_timer *t);
 
 /* Periodic upkeep.  A module above the core that needs regular work (the
  * topic registry's re-reads and re-drives, say) registers fn once before the
- * broker serves; the network server calls kaas_broker_upkeep() on a worker
+ * broker serves; the network server calls kb_broker_upkeep() on a worker
  * every housekeeping period, which runs the partition table's housekeeping
  * and then every registered fn in registration order.  Nothing runs once the
  * broker is stopping.  add: 0, or -ENOSPC past KAAS_UPKEEP_MAX. */
-int kaas_broker_upkeep_add(kaas_broker *b, kaas_work_fn fn, void *arg);
-void kaas_broker_upkeep(kaas_broker *b);
+int kb_broker_upkeep_add(kb_broker *b, kb_work_fn fn, void *arg);
+void kb_broker_upkeep(kb_broker *b);
 
 #endif

@@ -3,7 +3,7 @@
  * the properties-file reader.
  *
  * One table lists every setting with its Kafka name, type, bounds and help;
- * the file reader, the --help text (kaas_config_help) and the documentation
+ * the file reader, the --help text (kb_config_help) and the documentation
  * check all come from it, so a setting cannot be parsed without being
  * documented.
  */
@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OFF(f) offsetof(kaas_config, f)
+#define OFF(f) offsetof(kb_config, f)
 
-const kaas_config_key kaas_config_keys[] = {
+const kb_config_key kb_config_keys[] = {
 	{"broker.id", KCFG_I32, OFF(broker_id), 0, INT32_MAX, "1",
 	 "this broker's node id (--broker-id, KAAS_BROKER_ID)"},
 	{"listeners", KCFG_LISTENER, OFF(listen_host), 0, 0, "PLAINTEXT://0.0.0.0:9092",
@@ -102,7 +102,7 @@ const kaas_config_key kaas_config_keys[] = {
 	{NULL, 0, 0, 0, 0, NULL, NULL},
 };
 
-void kaas_config_defaults(kaas_config *c)
+void kb_config_defaults(kb_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->broker_id = 1;
@@ -112,7 +112,7 @@ void kaas_config_defaults(kaas_config *c)
 	c->num_partitions = 1;
 	c->auto_create_topics = 1;
 	c->default_replication_factor = 1;
-	kaas_log_config_defaults(&c->log);
+	ks_log_config_defaults(&c->log);
 	c->log.retention_ms = 7LL * 24 * 3600 * 1000;
 	c->log.retention_bytes = -1;
 	c->log.segment_bytes = 1LL << 30;
@@ -152,7 +152,7 @@ static int parse_i64(const char *s, int64_t *v)
 	return 0;
 }
 
-int kaas_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port)
+int kb_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port)
 {
 	if (strncmp(s, "PLAINTEXT://", 12) == 0)
 		s += 12;
@@ -189,10 +189,10 @@ static int bad(char *err, size_t errlen, const char *key, const char *value, con
 	return -EINVAL;
 }
 
-int kaas_config_set(kaas_config *c, const char *key, const char *value, char *err, size_t errlen)
+int kb_config_set(kb_config *c, const char *key, const char *value, char *err, size_t errlen)
 {
-	const kaas_config_key *k;
-	for (k = kaas_config_keys; k->key; k++)
+	const kb_config_key *k;
+	for (k = kb_config_keys; k->key; k++)
 		if (strcmp(k->key, key) == 0)
 			break;
 	if (!k->key) {
@@ -258,7 +258,7 @@ int kaas_config_set(kaas_config *c, const char *key, const char *value, char *er
 	case KCFG_LISTENER: {
 		char host[256];
 		int32_t port;
-		if (kaas_parse_hostport(value, host, sizeof(host), &port))
+		if (kb_parse_hostport(value, host, sizeof(host), &port))
 			return bad(err, errlen, key, value, "expected PLAINTEXT://HOST:PORT or HOST:PORT");
 		if (k->off == OFF(listen_host)) {
 			snprintf(c->listen_host, sizeof(c->listen_host), "%s", host);
@@ -286,7 +286,7 @@ static char *trim(char *s)
 	return s;
 }
 
-int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t errlen,
+int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen,
 			  void (*warn)(const char *msg))
 {
 	FILE *f = fopen(path, "r");
@@ -322,7 +322,7 @@ int kaas_config_load_file(kaas_config *c, const char *path, char *err, size_t er
 		*eq = 0;
 		char *key = trim(s), *val = trim(eq + 1);
 		char e2[512];
-		int r = kaas_config_set(c, key, val, e2, sizeof(e2));
+		int r = kb_config_set(c, key, val, e2, sizeof(e2));
 		if (r == -ENOENT) {
 			if (warn) {
 				char m[600];
@@ -353,8 +353,8 @@ out:
 	return rc;
 }
 
-void kaas_config_help(FILE *out)
+void kb_config_help(FILE *out)
 {
-	for (const kaas_config_key *k = kaas_config_keys; k->key; k++)
+	for (const kb_config_key *k = kb_config_keys; k->key; k++)
 		fprintf(out, "  %-36s %s [default: %s]\n", k->key, k->help, *k->dflt ? k->dflt : "unset");
 }

@@ -1,5 +1,5 @@
 /*
- * config.h — the table of broker settings behind kaas_config_set() (broker.h):
+ * config.h — the table of broker settings behind kb_config_set() (broker.h):
  * one row per key with its type, bounds, default (as text, for --help) and
  * help line.
  */
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum kaas_config_type {
+enum kb_config_type {
 	KCFG_I16,
 	KCFG_I32,
 	KCFG_I64,
@@ -22,21 +22,21 @@ enum kaas_config_type {
 	KCFG_LISTENER, /* PLAINTEXT://host:port */
 };
 
-typedef struct kaas_config_key {
+typedef struct kb_config_key {
 	const char *key;
-	enum kaas_config_type type;
+	enum kb_config_type type;
 	size_t off;
 	int64_t min, max;
 	const char *dflt;
 	const char *help;
-} kaas_config_key;
+} kb_config_key;
 
-extern const kaas_config_key kaas_config_keys[]; /* ends with a NULL key */
+extern const kb_config_key kb_config_keys[]; /* ends with a NULL key */
 
 /* "PLAINTEXT://host:port", "host:port", "[::1]:port".  0 or -1. */
-int kaas_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port);
+int kb_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port);
 
 /* One line per setting, for --help. */
-void kaas_config_help(FILE *out);
+void kb_config_help(FILE *out);
 
 #endif

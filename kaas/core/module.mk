@@ -7,5 +7,6 @@ MODULES += core
 core_SRCS := kaas/core/config.c kaas/core/req.c kaas/core/ptable.c \
 	kaas/core/resident.c
 core_USES := storage proto sub util
+core_PREFIX := kb
 core_TESTS := kaas/core/test/test_config.c kaas/core/test/test_ptable.c \
 	kaas/core/test/test_resident.c

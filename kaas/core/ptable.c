@@ -8,7 +8,7 @@
  *   mu   the topic map, entry states, reference counts, durability waiters
  *        and long-poll watches; never held across volume I/O
  *   fmu  the flusher's dirty queue
- * A partition is used through references (kaas_pref); dropping a topic waits
+ * A partition is used through references (kb_pref); dropping a topic waits
  * for them under mu/refs_cv, after which nobody can reach its partitions.
  */
 #include "kaas/core/ptable.h"
@@ -36,25 +36,25 @@ enum { PE_LEADER = 1, PE_FAILED = 2 };
 typedef struct dwaiter {
 	struct dwaiter *next;
 	int64_t offset;
-	kaas_durable_fn fn;
+	kb_durable_fn fn;
 	void *arg;
 } dwaiter;
 
-struct kaas_watch {
-	kaas_pentry *e; /* NULL once fired or detached */
-	struct kaas_watch *prev, *next;
+struct kb_watch {
+	kb_pentry *e; /* NULL once fired or detached */
+	struct kb_watch *prev, *next;
 	int64_t offset;
-	kaas_watch_fn fn;
+	kb_watch_fn fn;
 	void *arg;
 };
 
 typedef struct ptopic ptopic;
 
-struct kaas_pentry {
-	kaas_ptable *t;
+struct kb_pentry {
+	kb_ptable *t;
 	ptopic *topic;
 	int32_t index;
-	kaas_partition *p;
+	ks_partition *p;
 	int32_t epoch;
 	int state;
 	int err;               /* -errno of the last failed open/take-over */
@@ -63,9 +63,9 @@ struct kaas_pentry {
 	int refs;
 	int64_t durable;       /* last durable offset the flusher saw */
 	dwaiter *waiters;
-	struct kaas_watch *watches;
+	struct kb_watch *watches;
 	int queued;            /* in the dirty queue (fmu) */
-	kaas_pentry *dnext;
+	kb_pentry *dnext;
 };
 
 struct ptopic {
@@ -73,16 +73,16 @@ struct ptopic {
 	char *name;
 	char topic_id[40];
 	int has_id;
-	kaas_log_config cfg;
+	ks_log_config cfg;
 	int32_t n;
-	kaas_pentry **parts;
+	kb_pentry **parts;
 	int dropping;
 };
 
 #define NBUCKETS 1024
 
-struct kaas_ptable {
-	kaas_broker *b;
+struct kb_ptable {
+	kb_broker *b;
 	pthread_mutex_t ctl;
 	pthread_mutex_t mu;
 	pthread_cond_t refs_cv;
@@ -93,7 +93,7 @@ struct kaas_ptable {
 
 	pthread_mutex_t fmu;
 	pthread_cond_t fcv;
-	kaas_pentry *dhead, *dtail;
+	kb_pentry *dhead, *dtail;
 	int fstop;
 	int nflushers;
 	pthread_t *flushers;
@@ -109,7 +109,7 @@ static uint32_t hash_name(const char *s, size_t n)
 	return h % NBUCKETS;
 }
 
-static ptopic *find_topic(kaas_ptable *t, const char *name, size_t n)
+static ptopic *find_topic(kb_ptable *t, const char *name, size_t n)
 {
 	for (ptopic *tp = t->buckets[hash_name(name, n)]; tp; tp = tp->next)
 		if (strlen(tp->name) == n && memcmp(tp->name, name, n) == 0)
@@ -117,7 +117,7 @@ static ptopic *find_topic(kaas_ptable *t, const char *name, size_t n)
 	return NULL;
 }
 
-static void unlink_topic(kaas_ptable *t, ptopic *tp)
+static void unlink_topic(kb_ptable *t, ptopic *tp)
 {
 	ptopic **pp = &t->buckets[hash_name(tp->name, strlen(tp->name))];
 	while (*pp && *pp != tp)
@@ -126,7 +126,7 @@ static void unlink_topic(kaas_ptable *t, ptopic *tp)
 		*pp = tp->next;
 }
 
-int kaas_partition_key_parse(const char *key, char *topic, size_t topiclen, int32_t *partition)
+int kb_partition_key_parse(const char *key, char *topic, size_t topiclen, int32_t *partition)
 {
 	const char *dash = strrchr(key, '-');
 	if (!dash || dash == key || !dash[1])
@@ -160,12 +160,12 @@ static void part_dir(char *dst, size_t len, const char *topic, int32_t partition
 
 /* ---- assignment.json and epochs --------------------------------------------------------- */
 
-static json_t *assign_partitions(kaas_ptable *t)
+static json_t *assign_partitions(kb_ptable *t)
 {
 	return json_object_get(t->assign, "partitions");
 }
 
-static void assign_reset(kaas_ptable *t)
+static void assign_reset(kb_ptable *t)
 {
 	json_decref(t->assign);
 	t->assign = json_pack("{s:I,s:I,s:o}", "version", (json_int_t)0, "controller_epoch", (json_int_t)0,
@@ -175,7 +175,7 @@ static void assign_reset(kaas_ptable *t)
 /* Reads assignment.json; a missing file is an empty assignment.  A file that
  * does not parse is reported and replaced: epochs stay safe because every new
  * epoch is also above the highest epoch found in the partition's files. */
-static int assign_load(kaas_ptable *t)
+static int assign_load(kb_ptable *t)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -206,7 +206,7 @@ static int assign_load(kaas_ptable *t)
 	return 0;
 }
 
-static int assign_write(kaas_ptable *t)
+static int assign_write(kb_ptable *t)
 {
 	json_t *v = json_object_get(t->assign, "version");
 	json_object_set_new(t->assign, "version", json_integer(json_integer_value(v) + 1));
@@ -220,7 +220,7 @@ static int assign_write(kaas_ptable *t)
 	return rc;
 }
 
-static int32_t assign_epoch(kaas_ptable *t, const char *topic, int32_t partition)
+static int32_t assign_epoch(kb_ptable *t, const char *topic, int32_t partition)
 {
 	char key[512];
 	part_key(key, sizeof(key), topic, partition);
@@ -232,7 +232,7 @@ static int32_t assign_epoch(kaas_ptable *t, const char *topic, int32_t partition
 	return v < 0 ? 0 : v > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)v;
 }
 
-static void assign_set(kaas_ptable *t, const char *topic, int32_t partition, int32_t epoch)
+static void assign_set(kb_ptable *t, const char *topic, int32_t partition, int32_t epoch)
 {
 	char key[512];
 	part_key(key, sizeof(key), topic, partition);
@@ -240,7 +240,7 @@ static void assign_set(kaas_ptable *t, const char *topic, int32_t partition, int
 			    json_pack("{s:i,s:i}", "leader", (int)t->b->id, "epoch", (int)epoch));
 }
 
-static void assign_del_topic(kaas_ptable *t, const char *topic, int32_t n)
+static void assign_del_topic(kb_ptable *t, const char *topic, int32_t n)
 {
 	char key[512];
 	for (int32_t i = 0; i < n; i++) {
@@ -250,7 +250,7 @@ static void assign_del_topic(kaas_ptable *t, const char *topic, int32_t n)
 }
 
 /* The highest epoch named by the partition's segment files or its manifest. */
-static int32_t disk_epoch(kaas_ptable *t, const char *topic, int32_t partition)
+static int32_t disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 {
 	char dir[512];
 	part_dir(dir, sizeof(dir), topic, partition);
@@ -290,7 +290,7 @@ static int32_t disk_epoch(kaas_ptable *t, const char *topic, int32_t partition)
 }
 
 /* Picks and records (in memory) the next epoch of a partition. */
-static int32_t next_epoch(kaas_ptable *t, const char *topic, int32_t partition, int32_t at_least)
+static int32_t next_epoch(kb_ptable *t, const char *topic, int32_t partition, int32_t at_least)
 {
 	int32_t e = assign_epoch(t, topic, partition);
 	int32_t d = disk_epoch(t, topic, partition);
@@ -306,9 +306,9 @@ static int32_t next_epoch(kaas_ptable *t, const char *topic, int32_t partition, 
 
 /* ---- opening and taking over ------------------------------------------------------------ */
 
-static kaas_pentry *entry_new(kaas_ptable *t, ptopic *tp, int32_t index)
+static kb_pentry *entry_new(kb_ptable *t, ptopic *tp, int32_t index)
 {
-	kaas_pentry *e = calloc(1, sizeof(*e));
+	kb_pentry *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
 	e->t = t;
@@ -320,7 +320,7 @@ static kaas_pentry *entry_new(kaas_ptable *t, ptopic *tp, int32_t index)
 }
 
 /* Opens (if needed) and takes over at `epoch`.  Called with ctl held. */
-static void entry_take_over(kaas_ptable *t, kaas_pentry *e, int32_t epoch)
+static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 {
 	ptopic *tp = e->topic;
 	char dir[512];
@@ -329,13 +329,13 @@ static void entry_take_over(kaas_ptable *t, kaas_pentry *e, int32_t epoch)
 	if (!e->p) {
 		rc = sub_mkdirs(t->b->data, dir, 0755);
 		if (!rc)
-			rc = kaas_partition_open(t->b->data, dir, tp->has_id ? tp->topic_id : NULL, 1, &tp->cfg,
+			rc = ks_partition_open(t->b->data, dir, tp->has_id ? tp->topic_id : NULL, 1, &tp->cfg,
 						 &e->p);
 		if (rc)
 			e->p = NULL;
 	}
 	if (!rc)
-		rc = kaas_partition_take_over(e->p, epoch);
+		rc = ks_partition_take_over(e->p, epoch);
 	pthread_mutex_lock(&t->mu);
 	if (rc) {
 		e->state = PE_FAILED;
@@ -343,13 +343,13 @@ static void entry_take_over(kaas_ptable *t, kaas_pentry *e, int32_t epoch)
 		e->retry_delay_ms = e->retry_delay_ms ? e->retry_delay_ms * 2 : RETRY_MIN_MS;
 		if (e->retry_delay_ms > RETRY_MAX_MS)
 			e->retry_delay_ms = RETRY_MAX_MS;
-		e->retry_at_ms = kaas_mono_ms() + e->retry_delay_ms;
+		e->retry_at_ms = ku_mono_ms() + e->retry_delay_ms;
 	} else {
 		e->state = PE_LEADER;
 		e->err = 0;
 		e->epoch = epoch;
 		e->retry_delay_ms = 0;
-		e->durable = kaas_partition_high_watermark(e->p);
+		e->durable = ks_partition_high_watermark(e->p);
 	}
 	pthread_mutex_unlock(&t->mu);
 	if (rc)
@@ -365,8 +365,8 @@ static void entry_take_over(kaas_ptable *t, kaas_pentry *e, int32_t epoch)
 #define PAR_MAX 8
 
 typedef struct par_job {
-	kaas_ptable *t;
-	kaas_pentry **e;
+	kb_ptable *t;
+	kb_pentry **e;
 	const int32_t *epoch; /* NULL: relinquish and close instead */
 	size_t n;
 	atomic_size_t next;
@@ -378,7 +378,7 @@ static void *par_worker(void *arg)
 	par_job *j = arg;
 	size_t i;
 	while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
-		kaas_pentry *e = j->e[i];
+		kb_pentry *e = j->e[i];
 		if (j->epoch) {
 			entry_take_over(j->t, e, j->epoch[i]);
 			continue;
@@ -387,27 +387,27 @@ static void *par_worker(void *arg)
 		if (e->state == PE_LEADER) {
 			/* acks=0/1 data becomes durable before the manifest is written. */
 			int64_t d;
-			if (kaas_partition_flush(e->p, &d) == 0) {
+			if (ks_partition_flush(e->p, &d) == 0) {
 				pthread_mutex_lock(&j->t->mu);
 				if (d > e->durable)
 					e->durable = d;
 				pthread_mutex_unlock(&j->t->mu);
 			}
-			r = kaas_partition_relinquish(e->p);
+			r = ks_partition_relinquish(e->p);
 		}
 		if (r) {
 			KLOG_ERR("ptable", "%s/%d: relinquish: %s", e->topic->name, e->index, sub_strerror(r));
 			int zero = 0;
 			atomic_compare_exchange_strong(&j->first_err, &zero, r);
 		}
-		kaas_partition_close(e->p);
+		ks_partition_close(e->p);
 		e->p = NULL;
 	}
 	return NULL;
 }
 
 /* Runs the job on the calling thread plus up to PAR_MAX-1 more. */
-static int par_run(kaas_ptable *t, kaas_pentry **e, const int32_t *epoch, size_t n)
+static int par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
 {
 	par_job j = {t, e, epoch, n, 0, 0};
 	pthread_t th[PAR_MAX];
@@ -421,7 +421,7 @@ static int par_run(kaas_ptable *t, kaas_pentry **e, const int32_t *epoch, size_t
 	return atomic_load(&j.first_err);
 }
 
-static ptopic *topic_new(const kaas_topic_desc *d)
+static ptopic *topic_new(const kb_topic_desc *d)
 {
 	ptopic *tp = calloc(1, sizeof(*tp));
 	if (!tp)
@@ -452,11 +452,11 @@ static void topic_free(ptopic *tp)
 
 /* Adds partitions [tp->n, want) to a topic (ctl held): epochs are recorded
  * first, then each is taken over. */
-static int grow_topic(kaas_ptable *t, ptopic *tp, int32_t want, int linked)
+static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked)
 {
 	if (want <= tp->n)
 		return 0;
-	kaas_pentry **np = calloc((size_t)want, sizeof(*np));
+	kb_pentry **np = calloc((size_t)want, sizeof(*np));
 	if (!np)
 		return -ENOMEM;
 	int32_t *epochs = calloc((size_t)want, sizeof(int32_t));
@@ -502,12 +502,12 @@ static int grow_topic(kaas_ptable *t, ptopic *tp, int32_t want, int linked)
 
 /* ---- flusher ---------------------------------------------------------------------------------- */
 
-static void fire_watches(kaas_pentry *e, int all)
+static void fire_watches(kb_pentry *e, int all)
 {
 	/* mu held */
-	struct kaas_watch *w = e->watches;
+	struct kb_watch *w = e->watches;
 	while (w) {
-		struct kaas_watch *nx = w->next;
+		struct kb_watch *nx = w->next;
 		if (all || e->durable > w->offset) {
 			if (w->prev)
 				w->prev->next = w->next;
@@ -523,7 +523,7 @@ static void fire_watches(kaas_pentry *e, int all)
 	}
 }
 
-static void enqueue_dirty(kaas_ptable *t, kaas_pentry *e)
+static void enqueue_dirty(kb_ptable *t, kb_pentry *e)
 {
 	pthread_mutex_lock(&t->fmu);
 	if (!e->queued && !t->fstop) {
@@ -542,7 +542,7 @@ static void enqueue_dirty(kaas_ptable *t, kaas_pentry *e)
 	pthread_mutex_unlock(&t->fmu);
 }
 
-static void put_entry(kaas_ptable *t, kaas_pentry *e)
+static void put_entry(kb_ptable *t, kb_pentry *e)
 {
 	pthread_mutex_lock(&t->mu);
 	if (--e->refs == 0)
@@ -550,10 +550,10 @@ static void put_entry(kaas_ptable *t, kaas_pentry *e)
 	pthread_mutex_unlock(&t->mu);
 }
 
-static void flush_entry(kaas_ptable *t, kaas_pentry *e)
+static void flush_entry(kb_ptable *t, kb_pentry *e)
 {
 	int64_t durable = -1;
-	int rc = kaas_partition_flush(e->p, &durable);
+	int rc = ks_partition_flush(e->p, &durable);
 	dwaiter *done = NULL, **tail = &done;
 	pthread_mutex_lock(&t->mu);
 	if (!rc && durable > e->durable)
@@ -586,12 +586,12 @@ static void flush_entry(kaas_ptable *t, kaas_pentry *e)
 
 static void *flusher_main(void *arg)
 {
-	kaas_ptable *t = arg;
+	kb_ptable *t = arg;
 	pthread_mutex_lock(&t->fmu);
 	for (;;) {
 		while (!t->dhead && !t->fstop)
 			pthread_cond_wait(&t->fcv, &t->fmu);
-		kaas_pentry *e = t->dhead;
+		kb_pentry *e = t->dhead;
 		if (!e)
 			break;
 		t->dhead = e->dnext;
@@ -609,9 +609,9 @@ static void *flusher_main(void *arg)
 
 /* ---- public: life cycle ---------------------------------------------------------------------------- */
 
-int kaas_ptable_create(kaas_broker *b, kaas_ptable **out)
+int kb_ptable_create(kb_broker *b, kb_ptable **out)
 {
-	kaas_ptable *t = calloc(1, sizeof(*t));
+	kb_ptable *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->b = b;
@@ -624,13 +624,13 @@ int kaas_ptable_create(kaas_broker *b, kaas_ptable **out)
 	int n = b->cfg.num_flush_threads > 0 ? b->cfg.num_flush_threads : 1;
 	t->flushers = calloc((size_t)n, sizeof(pthread_t));
 	if (!t->flushers) {
-		kaas_ptable_destroy(t);
+		kb_ptable_destroy(t);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++) {
 		int rc = pthread_create(&t->flushers[i], NULL, flusher_main, t);
 		if (rc) {
-			kaas_ptable_destroy(t);
+			kb_ptable_destroy(t);
 			return -rc;
 		}
 		t->nflushers++;
@@ -639,7 +639,7 @@ int kaas_ptable_create(kaas_broker *b, kaas_ptable **out)
 	return 0;
 }
 
-int kaas_ptable_start(kaas_ptable *t, const kaas_topic_desc *topics, size_t n)
+int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 {
 	pthread_mutex_lock(&t->ctl);
 	int rc = assign_load(t);
@@ -655,7 +655,7 @@ int kaas_ptable_start(kaas_ptable *t, const kaas_topic_desc *topics, size_t n)
 		char topic[512];
 		int32_t p;
 		int keep = 0;
-		if (kaas_partition_key_parse(key, topic, sizeof(topic), &p) == 0)
+		if (kb_partition_key_parse(key, topic, sizeof(topic), &p) == 0)
 			for (size_t i = 0; i < n; i++)
 				if (strcmp(topics[i].name, topic) == 0 && p < topics[i].partitions)
 					keep = 1;
@@ -686,7 +686,7 @@ int kaas_ptable_start(kaas_ptable *t, const kaas_topic_desc *topics, size_t n)
 	if (!rc)
 		rc = assign_write(t);
 	/* Build every entry, take them all over (in parallel), then publish. */
-	kaas_pentry **all = NULL;
+	kb_pentry **all = NULL;
 	int32_t *all_ep = NULL;
 	size_t nall = 0;
 	if (!rc) {
@@ -745,7 +745,7 @@ out:
 	return rc;
 }
 
-int kaas_ptable_ensure_topic(kaas_ptable *t, const kaas_topic_desc *d)
+int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 {
 	if (!d->name || !*d->name || d->partitions < 0)
 		return -EINVAL;
@@ -762,7 +762,7 @@ int kaas_ptable_ensure_topic(kaas_ptable *t, const kaas_topic_desc *d)
 	if (tp && !same_id) {
 		/* A new incarnation under the same name: let go of the old one first. */
 		pthread_mutex_unlock(&t->ctl);
-		rc = kaas_ptable_drop_topic(t, d->name);
+		rc = kb_ptable_drop_topic(t, d->name);
 		pthread_mutex_lock(&t->ctl);
 		if (rc)
 			goto out;
@@ -801,7 +801,7 @@ int kaas_ptable_ensure_topic(kaas_ptable *t, const kaas_topic_desc *d)
 	pthread_mutex_unlock(&t->mu);
 	for (int32_t i = 0; i < have; i++)
 		if (tp->parts[i]->p)
-			kaas_partition_set_config(tp->parts[i]->p, &d->cfg);
+			ks_partition_set_config(tp->parts[i]->p, &d->cfg);
 	if (d->partitions < have)
 		KLOG_WARN("ptable", "topic %s: cannot shrink from %d to %d partitions", d->name, have,
 			  d->partitions);
@@ -811,7 +811,7 @@ out:
 	return rc;
 }
 
-int kaas_ptable_set_config(kaas_ptable *t, const char *topic, const kaas_log_config *cfg)
+int kb_ptable_set_config(kb_ptable *t, const char *topic, const ks_log_config *cfg)
 {
 	pthread_mutex_lock(&t->ctl);
 	pthread_mutex_lock(&t->mu);
@@ -821,12 +821,12 @@ int kaas_ptable_set_config(kaas_ptable *t, const char *topic, const kaas_log_con
 	pthread_mutex_unlock(&t->mu);
 	for (int32_t i = 0; tp && i < tp->n; i++)
 		if (tp->parts[i]->p)
-			kaas_partition_set_config(tp->parts[i]->p, cfg);
+			ks_partition_set_config(tp->parts[i]->p, cfg);
 	pthread_mutex_unlock(&t->ctl);
 	return tp ? 0 : -ENOENT;
 }
 
-static void fail_waiters(kaas_pentry *e, int16_t err)
+static void fail_waiters(kb_pentry *e, int16_t err)
 {
 	dwaiter *w;
 	while ((w = e->waiters)) {
@@ -836,7 +836,7 @@ static void fail_waiters(kaas_pentry *e, int16_t err)
 	}
 }
 
-int kaas_ptable_drop_topic(kaas_ptable *t, const char *topic)
+int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 {
 	pthread_mutex_lock(&t->ctl);
 	pthread_mutex_lock(&t->mu);
@@ -864,13 +864,13 @@ int kaas_ptable_drop_topic(kaas_ptable *t, const char *topic)
 	 * A failed relinquish is logged; the handles are closed regardless,
 	 * which is what the caller needs before removing the directory. */
 	int rc = 0;
-	kaas_pentry **open_ = calloc((size_t)(tp->n ? tp->n : 1), sizeof(*open_));
+	kb_pentry **open_ = calloc((size_t)(tp->n ? tp->n : 1), sizeof(*open_));
 	size_t nopen = 0;
 	for (int32_t i = 0; i < tp->n; i++) {
 		if (tp->parts[i]->p && open_)
 			open_[nopen++] = tp->parts[i];
 		else if (tp->parts[i]->p) {
-			kaas_partition_close(tp->parts[i]->p); /* out of memory: one by one */
+			ks_partition_close(tp->parts[i]->p); /* out of memory: one by one */
 			tp->parts[i]->p = NULL;
 		}
 	}
@@ -891,9 +891,9 @@ int kaas_ptable_drop_topic(kaas_ptable *t, const char *topic)
 
 /* ---- public: the data path --------------------------------------------------------------------------- */
 
-int16_t kaas_ptable_get(kaas_ptable *t, kaas_str topic, int32_t partition, kaas_pref *ref)
+int16_t kb_ptable_get(kb_ptable *t, kw_str topic, int32_t partition, kb_pref *ref)
 {
-	*ref = (kaas_pref)KAAS_PREF_INIT;
+	*ref = (kb_pref)KAAS_PREF_INIT;
 	if (topic.len <= 0)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	int16_t err = KERR_NONE;
@@ -902,7 +902,7 @@ int16_t kaas_ptable_get(kaas_ptable *t, kaas_str topic, int32_t partition, kaas_
 	if (!tp || tp->dropping || partition < 0 || partition >= tp->n) {
 		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	} else {
-		kaas_pentry *e = tp->parts[partition];
+		kb_pentry *e = tp->parts[partition];
 		if (e->state != PE_LEADER) {
 			err = e->err == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
 		} else {
@@ -916,15 +916,15 @@ int16_t kaas_ptable_get(kaas_ptable *t, kaas_str topic, int32_t partition, kaas_
 	return err;
 }
 
-void kaas_pref_put(kaas_pref *ref)
+void kb_pref_put(kb_pref *ref)
 {
 	if (!ref || !ref->e)
 		return;
 	put_entry(ref->e->t, ref->e);
-	*ref = (kaas_pref)KAAS_PREF_INIT;
+	*ref = (kb_pref)KAAS_PREF_INIT;
 }
 
-int16_t kaas_ptable_leader(kaas_ptable *t, const char *topic, int32_t partition, int32_t *leader,
+int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int32_t *leader,
 			   int32_t *epoch)
 {
 	int16_t err = KERR_NONE;
@@ -944,16 +944,16 @@ int16_t kaas_ptable_leader(kaas_ptable *t, const char *topic, int32_t partition,
 	return err;
 }
 
-void kaas_ptable_dirty(kaas_pref *ref)
+void kb_ptable_dirty(kb_pref *ref)
 {
 	if (ref && ref->e)
 		enqueue_dirty(ref->e->t, ref->e);
 }
 
-int kaas_ptable_when_durable(kaas_pref *ref, int64_t offset, kaas_durable_fn fn, void *arg)
+int kb_ptable_when_durable(kb_pref *ref, int64_t offset, kb_durable_fn fn, void *arg)
 {
-	kaas_pentry *e = ref->e;
-	kaas_ptable *t = e->t;
+	kb_pentry *e = ref->e;
+	kb_ptable *t = e->t;
 	pthread_mutex_lock(&t->mu);
 	if (e->durable >= offset) {
 		int64_t hw = e->durable;
@@ -976,11 +976,11 @@ int kaas_ptable_when_durable(kaas_pref *ref, int64_t offset, kaas_durable_fn fn,
 	return 0;
 }
 
-kaas_watch *kaas_ptable_watch(kaas_pref *ref, int64_t offset, kaas_watch_fn fn, void *arg)
+kb_watch *kb_ptable_watch(kb_pref *ref, int64_t offset, kb_watch_fn fn, void *arg)
 {
-	kaas_pentry *e = ref->e;
-	kaas_ptable *t = e->t;
-	kaas_watch *w = calloc(1, sizeof(*w));
+	kb_pentry *e = ref->e;
+	kb_ptable *t = e->t;
+	kb_watch *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
 	w->offset = offset;
@@ -1000,12 +1000,12 @@ kaas_watch *kaas_ptable_watch(kaas_pref *ref, int64_t offset, kaas_watch_fn fn, 
 	return w;
 }
 
-void kaas_ptable_unwatch(kaas_ptable *t, kaas_watch *w)
+void kb_ptable_unwatch(kb_ptable *t, kb_watch *w)
 {
 	if (!w)
 		return;
 	pthread_mutex_lock(&t->mu);
-	kaas_pentry *e = w->e;
+	kb_pentry *e = w->e;
 	if (e) {
 		if (w->prev)
 			w->prev->next = w->next;
@@ -1018,7 +1018,7 @@ void kaas_ptable_unwatch(kaas_ptable *t, kaas_watch *w)
 	free(w);
 }
 
-void kaas_ptable_wake_all(kaas_ptable *t)
+void kb_ptable_wake_all(kb_ptable *t)
 {
 	pthread_mutex_lock(&t->mu);
 	t->stopped = 1;
@@ -1035,9 +1035,9 @@ void kaas_ptable_wake_all(kaas_ptable *t)
  * each one), so their partitions can be visited without holding mu across the
  * partition locks (an append may hold one through a slow write).  Out of
  * memory, the list stops short: the rest wait for the next round. */
-static kaas_pentry **ref_leaders(kaas_ptable *t, size_t *n)
+static kb_pentry **ref_leaders(kb_ptable *t, size_t *n)
 {
-	kaas_pentry **v = NULL;
+	kb_pentry **v = NULL;
 	size_t nv = 0, cap = 0;
 	pthread_mutex_lock(&t->mu);
 	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
@@ -1045,7 +1045,7 @@ static kaas_pentry **ref_leaders(kaas_ptable *t, size_t *n)
 			if (tp->dropping)
 				continue;
 			for (int32_t i = 0; i < tp->n; i++) {
-				kaas_pentry *e = tp->parts[i];
+				kb_pentry *e = tp->parts[i];
 				if (e->state != PE_LEADER || !e->p)
 					continue;
 				if (KAAS_GROW(v, nv, cap, 64))
@@ -1060,14 +1060,14 @@ out:
 	return v;
 }
 
-void kaas_ptable_housekeep(kaas_ptable *t)
+void kb_ptable_housekeep(kb_ptable *t)
 {
-	int64_t now = kaas_mono_ms();
+	int64_t now = ku_mono_ms();
 	size_t nl;
-	kaas_pentry **lead = ref_leaders(t, &nl);
+	kb_pentry **lead = ref_leaders(t, &nl);
 	for (size_t i = 0; i < nl; i++) {
 		int32_t ep;
-		if (kaas_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
+		if (ks_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
 			pthread_mutex_lock(&t->mu);
 			if (lead[i]->state == PE_LEADER) {
 				lead[i]->state = PE_FAILED;
@@ -1086,13 +1086,13 @@ void kaas_ptable_housekeep(kaas_ptable *t)
 	if (pthread_mutex_trylock(&t->ctl) == 0) {
 		if (!t->stopped) {
 			int changed = 0;
-			kaas_pentry **todo = NULL;
+			kb_pentry **todo = NULL;
 			size_t nt = 0, cap = 0;
 			pthread_mutex_lock(&t->mu);
 			for (int b = 0; b < NBUCKETS; b++)
 				for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 					for (int32_t i = 0; i < tp->n; i++) {
-						kaas_pentry *e = tp->parts[i];
+						kb_pentry *e = tp->parts[i];
 						if (e->state == PE_FAILED && e->retry_at_ms <= now) {
 							if (KAAS_GROW(todo, nt, cap, 16))
 								break;
@@ -1122,10 +1122,10 @@ void kaas_ptable_housekeep(kaas_ptable *t)
 		return;
 	t->last_retention_ms = now;
 	size_t n;
-	kaas_pentry **refs = ref_leaders(t, &n);
-	int64_t wall = kaas_wall_ms();
+	kb_pentry **refs = ref_leaders(t, &n);
+	int64_t wall = ku_wall_ms();
 	for (size_t i = 0; i < n; i++) {
-		int r = kaas_partition_housekeep(refs[i]->p, wall);
+		int r = ks_partition_housekeep(refs[i]->p, wall);
 		if (r > 0)
 			KLOG_INFO("ptable", "%s/%d: retention deleted %d segment(s)", refs[i]->topic->name,
 				  refs[i]->index, r);
@@ -1139,7 +1139,7 @@ void kaas_ptable_housekeep(kaas_ptable *t)
 
 /* ---- shutdown ----------------------------------------------------------------------------------------- */
 
-int kaas_ptable_shutdown(kaas_ptable *t)
+int kb_ptable_shutdown(kb_ptable *t)
 {
 	pthread_mutex_lock(&t->ctl);
 	pthread_mutex_lock(&t->mu);
@@ -1157,12 +1157,12 @@ int kaas_ptable_shutdown(kaas_ptable *t)
 	 * relinquish and close everything, many partitions at a time. */
 	int rc = 0, n = 0;
 	size_t cap = 0, nall = 0;
-	kaas_pentry **all = NULL;
+	kb_pentry **all = NULL;
 	pthread_mutex_lock(&t->mu);
 	for (int b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 			for (int32_t i = 0; i < tp->n; i++) {
-				kaas_pentry *e = tp->parts[i];
+				kb_pentry *e = tp->parts[i];
 				while (e->refs > 0)
 					pthread_cond_wait(&t->refs_cv, &t->mu);
 				fire_watches(e, 1);
@@ -1191,7 +1191,7 @@ int kaas_ptable_shutdown(kaas_ptable *t)
 	return rc;
 }
 
-void kaas_ptable_destroy(kaas_ptable *t)
+void kb_ptable_destroy(kb_ptable *t)
 {
 	if (!t)
 		return;
@@ -1206,8 +1206,8 @@ void kaas_ptable_destroy(kaas_ptable *t)
 		while (tp) {
 			ptopic *nx = tp->next;
 			for (int32_t i = 0; i < tp->n; i++) {
-				kaas_partition_close(tp->parts[i]->p);
-				struct kaas_watch *w = tp->parts[i]->watches;
+				ks_partition_close(tp->parts[i]->p);
+				struct kb_watch *w = tp->parts[i]->watches;
 				for (; w; w = w->next)
 					w->e = NULL;
 				dwaiter *d = tp->parts[i]->waiters;

@@ -1,9 +1,9 @@
 /*
  * ptable.h — the partition table: which partitions this broker leads, at
- * which epoch, and the open kaas_partition for each.
+ * which epoch, and the open ks_partition for each.
  *
  * It is the one interface between "who owns what" and the request handlers.
- * Handlers only ask kaas_ptable_get() ("do I lead it, at which epoch?") and
+ * Handlers only ask kb_ptable_get() ("do I lead it, at which epoch?") and
  * never touch assignment files; the topic engine tells it when a topic
  * appears, grows or goes away.  Today a single broker leads everything; the
  * cluster work will drive the same table from CLUSTER/assignment.json
@@ -22,14 +22,14 @@
  * Keys are split at the LAST '-' (topic names may contain '-' and '.').
  *
  * Guarantees:
- *  - kaas_ptable_get() returns a reference; the partition is neither closed
+ *  - kb_ptable_get() returns a reference; the partition is neither closed
  *    nor relinquished while any reference is held.  Hold it for one request
  *    only; never across a KAAS_DEFERRED wait.
- *  - kaas_ptable_ensure_topic() is idempotent: re-calling it with the same or
+ *  - kb_ptable_ensure_topic() is idempotent: re-calling it with the same or
  *    a larger partition count converges the table to the registry.  A
  *    partition whose open/take-over failed stays in the table answering
  *    KAFKA_STORAGE_ERROR and is re-driven by the housekeeping timer.
- *  - kaas_ptable_drop_topic() returns only after every descriptor under
+ *  - kb_ptable_drop_topic() returns only after every descriptor under
  *    DATA/<topic>/ held by this process is closed (after relinquish: manifest
  *    and producer snapshot persisted), so the caller may then remove the
  *    directory without NFS silly-renames.  Parked fetches on it are woken.
@@ -44,101 +44,101 @@
 #include "kaas/core/broker.h"
 #include "kaas/storage/storage.h"
 
-typedef struct kaas_ptable kaas_ptable;
-typedef struct kaas_pentry kaas_pentry; /* private */
+typedef struct kb_ptable kb_ptable;
+typedef struct kb_pentry kb_pentry; /* private */
 
 /* A topic as the registry knows it. */
-typedef struct kaas_topic_desc {
+typedef struct kb_topic_desc {
 	const char *name;
 	const char *topic_id;   /* 36-character UUID string (checked against manifests), or NULL */
 	int32_t partitions;
-	kaas_log_config cfg;    /* effective log config: broker defaults + topic overrides */
-} kaas_topic_desc;
+	ks_log_config cfg;    /* effective log config: broker defaults + topic overrides */
+} kb_topic_desc;
 
 /* A counted reference to one led partition. */
-typedef struct kaas_pref {
-	kaas_pentry *e;
-	kaas_partition *p;      /* valid while the reference is held */
+typedef struct kb_pref {
+	kb_pentry *e;
+	ks_partition *p;      /* valid while the reference is held */
 	int32_t epoch;          /* leader epoch this broker took it over at */
-} kaas_pref;
+} kb_pref;
 #define KAAS_PREF_INIT {NULL, NULL, -1}
 
-int kaas_ptable_create(kaas_broker *b, kaas_ptable **out);
+int kb_ptable_create(kb_broker *b, kb_ptable **out);
 
 /* Start-up: records fresh epochs for every partition of these topics in one
  * assignment.json write, then opens and takes each over.  Per-partition
  * failures are kept (see above); returns -errno only when assignment.json
  * cannot be written (nothing is taken over then). */
-int kaas_ptable_start(kaas_ptable *t, const kaas_topic_desc *topics, size_t n);
+int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n);
 
 /* A topic was created, or grew (CreatePartitions), or its config changed:
  * opens (creating directories) and takes over the partitions not yet in the
  * table; applies desc->cfg to the open ones.  0 or -errno (assignment.json
  * write failed: nothing new taken over). */
-int kaas_ptable_ensure_topic(kaas_ptable *t, const kaas_topic_desc *desc);
+int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *desc);
 
 /* A topic goes away: no new references, wait for the held ones, relinquish
  * and close every partition, remove them from assignment.json.  0 when the
  * topic was not in the table.  After this returns, DATA/<topic>/ may be
  * removed. */
-int kaas_ptable_drop_topic(kaas_ptable *t, const char *topic);
+int kb_ptable_drop_topic(kb_ptable *t, const char *topic);
 
 /* Applies a changed effective config to the open partitions of a topic. */
-int kaas_ptable_set_config(kaas_ptable *t, const char *topic, const kaas_log_config *cfg);
+int kb_ptable_set_config(kb_ptable *t, const char *topic, const ks_log_config *cfg);
 
 /* The data-path lookup.  Returns KERR_NONE with *ref filled, or a Kafka error:
  * UNKNOWN_TOPIC_OR_PARTITION (no such topic/partition here, or being dropped),
  * NOT_LEADER_OR_FOLLOWER (another broker leads it, or a newer epoch fenced us),
  * KAFKA_STORAGE_ERROR (take-over failed or the partition is poisoned). */
-int16_t kaas_ptable_get(kaas_ptable *t, kaas_str topic, int32_t partition, kaas_pref *ref);
-void kaas_pref_put(kaas_pref *ref); /* NULL-safe, safe to repeat */
+int16_t kb_ptable_get(kb_ptable *t, kw_str topic, int32_t partition, kb_pref *ref);
+void kb_pref_put(kb_pref *ref); /* NULL-safe, safe to repeat */
 
 /* For Metadata: the leader and its epoch of a partition, as last applied.
  * Returns KERR_NONE, UNKNOWN_TOPIC_OR_PARTITION, or LEADER_NOT_AVAILABLE
  * (*leader = -1) while nobody can serve it. */
-int16_t kaas_ptable_leader(kaas_ptable *t, const char *topic, int32_t partition, int32_t *leader,
+int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int32_t *leader,
 			   int32_t *epoch);
 
 /* ---- durability (group commit) and waiting for it --------------------------- */
 
 /* Data was appended: the flusher will fsync it soon (acks 0 and 1). */
-void kaas_ptable_dirty(kaas_pref *ref);
+void kb_ptable_dirty(kb_pref *ref);
 
 /* Calls fn(arg, KERR_NONE, hw) once the partition's durable offset (the high
  * watermark) is >= `offset`, or fn(arg, error, -1) when the flush failed or
  * the partition went away.  fn runs exactly once, on a flusher thread or
  * right here when already durable; keep it short (post real work with
- * kaas_broker_run).  0 or -ENOMEM (fn is then not called). */
-typedef void (*kaas_durable_fn)(void *arg, int16_t error, int64_t high_watermark);
-int kaas_ptable_when_durable(kaas_pref *ref, int64_t offset, kaas_durable_fn fn, void *arg);
+ * kb_broker_run).  0 or -ENOMEM (fn is then not called). */
+typedef void (*kb_durable_fn)(void *arg, int16_t error, int64_t high_watermark);
+int kb_ptable_when_durable(kb_pref *ref, int64_t offset, kb_durable_fn fn, void *arg);
 
 /* Long polls: calls fn(arg) at most once, when the partition's high watermark
  * moves past `offset` or the partition leaves the table.  fn is called with a
  * table lock held: it must only set a flag or post work.  Every watch must be
- * given back with kaas_ptable_unwatch() exactly once; after it returns fn
+ * given back with kb_ptable_unwatch() exactly once; after it returns fn
  * will not be called. */
-typedef struct kaas_watch kaas_watch;
-typedef void (*kaas_watch_fn)(void *arg);
-kaas_watch *kaas_ptable_watch(kaas_pref *ref, int64_t offset, kaas_watch_fn fn, void *arg);
-void kaas_ptable_unwatch(kaas_ptable *t, kaas_watch *w);
+typedef struct kb_watch kb_watch;
+typedef void (*kb_watch_fn)(void *arg);
+kb_watch *kb_ptable_watch(kb_pref *ref, int64_t offset, kb_watch_fn fn, void *arg);
+void kb_ptable_unwatch(kb_ptable *t, kb_watch *w);
 
 /* ---- life cycle ---------------------------------------------------------------- */
 
 /* Periodic work (called by the server's housekeeping timer on a worker):
  * retention and segment.ms rolls, re-driving failed or poisoned partitions. */
-void kaas_ptable_housekeep(kaas_ptable *t);
+void kb_ptable_housekeep(kb_ptable *t);
 
 /* SIGTERM has arrived: every parked watch fires now (long polls answer with
  * what they have) and later watches fire at once. */
-void kaas_ptable_wake_all(kaas_ptable *t);
+void kb_ptable_wake_all(kb_ptable *t);
 
 /* SIGTERM: flushes, then relinquishes every partition (manifest + producer
  * snapshot, then close).  Waits for held references.  Returns 0 or the first
  * -errno (every partition is still attempted). */
-int kaas_ptable_shutdown(kaas_ptable *t);
-void kaas_ptable_destroy(kaas_ptable *t); /* after shutdown; NULL-safe */
+int kb_ptable_shutdown(kb_ptable *t);
+void kb_ptable_destroy(kb_ptable *t); /* after shutdown; NULL-safe */
 
 /* "orders-3" -> "orders", 3: split at the last '-'.  -EINVAL when malformed. */
-int kaas_partition_key_parse(const char *key, char *topic, size_t topiclen, int32_t *partition);
+int kb_partition_key_parse(const char *key, char *topic, size_t topiclen, int32_t *partition);
 
 #endif

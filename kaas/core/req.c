@@ -3,7 +3,7 @@
  * completing a deferred request, splicing segment ranges into a response,
  * running work on the worker pool and timers, and the modules' periodic
  * upkeep.  The server installs the
- * operations (kaas_server_ops); this file only forwards and does the
+ * operations (kb_server_ops); this file only forwards and does the
  * splicing bookkeeping, so engines link without the event loop.
  */
 #include "kaas/core/broker.h"
@@ -16,34 +16,34 @@
 
 #include "util/log.h"
 
-void kaas_req_complete(kaas_req *req, kaas_wr *resp)
+void kb_req_complete(kb_req *req, kw_wr *resp)
 {
-	kaas_broker *b = req->broker;
+	kb_broker *b = req->broker;
 	b->ops->complete(b->server, req, resp);
 }
 
-int kaas_broker_run(kaas_broker *b, kaas_work_fn fn, void *arg)
+int kb_broker_run(kb_broker *b, kb_work_fn fn, void *arg)
 {
 	if (!b->ops)
 		return -ENOSYS;
 	return b->ops->run(b->server, fn, arg);
 }
 
-kaas_timer *kaas_timer_start(kaas_broker *b, int64_t delay_ms, kaas_work_fn fn, void *arg)
+kb_timer *kb_timer_start(kb_broker *b, int64_t delay_ms, kb_work_fn fn, void *arg)
 {
 	if (!b->ops)
 		return NULL;
 	return b->ops->timer_start(b->server, delay_ms, fn, arg);
 }
 
-int kaas_timer_cancel(kaas_broker *b, kaas_timer *t)
+int kb_timer_cancel(kb_broker *b, kb_timer *t)
 {
 	if (!t)
 		return 0;
 	return b->ops->timer_cancel(b->server, t);
 }
 
-int kaas_broker_upkeep_add(kaas_broker *b, kaas_work_fn fn, void *arg)
+int kb_broker_upkeep_add(kb_broker *b, kb_work_fn fn, void *arg)
 {
 	if (b->nupkeep >= KAAS_UPKEEP_MAX)
 		return -ENOSPC;
@@ -53,12 +53,12 @@ int kaas_broker_upkeep_add(kaas_broker *b, kaas_work_fn fn, void *arg)
 	return 0;
 }
 
-void kaas_broker_upkeep(kaas_broker *b)
+void kb_broker_upkeep(kb_broker *b)
 {
 	if (__atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE))
 		return;
 	if (b->parts)
-		kaas_ptable_housekeep(b->parts);
+		kb_ptable_housekeep(b->parts);
 	for (int i = 0; i < b->nupkeep; i++) {
 		if (__atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE))
 			return;
@@ -66,12 +66,12 @@ void kaas_broker_upkeep(kaas_broker *b)
 	}
 }
 
-void kaas_splices_free(struct kaas_splices *s)
+void kb_splices_free(struct kb_splices *s)
 {
 	if (!s)
 		return;
 	for (int i = 0; i < s->nplans; i++)
-		kaas_read_plan_release(&s->plans[i]);
+		ks_read_plan_release(&s->plans[i]);
 	free(s->plans);
 	free(s->v);
 	free(s);
@@ -92,21 +92,21 @@ static int grow(void **v, int *cap, int need, size_t elem)
 	return 0;
 }
 
-int kaas_req_attach_read(kaas_req *req, kaas_wr *resp, kaas_read_plan *plan)
+int kb_req_attach_read(kb_req *req, kw_wr *resp, ks_read_plan *plan)
 {
 	int rc = 0, spliced = 0;
-	struct kaas_splices *s = req->splices;
+	struct kb_splices *s = req->splices;
 	size_t len0 = resp->len;
 	int n0 = s ? s->n : 0;
 	uint64_t total0 = s ? s->total : 0;
 	for (int i = 0; i < plan->n; i++) {
-		kaas_read_range *r = &plan->r[i];
+		ks_read_range *r = &plan->r[i];
 		if (r->len == 0)
 			continue;
 		int fd = sub_native_fd(r->file);
 		if (fd < 0) {
 			/* No kernel descriptor (libnfs, fault): read it here, on the worker. */
-			uint8_t *d = kaas_wr_room(resp, r->len);
+			uint8_t *d = kw_wr_room(resp, r->len);
 			if (!d) {
 				rc = -ENOMEM;
 				goto out;
@@ -130,9 +130,9 @@ int kaas_req_attach_read(kaas_req *req, kaas_wr *resp, kaas_read_plan *plan)
 		/* Every page in memory before the event loop's sendfile(): read
 		 * here, on the worker, what is not (the loop never waits for the
 		 * disk). */
-		if ((rc = kaas_make_resident(fd, r->pos, r->len)))
+		if ((rc = kb_make_resident(fd, r->pos, r->len)))
 			goto out;
-		s->v[s->n++] = (kaas_splice){resp->len, fd, r->pos, r->len};
+		s->v[s->n++] = (kb_splice){resp->len, fd, r->pos, r->len};
 		s->total += r->len;
 		spliced = 1;
 	}
@@ -142,7 +142,7 @@ int kaas_req_attach_read(kaas_req *req, kaas_wr *resp, kaas_read_plan *plan)
 			goto out;
 		}
 		s->plans[s->nplans++] = *plan;
-		*plan = (kaas_read_plan)KAAS_READ_PLAN_INIT;
+		*plan = (ks_read_plan)KAAS_READ_PLAN_INIT;
 		return 0;
 	}
 out:
@@ -155,6 +155,6 @@ out:
 			s->total = total0;
 		}
 	}
-	kaas_read_plan_release(plan);
+	ks_read_plan_release(plan);
 	return rc;
 }

@@ -58,7 +58,7 @@ static int read_copy(int fd, uint64_t off, uint64_t len)
 	return rc;
 }
 
-int kaas_make_resident(int fd, uint64_t pos, uint64_t len)
+int kb_make_resident(int fd, uint64_t pos, uint64_t len)
 {
 	pthread_once(&once, init);
 	/* The range's reads at once, in large requests, and as much again

@@ -1,6 +1,6 @@
 /*
  * splice.h — file ranges spliced into a response body (private to the
- * server and kaas_req_attach_read).
+ * server and kb_req_attach_read).
  *
  * A response is its body buffer with zero or more splices: "at body offset
  * `at`, insert `len` bytes of descriptor `fd` from `pos`".  The event loop
@@ -17,23 +17,23 @@
 
 #include "kaas/storage/storage.h"
 
-typedef struct kaas_splice {
+typedef struct kb_splice {
 	size_t at;
 	int fd;
 	uint64_t pos;
 	uint32_t len;
-} kaas_splice;
+} kb_splice;
 
-struct kaas_splices {
-	kaas_splice *v;
+struct kb_splices {
+	kb_splice *v;
 	int n, cap;
-	kaas_read_plan *plans;
+	ks_read_plan *plans;
 	int nplans, capplans;
 	uint64_t total; /* sum of v[].len */
 };
 
 /* Releases the plans and frees everything.  NULL-safe.  May close files:
  * call it on a worker, not on the event loop. */
-void kaas_splices_free(struct kaas_splices *s);
+void kb_splices_free(struct kb_splices *s);
 
 #endif

@@ -1,9 +1,9 @@
 /*
  * fuzz_batch.c — fuzz target: the `records` field of a Produce request as
- * the storage engine validates it (kb_validate: batch headers, CRC-32C,
+ * the storage engine validates it (ks__kb_validate: batch headers, CRC-32C,
  * record walks, decompression of gzip/snappy/lz4/zstd payloads with a
  * bound), and the by-timestamp search over each batch that passed
- * (kb_find_ts, which decompresses again).  No I/O: this reaches the record
+ * (ks__kb_find_ts, which decompresses again).  No I/O: this reaches the record
  * decoders far faster than whole requests do.
  *
  * Built like fuzz_request.c: libFuzzer's main for `make fuzz`, or the
@@ -32,9 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kb_info info[MAX_BATCHES];
 	int n = 0, bad = -1;
 	const char *msg = NULL;
-	int nb = kb_count(data, size);
+	int nb = ks__kb_count(data, size);
 	(void)nb;
-	int err = kb_validate(data, size, &lim, info, MAX_BATCHES, &n, &bad, &msg);
+	int err = ks__kb_validate(data, size, &lim, info, MAX_BATCHES, &n, &bad, &msg);
 	if (err && !msg) {
 		fprintf(stderr, "fuzz_batch: error %d without a message\n", err);
 		abort();
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int64_t off, ts;
 		const int64_t probes[] = {INT64_MIN, 0, info[i].first_ts, info[i].max_ts, INT64_MAX};
 		for (size_t k = 0; k < sizeof(probes) / sizeof(probes[0]); k++)
-			(void)kb_find_ts(data + info[i].pos, info[i].size, probes[k], 0, &off, &ts);
+			(void)ks__kb_find_ts(data + info[i].pos, info[i].size, probes[k], 0, &off, &ts);
 	}
 	return 0;
 }

@@ -3,7 +3,7 @@
  *
  * Start-up follows kaas/main.c (volumes, topic registry, partition table,
  * coordinator) without the qualification gate and without sockets.  The
- * server operations are replaced: work and timers go to a kaas_pool (as in
+ * server operations are replaced: work and timers go to a kn_pool (as in
  * the server), timers are cut to at most TIMER_CAP_MS so that a long poll or
  * a JoinGroup waiting for absent members ends within the fuzz run, and the
  * completion of a deferred request either wakes the caller or, if the caller
@@ -35,9 +35,9 @@
 #define DRAIN_WAIT_MS 30000
 
 typedef struct fz_req {
-	kaas_req pub; /* first: handlers get &pub */
+	kb_req pub; /* first: handlers get &pub */
 	uint8_t *frame;
-	kaas_wr resp;
+	kw_wr resp;
 	int completed;
 	int abandoned;
 	pthread_cond_t cv;
@@ -46,9 +46,9 @@ typedef struct fz_req {
 static struct {
 	int open;
 	char dir[256];
-	kaas_broker b;
-	kaas_pool *pool;
-	kaas_server_ops ops;
+	kb_broker b;
+	kn_pool *pool;
+	kb_server_ops ops;
 	pthread_mutex_t mu; /* completions, outstanding */
 	pthread_cond_t idle;
 	int outstanding;    /* requests handed to a handler and not completed */
@@ -59,10 +59,10 @@ static struct {
  * files: the server would sendfile() them. */
 static void check_splices(const fz_req *r)
 {
-	const struct kaas_splices *s = r->pub.splices;
+	const struct kb_splices *s = r->pub.splices;
 	static __thread uint8_t buf[1 << 16];
 	for (int i = 0; s && i < s->n; i++) {
-		const kaas_splice *sp = &s->v[i];
+		const kb_splice *sp = &s->v[i];
 		uint64_t pos = sp->pos, left = sp->len;
 		while (left > 0) {
 			size_t n = left < sizeof(buf) ? (size_t)left : sizeof(buf);
@@ -82,14 +82,14 @@ static void check_splices(const fz_req *r)
 static void fz_req_free(fz_req *r)
 {
 	check_splices(r);
-	kaas_wr_free(&r->resp);
+	kw_wr_free(&r->resp);
 	pthread_cond_destroy(&r->cv);
-	kaas_splices_free(r->pub.splices);
+	kb_splices_free(r->pub.splices);
 	free(r->frame);
 	free(r);
 }
 
-static void op_complete(void *server, kaas_req *req, kaas_wr *resp)
+static void op_complete(void *server, kb_req *req, kw_wr *resp)
 {
 	(void)server;
 	fz_req *r = (fz_req *)req;
@@ -104,7 +104,7 @@ static void op_complete(void *server, kaas_req *req, kaas_wr *resp)
 			req->api_version);
 		abort();
 	}
-	kaas_wr_free(&r->resp);
+	kw_wr_free(&r->resp);
 	r->resp = *resp;
 	memset(resp, 0, sizeof(*resp));
 	H.outstanding--;
@@ -116,34 +116,34 @@ static void op_complete(void *server, kaas_req *req, kaas_wr *resp)
 		fz_req_free(r);
 }
 
-static int op_run(void *server, kaas_work_fn fn, void *arg)
+static int op_run(void *server, kb_work_fn fn, void *arg)
 {
 	(void)server;
-	return kaas_pool_run(H.pool, fn, arg);
+	return kn_pool_run(H.pool, fn, arg);
 }
 
-static kaas_timer *op_timer_start(void *server, int64_t delay_ms, kaas_work_fn fn, void *arg)
+static kb_timer *op_timer_start(void *server, int64_t delay_ms, kb_work_fn fn, void *arg)
 {
 	(void)server;
-	return kaas_pool_timer(H.pool, delay_ms < TIMER_CAP_MS ? delay_ms : TIMER_CAP_MS, fn, arg);
+	return kn_pool_timer(H.pool, delay_ms < TIMER_CAP_MS ? delay_ms : TIMER_CAP_MS, fn, arg);
 }
 
-static int op_timer_cancel(void *server, kaas_timer *t)
+static int op_timer_cancel(void *server, kb_timer *t)
 {
 	(void)server;
-	return kaas_pool_timer_cancel(H.pool, t);
+	return kn_pool_timer_cancel(H.pool, t);
 }
 
 static int ensure_topic(const char *name, int32_t partitions)
 {
-	kaas_topic_spec spec;
+	kt_topic_spec spec;
 	memset(&spec, 0, sizeof(spec));
 	spec.name.s = name;
 	spec.name.len = (int32_t)strlen(name);
 	spec.partitions = partitions;
 	spec.replication_factor = 1;
 	char msg[256];
-	int16_t err = kaas_topics_create(H.b.topics, &spec, 0, NULL, msg, sizeof(msg));
+	int16_t err = kt_topics_create(H.b.topics, &spec, 0, NULL, msg, sizeof(msg));
 	return err == 0 || err == 36 /* TOPIC_ALREADY_EXISTS */ ? 0 : -EIO;
 }
 
@@ -159,14 +159,14 @@ int fz_broker_open(void)
 	}
 	if (!getenv("KAAS_LOG_LEVEL"))
 		setenv("KAAS_LOG_LEVEL", "error", 0);
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	snprintf(H.dir, sizeof(H.dir), "%s/kaas-fuzz-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (!mkdtemp(H.dir))
 		return -errno;
 
-	kaas_broker *b = &H.b;
+	kb_broker *b = &H.b;
 	memset(b, 0, sizeof(*b));
-	kaas_config_defaults(&b->cfg);
+	kb_config_defaults(&b->cfg);
 	b->cfg.group_initial_rebalance_delay_ms = 0;
 	b->cfg.trust_unqualified = 1;
 	b->cfg.num_partitions = 2;
@@ -184,24 +184,24 @@ int fz_broker_open(void)
 	if (rc)
 		goto fail;
 
-	kaas_topics_options to;
-	kaas_topics_options_init(&to);
+	kt_topics_options to;
+	kt_topics_options_init(&to);
 	to.cluster = b->cluster;
 	to.data = b->data;
 	to.defaults = b->cfg.log;
 	to.num_partitions = b->cfg.num_partitions;
 	to.default_replication_factor = b->cfg.default_replication_factor;
 	to.reserved_name = "__cluster";
-	kaas_topics_ptable_hooks(b, &to.hooks);
-	if ((rc = kaas_topics_open(&to, &b->topics)) || (rc = kaas_ptable_create(b, &b->parts)) ||
-	    (rc = kaas_ptable_start(b->parts, NULL, 0)))
+	kt_topics_ptable_hooks(b, &to.hooks);
+	if ((rc = kt_topics_open(&to, &b->topics)) || (rc = kb_ptable_create(b, &b->parts)) ||
+	    (rc = kb_ptable_start(b->parts, NULL, 0)))
 		goto fail;
-	if ((rc = kaas_pool_create(4, &H.pool)))
+	if ((rc = kn_pool_create(4, &H.pool)))
 		goto fail;
-	H.ops = (kaas_server_ops){op_complete, op_run, op_timer_start, op_timer_cancel};
+	H.ops = (kb_server_ops){op_complete, op_run, op_timer_start, op_timer_cancel};
 	b->ops = &H.ops;
 	b->server = &H;
-	if ((rc = kaas_coord_open(b, &b->coord)))
+	if ((rc = kg_coord_open(b, &b->coord)))
 		goto fail;
 	/* The topic the seed corpus names, so produce/fetch reach a partition. */
 	if ((rc = ensure_topic("kreq", 2)))
@@ -219,12 +219,12 @@ void fz_broker_close(void)
 {
 	if (!H.open)
 		return;
-	kaas_broker *b = &H.b;
+	kb_broker *b = &H.b;
 	b->stopping = 1;
 	if (b->coord)
-		kaas_coord_drain(b->coord);
+		kg_coord_drain(b->coord);
 	if (b->parts)
-		kaas_ptable_wake_all(b->parts);
+		kb_ptable_wake_all(b->parts);
 	/* Every request handed to a handler is answered before anything closes. */
 	pthread_mutex_lock(&H.mu);
 	struct timespec until;
@@ -239,18 +239,18 @@ void fz_broker_close(void)
 		fprintf(stderr, "fuzz harness: %d deferred request(s) never answered\n", left);
 		abort();
 	}
-	kaas_coord_close(b->coord);
+	kg_coord_close(b->coord);
 	b->coord = NULL;
 	if (b->parts)
-		kaas_ptable_shutdown(b->parts);
+		kb_ptable_shutdown(b->parts);
 	if (H.pool) {
-		kaas_pool_stop(H.pool);
-		kaas_pool_destroy(H.pool);
+		kn_pool_stop(H.pool);
+		kn_pool_destroy(H.pool);
 		H.pool = NULL;
 	}
-	kaas_topics_close(b->topics);
+	kt_topics_close(b->topics);
 	b->topics = NULL;
-	kaas_ptable_destroy(b->parts);
+	kb_ptable_destroy(b->parts);
 	b->parts = NULL;
 	sub_destroy(b->cluster);
 	b->cluster = NULL;
@@ -267,8 +267,8 @@ uint64_t fz_requests(void) { return H.requests; }
 
 int fz_request(const uint8_t *data, size_t len, int wait_ms)
 {
-	kaas_rd rd;
-	kaas_req_header h;
+	kw_rd rd;
+	kw_req_header h;
 	fz_req *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -282,29 +282,29 @@ int fz_request(const uint8_t *data, size_t len, int wait_ms)
 	pthread_cond_init(&r->cv, NULL);
 	H.requests++;
 
-	kaas_rd_init(&rd, r->frame, len);
-	if (kaas_req_header_prefix(&rd, &h)) {
+	kw_rd_init(&rd, r->frame, len);
+	if (kw_req_header_prefix(&rd, &h)) {
 		fz_req_free(r);
 		return 1;
 	}
-	const kaas_api *api = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, h.api_key);
+	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, h.api_key);
 	if (!api || !api->handler) {
 		fz_req_free(r);
 		return 1;
 	}
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	if (h.api_version < api->min || h.api_version > api->max) {
 		/* What the server answers: UNSUPPORTED_VERSION. */
 		if (api->key == KAAS_API_API_VERSIONS)
-			kaas_api_versions_write(&w, h.api_version, 35, kaas_dispatch_table, kaas_dispatch_table_len);
+			kw_api_versions_write(&w, h.api_version, 35, kn_dispatch_table, kn_dispatch_table_len);
 		else
-			kaas_wr_i16(&w, 35);
-		kaas_wr_free(&w);
+			kw_wr_i16(&w, 35);
+		kw_wr_free(&w);
 		fz_req_free(r);
 		return 0;
 	}
-	int flex = kaas_api_flexible(api, h.api_version);
-	if (kaas_req_header_rest(&rd, flex, &h)) {
+	int flex = kw_api_flexible(api, h.api_version);
+	if (kw_req_header_rest(&rd, flex, &h)) {
 		fz_req_free(r);
 		return 1;
 	}
@@ -331,7 +331,7 @@ int fz_request(const uint8_t *data, size_t len, int wait_ms)
 			fprintf(stderr, "fuzz harness: %s v%d: answer ran out of memory\n", api->name, h.api_version);
 			abort();
 		}
-		kaas_wr_free(&w);
+		kw_wr_free(&w);
 		pthread_mutex_lock(&H.mu);
 		H.outstanding--;
 		pthread_cond_broadcast(&H.idle);
@@ -339,7 +339,7 @@ int fz_request(const uint8_t *data, size_t len, int wait_ms)
 		fz_req_free(r);
 		return rc;
 	}
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 	/* Deferred: wait a while; a later answer frees the request itself. */
 	pthread_mutex_lock(&H.mu);
 	struct timespec until;

@@ -12,6 +12,7 @@
 MODULES += fuzz
 fuzz_SRCS := kaas/fuzz/harness.c kaas/fuzz/replay.c
 fuzz_USES := net coord topics core storage proto sub util
+fuzz_PREFIX := fz
 fuzz_TESTS := kaas/fuzz/fuzz_request.c kaas/fuzz/fuzz_batch.c
 
 FUZZ_TARGETS := request batch

@@ -7,25 +7,25 @@
 
 #include <stddef.h>
 
-void kaas_budget_init(kaas_budget *b, int64_t limit)
+void kn_budget_init(kn_budget *b, int64_t limit)
 {
-	*b = (kaas_budget){.limit = limit};
+	*b = (kn_budget){.limit = limit};
 }
 
-int kaas_budget_loose(const kaas_budget *b, int64_t chunk)
+int kn_budget_loose(const kn_budget *b, int64_t chunk)
 {
 	return !b->qhead && (b->limit < 0 || b->held + chunk <= b->limit);
 }
 
 /* Whether w's request fits.  What waiters keep does not count: counting it,
  * two waiters could each wait for the other's few bytes forever. */
-static int fits(const kaas_budget *b, const kaas_budget_waiter *w)
+static int fits(const kn_budget *b, const kn_budget_waiter *w)
 {
 	int64_t used = b->held - b->kept;
 	return b->limit < 0 || used <= 0 || used + w->need <= b->limit;
 }
 
-static void unlink_w(kaas_budget_waiter **head, kaas_budget_waiter **tail, kaas_budget_waiter *w)
+static void unlink_w(kn_budget_waiter **head, kn_budget_waiter **tail, kn_budget_waiter *w)
 {
 	if (w->prev)
 		w->prev->next = w->next;
@@ -38,7 +38,7 @@ static void unlink_w(kaas_budget_waiter **head, kaas_budget_waiter **tail, kaas_
 	w->prev = w->next = NULL;
 }
 
-static void append_w(kaas_budget_waiter **head, kaas_budget_waiter **tail, kaas_budget_waiter *w)
+static void append_w(kn_budget_waiter **head, kn_budget_waiter **tail, kn_budget_waiter *w)
 {
 	w->next = NULL;
 	w->prev = *tail;
@@ -49,11 +49,11 @@ static void append_w(kaas_budget_waiter **head, kaas_budget_waiter **tail, kaas_
 	*tail = w;
 }
 
-static int grant_fitting(kaas_budget *b)
+static int grant_fitting(kn_budget *b)
 {
 	int n = 0;
 	while (b->qhead && fits(b, b->qhead)) {
-		kaas_budget_waiter *w = b->qhead;
+		kn_budget_waiter *w = b->qhead;
 		unlink_w(&b->qhead, &b->qtail, w);
 		b->nqueued--;
 		b->kept -= w->kept;
@@ -65,7 +65,7 @@ static int grant_fitting(kaas_budget *b)
 	return n;
 }
 
-int kaas_budget_acquire(kaas_budget *b, kaas_budget_waiter *w, int64_t need)
+int kn_budget_acquire(kn_budget *b, kn_budget_waiter *w, int64_t need)
 {
 	w->need = need;
 	w->kept = 0;
@@ -79,7 +79,7 @@ int kaas_budget_acquire(kaas_budget *b, kaas_budget_waiter *w, int64_t need)
 	return 0;
 }
 
-void kaas_budget_keep(kaas_budget *b, kaas_budget_waiter *w, int64_t n)
+void kn_budget_keep(kn_budget *b, kn_budget_waiter *w, int64_t n)
 {
 	b->held += n;
 	if (w->state == KAAS_BW_QUEUED)
@@ -87,15 +87,15 @@ void kaas_budget_keep(kaas_budget *b, kaas_budget_waiter *w, int64_t n)
 	w->kept += n;
 }
 
-int kaas_budget_release(kaas_budget *b, int64_t n)
+int kn_budget_release(kn_budget *b, int64_t n)
 {
 	b->held -= n;
 	return grant_fitting(b);
 }
 
-kaas_budget_waiter *kaas_budget_collect(kaas_budget *b)
+kn_budget_waiter *kn_budget_collect(kn_budget *b)
 {
-	kaas_budget_waiter *w = b->ghead;
+	kn_budget_waiter *w = b->ghead;
 	if (w) {
 		unlink_w(&b->ghead, &b->gtail, w);
 		w->state = KAAS_BW_IDLE;
@@ -103,7 +103,7 @@ kaas_budget_waiter *kaas_budget_collect(kaas_budget *b)
 	return w;
 }
 
-int kaas_budget_cancel(kaas_budget *b, kaas_budget_waiter *w)
+int kn_budget_cancel(kn_budget *b, kn_budget_waiter *w)
 {
 	if (w->state == KAAS_BW_QUEUED) {
 		unlink_w(&b->qhead, &b->qtail, w);

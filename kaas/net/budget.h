@@ -6,7 +6,7 @@
  * budget cannot cover it, the connection waits in a FIFO; releases grant the
  * waiters strictly in that order (nobody overtakes the head).  A waiter is
  * always granted when nothing is held but what waiters kept while waiting
- * (kaas_budget_keep), so a frame larger than the whole budget is still
+ * (kn_budget_keep), so a frame larger than the whole budget is still
  * served, alone, and kept bytes never stop the line.
  *
  * Loop-thread only; no allocation: waiters are embedded in their owner.
@@ -18,48 +18,48 @@
 
 enum { KAAS_BW_IDLE = 0, KAAS_BW_QUEUED, KAAS_BW_GRANTED };
 
-typedef struct kaas_budget_waiter {
-	struct kaas_budget_waiter *prev, *next;
+typedef struct kn_budget_waiter {
+	struct kn_budget_waiter *prev, *next;
 	int64_t need; /* bytes asked for */
-	int64_t kept; /* bytes charged for it while it waits (kaas_budget_keep) */
+	int64_t kept; /* bytes charged for it while it waits (kn_budget_keep) */
 	int state;    /* KAAS_BW_* */
-} kaas_budget_waiter;
+} kn_budget_waiter;
 
-typedef struct kaas_budget {
+typedef struct kn_budget {
 	int64_t limit; /* -1: unbounded */
 	int64_t held;   /* everything charged, kept bytes included */
 	int64_t kept;   /* bytes kept by the waiters in the queue */
 	int nqueued;
-	kaas_budget_waiter *qhead, *qtail; /* waiting, in arrival order */
-	kaas_budget_waiter *ghead, *gtail; /* granted, not collected yet */
-} kaas_budget;
+	kn_budget_waiter *qhead, *qtail; /* waiting, in arrival order */
+	kn_budget_waiter *ghead, *gtail; /* granted, not collected yet */
+} kn_budget;
 
-void kaas_budget_init(kaas_budget *b, int64_t limit);
+void kn_budget_init(kn_budget *b, int64_t limit);
 
 /* Nobody waits and `chunk` more bytes fit: a reader may take in a whole
  * chunk of frames without asking frame by frame first. */
-int kaas_budget_loose(const kaas_budget *b, int64_t chunk);
+int kn_budget_loose(const kn_budget *b, int64_t chunk);
 
 /* Asks for `need` bytes for w (which must be idle).  1: granted, held grows
  * by need.  0: w is queued behind the waiters already there (also when the
  * bytes would fit: nobody overtakes the queue). */
-int kaas_budget_acquire(kaas_budget *b, kaas_budget_waiter *w, int64_t need);
+int kn_budget_acquire(kn_budget *b, kn_budget_waiter *w, int64_t need);
 
 /* Charges n bytes a queued w has already read and keeps while it waits (no
  * admission: they are in memory).  They stay charged after the grant, until
  * released; while w waits they count against no grant. */
-void kaas_budget_keep(kaas_budget *b, kaas_budget_waiter *w, int64_t n);
+void kn_budget_keep(kn_budget *b, kn_budget_waiter *w, int64_t n);
 
 /* Gives n bytes back and moves the queue's head to the granted list for as
  * long as it fits.  Returns how many waiters were granted. */
-int kaas_budget_release(kaas_budget *b, int64_t n);
+int kn_budget_release(kn_budget *b, int64_t n);
 
 /* The oldest granted waiter (now idle again), or NULL. */
-kaas_budget_waiter *kaas_budget_collect(kaas_budget *b);
+kn_budget_waiter *kn_budget_collect(kn_budget *b);
 
 /* Takes w out of the queue or the granted list, giving back what a grant
  * added (its kept bytes stay charged: the caller releases them with what it
  * frees).  Returns how many waiters that granted. */
-int kaas_budget_cancel(kaas_budget *b, kaas_budget_waiter *w);
+int kn_budget_cancel(kn_budget *b, kn_budget_waiter *w);
 
 #endif

@@ -21,50 +21,50 @@
 #include "kaas/topics/admin.h"
 #include "kaas/proto/kerr.h"
 
-const kaas_api kaas_dispatch_table[] = {
+const kw_api kn_dispatch_table[] = {
 	/* key, min, max, flexible_from, name, handler */
-	{KAAS_API_PRODUCE, 0, 7, 9, "Produce", kaas_h_produce},
-	{KAAS_API_FETCH, 4, 11, 12, "Fetch", kaas_h_fetch},
-	{KAAS_API_LIST_OFFSETS, 0, 3, 6, "ListOffsets", kaas_h_list_offsets},
-	{KAAS_API_METADATA, 0, 7, 9, "Metadata", kaas_h_metadata},
-	{KAAS_API_OFFSET_COMMIT, 0, 7, 8, "OffsetCommit", kaas_h_offset_commit},
-	{KAAS_API_OFFSET_FETCH, 0, 7, 6, "OffsetFetch", kaas_h_offset_fetch},
-	{KAAS_API_FIND_COORDINATOR, 0, 2, 3, "FindCoordinator", kaas_h_find_coordinator},
-	{KAAS_API_JOIN_GROUP, 0, 5, 6, "JoinGroup", kaas_h_join_group},
-	{KAAS_API_HEARTBEAT, 0, 3, 4, "Heartbeat", kaas_h_heartbeat},
-	{KAAS_API_LEAVE_GROUP, 0, 3, 4, "LeaveGroup", kaas_h_leave_group},
-	{KAAS_API_SYNC_GROUP, 0, 3, 4, "SyncGroup", kaas_h_sync_group},
-	{KAAS_API_DESCRIBE_GROUPS, 0, 4, 5, "DescribeGroups", kaas_h_describe_groups},
-	{KAAS_API_LIST_GROUPS, 0, 2, 3, "ListGroups", kaas_h_list_groups},
-	{KAAS_API_API_VERSIONS, 0, 3, 3, "ApiVersions", kaas_h_api_versions},
-	{KAAS_API_CREATE_TOPICS, 0, 4, 5, "CreateTopics", kaas_h_create_topics},
-	{KAAS_API_DELETE_TOPICS, 0, 3, 4, "DeleteTopics", kaas_h_delete_topics},
-	{KAAS_API_DELETE_RECORDS, 0, 1, 2, "DeleteRecords", kaas_h_delete_records},
-	{KAAS_API_INIT_PRODUCER_ID, 0, 4, 2, "InitProducerId", kaas_h_init_producer_id},
+	{KAAS_API_PRODUCE, 0, 7, 9, "Produce", kn_h_produce},
+	{KAAS_API_FETCH, 4, 11, 12, "Fetch", kn_h_fetch},
+	{KAAS_API_LIST_OFFSETS, 0, 3, 6, "ListOffsets", kn_h_list_offsets},
+	{KAAS_API_METADATA, 0, 7, 9, "Metadata", kn_h_metadata},
+	{KAAS_API_OFFSET_COMMIT, 0, 7, 8, "OffsetCommit", kg_h_offset_commit},
+	{KAAS_API_OFFSET_FETCH, 0, 7, 6, "OffsetFetch", kg_h_offset_fetch},
+	{KAAS_API_FIND_COORDINATOR, 0, 2, 3, "FindCoordinator", kg_h_find_coordinator},
+	{KAAS_API_JOIN_GROUP, 0, 5, 6, "JoinGroup", kg_h_join_group},
+	{KAAS_API_HEARTBEAT, 0, 3, 4, "Heartbeat", kg_h_heartbeat},
+	{KAAS_API_LEAVE_GROUP, 0, 3, 4, "LeaveGroup", kg_h_leave_group},
+	{KAAS_API_SYNC_GROUP, 0, 3, 4, "SyncGroup", kg_h_sync_group},
+	{KAAS_API_DESCRIBE_GROUPS, 0, 4, 5, "DescribeGroups", kg_h_describe_groups},
+	{KAAS_API_LIST_GROUPS, 0, 2, 3, "ListGroups", kg_h_list_groups},
+	{KAAS_API_API_VERSIONS, 0, 3, 3, "ApiVersions", kn_h_api_versions},
+	{KAAS_API_CREATE_TOPICS, 0, 4, 5, "CreateTopics", kt_h_create_topics},
+	{KAAS_API_DELETE_TOPICS, 0, 3, 4, "DeleteTopics", kt_h_delete_topics},
+	{KAAS_API_DELETE_RECORDS, 0, 1, 2, "DeleteRecords", kt_h_delete_records},
+	{KAAS_API_INIT_PRODUCER_ID, 0, 4, 2, "InitProducerId", kg_h_init_producer_id},
 	{KAAS_API_ADD_PARTITIONS_TO_TXN, 0, 1, 3, "AddPartitionsToTxn", NULL},
 	{KAAS_API_ADD_OFFSETS_TO_TXN, 0, 1, 3, "AddOffsetsToTxn", NULL},
 	{KAAS_API_END_TXN, 0, 1, 3, "EndTxn", NULL},
 	{KAAS_API_TXN_OFFSET_COMMIT, 0, 3, 3, "TxnOffsetCommit", NULL},
-	{KAAS_API_DESCRIBE_CONFIGS, 0, 2, 4, "DescribeConfigs", kaas_h_describe_configs},
-	{KAAS_API_ALTER_CONFIGS, 0, 1, 2, "AlterConfigs", kaas_h_alter_configs},
-	{KAAS_API_CREATE_PARTITIONS, 0, 1, 2, "CreatePartitions", kaas_h_create_partitions},
-	{KAAS_API_DELETE_GROUPS, 0, 1, 2, "DeleteGroups", kaas_h_delete_groups},
-	{KAAS_API_OFFSET_DELETE, 0, 0, -1, "OffsetDelete", kaas_h_offset_delete},
+	{KAAS_API_DESCRIBE_CONFIGS, 0, 2, 4, "DescribeConfigs", kt_h_describe_configs},
+	{KAAS_API_ALTER_CONFIGS, 0, 1, 2, "AlterConfigs", kt_h_alter_configs},
+	{KAAS_API_CREATE_PARTITIONS, 0, 1, 2, "CreatePartitions", kt_h_create_partitions},
+	{KAAS_API_DELETE_GROUPS, 0, 1, 2, "DeleteGroups", kg_h_delete_groups},
+	{KAAS_API_OFFSET_DELETE, 0, 0, -1, "OffsetDelete", kg_h_offset_delete},
 };
-const size_t kaas_dispatch_table_len = sizeof(kaas_dispatch_table) / sizeof(kaas_dispatch_table[0]);
+const size_t kn_dispatch_table_len = sizeof(kn_dispatch_table) / sizeof(kn_dispatch_table[0]);
 
 /* ApiVersions v0-v3.  v3 carries the client's software name and version
  * (compact strings) which kaas accepts without judging them. */
-int kaas_h_api_versions(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+int kn_h_api_versions(kb_req *req, kw_rd *body, kw_wr *resp)
 {
 	if (req->api_version >= 3) {
-		kaas_str name, version;
+		kw_str name, version;
 		KRD_STR(body, 1, &name);
 		KRD_STR(body, 1, &version);
 		KRD_TAGS(body, 1);
 	}
-	kaas_api_versions_write(resp, req->api_version, KERR_NONE, kaas_dispatch_table,
-				kaas_dispatch_table_len);
+	kw_api_versions_write(resp, req->api_version, KERR_NONE, kn_dispatch_table,
+				kn_dispatch_table_len);
 	return KAAS_HANDLED;
 err_parse:
 	return -EBADMSG;

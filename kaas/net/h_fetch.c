@@ -5,7 +5,7 @@
  * fetch offset, never past the high watermark (the durable offset), as
  * (file, position, length) ranges; like Kafka's, it may end inside a batch,
  * which clients skip and fetch again.  The plan is spliced into the response
- * (kaas_req_attach_read) and the event loop streams it with sendfile, so
+ * (kb_req_attach_read) and the event loop streams it with sendfile, so
  * record bytes are never copied through the broker.
  *
  * Limits: partition_max_bytes per partition, max_bytes (v3+) for the whole
@@ -50,13 +50,13 @@ typedef struct fpart {
 } fpart;
 
 typedef struct ftopic {
-	kaas_str name;
+	kw_str name;
 	int32_t n;
 	fpart *parts;
 } ftopic;
 
 typedef struct fctx {
-	kaas_req *req;
+	kb_req *req;
 	int32_t max_wait, min_bytes, max_bytes;
 	int8_t isolation;
 	int32_t ntopics, nparts;
@@ -67,9 +67,9 @@ typedef struct fctx {
 	atomic_int gate;      /* a woken and fully parked fetch re-checks at 0 */
 	atomic_int fired;     /* woken since the watches were (re)armed */
 	atomic_int timed_out; /* max_wait_ms has passed: answer with what is there */
-	kaas_watch **watches;
+	kb_watch **watches;
 	int nwatch;
-	kaas_timer *timer;
+	kb_timer *timer;
 } fctx;
 
 static void fctx_put(fctx *c)
@@ -86,36 +86,36 @@ static void fctx_put(fctx *c)
 /* Writes the whole response.  Returns the record bytes it holds, or -1 when
  * some partition reported an error (answer now instead of waiting).  With
  * `measure` the ranges are only counted, not attached: w is then scratch. */
-static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
+static int64_t fetch_pass(fctx *c, kw_wr *w, int measure)
 {
-	kaas_req *req = c->req;
-	kaas_broker *b = req->broker;
+	kb_req *req = c->req;
+	kb_broker *b = req->broker;
 	int16_t v = req->api_version;
 	int64_t total = 0;
 	int any_error = 0, first_data = 1;
 	int64_t budget = c->max_bytes > 0 ? c->max_bytes : INT32_MAX;
 	int64_t lim = 0;
 
-	kaas_wr_i32(w, 0); /* throttle_time_ms */
+	kw_wr_i32(w, 0); /* throttle_time_ms */
 	if (v >= 7) {
-		kaas_wr_i16(w, c->top_error);
-		kaas_wr_i32(w, 0); /* session_id: no session */
+		kw_wr_i16(w, c->top_error);
+		kw_wr_i32(w, 0); /* session_id: no session */
 	}
 	if (c->top_error) {
-		kaas_wr_array(w, 0, 0);
+		kw_wr_array(w, 0, 0);
 		return -1;
 	}
-	kaas_wr_array(w, 0, c->ntopics);
+	kw_wr_array(w, 0, c->ntopics);
 	for (int32_t i = 0; i < c->ntopics; i++) {
 		ftopic *t = &c->topics[i];
-		kaas_wr_kstr(w, 0, t->name);
-		kaas_wr_array(w, 0, t->n);
+		kw_wr_kstr(w, 0, t->name);
+		kw_wr_array(w, 0, t->n);
 		for (int32_t k = 0; k < t->n; k++) {
 			fpart *fp = &t->parts[k];
-			kaas_pref ref;
-			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+			kb_pref ref;
+			ks_read_plan plan = KAAS_READ_PLAN_INIT;
 			int have_plan = 0;
-			int16_t err = kaas_ptable_get(b->parts, t->name, fp->index, &ref);
+			int16_t err = kb_ptable_get(b->parts, t->name, fp->index, &ref);
 			if (err == KERR_NONE && v >= 9 && fp->cur_epoch >= 0 && fp->cur_epoch != ref.epoch)
 				err = fp->cur_epoch < ref.epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
 			if (err == KERR_NONE) {
@@ -125,7 +125,7 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
 				if (fp->max_bytes <= 0) {
 					err = KERR_NONE; /* nothing asked: report offsets only */
 				} else if (lim > 0 || first_data) {
-					int rc = kaas_partition_read(ref.p, fp->offset, (int32_t)lim, &plan);
+					int rc = ks_partition_read(ref.p, fp->offset, (int32_t)lim, &plan);
 					have_plan = 1;
 					err = plan.error;
 					if (rc < 0 && err == KERR_NONE)
@@ -140,9 +140,9 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
 					lso = plan.last_stable_offset;
 					lstart = plan.log_start_offset;
 				} else {
-					hw = kaas_partition_high_watermark(ref.p);
+					hw = ks_partition_high_watermark(ref.p);
 					lso = hw;
-					lstart = kaas_partition_log_start(ref.p);
+					lstart = ks_partition_log_start(ref.p);
 				}
 				fp->hw_seen = hw;
 			}
@@ -150,47 +150,47 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
 			 * a later one whose batches do not fit its partition_max_bytes or
 			 * the rest of max_bytes sends no records. */
 			if (have_plan && plan.total > 0 && !first_data && (int64_t)plan.total > lim) {
-				kaas_read_plan_release(&plan);
+				ks_read_plan_release(&plan);
 				plan.total = 0;
 				plan.n = 0;
 			}
 			size_t mark = w->len;
-			kaas_wr_i32(w, fp->index);
-			kaas_wr_i16(w, err);
-			kaas_wr_i64(w, hw);
-			kaas_wr_i64(w, lso);
+			kw_wr_i32(w, fp->index);
+			kw_wr_i16(w, err);
+			kw_wr_i64(w, hw);
+			kw_wr_i64(w, lso);
 			if (v >= 5)
-				kaas_wr_i64(w, lstart);
+				kw_wr_i64(w, lstart);
 			if (c->isolation == 1)
-				kaas_wr_array(w, 0, 0); /* aborted transactions: none */
+				kw_wr_array(w, 0, 0); /* aborted transactions: none */
 			else
-				kaas_wr_array(w, 0, -1);
+				kw_wr_array(w, 0, -1);
 			if (v >= 11)
-				kaas_wr_i32(w, -1); /* preferred_read_replica */
+				kw_wr_i32(w, -1); /* preferred_read_replica */
 			uint32_t bytes = err == KERR_NONE && have_plan ? plan.total : 0;
-			kaas_wr_i32(w, (int32_t)bytes);
+			kw_wr_i32(w, (int32_t)bytes);
 			if (bytes > 0 && measure) {
-				kaas_read_plan_release(&plan);
+				ks_read_plan_release(&plan);
 				total += bytes;
 				budget -= bytes;
 				first_data = 0;
 			} else if (bytes > 0) {
-				if (kaas_req_attach_read(req, w, &plan)) {
+				if (kb_req_attach_read(req, w, &plan)) {
 					/* Could not read it: answer this partition with a storage error. */
 					w->len = mark;
-					kaas_wr_i32(w, fp->index);
-					kaas_wr_i16(w, KERR_KAFKA_STORAGE_ERROR);
-					kaas_wr_i64(w, -1);
-					kaas_wr_i64(w, -1);
+					kw_wr_i32(w, fp->index);
+					kw_wr_i16(w, KERR_KAFKA_STORAGE_ERROR);
+					kw_wr_i64(w, -1);
+					kw_wr_i64(w, -1);
 					if (v >= 5)
-						kaas_wr_i64(w, -1);
+						kw_wr_i64(w, -1);
 					if (c->isolation == 1)
-						kaas_wr_array(w, 0, 0);
+						kw_wr_array(w, 0, 0);
 					else
-						kaas_wr_array(w, 0, -1);
+						kw_wr_array(w, 0, -1);
 					if (v >= 11)
-						kaas_wr_i32(w, -1);
-					kaas_wr_i32(w, 0);
+						kw_wr_i32(w, -1);
+					kw_wr_i32(w, 0);
 					any_error = 1;
 				} else {
 					total += bytes;
@@ -198,34 +198,34 @@ static int64_t fetch_pass(fctx *c, kaas_wr *w, int measure)
 					first_data = 0;
 				}
 			} else if (have_plan) {
-				kaas_read_plan_release(&plan);
+				ks_read_plan_release(&plan);
 			}
 			if (err != KERR_NONE)
 				any_error = 1;
-			kaas_pref_put(&ref);
+			kb_pref_put(&ref);
 		}
 	}
 	return any_error ? -1 : total;
 }
 
 /* Drops a response built by a pass that is not going to be sent. */
-static void discard(kaas_req *req, kaas_wr *w)
+static void discard(kb_req *req, kw_wr *w)
 {
-	kaas_splices_free(req->splices);
+	kb_splices_free(req->splices);
 	req->splices = NULL;
-	kaas_wr_free(w);
+	kw_wr_free(w);
 }
 
 /* Answers with what is there now (a worker; the watches are given back). */
 static void finish(fctx *c)
 {
-	kaas_broker *b = c->req->broker;
-	if (kaas_timer_cancel(b, c->timer))
+	kb_broker *b = c->req->broker;
+	if (kb_timer_cancel(b, c->timer))
 		fctx_put(c); /* the timer will never run: drop its reference */
 	c->timer = NULL;
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	fetch_pass(c, &w, 0);
-	kaas_req_complete(c->req, &w);
+	kb_req_complete(c->req, &w);
 	fctx_put(c);
 }
 
@@ -236,9 +236,9 @@ static void park(fctx *c);
 static void recheck(void *arg)
 {
 	fctx *c = arg;
-	kaas_broker *b = c->req->broker;
+	kb_broker *b = c->req->broker;
 	for (int i = 0; i < c->nwatch; i++)
-		kaas_ptable_unwatch(b->parts, c->watches[i]);
+		kb_ptable_unwatch(b->parts, c->watches[i]);
 	c->nwatch = 0;
 	/* Re-arm before looking: a timer that fires from here on wakes the
 	 * next park, one that fired before is seen below. */
@@ -246,9 +246,9 @@ static void recheck(void *arg)
 	atomic_store(&c->gate, 2);
 	int done = atomic_load(&c->timed_out) || __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
 	if (!done) {
-		kaas_wr m = KAAS_WR_INIT;
+		kw_wr m = KAAS_WR_INIT;
 		int64_t got = fetch_pass(c, &m, 1);
-		kaas_wr_free(&m);
+		kw_wr_free(&m);
 		done = got < 0 || got >= c->min_bytes;
 	}
 	if (done)
@@ -262,7 +262,7 @@ static void gate_pass(fctx *c)
 	/* Never re-check inline: this may run inside a watch callback, under the
 	 * partition table's lock.  The pool only refuses work after the event
 	 * loop has stopped, when no answer could be sent anyway. */
-	if (atomic_fetch_sub(&c->gate, 1) == 1 && kaas_broker_run(c->req->broker, recheck, c))
+	if (atomic_fetch_sub(&c->gate, 1) == 1 && kb_broker_run(c->req->broker, recheck, c))
 		KLOG_DEBUG("fetch", "shutting down: a parked fetch is dropped");
 }
 
@@ -286,20 +286,20 @@ static void on_timer(void *arg)
  * opens the gate: from now on a wake queues a re-check. */
 static void park(fctx *c)
 {
-	kaas_broker *b = c->req->broker;
+	kb_broker *b = c->req->broker;
 	for (int32_t i = 0; i < c->ntopics && !atomic_load(&c->fired); i++) {
 		ftopic *t = &c->topics[i];
 		for (int32_t k = 0; k < t->n; k++) {
-			kaas_pref ref;
-			if (kaas_ptable_get(b->parts, t->name, t->parts[k].index, &ref) != KERR_NONE) {
+			kb_pref ref;
+			if (kb_ptable_get(b->parts, t->name, t->parts[k].index, &ref) != KERR_NONE) {
 				wake(c); /* it went away meanwhile: answer */
 				continue;
 			}
 			int64_t at = t->parts[k].offset;
 			if (t->parts[k].hw_seen > at)
 				at = t->parts[k].hw_seen;
-			kaas_watch *w = kaas_ptable_watch(&ref, at, wake, c);
-			kaas_pref_put(&ref);
+			kb_watch *w = kb_ptable_watch(&ref, at, wake, c);
+			kb_pref_put(&ref);
 			if (w)
 				c->watches[c->nwatch++] = w;
 			else
@@ -309,9 +309,9 @@ static void park(fctx *c)
 	gate_pass(c);
 }
 
-int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+int kn_h_fetch(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	kaas_broker *b = req->broker;
+	kb_broker *b = req->broker;
 	int16_t v = req->api_version;
 	int32_t replica_id, session_id = 0, session_epoch = -1;
 	fctx *c = calloc(1, sizeof(*c));
@@ -356,7 +356,7 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		int32_t nf;
 		KRD_ARRAY(body, 0, 6, &nf);
 		for (int32_t i = 0; i < nf; i++) {
-			kaas_str tn;
+			kw_str tn;
 			int32_t np;
 			KRD_STR(body, 0, &tn);
 			KRD_ARRAY(body, 0, 4, &np);
@@ -364,7 +364,7 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		}
 	}
 	if (v >= 11) {
-		kaas_str rack;
+		kw_str rack;
 		KRD_STR(body, 0, &rack);
 	}
 	(void)replica_id;
@@ -387,7 +387,7 @@ int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	if (!c->watches)
 		goto oom;
 	atomic_fetch_add(&c->refs, 1); /* for the timer */
-	c->timer = kaas_timer_start(b, c->max_wait, on_timer, c);
+	c->timer = kb_timer_start(b, c->max_wait, on_timer, c);
 	if (!c->timer) {
 		atomic_fetch_sub(&c->refs, 1);
 		atomic_store(&c->timed_out, 1); /* cannot wait: answer at once */

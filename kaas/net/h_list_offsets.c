@@ -16,13 +16,13 @@
 #include "kaas/core/ptable.h"
 #include "kaas/proto/kerr.h"
 
-int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	kaas_broker *b = req->broker;
+	kb_broker *b = req->broker;
 	int16_t v = req->api_version;
 	int32_t replica_id, nt;
 	int8_t isolation = 0;
-	kaas_rd again;
+	kw_rd again;
 
 	KRD_I32(body, &replica_id);
 	if (v >= 2)
@@ -31,7 +31,7 @@ int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	again = *body;
 	KRD_ARRAY(body, 0, 6, &nt);
 	for (int32_t i = 0; i < nt; i++) {
-		kaas_str name;
+		kw_str name;
 		int32_t np;
 		KRD_STR(body, 0, &name);
 		KRD_ARRAY(body, 0, v == 0 ? 16 : 12, &np);
@@ -41,16 +41,16 @@ int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	(void)isolation;
 
 	if (v >= 2)
-		kaas_wr_i32(resp, 0); /* throttle_time_ms */
+		kw_wr_i32(resp, 0); /* throttle_time_ms */
 	KRD_ARRAY(&again, 0, 6, &nt);
-	kaas_wr_array(resp, 0, nt < 0 ? 0 : nt);
+	kw_wr_array(resp, 0, nt < 0 ? 0 : nt);
 	for (int32_t i = 0; i < nt; i++) {
-		kaas_str name;
+		kw_str name;
 		int32_t np;
 		KRD_STR(&again, 0, &name);
 		KRD_ARRAY(&again, 0, 12, &np);
-		kaas_wr_kstr(resp, 0, name);
-		kaas_wr_array(resp, 0, np < 0 ? 0 : np);
+		kw_wr_kstr(resp, 0, name);
+		kw_wr_array(resp, 0, np < 0 ? 0 : np);
 		for (int32_t k = 0; k < np; k++) {
 			int32_t part, max_num = 1;
 			int64_t ts;
@@ -59,36 +59,36 @@ int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 			if (v == 0)
 				KRD_I32(&again, &max_num);
 			int64_t off = -1, found_ts = -1;
-			kaas_pref ref;
-			int16_t err = kaas_ptable_get(b->parts, name, part, &ref);
+			kb_pref ref;
+			int16_t err = kb_ptable_get(b->parts, name, part, &ref);
 			if (err == KERR_NONE) {
 				if (ts == KAAS_TS_EARLIEST) {
-					off = kaas_partition_log_start(ref.p);
+					off = ks_partition_log_start(ref.p);
 				} else if (ts == KAAS_TS_LATEST) {
-					off = kaas_partition_high_watermark(ref.p);
+					off = ks_partition_high_watermark(ref.p);
 				} else if (ts < 0) {
 					err = KERR_INVALID_REQUEST;
 				} else {
-					int rc = kaas_partition_offset_for_time(ref.p, ts, &off, &found_ts);
+					int rc = ks_partition_offset_for_time(ref.p, ts, &off, &found_ts);
 					if (rc < 0)
 						err = KERR_KAFKA_STORAGE_ERROR;
 				}
 				if (err == KERR_NONE && off < 0 && (ts == KAAS_TS_EARLIEST || ts == KAAS_TS_LATEST))
 					err = KERR_KAFKA_STORAGE_ERROR;
-				kaas_pref_put(&ref);
+				kb_pref_put(&ref);
 			}
-			kaas_wr_i32(resp, part);
-			kaas_wr_i16(resp, err);
+			kw_wr_i32(resp, part);
+			kw_wr_i16(resp, err);
 			if (v == 0) {
 				if (err == KERR_NONE && off >= 0 && max_num > 0) {
-					kaas_wr_array(resp, 0, 1);
-					kaas_wr_i64(resp, off);
+					kw_wr_array(resp, 0, 1);
+					kw_wr_i64(resp, off);
 				} else {
-					kaas_wr_array(resp, 0, 0);
+					kw_wr_array(resp, 0, 0);
 				}
 			} else {
-				kaas_wr_i64(resp, err == KERR_NONE ? found_ts : -1);
-				kaas_wr_i64(resp, err == KERR_NONE ? off : -1);
+				kw_wr_i64(resp, err == KERR_NONE ? found_ts : -1);
+				kw_wr_i64(resp, err == KERR_NONE ? off : -1);
 			}
 		}
 	}

@@ -23,41 +23,41 @@
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
-static void write_partitions(kaas_req *req, kaas_wr *w, const char *topic, int32_t n)
+static void write_partitions(kb_req *req, kw_wr *w, const char *topic, int32_t n)
 {
-	kaas_broker *b = req->broker;
+	kb_broker *b = req->broker;
 	int16_t v = req->api_version;
-	kaas_wr_array(w, 0, n);
+	kw_wr_array(w, 0, n);
 	for (int32_t p = 0; p < n; p++) {
 		int32_t leader = -1, epoch = -1;
-		int16_t err = kaas_ptable_leader(b->parts, topic, p, &leader, &epoch);
+		int16_t err = kb_ptable_leader(b->parts, topic, p, &leader, &epoch);
 		if (err == KERR_UNKNOWN_TOPIC_OR_PARTITION)
 			err = KERR_LEADER_NOT_AVAILABLE; /* registered, not (yet) open here */
-		kaas_wr_i16(w, err);
-		kaas_wr_i32(w, p);
-		kaas_wr_i32(w, leader);
+		kw_wr_i16(w, err);
+		kw_wr_i32(w, p);
+		kw_wr_i32(w, leader);
 		if (v >= 7)
-			kaas_wr_i32(w, epoch);
-		kaas_wr_array(w, 0, 1); /* replicas: the volume is the only copy */
-		kaas_wr_i32(w, b->id);
+			kw_wr_i32(w, epoch);
+		kw_wr_array(w, 0, 1); /* replicas: the volume is the only copy */
+		kw_wr_i32(w, b->id);
 		if (leader >= 0) {
-			kaas_wr_array(w, 0, 1);
-			kaas_wr_i32(w, leader);
+			kw_wr_array(w, 0, 1);
+			kw_wr_i32(w, leader);
 		} else {
-			kaas_wr_array(w, 0, 0);
+			kw_wr_array(w, 0, 0);
 		}
 		if (v >= 5)
-			kaas_wr_array(w, 0, 0); /* offline replicas */
+			kw_wr_array(w, 0, 0); /* offline replicas */
 	}
 }
 
-static void write_topic(kaas_req *req, kaas_wr *w, int16_t err, const char *name, int32_t nlen,
+static void write_topic(kb_req *req, kw_wr *w, int16_t err, const char *name, int32_t nlen,
 			int32_t partitions)
 {
-	kaas_wr_i16(w, err);
-	kaas_wr_strn(w, 0, name, nlen);
+	kw_wr_i16(w, err);
+	kw_wr_strn(w, 0, name, nlen);
 	if (req->api_version >= 1)
-		kaas_wr_bool(w, 0); /* is_internal: kaas has no internal topics */
+		kw_wr_bool(w, 0); /* is_internal: kaas has no internal topics */
 	if (err == KERR_NONE) {
 		char tn[KAAS_TOPIC_NAME_MAX + 1];
 		size_t l = (size_t)nlen < sizeof(tn) - 1 ? (size_t)nlen : sizeof(tn) - 1;
@@ -65,24 +65,24 @@ static void write_topic(kaas_req *req, kaas_wr *w, int16_t err, const char *name
 		tn[l] = 0;
 		write_partitions(req, w, tn, partitions);
 	} else {
-		kaas_wr_array(w, 0, 0);
+		kw_wr_array(w, 0, 0);
 	}
 }
 
 /* One requested topic: look up, auto-create when allowed, write its entry. */
-static void one_topic(kaas_req *req, kaas_wr *w, kaas_str name, int allow_auto)
+static void one_topic(kb_req *req, kw_wr *w, kw_str name, int allow_auto)
 {
-	kaas_broker *b = req->broker;
+	kb_broker *b = req->broker;
 	char msg[256];
-	kaas_topic_info info;
-	int16_t err = kaas_topic_name_check(name.s, name.len, msg, sizeof(msg));
+	kt_topic_info info;
+	int16_t err = kt_topic_name_check(name.s, name.len, msg, sizeof(msg));
 	if (err != KERR_NONE) {
 		write_topic(req, w, err, name.s, name.len < 0 ? 0 : name.len, 0);
 		return;
 	}
-	int rc = kaas_topics_lookup(b->topics, name.s, name.len, &info);
+	int rc = kt_topics_lookup(b->topics, name.s, name.len, &info);
 	if (rc == -ENOENT && allow_auto && b->cfg.auto_create_topics) {
-		err = kaas_topics_auto_create(b->topics, name, &info);
+		err = kt_topics_auto_create(b->topics, name, &info);
 		if (err == KERR_NONE)
 			KLOG_INFO("metadata", "%s: created topic %.*s (auto.create.topics.enable)", req->peer,
 				  name.len, name.s);
@@ -97,12 +97,12 @@ static void one_topic(kaas_req *req, kaas_wr *w, kaas_str name, int allow_auto)
 	write_topic(req, w, err, name.s, name.len, err == KERR_NONE ? info.partitions : 0);
 }
 
-int kaas_h_metadata(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	kaas_broker *b = req->broker;
+	kb_broker *b = req->broker;
 	int16_t v = req->api_version;
 	int32_t n;
-	kaas_str *names = NULL;
+	kw_str *names = NULL;
 	KRD_ARRAY(body, 0, 2, &n);
 	if (n > 0) {
 		names = calloc((size_t)n, sizeof(*names));
@@ -116,31 +116,31 @@ int kaas_h_metadata(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		KRD_I8(body, &allow_auto);
 
 	if (v >= 3)
-		kaas_wr_i32(resp, 0); /* throttle_time_ms */
-	kaas_wr_array(resp, 0, 1);
-	kaas_wr_i32(resp, b->id);
-	kaas_wr_str(resp, 0, b->host);
-	kaas_wr_i32(resp, b->port);
+		kw_wr_i32(resp, 0); /* throttle_time_ms */
+	kw_wr_array(resp, 0, 1);
+	kw_wr_i32(resp, b->id);
+	kw_wr_str(resp, 0, b->host);
+	kw_wr_i32(resp, b->port);
 	if (v >= 1)
-		kaas_wr_strn(resp, 0, NULL, -1); /* rack */
+		kw_wr_strn(resp, 0, NULL, -1); /* rack */
 	if (v >= 2)
-		kaas_wr_str(resp, 0, b->cluster_id[0] ? b->cluster_id : NULL);
+		kw_wr_str(resp, 0, b->cluster_id[0] ? b->cluster_id : NULL);
 	if (v >= 1)
-		kaas_wr_i32(resp, b->id); /* controller: this broker answers admin requests */
+		kw_wr_i32(resp, b->id); /* controller: this broker answers admin requests */
 
 	int all = n < 0 || (v == 0 && n == 0);
 	if (all) {
-		kaas_topic_info *list = NULL;
+		kt_topic_info *list = NULL;
 		size_t cnt = 0;
-		if (kaas_topics_list(b->topics, &list, &cnt))
+		if (kt_topics_list(b->topics, &list, &cnt))
 			cnt = 0;
-		kaas_wr_array(resp, 0, (int32_t)cnt);
+		kw_wr_array(resp, 0, (int32_t)cnt);
 		for (size_t i = 0; i < cnt; i++)
 			write_topic(req, resp, KERR_NONE, list[i].name, (int32_t)strlen(list[i].name),
 				    list[i].partitions);
 		free(list);
 	} else {
-		kaas_wr_array(resp, 0, n);
+		kw_wr_array(resp, 0, n);
 		for (int32_t i = 0; i < n; i++)
 			one_topic(req, resp, names[i], allow_auto);
 	}

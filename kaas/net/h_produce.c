@@ -42,7 +42,7 @@ typedef struct pctx pctx;
 typedef struct ppart {
 	pctx *ctx;
 	int32_t index;
-	kaas_bytes records;
+	kw_bytes records;
 	int16_t err;
 	int waiting; /* an acks=-1 durability wait is outstanding (ctx->mu) */
 	int64_t base_offset;
@@ -51,7 +51,7 @@ typedef struct ppart {
 } ppart;
 
 typedef struct ptopic_req {
-	kaas_str name;
+	kw_str name;
 	int32_t n;
 	ppart *parts;
 } ptopic_req;
@@ -61,14 +61,14 @@ typedef struct ptopic_req {
  * the timeout.  `refs` keeps the context alive for the callbacks and the
  * timer that come after the answer. */
 struct pctx {
-	kaas_req *req;
+	kb_req *req;
 	int32_t ntopics;
 	ptopic_req *topics;
 	pthread_mutex_t mu;
 	int pending;      /* outstanding durability waits */
 	int handler_done; /* every wait is registered */
 	int answered;
-	kaas_timer *timer;
+	kb_timer *timer;
 	atomic_int refs;
 };
 
@@ -83,35 +83,35 @@ static void pctx_put(pctx *c)
 	free(c);
 }
 
-static void write_response(pctx *c, kaas_wr *w)
+static void write_response(pctx *c, kw_wr *w)
 {
 	int16_t v = c->req->api_version;
-	kaas_wr_array(w, 0, c->ntopics);
+	kw_wr_array(w, 0, c->ntopics);
 	for (int32_t i = 0; i < c->ntopics; i++) {
 		ptopic_req *t = &c->topics[i];
-		kaas_wr_kstr(w, 0, t->name);
-		kaas_wr_array(w, 0, t->n);
+		kw_wr_kstr(w, 0, t->name);
+		kw_wr_array(w, 0, t->n);
 		for (int32_t k = 0; k < t->n; k++) {
 			ppart *p = &t->parts[k];
-			kaas_wr_i32(w, p->index);
-			kaas_wr_i16(w, p->err);
-			kaas_wr_i64(w, p->err ? -1 : p->base_offset);
+			kw_wr_i32(w, p->index);
+			kw_wr_i16(w, p->err);
+			kw_wr_i64(w, p->err ? -1 : p->base_offset);
 			if (v >= 2)
-				kaas_wr_i64(w, p->err ? -1 : p->log_append_time);
+				kw_wr_i64(w, p->err ? -1 : p->log_append_time);
 			if (v >= 5)
-				kaas_wr_i64(w, p->err ? -1 : p->log_start);
+				kw_wr_i64(w, p->err ? -1 : p->log_start);
 		}
 	}
 	if (v >= 1)
-		kaas_wr_i32(w, 0); /* throttle_time_ms */
+		kw_wr_i32(w, 0); /* throttle_time_ms */
 }
 
 /* Answers a deferred request (called once, without ctx->mu). */
 static void answer(pctx *c)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	write_response(c, &w);
-	kaas_req_complete(c->req, &w);
+	kb_req_complete(c->req, &w);
 }
 
 static void on_durable(void *arg, int16_t error, int64_t hw)
@@ -130,7 +130,7 @@ static void on_durable(void *arg, int16_t error, int64_t hw)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (mine) {
-		if (kaas_timer_cancel(c->req->broker, c->timer))
+		if (kb_timer_cancel(c->req->broker, c->timer))
 			pctx_put(c); /* the timer will not run: drop its reference */
 		answer(c);
 	}
@@ -153,16 +153,16 @@ static void on_timeout(void *arg)
 	if (mine) {
 		KLOG_WARN("produce", "%s: acks=all request timed out waiting for the volume to sync",
 			  c->req->peer);
-		kaas_timer_cancel(c->req->broker, c->timer); /* fired: gives the handle back */
+		kb_timer_cancel(c->req->broker, c->timer); /* fired: gives the handle back */
 		answer(c);
 	}
 	pctx_put(c);
 }
 
-int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	kaas_broker *b = req->broker;
-	kaas_str txn_id;
+	kb_broker *b = req->broker;
+	kw_str txn_id;
 	int16_t acks;
 	int32_t timeout_ms;
 	pctx *c = calloc(1, sizeof(*c));
@@ -199,19 +199,19 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 				p->err = KERR_INVALID_REQUIRED_ACKS;
 				continue;
 			}
-			kaas_pref ref;
-			p->err = kaas_ptable_get(b->parts, t->name, p->index, &ref);
+			kb_pref ref;
+			p->err = kb_ptable_get(b->parts, t->name, p->index, &ref);
 			if (p->err != KERR_NONE)
 				continue;
 			if (p->records.len <= 0) {
 				p->err = KERR_CORRUPT_MESSAGE;
-				kaas_pref_put(&ref);
+				kb_pref_put(&ref);
 				continue;
 			}
-			kaas_append_result res;
+			ks_append_result res;
 			memset(&res, 0, sizeof(res));
 			/* The frame is ours: the engine stamps offsets into it in place. */
-			int rc = kaas_partition_append(ref.p, (uint8_t *)p->records.p, (size_t)p->records.len, &res);
+			int rc = ks_partition_append(ref.p, (uint8_t *)p->records.p, (size_t)p->records.len, &res);
 			p->err = res.error;
 			if (rc < 0 && p->err == KERR_NONE)
 				p->err = KERR_KAFKA_STORAGE_ERROR;
@@ -225,7 +225,7 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 					p->waiting = 1;
 					pthread_mutex_unlock(&c->mu);
 					atomic_fetch_add(&c->refs, 1);
-					if (kaas_ptable_when_durable(&ref, res.last_offset + 1, on_durable, p)) {
+					if (kb_ptable_when_durable(&ref, res.last_offset + 1, on_durable, p)) {
 						pthread_mutex_lock(&c->mu);
 						c->pending--;
 						p->waiting = 0;
@@ -234,13 +234,13 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 						atomic_fetch_sub(&c->refs, 1);
 					}
 				} else {
-					kaas_ptable_dirty(&ref);
+					kb_ptable_dirty(&ref);
 				}
 			} else if (p->err != KERR_NOT_LEADER_OR_FOLLOWER) {
 				KLOG_DEBUG("produce", "%s: %.*s/%d: %s%s%s", req->peer, t->name.len, t->name.s, p->index,
-					   kaas_kerr_name(p->err), res.message ? ": " : "", res.message ? res.message : "");
+					   kw_kerr_name(p->err), res.message ? ": " : "", res.message ? res.message : "");
 			}
-			kaas_pref_put(&ref);
+			kb_pref_put(&ref);
 		}
 	}
 
@@ -261,7 +261,7 @@ int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 		c->answered = 1;
 	} else if (timeout_ms > 0) {
 		atomic_fetch_add(&c->refs, 1); /* for the timer */
-		c->timer = kaas_timer_start(b, timeout_ms, on_timeout, c);
+		c->timer = kb_timer_start(b, timeout_ms, on_timeout, c);
 		if (!c->timer)
 			atomic_fetch_sub(&c->refs, 1); /* no timeout then: wait for the flush */
 	}

@@ -25,10 +25,10 @@
 		}                                                   \
 	} while (0)
 
-int kaas_h_api_versions(kaas_req *req, kaas_rd *body, kaas_wr *resp);
-int kaas_h_metadata(kaas_req *req, kaas_rd *body, kaas_wr *resp);
-int kaas_h_produce(kaas_req *req, kaas_rd *body, kaas_wr *resp);
-int kaas_h_fetch(kaas_req *req, kaas_rd *body, kaas_wr *resp);
-int kaas_h_list_offsets(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+int kn_h_api_versions(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_fetch(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp);
 
 #endif

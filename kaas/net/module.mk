@@ -8,6 +8,7 @@ net_SRCS := kaas/net/server.c kaas/net/budget.c kaas/net/pool.c kaas/net/dispatc
 	kaas/net/h_metadata.c kaas/net/h_produce.c kaas/net/h_fetch.c \
 	kaas/net/h_list_offsets.c
 net_USES := coord topics core storage proto sub util
+net_PREFIX := kn
 net_TESTS := kaas/net/test/test_pool.c kaas/net/test/test_dispatch.c \
 	kaas/net/test/test_fetch.c kaas/net/test/test_versions.c \
 	kaas/net/test/test_budget.c

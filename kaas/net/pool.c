@@ -15,19 +15,19 @@
 
 typedef struct job {
 	struct job *next;
-	kaas_work_fn fn;
+	kb_work_fn fn;
 	void *arg;
 } job;
 
-struct kaas_timer {
+struct kb_timer {
 	int64_t due_ns;
 	uint64_t seq;     /* FIFO among equal due times */
 	int idx;          /* position in the heap, -1 once fired */
-	kaas_work_fn fn;
+	kb_work_fn fn;
 	void *arg;
 };
 
-struct kaas_pool {
+struct kn_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	job *head, *tail;
@@ -37,7 +37,7 @@ struct kaas_pool {
 
 	pthread_mutex_t tmu;
 	pthread_cond_t tcv;
-	kaas_timer **heap;
+	kb_timer **heap;
 	int hn, hcap;
 	uint64_t tseq;
 	int tstop;
@@ -47,7 +47,7 @@ struct kaas_pool {
 
 static void *worker_main(void *arg)
 {
-	kaas_pool *p = arg;
+	kn_pool *p = arg;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->head && !p->stopping)
@@ -67,7 +67,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int kaas_pool_run(kaas_pool *p, kaas_work_fn fn, void *arg)
+int kn_pool_run(kn_pool *p, kb_work_fn fn, void *arg)
 {
 	job *j = malloc(sizeof(*j));
 	if (!j)
@@ -93,21 +93,21 @@ int kaas_pool_run(kaas_pool *p, kaas_work_fn fn, void *arg)
 
 /* ---- timers ----------------------------------------------------------------- */
 
-static int tless(const kaas_timer *a, const kaas_timer *b)
+static int tless(const kb_timer *a, const kb_timer *b)
 {
 	return a->due_ns < b->due_ns || (a->due_ns == b->due_ns && a->seq < b->seq);
 }
 
-static void hswap(kaas_pool *p, int i, int j)
+static void hswap(kn_pool *p, int i, int j)
 {
-	kaas_timer *t = p->heap[i];
+	kb_timer *t = p->heap[i];
 	p->heap[i] = p->heap[j];
 	p->heap[j] = t;
 	p->heap[i]->idx = i;
 	p->heap[j]->idx = j;
 }
 
-static void hup(kaas_pool *p, int i)
+static void hup(kn_pool *p, int i)
 {
 	while (i > 0) {
 		int parent = (i - 1) / 2;
@@ -118,7 +118,7 @@ static void hup(kaas_pool *p, int i)
 	}
 }
 
-static void hdown(kaas_pool *p, int i)
+static void hdown(kn_pool *p, int i)
 {
 	for (;;) {
 		int l = 2 * i + 1, r = l + 1, m = i;
@@ -133,7 +133,7 @@ static void hdown(kaas_pool *p, int i)
 	}
 }
 
-static void hremove(kaas_pool *p, int i)
+static void hremove(kn_pool *p, int i)
 {
 	p->heap[i]->idx = -1;
 	p->hn--;
@@ -147,26 +147,26 @@ static void hremove(kaas_pool *p, int i)
 
 static void *timer_main(void *arg)
 {
-	kaas_pool *p = arg;
+	kn_pool *p = arg;
 	pthread_mutex_lock(&p->tmu);
 	while (!p->tstop) {
 		if (p->hn == 0) {
 			pthread_cond_wait(&p->tcv, &p->tmu);
 			continue;
 		}
-		kaas_timer *t = p->heap[0];
-		int64_t now = kaas_mono_ns();
+		kb_timer *t = p->heap[0];
+		int64_t now = ku_mono_ns();
 		if (t->due_ns > now) {
 			struct timespec ts = {(time_t)(t->due_ns / 1000000000LL), (long)(t->due_ns % 1000000000LL)};
 			pthread_cond_timedwait(&p->tcv, &p->tmu, &ts);
 			continue;
 		}
 		hremove(p, 0);
-		kaas_work_fn fn = t->fn;
+		kb_work_fn fn = t->fn;
 		void *a = t->arg;
-		/* The handle stays with its owner until kaas_timer_cancel(). */
+		/* The handle stays with its owner until kb_timer_cancel(). */
 		pthread_mutex_unlock(&p->tmu);
-		if (kaas_pool_run(p, fn, a))
+		if (kn_pool_run(p, fn, a))
 			KLOG_ERR("server", "a due timer could not be queued");
 		pthread_mutex_lock(&p->tmu);
 	}
@@ -174,16 +174,16 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-kaas_timer *kaas_pool_timer(kaas_pool *p, int64_t delay_ms, kaas_work_fn fn, void *arg)
+kb_timer *kn_pool_timer(kn_pool *p, int64_t delay_ms, kb_work_fn fn, void *arg)
 {
-	kaas_timer *t = calloc(1, sizeof(*t));
+	kb_timer *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	if (delay_ms < 0)
 		delay_ms = 0;
 	if (delay_ms > INT64_MAX / 2000000)
 		delay_ms = INT64_MAX / 2000000;
-	t->due_ns = kaas_mono_ns() + delay_ms * 1000000LL;
+	t->due_ns = ku_mono_ns() + delay_ms * 1000000LL;
 	t->fn = fn;
 	t->arg = arg;
 	pthread_mutex_lock(&p->tmu);
@@ -202,7 +202,7 @@ kaas_timer *kaas_pool_timer(kaas_pool *p, int64_t delay_ms, kaas_work_fn fn, voi
 	return t;
 }
 
-int kaas_pool_timer_cancel(kaas_pool *p, kaas_timer *t)
+int kn_pool_timer_cancel(kn_pool *p, kb_timer *t)
 {
 	if (!t)
 		return 0;
@@ -217,9 +217,9 @@ int kaas_pool_timer_cancel(kaas_pool *p, kaas_timer *t)
 
 /* ---- life cycle -------------------------------------------------------------- */
 
-int kaas_pool_create(int nthreads, kaas_pool **out)
+int kn_pool_create(int nthreads, kn_pool **out)
 {
-	kaas_pool *p = calloc(1, sizeof(*p));
+	kn_pool *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	pthread_mutex_init(&p->mu, NULL);
@@ -232,22 +232,22 @@ int kaas_pool_create(int nthreads, kaas_pool **out)
 	pthread_condattr_destroy(&ca);
 	p->threads = calloc((size_t)nthreads, sizeof(pthread_t));
 	if (!p->threads) {
-		kaas_pool_destroy(p);
+		kn_pool_destroy(p);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < nthreads; i++) {
 		int rc = pthread_create(&p->threads[i], NULL, worker_main, p);
 		if (rc) {
-			kaas_pool_stop(p);
-			kaas_pool_destroy(p);
+			kn_pool_stop(p);
+			kn_pool_destroy(p);
 			return -rc;
 		}
 		p->nthreads++;
 	}
 	int rc = pthread_create(&p->timer_thread, NULL, timer_main, p);
 	if (rc) {
-		kaas_pool_stop(p);
-		kaas_pool_destroy(p);
+		kn_pool_stop(p);
+		kn_pool_destroy(p);
 		return -rc;
 	}
 	p->timer_started = 1;
@@ -255,7 +255,7 @@ int kaas_pool_create(int nthreads, kaas_pool **out)
 	return 0;
 }
 
-void kaas_pool_stop(kaas_pool *p)
+void kn_pool_stop(kn_pool *p)
 {
 	if (!p)
 		return;
@@ -279,7 +279,7 @@ void kaas_pool_stop(kaas_pool *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void kaas_pool_destroy(kaas_pool *p)
+void kn_pool_destroy(kn_pool *p)
 {
 	if (!p)
 		return;

@@ -14,16 +14,16 @@
 
 #include "kaas/core/broker.h"
 
-typedef struct kaas_pool kaas_pool;
+typedef struct kn_pool kn_pool;
 
-int kaas_pool_create(int nthreads, kaas_pool **out);
-/* Queues fn(arg).  0, -ENOMEM, or -ESHUTDOWN after kaas_pool_stop(). */
-int kaas_pool_run(kaas_pool *p, kaas_work_fn fn, void *arg);
-kaas_timer *kaas_pool_timer(kaas_pool *p, int64_t delay_ms, kaas_work_fn fn, void *arg);
-int kaas_pool_timer_cancel(kaas_pool *p, kaas_timer *t);
+int kn_pool_create(int nthreads, kn_pool **out);
+/* Queues fn(arg).  0, -ENOMEM, or -ESHUTDOWN after kn_pool_stop(). */
+int kn_pool_run(kn_pool *p, kb_work_fn fn, void *arg);
+kb_timer *kn_pool_timer(kn_pool *p, int64_t delay_ms, kb_work_fn fn, void *arg);
+int kn_pool_timer_cancel(kn_pool *p, kb_timer *t);
 /* Runs every queued job, then joins the threads.  Pending timers are
  * dropped (their handles must still be cancelled by their owners). */
-void kaas_pool_stop(kaas_pool *p);
-void kaas_pool_destroy(kaas_pool *p); /* after stop; NULL-safe */
+void kn_pool_stop(kn_pool *p);
+void kn_pool_destroy(kn_pool *p); /* after stop; NULL-safe */
 
 #endif

@@ -107,13 +107,13 @@ typedef struct part {
 typedef struct conn conn;
 
 typedef struct sreq {
-	kaas_req pub; /* first: handlers get &pub */
+	kb_req pub; /* first: handlers get &pub */
 	conn *c;
 	struct sreq *next;
 	uint8_t *frame;
 	size_t frame_len;
-	const kaas_api *api;
-	kaas_rd body;
+	const kw_api *api;
+	kw_rd body;
 	int unsupported;
 	int result; /* handler's return value, set before EV_DONE */
 	/* the response, built by a worker or completer before it posts */
@@ -132,7 +132,7 @@ typedef struct sreq {
 } sreq;
 
 struct conn {
-	kaas_server *s;
+	kn_server *s;
 	int fd;
 	uint64_t id;
 	char peer[64];
@@ -157,7 +157,7 @@ struct conn {
 	int want_write;
 	/* queued.max.request.bytes: a frame waiting for room keeps what was read
 	 * of it (its size, and in a whole-chunk read what followed) in stash */
-	kaas_budget_waiter bw;
+	kn_budget_waiter bw;
 	uint8_t *stash;
 	size_t stash_len;
 	struct sockaddr_storage addr;
@@ -166,8 +166,8 @@ struct conn {
 
 #define CONN_OF_WAITER(w) ((conn *)((char *)(w) - offsetof(conn, bw)))
 
-struct kaas_server {
-	kaas_broker *b;
+struct kn_server {
+	kb_broker *b;
 	uv_loop_t loop;
 	int lfd;
 	int port;
@@ -177,7 +177,7 @@ struct kaas_server {
 	uv_async_t async;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t drain_deadline;
-	kaas_pool *pool;
+	kn_pool *pool;
 	pthread_mutex_t evmu;
 	ev *evhead, *evtail;
 	int async_alive;
@@ -189,7 +189,7 @@ struct kaas_server {
 	int ip_refusing;  /* at max.connections.per.ip for ip_refused (logged once) */
 	struct sockaddr_storage ip_refused;
 	uint64_t ip_refused_n;
-	kaas_budget budget;      /* queued.max.request.bytes */
+	kn_budget budget;      /* queued.max.request.bytes */
 	uv_timer_t budget_timer; /* resumes the connections the budget granted */
 	int budget_episode;      /* a pause was logged; its end is logged once */
 	uint64_t budget_waited;
@@ -197,8 +197,8 @@ struct kaas_server {
 	int draining;
 	int stopped;
 	uint8_t scratch[SCRATCH_SIZE];
-	kaas_server_ops ops;
-	kaas_timer *hk_timer;
+	kb_server_ops ops;
+	kb_timer *hk_timer;
 	pthread_mutex_t hkmu;
 	int hk_stop;
 };
@@ -208,7 +208,7 @@ static void conn_linger(conn *c);
 static void try_send(conn *c);
 static void try_dispatch(conn *c);
 static void update_poll(conn *c);
-static void check_drained(kaas_server *s);
+static void check_drained(kn_server *s);
 static void after_progress(conn *c);
 static void frame_done(conn *c, uint8_t *f, size_t len);
 static int parse_frames(conn *c, const uint8_t *buf, size_t n);
@@ -219,7 +219,7 @@ static void on_budget_timer(uv_timer_t *t);
 
 /* Granted connections resume from a callback of their own, never from inside
  * the release (which runs deep in another connection's send or close). */
-static void budget_kick(kaas_server *s)
+static void budget_kick(kn_server *s)
 {
 	if (s->budget.ghead && !s->stopped)
 		uv_timer_start(&s->budget_timer, on_budget_timer, 0, 0);
@@ -231,9 +231,9 @@ static void budget_kick(kaas_server *s)
 	}
 }
 
-static void budget_release(kaas_server *s, size_t n)
+static void budget_release(kn_server *s, size_t n)
 {
-	kaas_budget_release(&s->budget, (int64_t)n);
+	kn_budget_release(&s->budget, (int64_t)n);
 	budget_kick(s);
 }
 
@@ -241,7 +241,7 @@ static void budget_release(kaas_server *s, size_t n)
  * those n bytes (at most one read's worth) kept and counted. */
 static void budget_wait(conn *c, int32_t len, const uint8_t *buf, size_t n)
 {
-	kaas_server *s = c->s;
+	kn_server *s = c->s;
 	s->budget_waited++;
 	if (!s->budget_episode) {
 		s->budget_episode = 1;
@@ -258,15 +258,15 @@ static void budget_wait(conn *c, int32_t len, const uint8_t *buf, size_t n)
 	}
 	memcpy(c->stash, buf, n);
 	c->stash_len = n;
-	kaas_budget_keep(&s->budget, &c->bw, (int64_t)n);
+	kn_budget_keep(&s->budget, &c->bw, (int64_t)n);
 }
 
 /* Gives back whatever c holds of the budget: its place in line or its grant,
  * the bytes kept while waiting, a frame it was receiving. */
 static void conn_drop_budget(conn *c)
 {
-	kaas_server *s = c->s;
-	kaas_budget_cancel(&s->budget, &c->bw);
+	kn_server *s = c->s;
+	kn_budget_cancel(&s->budget, &c->bw);
 	size_t n = c->stash_len;
 	free(c->stash);
 	c->stash = NULL;
@@ -284,7 +284,7 @@ static void conn_drop_budget(conn *c)
 /* c's frame was granted: allocate it, fill in what was kept, read on. */
 static void budget_resume(conn *c)
 {
-	kaas_server *s = c->s;
+	kn_server *s = c->s;
 	size_t need = (size_t)c->bw.need;
 	uint8_t *st = c->stash;
 	size_t sl = c->stash_len;
@@ -324,16 +324,16 @@ static void budget_resume(conn *c)
 
 static void on_budget_timer(uv_timer_t *t)
 {
-	kaas_server *s = t->data;
-	kaas_budget_waiter *w;
-	for (int i = 0; i < MAX_EVENTS_PER_CB && !s->stopped && (w = kaas_budget_collect(&s->budget)); i++)
+	kn_server *s = t->data;
+	kn_budget_waiter *w;
+	for (int i = 0; i < MAX_EVENTS_PER_CB && !s->stopped && (w = kn_budget_collect(&s->budget)); i++)
 		budget_resume(CONN_OF_WAITER(w));
 	budget_kick(s); /* more than one callback's worth: come back */
 }
 
 /* ---- requests ----------------------------------------------------------------- */
 
-static void splices_free_job(void *arg) { kaas_splices_free(arg); }
+static void splices_free_job(void *arg) { kb_splices_free(arg); }
 
 static void req_free(sreq *r)
 {
@@ -345,8 +345,8 @@ static void req_free(sreq *r)
 	c->nreqs--;
 	if (r->pub.splices) {
 		/* Releasing read plans may close files: not on the loop. */
-		if (kaas_pool_run(c->s->pool, splices_free_job, r->pub.splices))
-			kaas_splices_free(r->pub.splices);
+		if (kn_pool_run(c->s->pool, splices_free_job, r->pub.splices))
+			kb_splices_free(r->pub.splices);
 	}
 	free(r->frame);
 	free(r->body_buf);
@@ -355,9 +355,9 @@ static void req_free(sreq *r)
 }
 
 /* Turns a finished body (+ splices) into the parts to send.  Any thread. */
-static void build_response(sreq *r, kaas_wr *w)
+static void build_response(sreq *r, kw_wr *w)
 {
-	struct kaas_splices *sp = r->pub.splices;
+	struct kb_splices *sp = r->pub.splices;
 	int flex = r->pub.flex && r->pub.api_key != KAAS_API_API_VERSIONS;
 	size_t hl = flex ? 9 : 8;
 	uint64_t total = (hl - 4) + (uint64_t)w->len + (sp ? sp->total : 0);
@@ -365,10 +365,10 @@ static void build_response(sreq *r, kaas_wr *w)
 		r->resp_bad = 1;
 		return;
 	}
-	kaas_put_i32(r->hdr, (int32_t)total);
-	kaas_put_i32(r->hdr + 4, r->pub.correlation_id);
+	kw_put_i32(r->hdr, (int32_t)total);
+	kw_put_i32(r->hdr + 4, r->pub.correlation_id);
 	r->hdr[8] = 0;
-	r->body_buf = kaas_wr_take(w, &r->body_len);
+	r->body_buf = kw_wr_take(w, &r->body_len);
 	int maxparts = 2 + (sp ? 2 * sp->n : 0);
 	r->parts = calloc((size_t)maxparts, sizeof(part));
 	if (!r->parts) {
@@ -397,7 +397,7 @@ static void build_response(sreq *r, kaas_wr *w)
 
 static void post(sreq *r, int kind)
 {
-	kaas_server *s = r->c->s;
+	kn_server *s = r->c->s;
 	ev *e = kind == EV_DONE ? &r->ev_done : &r->ev_resp;
 	e->r = r;
 	e->kind = kind;
@@ -416,17 +416,17 @@ static void post(sreq *r, int kind)
 static void run_req(void *arg)
 {
 	sreq *r = arg;
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	int rc;
 	if (r->unsupported) {
-		const kaas_api *api = r->api;
+		const kw_api *api = r->api;
 		KLOG_INFO("server", "%s: %s v%d is not supported (kaas serves v%d-v%d): UNSUPPORTED_VERSION",
 			  r->pub.peer, api->name, r->pub.api_version, api->min, api->max);
 		if (api->key == KAAS_API_API_VERSIONS)
-			kaas_api_versions_write(&w, 0, KERR_UNSUPPORTED_VERSION, kaas_dispatch_table,
-						kaas_dispatch_table_len);
+			kw_api_versions_write(&w, 0, KERR_UNSUPPORTED_VERSION, kn_dispatch_table,
+						kn_dispatch_table_len);
 		else
-			kaas_wr_i16(&w, KERR_UNSUPPORTED_VERSION);
+			kw_wr_i16(&w, KERR_UNSUPPORTED_VERSION);
 		rc = KAAS_HANDLED;
 	} else {
 		rc = r->api->handler(&r->pub, &r->body, &w);
@@ -443,33 +443,33 @@ static void run_req(void *arg)
 	}
 	if (rc == KAAS_HANDLED)
 		build_response(r, &w);
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 	r->result = rc;
 	post(r, EV_DONE);
 }
 
-static void op_complete(void *server, kaas_req *req, kaas_wr *resp)
+static void op_complete(void *server, kb_req *req, kw_wr *resp)
 {
 	(void)server;
 	sreq *r = (sreq *)req;
 	build_response(r, resp);
-	kaas_wr_free(resp);
+	kw_wr_free(resp);
 	post(r, EV_RESP);
 }
 
-static int op_run(void *server, kaas_work_fn fn, void *arg)
+static int op_run(void *server, kb_work_fn fn, void *arg)
 {
-	return kaas_pool_run(((kaas_server *)server)->pool, fn, arg);
+	return kn_pool_run(((kn_server *)server)->pool, fn, arg);
 }
 
-static kaas_timer *op_timer_start(void *server, int64_t delay_ms, kaas_work_fn fn, void *arg)
+static kb_timer *op_timer_start(void *server, int64_t delay_ms, kb_work_fn fn, void *arg)
 {
-	return kaas_pool_timer(((kaas_server *)server)->pool, delay_ms, fn, arg);
+	return kn_pool_timer(((kn_server *)server)->pool, delay_ms, fn, arg);
 }
 
-static int op_timer_cancel(void *server, kaas_timer *t)
+static int op_timer_cancel(void *server, kb_timer *t)
 {
-	return kaas_pool_timer_cancel(((kaas_server *)server)->pool, t);
+	return kn_pool_timer_cancel(((kn_server *)server)->pool, t);
 }
 
 /* A request is done with once its handler returned and its response (if any)
@@ -489,7 +489,7 @@ static int req_silent(const sreq *r)
 static void conn_free_if_done(conn *c)
 {
 	if (c->closed && c->handles_open == 0 && c->nreqs == 0) {
-		kaas_server *s = c->s;
+		kn_server *s = c->s;
 		if (c->prev)
 			c->prev->next = c->next;
 		else
@@ -539,7 +539,7 @@ static void on_accept_resume(uv_timer_t *t);
 
 /* One connection fewer: below max.connections the backlog is accepted again,
  * from a callback of its own (this runs inside a connection's close). */
-static void conn_open_ended(kaas_server *s)
+static void conn_open_ended(kn_server *s)
 {
 	s->nopen--;
 	if (s->accept_full && s->nopen < s->b->cfg.max_connections && !s->draining && !s->stopped &&
@@ -577,7 +577,7 @@ static int conn_idle(const conn *c)
 
 static void frame_done(conn *c, uint8_t *f, size_t len)
 {
-	kaas_server *s = c->s;
+	kn_server *s = c->s;
 	sreq *r = calloc(1, sizeof(*r));
 	if (!r) {
 		free(f);
@@ -590,10 +590,10 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->frame_len = len;
 	c->buffered += len + sizeof(*r);
 	c->nreqs++;
-	kaas_rd rd;
-	kaas_rd_init(&rd, f, len);
-	kaas_req_header h;
-	if (kaas_req_header_prefix(&rd, &h)) {
+	kw_rd rd;
+	kw_rd_init(&rd, f, len);
+	kw_req_header h;
+	if (kw_req_header_prefix(&rd, &h)) {
 		req_free(r);
 		conn_close(c, "short request header");
 		return;
@@ -606,7 +606,7 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.conn_id = c->id;
 	r->pub.peer = c->peer;
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
-	const kaas_api *api = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, h.api_key);
+	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, h.api_key);
 	if (!api || !api->handler) {
 		KLOG_WARN("server", "%s: unknown API key %d (version %d, correlation id %d); closing the connection",
 			  c->peer, h.api_key, h.api_version, h.correlation_id);
@@ -619,8 +619,8 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 		r->unsupported = 1;
 		r->pub.flex = 0;
 	} else {
-		r->pub.flex = kaas_api_flexible(api, h.api_version);
-		if (kaas_req_header_rest(&rd, r->pub.flex, &h)) {
+		r->pub.flex = kw_api_flexible(api, h.api_version);
+		if (kw_req_header_rest(&rd, r->pub.flex, &h)) {
 			KLOG_WARN("server", "%s: malformed %s v%d request header: bad field '%s'; closing",
 				  c->peer, api->name, h.api_version, rd.err);
 			req_free(r);
@@ -643,11 +643,11 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
  * that does not fit makes c wait with the rest of buf kept. */
 static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 {
-	kaas_server *s = c->s;
+	kn_server *s = c->s;
 	int64_t max = s->b->cfg.socket_request_max_bytes;
 	size_t pos = 0;
 	while (!c->closed && n - pos >= 4) {
-		int32_t len = kaas_get_i32(buf + pos);
+		int32_t len = kw_get_i32(buf + pos);
 		if (len < 8 || (int64_t)len > max) {
 			KLOG_WARN("server", "%s: request size %d outside [8, %lld] (socket.request.max.bytes); closing",
 				  c->peer, len, (long long)max);
@@ -655,7 +655,7 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 			return -1;
 		}
 		size_t avail = n - pos - 4;
-		if (!kaas_budget_acquire(&s->budget, &c->bw, len)) {
+		if (!kn_budget_acquire(&s->budget, &c->bw, len)) {
 			budget_wait(c, len, buf + pos, n - pos);
 			return c->closed ? -1 : 0;
 		}
@@ -698,7 +698,7 @@ static int reading_allowed(const conn *c)
  * until it closes its side. */
 static void on_readable_linger(conn *c)
 {
-	kaas_server *s = c->s;
+	kn_server *s = c->s;
 	for (size_t total = 0; total < MAX_READ_PER_CB;) {
 		ssize_t n = read(c->fd, s->scratch, SCRATCH_SIZE);
 		if (n < 0 && errno == EINTR)
@@ -715,7 +715,7 @@ static void on_readable_linger(conn *c)
 
 static void on_readable(conn *c)
 {
-	kaas_server *s = c->s;
+	kn_server *s = c->s;
 	size_t total = 0;
 	if (c->lingering) {
 		on_readable_linger(c);
@@ -726,7 +726,7 @@ static void on_readable(conn *c)
 		/* Near the end of queued.max.request.bytes (or with others waiting
 		 * for it) a frame's size is read alone: nothing is read past a
 		 * frame that cannot be admitted yet. */
-		int whole = !c->big && kaas_budget_loose(&s->budget, SCRATCH_SIZE);
+		int whole = !c->big && kn_budget_loose(&s->budget, SCRATCH_SIZE);
 		if (c->big) {
 			n = read(c->fd, c->big + c->big_have, c->big_len - c->big_have);
 		} else if (!whole) {
@@ -800,7 +800,7 @@ static void try_dispatch(conn *c)
 		c->fl_head = r;
 	c->fl_tail = r;
 	c->running = r;
-	if (kaas_pool_run(c->s->pool, run_req, r)) {
+	if (kn_pool_run(c->s->pool, run_req, r)) {
 		/* Cannot happen before shutdown; treat as a dead connection. */
 		c->running = NULL;
 		r->handler_done = 1;
@@ -975,7 +975,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 static void on_async(uv_async_t *h)
 {
-	kaas_server *s = h->data;
+	kn_server *s = h->data;
 	for (int i = 0; i < MAX_EVENTS_PER_CB; i++) {
 		if (s->stopped)
 			return;
@@ -1077,14 +1077,14 @@ static void on_accept(uv_poll_t *h, int status, int events);
 
 static void on_accept_resume(uv_timer_t *t)
 {
-	kaas_server *s = t->data;
+	kn_server *s = t->data;
 	if (!s->draining && s->lpoll_active && !s->accept_full) {
 		uv_poll_start(&s->lpoll, UV_READABLE, on_accept);
 		on_accept(&s->lpoll, 0, UV_READABLE); /* also learns that the backlog is empty */
 	}
 }
 
-static void conn_new(kaas_server *s, int fd, const struct sockaddr_storage *ss)
+static void conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss)
 {
 	conn *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -1156,7 +1156,7 @@ static void host_text(const struct sockaddr_storage *ss, char *out, size_t len)
 /* max.connections.per.ip: like Kafka, a connection over the limit is closed
  * as soon as it is accepted.  Counting walks the open connections, and only
  * when the limit is set. */
-static int ip_over_limit(kaas_server *s, const struct sockaddr_storage *ss)
+static int ip_over_limit(kn_server *s, const struct sockaddr_storage *ss)
 {
 	int32_t lim = s->b->cfg.max_connections_per_ip;
 	if (lim == INT32_MAX)
@@ -1190,7 +1190,7 @@ static int ip_over_limit(kaas_server *s, const struct sockaddr_storage *ss)
 static void on_accept(uv_poll_t *h, int status, int events)
 {
 	(void)events;
-	kaas_server *s = h->data;
+	kn_server *s = h->data;
 	if (status < 0)
 		return;
 	for (int i = 0; i < MAX_ACCEPT_PER_CB; i++) {
@@ -1230,7 +1230,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	}
 }
 
-static int listen_on(kaas_server *s, const char *host, int port, char *err, size_t errlen)
+static int listen_on(kn_server *s, const char *host, int port, char *err, size_t errlen)
 {
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
@@ -1276,20 +1276,20 @@ static int listen_on(kaas_server *s, const char *host, int port, char *err, size
 
 static void housekeep(void *arg)
 {
-	kaas_server *s = arg;
-	kaas_broker_upkeep(s->b); /* the partition table's and the modules' upkeep */
+	kn_server *s = arg;
+	kb_broker_upkeep(s->b); /* the partition table's and the modules' upkeep */
 	pthread_mutex_lock(&s->hkmu);
-	kaas_timer *old = s->hk_timer;
-	s->hk_timer = s->hk_stop ? NULL : kaas_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
+	kb_timer *old = s->hk_timer;
+	s->hk_timer = s->hk_stop ? NULL : kn_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
 	pthread_mutex_unlock(&s->hkmu);
-	kaas_pool_timer_cancel(s->pool, old); /* gives the fired handle back */
+	kn_pool_timer_cancel(s->pool, old); /* gives the fired handle back */
 }
 
 /* ---- shutdown --------------------------------------------------------------------------------- */
 
 static void close_cb_noop(uv_handle_t *h) { (void)h; }
 
-static void finish_loop(kaas_server *s)
+static void finish_loop(kn_server *s)
 {
 	if (s->stopped)
 		return;
@@ -1314,7 +1314,7 @@ static void finish_loop(kaas_server *s)
 	}
 }
 
-static void check_drained(kaas_server *s)
+static void check_drained(kn_server *s)
 {
 	if (s->draining && s->nconns == 0)
 		finish_loop(s);
@@ -1322,7 +1322,7 @@ static void check_drained(kaas_server *s)
 
 static void on_drain_deadline(uv_timer_t *t)
 {
-	kaas_server *s = t->data;
+	kn_server *s = t->data;
 	KLOG_WARN("server", "shutdown: %d connection(s) still busy after kaas.shutdown.timeout.ms; closing them",
 		  s->nconns);
 	for (conn *c = s->conns, *n; c; c = n) {
@@ -1338,7 +1338,7 @@ static void on_drain_deadline(uv_timer_t *t)
 
 static void on_signal(uv_signal_t *h, int signum)
 {
-	kaas_server *s = h->data;
+	kn_server *s = h->data;
 	if (s->draining) {
 		KLOG_WARN("server", "second %s: exiting without waiting", signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		on_drain_deadline(&s->drain_deadline);
@@ -1355,7 +1355,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	close(s->lfd);
 	s->lfd = -1;
 	if (s->b->parts)
-		kaas_ptable_wake_all(s->b->parts); /* long polls answer now */
+		kb_ptable_wake_all(s->b->parts); /* long polls answer now */
 	uv_timer_start(&s->drain_deadline, on_drain_deadline, (uint64_t)s->b->cfg.shutdown_timeout_ms, 0);
 	for (conn *c = s->conns, *n; c; c = n) {
 		n = c->next;
@@ -1373,9 +1373,9 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- public ------------------------------------------------------------------------------------- */
 
-int kaas_server_create(kaas_broker *b, kaas_server **out, char *err, size_t errlen)
+int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 {
-	kaas_server *s = calloc(1, sizeof(*s));
+	kn_server *s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -1393,7 +1393,7 @@ int kaas_server_create(kaas_broker *b, kaas_server **out, char *err, size_t errl
 	rc = listen_on(s, b->cfg.listen_host, b->cfg.listen_port, err, errlen);
 	if (rc)
 		goto fail;
-	rc = kaas_pool_create(b->cfg.num_io_threads, &s->pool);
+	rc = kn_pool_create(b->cfg.num_io_threads, &s->pool);
 	if (rc) {
 		snprintf(err, errlen, "worker threads: %s", strerror(-rc));
 		goto fail;
@@ -1406,7 +1406,7 @@ int kaas_server_create(kaas_broker *b, kaas_server **out, char *err, size_t errl
 	s->async_alive = 1;
 	uv_timer_init(&s->loop, &s->accept_pause);
 	s->accept_pause.data = s;
-	kaas_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
+	kn_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
 	uv_timer_init(&s->loop, &s->budget_timer);
 	s->budget_timer.data = s;
 	uv_timer_init(&s->loop, &s->drain_deadline);
@@ -1431,29 +1431,29 @@ fail:
 	return rc;
 }
 
-int kaas_server_port(const kaas_server *s) { return s->port; }
+int kn_server_port(const kn_server *s) { return s->port; }
 
-int kaas_server_run(kaas_server *s)
+int kn_server_run(kn_server *s)
 {
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
 	uv_poll_start(&s->lpoll, UV_READABLE, on_accept);
 	pthread_mutex_lock(&s->hkmu);
-	s->hk_timer = kaas_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
+	s->hk_timer = kn_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
 	pthread_mutex_unlock(&s->hkmu);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	pthread_mutex_lock(&s->hkmu);
 	s->hk_stop = 1;
-	kaas_timer *t = s->hk_timer;
+	kb_timer *t = s->hk_timer;
 	s->hk_timer = NULL;
 	pthread_mutex_unlock(&s->hkmu);
-	kaas_pool_timer_cancel(s->pool, t);
+	kn_pool_timer_cancel(s->pool, t);
 	/* Workers finish what they hold (their events are no longer applied). */
-	kaas_pool_stop(s->pool);
+	kn_pool_stop(s->pool);
 	return 0;
 }
 
-void kaas_server_destroy(kaas_server *s)
+void kn_server_destroy(kn_server *s)
 {
 	if (!s)
 		return;
@@ -1463,7 +1463,7 @@ void kaas_server_destroy(kaas_server *s)
 	uv_loop_close(&s->loop);
 	if (s->lfd >= 0)
 		close(s->lfd);
-	kaas_pool_destroy(s->pool);
+	kn_pool_destroy(s->pool);
 	pthread_mutex_destroy(&s->evmu);
 	pthread_mutex_destroy(&s->hkmu);
 	if (s->b && s->b->server == s) {

@@ -10,27 +10,27 @@
 
 #include "kaas/core/broker.h"
 
-typedef struct kaas_server kaas_server;
+typedef struct kn_server kn_server;
 
 /* Creates the worker pool and binds the listening socket (so a port of 0 is
  * resolved before anything is advertised).  Installs b->ops/b->server. */
-int kaas_server_create(kaas_broker *b, kaas_server **out, char *err, size_t errlen);
+int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen);
 
 /* The port actually bound. */
-int kaas_server_port(const kaas_server *s);
+int kn_server_port(const kn_server *s);
 
 /* Serves until SIGTERM or SIGINT, then drains: stops accepting, stops
  * reading, lets the received requests finish and their responses go out
  * (at most kaas.shutdown.timeout.ms), closes the connections and stops the
  * workers.  Returns 0 or -errno.  The caller then relinquishes partitions. */
-int kaas_server_run(kaas_server *s);
+int kn_server_run(kn_server *s);
 
-void kaas_server_destroy(kaas_server *s); /* NULL-safe */
+void kn_server_destroy(kn_server *s); /* NULL-safe */
 
 /* The dispatch table (dispatch.c): every API kaas knows, with the version
  * ranges of DESIGN §8; rows whose handler is NULL are neither advertised
  * nor dispatched. */
-extern const kaas_api kaas_dispatch_table[];
-extern const size_t kaas_dispatch_table_len;
+extern const kw_api kn_dispatch_table[];
+extern const size_t kn_dispatch_table_len;
 
 #endif

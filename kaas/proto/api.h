@@ -13,7 +13,7 @@
  *     with the KRD_* macros and writes only the response *body* into `resp`
  *     (the server writes size, correlation id and the response header);
  *   - returns KAAS_HANDLED when resp is complete, or KAAS_DEFERRED after
- *     arranging for kaas_req_complete() to be called later (from any thread)
+ *     arranging for kb_req_complete() to be called later (from any thread)
  *     with the response body; the request stays valid until then;
  *   - returns KAAS_NO_RESPONSE when the request gets no response at all
  *     (Produce with acks=0);
@@ -32,7 +32,7 @@
 
 #include "kaas/proto/buf.h"
 
-enum kaas_api_key {
+enum kw_api_key {
 	KAAS_API_PRODUCE = 0,
 	KAAS_API_FETCH = 1,
 	KAAS_API_LIST_OFFSETS = 2,
@@ -65,21 +65,21 @@ enum kaas_api_key {
 enum { KAAS_HANDLED = 0, KAAS_DEFERRED = 1, KAAS_NO_RESPONSE = 2 };
 
 /* The request as a handler sees it.  Defined by the server (kaas/net/). */
-typedef struct kaas_req kaas_req;
+typedef struct kb_req kb_req;
 
-typedef int (*kaas_handler_fn)(kaas_req *req, kaas_rd *body, kaas_wr *resp);
+typedef int (*kw_handler_fn)(kb_req *req, kw_rd *body, kw_wr *resp);
 
-typedef struct kaas_api {
+typedef struct kw_api {
 	int16_t key;
 	int16_t min;
 	int16_t max;
 	int16_t flexible_from; /* first flexible version; -1 when none */
 	const char *name;
-	kaas_handler_fn handler;
-} kaas_api;
+	kw_handler_fn handler;
+} kw_api;
 
 /* Completes a KAAS_DEFERRED request with its response body (taken over:
  * resp is reset).  Safe from any thread. */
-void kaas_req_complete(kaas_req *req, kaas_wr *resp);
+void kb_req_complete(kb_req *req, kw_wr *resp);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "util/crc32c.h"
 
-uint8_t *kaas_wr_room(kaas_wr *w, size_t n)
+uint8_t *kw_wr_room(kw_wr *w, size_t n)
 {
 	if (w->oom)
 		return NULL;
@@ -32,7 +32,7 @@ uint8_t *kaas_wr_room(kaas_wr *w, size_t n)
 	return p;
 }
 
-void kaas_wr_free(kaas_wr *w)
+void kw_wr_free(kw_wr *w)
 {
 	free(w->buf);
 	w->buf = NULL;
@@ -40,7 +40,7 @@ void kaas_wr_free(kaas_wr *w)
 	w->oom = 0;
 }
 
-uint8_t *kaas_wr_take(kaas_wr *w, size_t *len)
+uint8_t *kw_wr_take(kw_wr *w, size_t *len)
 {
 	uint8_t *b = w->buf;
 	*len = w->len;
@@ -49,10 +49,10 @@ uint8_t *kaas_wr_take(kaas_wr *w, size_t *len)
 	return b;
 }
 
-void kaas_wr_patch_crc32c(kaas_wr *w, size_t crc_off, size_t from)
+void kw_wr_patch_crc32c(kw_wr *w, size_t crc_off, size_t from)
 {
 	if (w->oom || from > w->len || crc_off + 4 > w->len)
 		return;
-	uint32_t crc = kaas_crc32c(0, w->buf + from, w->len - from);
-	kaas_put_i32(w->buf + crc_off, (int32_t)crc);
+	uint32_t crc = ku_crc32c(0, w->buf + from, w->len - from);
+	kw_put_i32(w->buf + crc_off, (int32_t)crc);
 }

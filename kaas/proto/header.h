@@ -21,39 +21,39 @@
 #include "kaas/proto/api.h"
 #include "kaas/proto/buf.h"
 
-typedef struct kaas_req_header {
+typedef struct kw_req_header {
 	int16_t api_key;
 	int16_t api_version;
 	int32_t correlation_id;
-	kaas_str client_id;
-} kaas_req_header;
+	kw_str client_id;
+} kw_req_header;
 
 /* The fixed 8-byte prefix (key, version, correlation id); the rest of the
  * header depends on whether the version is flexible.  0 or -1 (rd->err). */
-int kaas_req_header_prefix(kaas_rd *rd, kaas_req_header *h);
+int kw_req_header_prefix(kw_rd *rd, kw_req_header *h);
 
 /* The rest of the header after the prefix: client_id, then tagged fields when
  * `flex`.  rd is left at the body.  0 or -1 (rd->err). */
-int kaas_req_header_rest(kaas_rd *rd, int flex, kaas_req_header *h);
+int kw_req_header_rest(kw_rd *rd, int flex, kw_req_header *h);
 
 /* Looks an API up in a table sorted or not (linear, tables are small). */
-const kaas_api *kaas_api_find(const kaas_api *table, size_t n, int16_t key);
+const kw_api *kw_api_find(const kw_api *table, size_t n, int16_t key);
 
 /* Whether `version` of `api` uses flexible encodings (header v2 / v1). */
-static inline int kaas_api_flexible(const kaas_api *api, int16_t version)
+static inline int kw_api_flexible(const kw_api *api, int16_t version)
 {
 	return api->flexible_from >= 0 && version >= api->flexible_from;
 }
 
 /* Response header: correlation id, plus an empty tag section when flex. */
-void kaas_resp_header_write(kaas_wr *w, int32_t correlation_id, int flex);
+void kw_resp_header_write(kw_wr *w, int32_t correlation_id, int flex);
 
 /* The ApiVersions response body for `version` (0..3) listing every row of
  * the table that has a handler, in table order.  Versions 0..2 are plain,
  * v3 is flexible; throttle_time_ms from v1.  An unsupported version is
  * answered with a v0 body (error UNSUPPORTED_VERSION plus the list), which
  * is what clients expect when they guessed too high. */
-void kaas_api_versions_write(kaas_wr *w, int16_t version, int16_t error, const kaas_api *table,
+void kw_api_versions_write(kw_wr *w, int16_t version, int16_t error, const kw_api *table,
 			     size_t n);
 
 #endif

@@ -1,7 +1,7 @@
 /* kerr.c — names of the Kafka error codes in kerr.h. */
 #include "kaas/proto/kerr.h"
 
-const char *kaas_kerr_name(int code)
+const char *kw_kerr_name(int code)
 {
 	switch (code) {
 	case KERR_UNKNOWN_SERVER_ERROR:

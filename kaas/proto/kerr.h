@@ -6,7 +6,7 @@
 #ifndef KAAS_KERR_H
 #define KAAS_KERR_H
 
-enum kaas_kerr {
+enum kw_kerr {
 	KERR_UNKNOWN_SERVER_ERROR = -1,
 	KERR_NONE = 0,
 	KERR_OFFSET_OUT_OF_RANGE = 1,
@@ -71,6 +71,6 @@ enum kaas_kerr {
 };
 
 /* Kafka's name for a code ("NOT_LEADER_OR_FOLLOWER"), for logs and tests. */
-const char *kaas_kerr_name(int code);
+const char *kw_kerr_name(int code);
 
 #endif

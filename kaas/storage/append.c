@@ -31,20 +31,20 @@
 
 #define STACK_BATCHES 16
 
-int p_roll(kaas_partition *p, int64_t now_ms)
+int ks__p_roll(ks_partition *p, int64_t now_ms)
 {
 	(void)now_ms;
 	kseg *old = p->nsegs ? p->segs[p->nsegs - 1] : NULL;
-	int rc = p_fence_check(p);
+	int rc = ks__p_fence_check(p);
 	if (rc)
 		return rc;
 	/* The producer state as of the new segment's base, written by the
 	 * flush that makes the old segment durable. */
 	uint8_t *snap;
 	size_t slen;
-	if ((rc = kp_encode(&p->prod, p->epoch, p->leo, &snap, &slen)))
+	if ((rc = ks__kp_encode(&p->prod, p->epoch, p->leo, &snap, &slen)))
 		return rc;
-	kseg *s = seg_new(p->epoch, p->leo);
+	kseg *s = ks__seg_new(p->epoch, p->leo);
 	if (!s) {
 		free(snap);
 		return -ENOMEM;
@@ -52,13 +52,13 @@ int p_roll(kaas_partition *p, int64_t now_ms)
 	for (int k = SEG_LOG; k <= SEG_TIMEINDEX && rc == 0; k++) {
 		char path[SUB_PATH_MAX];
 		sub_file **f = k == SEG_LOG ? &s->log : k == SEG_INDEX ? &s->idx : &s->tidx;
-		if ((rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)) == 0)
+		if ((rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)) == 0)
 			rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, f);
 	}
 	if (rc == 0)
 		rc = KAAS_GROW(p->segs, p->nsegs, p->capsegs, 16);
 	if (rc) {
-		seg_unref(s);
+		ks__seg_unref(s);
 		free(snap);
 		return rc;
 	}
@@ -76,7 +76,7 @@ int p_roll(kaas_partition *p, int64_t now_ms)
 	return 0;
 }
 
-static void ring_push(kaas_partition *p, int64_t base, int64_t last, uint64_t pos, uint32_t size)
+static void ring_push(ks_partition *p, int64_t base, int64_t last, uint64_t pos, uint32_t size)
 {
 	uint32_t slot = (p->ring_head + p->ring_n) % RING;
 	if (p->ring_n == RING) {
@@ -95,13 +95,13 @@ typedef struct overlay {
 	int known;  /* e holds a copy of a table entry */
 } overlay;
 
-static overlay *ov_get(kaas_partition *p, overlay *ov, int *nov, int64_t pid)
+static overlay *ov_get(ks_partition *p, overlay *ov, int *nov, int64_t pid)
 {
 	for (int i = 0; i < *nov; i++)
 		if (ov[i].e.pid == pid)
 			return &ov[i];
 	overlay *o = &ov[(*nov)++];
-	kp_entry *e = kp_find(&p->prod, pid);
+	kp_entry *e = ks__kp_find(&p->prod, pid);
 	memset(o, 0, sizeof(*o));
 	if (e) {
 		o->e = *e;
@@ -114,7 +114,7 @@ static overlay *ov_get(kaas_partition *p, overlay *ov, int *nov, int64_t pid)
 	return o;
 }
 
-int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_append_result *res)
+int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->base_offset = res->last_offset = -1;
@@ -130,7 +130,7 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 	}
 	kb_info stack_info[STACK_BATCHES], *info = stack_info;
 	overlay stack_ov[STACK_BATCHES], *ov = stack_ov;
-	int nb = kb_count(records, len), n, bad, rc = 0;
+	int nb = ks__kb_count(records, len), n, bad, rc = 0;
 	if (nb > STACK_BATCHES) {
 		info = calloc((size_t)nb, sizeof(*info));
 		ov = calloc((size_t)nb, sizeof(*ov));
@@ -142,10 +142,10 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 		}
 	}
 	pthread_mutex_lock(&p->mu);
-	kaas_log_config cfg = p->cfg;
+	ks_log_config cfg = p->cfg;
 	pthread_mutex_unlock(&p->mu);
 
-	int64_t now = kaas_wall_ms();
+	int64_t now = ku_wall_ms();
 	kb_limits lim = {
 		.max_batch_bytes = cfg.max_message_bytes,
 		.ts_diff_max_ms = cfg.timestamp_difference_max_ms,
@@ -156,7 +156,7 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 					    ? (uint64_t)cfg.max_message_bytes * 64
 					    : (256u << 20),
 	};
-	int err = kb_validate(records, len, &lim, info, nb > 0 ? nb : 1, &n, &bad, &res->message);
+	int err = ks__kb_validate(records, len, &lim, info, nb > 0 ? nb : 1, &n, &bad, &res->message);
 	if (err) {
 		res->error = (int16_t)err;
 		res->batch_index = bad;
@@ -185,7 +185,7 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 			overlay *o = ov_get(p, ov, &nov, b->pid);
 			int dup;
 			kp_batch orig;
-			err = kp_check(o->known || o->e.epoch != -1 ? &o->e : NULL, b->pepoch, b->base_seq,
+			err = ks__kp_check(o->known || o->e.epoch != -1 ? &o->e : NULL, b->pepoch, b->base_seq,
 				       b->last_seq, &dup, &orig, &res->message);
 			if (err) {
 				res->error = (int16_t)err;
@@ -200,7 +200,7 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 				goto unlock;
 			}
 			kp_batch kb = {b->base_seq, b->last_seq, next, next + b->count - 1, b->max_ts};
-			kp_entry_apply(&o->e, b->pepoch, &kb);
+			ks__kp_entry_apply(&o->e, b->pepoch, &kb);
 		}
 		next += b->count;
 	}
@@ -212,12 +212,12 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 	    ((int64_t)(s->end_pos + len) > cfg.segment_bytes ||
 	     (cfg.segment_ms >= 0 && s->first_append_ms && now - s->first_append_ms >= cfg.segment_ms) ||
 	     p->leo + count - s->base > INT32_MAX)) {
-		if ((rc = p_roll(p, now))) {
+		if ((rc = ks__p_roll(p, now))) {
 			if (rc == -ESTALE) {
 				res->error = KERR_NOT_LEADER_OR_FOLLOWER;
 				rc = 0;
 			} else {
-				p_poison(p, "segment roll", rc);
+				ks__p_poison(p, "segment roll", rc);
 				res->error = KERR_KAFKA_STORAGE_ERROR;
 			}
 			goto unlock;
@@ -239,21 +239,21 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 				info[i].max_ts = now;
 			}
 			kb_put64(b + KB_OFF_MAX_TS, (uint64_t)info[i].max_ts);
-			kb_put32(b + KB_OFF_CRC, kb_crc(b, info[i].size));
+			kb_put32(b + KB_OFF_CRC, ks__kb_crc(b, info[i].size));
 		}
 		off += info[i].count;
 	}
 	uint64_t pos0 = s->end_pos;
 	if ((rc = sub_pwrite_full(s->log, records, len, pos0))) {
-		p_poison(p, "segment write", rc);
+		ks__p_poison(p, "segment write", rc);
 		res->error = KERR_KAFKA_STORAGE_ERROR;
 		goto unlock;
 	}
 	off = p->leo;
 	for (int i = 0; i < n; i++) {
 		uint64_t bpos = pos0 + info[i].pos;
-		if ((rc = p_index_batch(p, s, off, bpos, info[i].size, info[i].max_ts, 1))) {
-			p_poison(p, "index write", rc);
+		if ((rc = ks__p_index_batch(p, s, off, bpos, info[i].size, info[i].max_ts, 1))) {
+			ks__p_poison(p, "index write", rc);
 			res->error = KERR_KAFKA_STORAGE_ERROR;
 			goto unlock;
 		}
@@ -261,8 +261,8 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
 		off += info[i].count;
 	}
 	for (int i = 0; i < nov; i++) {
-		if ((rc = kp_put(&p->prod, &ov[i].e))) {
-			p_poison(p, "producer state update", rc);
+		if ((rc = ks__kp_put(&p->prod, &ov[i].e))) {
+			ks__p_poison(p, "producer state update", rc);
 			res->error = KERR_KAFKA_STORAGE_ERROR;
 			goto unlock;
 		}
@@ -291,12 +291,12 @@ out:
 /* Makes sure pipeline slot `slot` has its own descriptor of s's log (slot 0
  * uses the log's own).  Under the partition lock, so a segment that
  * retention deletes is either not in the flush's list or already open. */
-static int slot_open(kaas_partition *p, kseg *s, int slot)
+static int slot_open(ks_partition *p, kseg *s, int slot)
 {
 	if (slot == 0 || s->sync[slot])
 		return 0;
 	char path[SUB_PATH_MAX];
-	int rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
+	int rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
 	return rc ? rc : sub_open(p->vfs, path, O_RDWR, 0, &s->sync[slot]);
 }
 
@@ -304,7 +304,7 @@ static int slot_open(kaas_partition *p, kseg *s, int slot)
  * only once it and every ticket started before it have completed, and only
  * while the partition is healthy (a failed fsync poisons it, so nothing
  * completing after a failure is acknowledged, whenever it started). */
-static int64_t retire(kaas_partition *p)
+static int64_t retire(ks_partition *p)
 {
 	int64_t notify = -1;
 	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % FLUSH_DEPTH].done) {
@@ -322,11 +322,11 @@ static int64_t retire(kaas_partition *p)
 	return notify;
 }
 
-int kaas_partition_flush(kaas_partition *p, int64_t *durable)
+int ks_partition_flush(ks_partition *p, int64_t *durable)
 {
 	int rc = 0;
 	int64_t notify = -1;
-	kaas_hw_listener fn = NULL;
+	ks_hw_listener fn = NULL;
 	void *arg = NULL;
 	pthread_mutex_lock(&p->mu);
 	int64_t target = p->leo, dur = -1;
@@ -408,7 +408,7 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		const char *what = "fsync";
 		for (size_t k = 0; k < nsync; k++) {
 			kseg *s = p->segs[first + k];
-			seg_ref(s);
+			ks__seg_ref(s);
 			s->flush_pins++;
 			idx_dirty[k] = s->idx_dirty && s->idx && !s->active;
 			if (idx_dirty[k])
@@ -440,7 +440,7 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 		}
 		if (rc == 0 && snap) {
 			what = "producer snapshot write";
-			rc = p_write_snapshot(p, snap, slen);
+			rc = ks__p_write_snapshot(p, snap, slen);
 		}
 		free(snap);
 
@@ -453,20 +453,20 @@ int kaas_partition_flush(kaas_partition *p, int64_t *durable)
 				/* A sealed segment, once synced, needs no more fsyncs:
 				 * the slots' extra descriptors go. */
 				if (s->detached || (!s->active && s->synced_pos >= s->end_pos))
-					seg_close_sync(s);
+					ks__seg_close_sync(s);
 				if (s->detached) {
 					sub_close(s->idx);
 					sub_close(s->tidx);
 					s->idx = s->tidx = NULL;
 				}
 			}
-			seg_unref(s);
+			ks__seg_unref(s);
 		}
 		if (segs != stack_segs)
 			free(segs);
 		p->fl[slot].done = 1;
 		if (rc && p->state == KAAS_PART_LEADER)
-			p_poison(p, what, rc);
+			ks__p_poison(p, what, rc);
 		int64_t n = retire(p);
 		if (n >= 0)
 			notify = n;

@@ -32,7 +32,7 @@
 /* What ListOffsets inflates of one stored batch at most. */
 #define KB_FIND_MAX_OUT ((uint64_t)1 << 30)
 
-void kb_decode(const uint8_t *p, kb_hdr *h)
+void ks__kb_decode(const uint8_t *p, kb_hdr *h)
 {
 	h->base_offset = (int64_t)kb_get64(p + KB_OFF_BASE_OFFSET);
 	h->length = (int32_t)kb_get32(p + KB_OFF_LENGTH);
@@ -49,19 +49,19 @@ void kb_decode(const uint8_t *p, kb_hdr *h)
 	h->count = (int32_t)kb_get32(p + KB_OFF_COUNT);
 }
 
-int kb_header_sane(const kb_hdr *h)
+int ks__kb_header_sane(const kb_hdr *h)
 {
 	return h->magic == 2 && h->length >= KB_MIN_LENGTH && h->base_offset >= 0 &&
 	       h->base_offset <= KB_OFFSET_MAX && h->last_delta >= 0 && h->count > 0 &&
 	       h->count == h->last_delta + 1;
 }
 
-uint32_t kb_crc(const uint8_t *batch, size_t size)
+uint32_t ks__kb_crc(const uint8_t *batch, size_t size)
 {
-	return kaas_crc32c(0, batch + KB_OFF_ATTRS, size - KB_OFF_ATTRS);
+	return ku_crc32c(0, batch + KB_OFF_ATTRS, size - KB_OFF_ATTRS);
 }
 
-int kb_count(const uint8_t *records, size_t len)
+int ks__kb_count(const uint8_t *records, size_t len)
 {
 	int n = 0;
 	size_t pos = 0;
@@ -78,7 +78,7 @@ int kb_count(const uint8_t *records, size_t len)
 /* ---- the record walk ------------------------------------------------------
  *
  * Records are read from a source: the bytes of an uncompressed batch, or
- * the pieces a kaas_inflate hands out.  Reads go a byte at a time through
+ * the pieces a ks_inflate hands out.  Reads go a byte at a time through
  * the current piece and fetch the next one when it runs out, so a varint or
  * a record may straddle pieces; keys, values and headers are skipped, never
  * copied, so a record of any size costs no memory. */
@@ -86,7 +86,7 @@ int kb_count(const uint8_t *records, size_t len)
 typedef struct src {
 	const uint8_t *p, *end;  /* the unread part of the current piece */
 	uint64_t end_pos;        /* stream position of `end` */
-	kaas_inflate *z;         /* NULL: p..end is the whole stream */
+	ks_inflate *z;         /* NULL: p..end is the whole stream */
 	int err;                 /* the inflater's error, negative errno */
 	int eof;                 /* a read found the stream's end */
 } src;
@@ -108,7 +108,7 @@ static int src_fill(src *s)
 	}
 	const uint8_t *p;
 	size_t n;
-	int rc = kaas_inflate_next(s->z, &p, &n);
+	int rc = ks_inflate_next(s->z, &p, &n);
 	if (rc <= 0) {
 		if (rc < 0)
 			s->err = rc;
@@ -311,7 +311,7 @@ static int walk_records(src *s, int32_t count, int64_t base_ts, int64_t *max_ts,
 	return 0;
 }
 
-int kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
+int ks__kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
 		    int64_t *min_ts, const char **msg)
 {
 	src s;
@@ -324,15 +324,15 @@ static int src_inflate(src *s, int codec, const uint8_t *p, size_t len, uint64_t
 		       size_t max_block)
 {
 	memset(s, 0, sizeof(*s));
-	return kaas_inflate_open(&s->z, codec, p, len, max_out, max_block);
+	return ks_inflate_open(&s->z, codec, p, len, max_out, max_block);
 }
 
-int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, int64_t *off,
+int ks__kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, int64_t *off,
 	       int64_t *rts)
 {
 	kb_hdr h;
 	const char *msg;
-	kb_decode(batch, &h);
+	ks__kb_decode(batch, &h);
 	src s;
 	int codec = h.attrs & KB_ATTR_CODEC_MASK;
 	if (codec == KB_CODEC_NONE)
@@ -355,7 +355,7 @@ int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, i
 			break;
 		}
 	}
-	kaas_inflate_free(s.z);
+	ks_inflate_free(s.z);
 	return rc;
 }
 
@@ -418,12 +418,12 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 			const char **msg)
 {
 	kb_hdr h;
-	kb_decode(b, &h);
+	ks__kb_decode(b, &h);
 	if (h.magic != 2) {
 		*msg = "record batch magic is not 2";
 		return KERR_CORRUPT_MESSAGE;
 	}
-	if (kb_crc(b, size) != h.crc) {
+	if (ks__kb_crc(b, size) != h.crc) {
 		*msg = "record batch CRC-32C mismatch";
 		return KERR_CORRUPT_MESSAGE;
 	}
@@ -472,7 +472,7 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	if (walk_it) {
 		int64_t mx, mn;
 		if (s.z ? walk_records(&s, h.count, h.base_ts, &mx, &mn, msg)
-			: kb_walk_records(b + KB_HDR, size - KB_HDR, h.count, h.base_ts, &mx, &mn, msg)) {
+			: ks__kb_walk_records(b + KB_HDR, size - KB_HDR, h.count, h.base_ts, &mx, &mn, msg)) {
 			err = s.err ? inflate_error(s.err, msg) : KERR_CORRUPT_MESSAGE;
 		} else if (check_ts(lim, mn, msg) || check_ts(lim, mx, msg)) {
 			err = KERR_INVALID_TIMESTAMP;
@@ -485,11 +485,11 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	} else if (check_ts(lim, h.max_ts, msg) || check_ts(lim, h.base_ts, msg)) {
 		err = KERR_INVALID_TIMESTAMP;
 	}
-	kaas_inflate_free(s.z);
+	ks_inflate_free(s.z);
 	return err;
 }
 
-int kb_validate(const uint8_t *records, size_t len, const kb_limits *lim, kb_info *info, int cap,
+int ks__kb_validate(const uint8_t *records, size_t len, const kb_limits *lim, kb_info *info, int cap,
 		int *n, int *bad, const char **msg)
 {
 	size_t pos = 0;

@@ -84,7 +84,7 @@ typedef struct kb_hdr {
 } kb_hdr;
 
 /* Decodes the 61 header bytes at p (no checks). */
-void kb_decode(const uint8_t *p, kb_hdr *h);
+void ks__kb_decode(const uint8_t *p, kb_hdr *h);
 
 static inline uint32_t kb_size(const kb_hdr *h) { return (uint32_t)h->length + KB_LOG_OVERHEAD; }
 static inline int64_t kb_last_offset(const kb_hdr *h) { return h->base_offset + h->last_delta; }
@@ -99,10 +99,10 @@ static inline int32_t kb_seq_add(int32_t seq, int32_t n)
 
 /* Is the header at p (of `avail` bytes, whole batch not required) a plausible
  * stored batch: magic 2, sane length and count?  Used when walking a segment. */
-int kb_header_sane(const kb_hdr *h);
+int ks__kb_header_sane(const kb_hdr *h);
 
 /* Computes the stored CRC-32C of a whole batch (bytes 21..end). */
-uint32_t kb_crc(const uint8_t *batch, size_t size);
+uint32_t ks__kb_crc(const uint8_t *batch, size_t size);
 
 /* What validation learned about one batch. */
 typedef struct kb_info {
@@ -136,24 +136,24 @@ typedef struct kb_limits {
  * snappy payload, one block, is refused above 8 x max_batch_bytes).  Fills info[0..*n) (cap entries).  Returns
  * KERR_NONE or a Kafka error code with *bad = index of the offending batch and
  * *msg a static explanation. */
-int kb_validate(const uint8_t *records, size_t len, const kb_limits *lim, kb_info *info,
+int ks__kb_validate(const uint8_t *records, size_t len, const kb_limits *lim, kb_info *info,
 		int cap, int *n, int *bad, const char **msg);
 
 /* Counts the batches in a request without validating (to size info arrays).
  * Stops at the first that does not fit. */
-int kb_count(const uint8_t *records, size_t len);
+int ks__kb_count(const uint8_t *records, size_t len);
 
 /* Walks `count` records of an uncompressed records section (bytes after the
  * header) checking varints, lengths and offset deltas; computes the max
  * timestamp.  Returns 0 or -1 with *msg set. */
-int kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
+int ks__kb_walk_records(const uint8_t *p, size_t len, int32_t count, int64_t base_ts, int64_t *max_ts,
 		    int64_t *min_ts, const char **msg);
 
 /* Finds the first record of a batch (whole batch at `batch`, compressed or
  * not: decompressed in pieces up to that record, at most 1 GiB) whose
  * timestamp is >= ts and whose offset is >= min_off; 0 with *off and *rts set,
  * or -1 when none or the records are unreadable. */
-int kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, int64_t *off,
+int ks__kb_find_ts(const uint8_t *batch, size_t size, int64_t ts, int64_t min_off, int64_t *off,
 	       int64_t *rts);
 
 #endif

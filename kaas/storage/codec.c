@@ -20,7 +20,7 @@
 
 #include "kaas/storage/batch.h"
 
-struct kaas_inflate {
+struct ks_inflate {
 	int codec;
 	const uint8_t *in;
 	size_t len, pos;       /* input and how much of it was consumed */
@@ -40,13 +40,13 @@ struct kaas_inflate {
 static const uint8_t xerial_magic[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
 #define XERIAL_HDR 16 /* magic, version, minimum compatible version */
 
-int kaas_inflate_open(kaas_inflate **zp, int codec, const uint8_t *in, size_t len,
+int ks_inflate_open(ks_inflate **zp, int codec, const uint8_t *in, size_t len,
 		      uint64_t max_out, size_t max_block)
 {
 	*zp = NULL;
 	if (codec < KB_CODEC_GZIP || codec > KB_CODEC_ZSTD)
 		return -ENOTSUP;
-	kaas_inflate *z = calloc(1, sizeof(*z));
+	ks_inflate *z = calloc(1, sizeof(*z));
 	if (!z)
 		return -ENOMEM;
 	z->codec = codec;
@@ -93,14 +93,14 @@ int kaas_inflate_open(kaas_inflate **zp, int codec, const uint8_t *in, size_t le
 		break;
 	}
 	if (rc) {
-		kaas_inflate_free(z);
+		ks_inflate_free(z);
 		return rc;
 	}
 	*zp = z;
 	return 0;
 }
 
-void kaas_inflate_free(kaas_inflate *z)
+void ks_inflate_free(ks_inflate *z)
 {
 	if (!z)
 		return;
@@ -113,12 +113,12 @@ void kaas_inflate_free(kaas_inflate *z)
 	free(z);
 }
 
-uint64_t kaas_inflate_total(const kaas_inflate *z) { return z->total; }
+uint64_t ks_inflate_total(const ks_inflate *z) { return z->total; }
 
 /* The piece producers fill z->buf up to z->cap and stop short only where
- * the stream ends; 1, 0 (nothing more) or an error, like kaas_inflate_next. */
+ * the stream ends; 1, 0 (nothing more) or an error, like ks_inflate_next. */
 
-static int gzip_piece(kaas_inflate *z, size_t *got)
+static int gzip_piece(ks_inflate *z, size_t *got)
 {
 	z->zs.next_out = z->buf;
 	z->zs.avail_out = (uInt)z->cap;
@@ -142,7 +142,7 @@ static int gzip_piece(kaas_inflate *z, size_t *got)
 	}
 }
 
-static int lz4_piece(kaas_inflate *z, size_t *got)
+static int lz4_piece(ks_inflate *z, size_t *got)
 {
 	*got = 0;
 	for (;;) {
@@ -165,7 +165,7 @@ static int lz4_piece(kaas_inflate *z, size_t *got)
 	}
 }
 
-static int zstd_piece(kaas_inflate *z, size_t *got)
+static int zstd_piece(ks_inflate *z, size_t *got)
 {
 	ZSTD_inBuffer ib = {z->in, z->len, z->pos};
 	ZSTD_outBuffer ob = {z->buf, z->cap, 0};
@@ -193,7 +193,7 @@ static int zstd_piece(kaas_inflate *z, size_t *got)
 }
 
 /* Inflates one snappy block whole into z->buf. */
-static int snappy_block(kaas_inflate *z, const uint8_t *blk, size_t blen, size_t *got)
+static int snappy_block(ks_inflate *z, const uint8_t *blk, size_t blen, size_t *got)
 {
 	size_t n;
 	if (snappy_uncompressed_length((const char *)blk, blen, &n) != SNAPPY_OK)
@@ -219,7 +219,7 @@ static int snappy_block(kaas_inflate *z, const uint8_t *blk, size_t blen, size_t
 	return 1;
 }
 
-static int snappy_piece(kaas_inflate *z, size_t *got)
+static int snappy_piece(ks_inflate *z, size_t *got)
 {
 	if (!z->xerial) {
 		/* Raw snappy: the whole payload is one block. */
@@ -247,7 +247,7 @@ static int snappy_piece(kaas_inflate *z, size_t *got)
 	}
 }
 
-int kaas_inflate_next(kaas_inflate *z, const uint8_t **p, size_t *n)
+int ks_inflate_next(ks_inflate *z, const uint8_t **p, size_t *n)
 {
 	if (z->err)
 		return z->err;

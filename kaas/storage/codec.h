@@ -33,13 +33,13 @@
 #define KAAS_ZSTD_WINDOW_LOG_MAX 23
 #define KAAS_ZSTD_WINDOW_MAX ((size_t)1 << KAAS_ZSTD_WINDOW_LOG_MAX)
 
-typedef struct kaas_inflate kaas_inflate;
+typedef struct ks_inflate ks_inflate;
 
-/* Starts decompressing `in` (which must stay valid until kaas_inflate_free)
+/* Starts decompressing `in` (which must stay valid until ks_inflate_free)
  * with codec (KB_CODEC_*).  max_out bounds the total output, max_block the
  * size of one snappy block inflated at once.  Returns 0, -ENOTSUP for an
  * unknown codec, -ENOMEM. */
-int kaas_inflate_open(kaas_inflate **zp, int codec, const uint8_t *in, size_t len,
+int ks_inflate_open(ks_inflate **zp, int codec, const uint8_t *in, size_t len,
 		      uint64_t max_out, size_t max_block);
 
 /* The next piece of output: *p and *n point into z's own memory, valid until
@@ -51,12 +51,12 @@ int kaas_inflate_open(kaas_inflate **zp, int codec, const uint8_t *in, size_t le
  *   -ERANGE    a zstd frame's window exceeds KAAS_ZSTD_WINDOW_MAX
  *   -EBADMSG   corrupt or truncated input, or bytes after the stream's end
  *   -ENOMEM */
-int kaas_inflate_next(kaas_inflate *z, const uint8_t **p, size_t *n);
+int ks_inflate_next(ks_inflate *z, const uint8_t **p, size_t *n);
 
 /* Bytes output so far. */
-uint64_t kaas_inflate_total(const kaas_inflate *z);
+uint64_t ks_inflate_total(const ks_inflate *z);
 
 /* NULL-safe. */
-void kaas_inflate_free(kaas_inflate *z);
+void ks_inflate_free(ks_inflate *z);
 
 #endif

@@ -15,7 +15,7 @@
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
-int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *low_watermark,
+int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_watermark,
 				  int16_t *error)
 {
 	int rc = 0;
@@ -37,23 +37,23 @@ int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *lo
 		goto out;
 	/* Persisted before it is acknowledged; a newer leader's existence
 	 * means this write must not happen. */
-	if ((rc = p_fence_check(p))) {
+	if ((rc = ks__p_fence_check(p))) {
 		*error = rc == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
 		if (rc != -ESTALE)
-			p_poison(p, "directory listing", rc);
+			ks__p_poison(p, "directory listing", rc);
 		goto out;
 	}
-	if ((rc = p_write_manifest(p, p->hw, offset))) {
-		p_poison(p, "manifest write", rc);
+	if ((rc = ks__p_write_manifest(p, p->hw, offset))) {
+		ks__p_poison(p, "manifest write", rc);
 		*error = KERR_KAFKA_STORAGE_ERROR;
 		goto out;
 	}
 	p->log_start = offset;
 	*low_watermark = offset;
-	kp_evict(&p->prod, p->log_start, INT64_MIN);
+	ks__kp_evict(&p->prod, p->log_start, INT64_MIN);
 	/* Whole segments below the new start go now (retried by housekeeping). */
 	while (p->nsegs > 1 && p->segs[1]->base <= p->log_start)
-		p_delete_seg(p, 0);
+		ks__p_delete_seg(p, 0);
 out:
 	pthread_mutex_unlock(&p->mu);
 	return rc;
@@ -62,7 +62,7 @@ out:
 /* Removes segment files the live list does not name (zombies, leftovers of
  * interrupted deletes, index files without a log).  Sees a newer epoch's
  * files too: then we are fenced. */
-static int sweep(kaas_partition *p)
+static int sweep(ks_partition *p)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -72,7 +72,7 @@ static int sweep(kaas_partition *p)
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int32_t e;
 		int64_t b;
-		if (seg_parse_name(names[i], &e, &b) < 0)
+		if (ks__seg_parse_name(names[i], &e, &b) < 0)
 			continue;
 		if (e > p->epoch) {
 			KLOG_WARN("storage", "%s: %s belongs to a newer leader: fenced", p->dir, names[i]);
@@ -81,7 +81,7 @@ static int sweep(kaas_partition *p)
 			rc = -ESTALE;
 			break;
 		}
-		size_t j = p_seg_find(p, b);
+		size_t j = ks__p_seg_find(p, b);
 		if (p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e)
 			continue;
 		char path[SUB_PATH_MAX];
@@ -100,7 +100,7 @@ static uint64_t seg_bytes(const kseg *s)
 	return s->meta ? s->end_pos : s->disk_size;
 }
 
-int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
+int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 {
 	int64_t durable;
 	pthread_mutex_lock(&p->mu);
@@ -108,7 +108,7 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	pthread_mutex_unlock(&p->mu);
 	if (st == KAAS_PART_FOLLOWER)
 		return 0; /* nothing to do, whatever the last leadership left */
-	int rc = kaas_partition_flush(p, &durable);
+	int rc = ks_partition_flush(p, &durable);
 	if (rc == -EPERM)
 		return 0;
 	if (rc)
@@ -117,7 +117,7 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	pthread_mutex_lock(&p->mu);
 	if (p->state != KAAS_PART_LEADER)
 		goto out;
-	kaas_log_config *c = &p->cfg;
+	ks_log_config *c = &p->cfg;
 	kseg *act = p->segs[p->nsegs - 1];
 
 	/* First the listing: a newer leader's files fence us before we
@@ -128,9 +128,9 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	/* segment.ms: roll an old, non-empty active segment. */
 	if (c->segment_ms >= 0 && act->end_pos > 0 && act->first_append_ms &&
 	    now_ms - act->first_append_ms >= c->segment_ms) {
-		if ((rc = p_roll(p, now_ms))) {
+		if ((rc = ks__p_roll(p, now_ms))) {
 			if (rc != -ESTALE)
-				p_poison(p, "segment roll", rc);
+				ks__p_poison(p, "segment roll", rc);
 			goto out;
 		}
 	}
@@ -148,7 +148,7 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 			break;
 		int del = next <= p->log_start;
 		if (!del && c->retention_ms >= 0) {
-			if ((rc = p_seg_load(p, i, INT64_MAX)))
+			if ((rc = ks__p_seg_load(p, i, INT64_MAX)))
 				goto out;
 			int64_t ts = s->max_ts;
 			sub_stat st;
@@ -170,16 +170,16 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 	if (ndel) {
 		p->log_start = new_start;
 		for (size_t k = 0; k < ndel; k++) {
-			p_delete_seg(p, 0);
+			ks__p_delete_seg(p, 0);
 			deleted++;
 		}
 	}
 	int64_t expire = c->producer_expiration_ms >= 0 ? now_ms - c->producer_expiration_ms : INT64_MIN;
-	kp_evict(&p->prod, p->log_start, expire);
+	ks__kp_evict(&p->prod, p->log_start, expire);
 
 	/* Checkpoint: the manifest's high watermark bounds recovery work. */
 	if ((p->man.hw != p->hw || p->man.log_start != p->log_start) &&
-	    kaas_mono_ms() - p->manifest_ms >= c->checkpoint_ms) {
+	    ku_mono_ms() - p->manifest_ms >= c->checkpoint_ms) {
 		/* Index entries below the checkpoint must be durable with it
 		 * (a flush running across a roll leaves a sealed one dirty). */
 		for (size_t i = p->nsegs; i > 0; i--) {
@@ -190,13 +190,13 @@ int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms)
 				continue;
 			}
 			if ((rc = sub_fsync(a->idx)) || (rc = sub_fsync(a->tidx))) {
-				p_poison(p, "index fsync", rc);
+				ks__p_poison(p, "index fsync", rc);
 				goto out;
 			}
 			a->idx_dirty = 0;
 		}
-		if ((rc = p_write_manifest(p, p->hw, p->log_start))) {
-			p_poison(p, "manifest write", rc);
+		if ((rc = ks__p_write_manifest(p, p->hw, p->log_start))) {
+			ks__p_poison(p, "manifest write", rc);
 			goto out;
 		}
 	}

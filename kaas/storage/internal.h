@@ -20,12 +20,12 @@
 #define MANIFEST_NAME "manifest.json"
 
 enum { SEG_LOG = 0, SEG_INDEX, SEG_TIMEINDEX, SEG_TXNINDEX, SEG_NKINDS };
-extern const char *const seg_suffix[SEG_NKINDS];
+extern const char *const ks__seg_suffix[SEG_NKINDS];
 
 /* Parses "<epoch>-<base>.<suffix>"; returns the kind (SEG_*) or -1. */
-int seg_parse_name(const char *name, int32_t *epoch, int64_t *base);
+int ks__seg_parse_name(const char *name, int32_t *epoch, int64_t *base);
 /* dir/<epoch>-<base><suffix> */
-int seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind);
+int ks__seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind);
 
 typedef struct kidx { uint32_t rel; uint32_t pos; } kidx;     /* .index entry */
 typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entry */
@@ -66,22 +66,22 @@ typedef struct kseg {
 	int64_t first_append_ms; /* wall time of the first append (segment.ms) */
 } kseg;
 
-kseg *seg_new(int32_t epoch, int64_t base);
-void seg_ref(kseg *s);
-void seg_unref(kseg *s);  /* closes files and frees at zero */
-void seg_close_files(kseg *s);
-void seg_close_sync(kseg *s); /* the pipeline slots' extra descriptors */
+kseg *ks__seg_new(int32_t epoch, int64_t base);
+void ks__seg_ref(kseg *s);
+void ks__seg_unref(kseg *s);  /* closes files and frees at zero */
+void ks__seg_close_files(kseg *s);
+void ks__seg_close_sync(kseg *s); /* the pipeline slots' extra descriptors */
 /* The partition lets go of s: index handles close now (or when the last
  * flusher using them is done), the log when the last reference goes. */
-void seg_detach(kseg *s);
+void ks__seg_detach(kseg *s);
 
-int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos);
-int seg_tx_push(kseg *s, int64_t ts, uint32_t rel);
+int ks__seg_ix_push(kseg *s, uint32_t rel, uint32_t pos);
+int ks__seg_tx_push(kseg *s, int64_t ts, uint32_t rel);
 /* Largest index entry at or below `off` (pos 0/base when none). */
-void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off);
+void ks__seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off);
 /* The first time index entry whose timestamp (by_ts) or relative offset is
  * not below key; s->ntx when there is none. */
-uint32_t seg_tx_lower(const kseg *s, int by_ts, int64_t key);
+uint32_t ks__seg_tx_lower(const kseg *s, int by_ts, int64_t key);
 
 /* Walks batches in a segment file. */
 typedef struct seg_iter {
@@ -97,12 +97,12 @@ typedef struct seg_iter {
 	int io_err;
 } seg_iter;
 
-void seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize);
-void seg_iter_free(seg_iter *it);
+void ks__seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize);
+void ks__seg_iter_free(seg_iter *it);
 /* 1: *h and *pos describe a whole sane batch; 0: end (it->why); <0: I/O error. */
-int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos);
+int ks__seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos);
 /* Reads a whole batch into a malloc'd buffer. */
-int seg_read_batch(sub_file *f, uint64_t pos, uint32_t size, uint8_t **out);
+int ks__seg_read_batch(sub_file *f, uint64_t pos, uint32_t size, uint8_t **out);
 
 /* ---- manifest ------------------------------------------------------------- */
 typedef struct kmanifest {
@@ -115,8 +115,8 @@ typedef struct kmanifest {
 
 /* 0 with m->valid = 1, 0 with m->valid = 0 when missing or unreadable
  * (logged), -errno on I/O failure. */
-int manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m);
-int manifest_encode(const kmanifest *m, char **out, size_t *len);
+int ks__manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m);
+int ks__manifest_encode(const kmanifest *m, char **out, size_t *len);
 
 /* ---- the partition ------------------------------------------------------------ */
 #define RING 512 /* recent batches of the active segment, for tail reads */
@@ -128,15 +128,15 @@ typedef struct kring {
 	uint32_t size;
 } kring;
 
-struct kaas_partition {
+struct ks_partition {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	sub_vfs *vfs;
 	char dir[SUB_PATH_MAX];
 	char topic_id[40];
-	kaas_log_config cfg;
+	ks_log_config cfg;
 
-	int state;          /* enum kaas_partition_state */
+	int state;          /* enum ks_partition_state */
 	int fenced;         /* poisoned because a newer leader exists */
 	int32_t epoch;
 	kseg **segs;        /* live segments by base offset (leader); listed ones (follower) */
@@ -174,7 +174,7 @@ struct kaas_partition {
 	kring ring[RING];
 	uint32_t ring_head, ring_n; /* entries of the active segment only */
 
-	kaas_hw_listener listener;
+	ks_hw_listener listener;
 	void *listener_arg;
 
 	/* How the last leadership ended, for flushes that outlive it (a flush
@@ -186,28 +186,28 @@ struct kaas_partition {
 };
 
 /* ---- shared by the partition's files (caller holds p->mu) ------------------ */
-void p_poison(kaas_partition *p, const char *what, int rc);
+void ks__p_poison(ks_partition *p, const char *what, int rc);
 /* Lists the directory: -ESTALE (and fences us) when a newer epoch wrote a
  * segment; 0 otherwise. */
-int p_fence_check(kaas_partition *p);
-int p_write_manifest(kaas_partition *p, int64_t hw, int64_t log_start);
-int p_seg_open_log(kaas_partition *p, kseg *s, int writable);
+int ks__p_fence_check(ks_partition *p);
+int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start);
+int ks__p_seg_open_log(ks_partition *p, kseg *s, int writable);
 /* Makes segs[i]'s end, max timestamp and index known; `trust_off`: bytes
  * below this offset are known good, the walk CRC-checks from there. */
-int p_seg_load(kaas_partition *p, size_t i, int64_t trust_off);
-int p_roll(kaas_partition *p, int64_t now_ms);
+int ks__p_seg_load(ks_partition *p, size_t i, int64_t trust_off);
+int ks__p_roll(ks_partition *p, int64_t now_ms);
 /* Unlinks a segment's files (log first); ENOENT is success. */
-int p_unlink_seg(kaas_partition *p, int32_t epoch, int64_t base);
+int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base);
 /* Removes segs[i] from the list and unlinks its files. */
-int p_delete_seg(kaas_partition *p, size_t i);
-int p_write_snapshot(kaas_partition *p, const uint8_t *buf, size_t len);
-int p_index_batch(kaas_partition *p, kseg *s, int64_t base, uint64_t pos, uint32_t size,
+int ks__p_delete_seg(ks_partition *p, size_t i);
+int ks__p_write_snapshot(ks_partition *p, const uint8_t *buf, size_t len);
+int ks__p_index_batch(ks_partition *p, kseg *s, int64_t base, uint64_t pos, uint32_t size,
 		  int64_t max_ts, int write);
-static inline int64_t p_seg_limit(const kaas_partition *p, size_t i)
+static inline int64_t p_seg_limit(const ks_partition *p, size_t i)
 {
 	return i + 1 < p->nsegs ? p->segs[i + 1]->base : INT64_MAX;
 }
 /* The live segment holding `off` (largest base <= off); 0 when before all. */
-size_t p_seg_find(const kaas_partition *p, int64_t off);
+size_t ks__p_seg_find(const ks_partition *p, int64_t off);
 
 #endif

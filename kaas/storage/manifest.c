@@ -28,7 +28,7 @@ static int get_i64(json_t *o, const char *k, int64_t min, int64_t *v)
 	return 0;
 }
 
-int manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m)
+int ks__manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m)
 {
 	char path[SUB_PATH_MAX], *buf = NULL;
 	size_t len;
@@ -80,7 +80,7 @@ int manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m)
 	return 0;
 }
 
-int manifest_encode(const kmanifest *m, char **out, size_t *len)
+int ks__manifest_encode(const kmanifest *m, char **out, size_t *len)
 {
 	json_t *o = json_pack("{s:i, s:o, s:I, s:I, s:I}", "version", 1, "topic_id",
 			      m->topic_id[0] ? json_string(m->topic_id) : json_null(), "epoch",

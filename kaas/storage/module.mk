@@ -4,6 +4,7 @@ storage_SRCS := kaas/storage/batch.c kaas/storage/codec.c kaas/storage/producer.
 	kaas/storage/segment.c kaas/storage/manifest.c kaas/storage/partition.c \
 	kaas/storage/append.c kaas/storage/read.c kaas/storage/housekeep.c
 storage_USES := proto sub util
+storage_PREFIX := ks
 storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recovery.c \
 	kaas/storage/test/test_codec.c \
 	kaas/storage/test/test_producer.c kaas/storage/test/test_retention.c \

@@ -27,7 +27,7 @@
 
 #define INDEX_FILE_MAX (256u << 20)
 
-void kaas_log_config_defaults(kaas_log_config *c)
+void ks_log_config_defaults(ks_log_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->segment_bytes = 1LL << 30;
@@ -43,7 +43,7 @@ void kaas_log_config_defaults(kaas_log_config *c)
 	c->checkpoint_ms = 60000;
 }
 
-static void sanitize_cfg(kaas_log_config *c)
+static void sanitize_cfg(ks_log_config *c)
 {
 	if (c->segment_bytes < 1024)
 		c->segment_bytes = 1024;
@@ -61,7 +61,7 @@ static void sanitize_cfg(kaas_log_config *c)
 		c->checkpoint_ms = 60000;
 }
 
-void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg)
+void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
 {
 	pthread_mutex_lock(&p->mu);
 	p->cfg = *cfg;
@@ -69,7 +69,7 @@ void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void kaas_partition_set_listener(kaas_partition *p, kaas_hw_listener fn, void *arg)
+void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg)
 {
 	pthread_mutex_lock(&p->mu);
 	p->listener = fn;
@@ -87,7 +87,7 @@ typedef struct seglist {
 static void seglist_free(seglist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
-		seg_unref(l->v[i]);
+		ks__seg_unref(l->v[i]);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -110,7 +110,7 @@ static int cmp_seg(const void *a, const void *b)
 
 /* Every .log segment in the directory, sorted by (base, epoch desc);
  * *max_epoch the highest epoch of any segment file. */
-static int list_segments(kaas_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch)
+static int list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -121,23 +121,23 @@ static int list_segments(kaas_partition *p, int stat_sizes, seglist *out, int32_
 	for (size_t i = 0; i < n; i++) {
 		int32_t e;
 		int64_t b;
-		int kind = seg_parse_name(names[i], &e, &b);
+		int kind = ks__seg_parse_name(names[i], &e, &b);
 		if (kind < 0)
 			continue;
 		if (e > *max_epoch)
 			*max_epoch = e;
 		if (kind != SEG_LOG)
 			continue;
-		kseg *s = seg_new(e, b);
+		kseg *s = ks__seg_new(e, b);
 		if (!s || (rc = seglist_push(out, s))) {
-			seg_unref(s);
+			ks__seg_unref(s);
 			rc = rc ? rc : -ENOMEM;
 			break;
 		}
 		if (stat_sizes) {
 			char path[SUB_PATH_MAX];
 			sub_stat st;
-			if (seg_path(path, sizeof(path), p->dir, e, b, SEG_LOG) == 0 &&
+			if (ks__seg_path(path, sizeof(path), p->dir, e, b, SEG_LOG) == 0 &&
 			    sub_stat_path(p->vfs, path, &st) == 0)
 				s->disk_size = st.size;
 		}
@@ -169,7 +169,7 @@ static int split_live(seglist *all, seglist *live, seglist *zombies)
 			all->v[i] = NULL;
 	}
 	for (size_t i = 0; i < all->n; i++)
-		seg_unref(all->v[i]);
+		ks__seg_unref(all->v[i]);
 	free(all->v);
 	memset(all, 0, sizeof(*all));
 	return rc;
@@ -178,28 +178,28 @@ static int split_live(seglist *all, seglist *live, seglist *zombies)
 /* Read plans may hold a segment after the partition let go of it; they only
  * need the log, so the index handles close now (a flusher still syncing
  * them closes them when it is done). */
-void seg_detach(kseg *s)
+void ks__seg_detach(kseg *s)
 {
 	s->detached = 1;
 	if (!s->flush_pins) {
-		seg_close_sync(s);
+		ks__seg_close_sync(s);
 		sub_close(s->idx);
 		sub_close(s->tidx);
 		s->idx = s->tidx = NULL;
 	}
-	seg_unref(s);
+	ks__seg_unref(s);
 }
 
-static void drop_segs(kaas_partition *p)
+static void drop_segs(ks_partition *p)
 {
 	for (size_t i = 0; i < p->nsegs; i++)
-		seg_detach(p->segs[i]);
+		ks__seg_detach(p->segs[i]);
 	free(p->segs);
 	p->segs = NULL;
 	p->nsegs = p->capsegs = 0;
 }
 
-static void adopt_list(kaas_partition *p, seglist *l)
+static void adopt_list(ks_partition *p, seglist *l)
 {
 	drop_segs(p);
 	p->segs = l->v;
@@ -210,7 +210,7 @@ static void adopt_list(kaas_partition *p, seglist *l)
 
 /* The live segments of `all` (sorted) become p's list; the zombies go.
  * Takes over `all` whatever the outcome. */
-static int adopt_live(kaas_partition *p, seglist *all)
+static int adopt_live(ks_partition *p, seglist *all)
 {
 	seglist live = {0}, zombies = {0};
 	int rc = split_live(all, &live, &zombies);
@@ -223,7 +223,7 @@ static int adopt_live(kaas_partition *p, seglist *all)
 	return 0;
 }
 
-size_t p_seg_find(const kaas_partition *p, int64_t off)
+size_t ks__p_seg_find(const ks_partition *p, int64_t off)
 {
 	size_t lo = 0, hi = p->nsegs; /* first with base > off */
 	while (lo < hi) {
@@ -237,11 +237,11 @@ size_t p_seg_find(const kaas_partition *p, int64_t off)
 }
 
 /* The follower's view: names, sizes, manifest; no descriptors. */
-static int load_view(kaas_partition *p)
+static int load_view(ks_partition *p)
 {
 	seglist all = {0};
 	int32_t maxe;
-	int rc = manifest_read(p->vfs, p->dir, &p->man);
+	int rc = ks__manifest_read(p->vfs, p->dir, &p->man);
 	if (rc)
 		return rc;
 	if ((rc = list_segments(p, 1, &all, &maxe)))
@@ -260,7 +260,7 @@ static int load_view(kaas_partition *p)
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-void p_poison(kaas_partition *p, const char *what, int rc)
+void ks__p_poison(ks_partition *p, const char *what, int rc)
 {
 	if (p->state != KAAS_PART_POISONED)
 		KLOG_ERR("storage", "%s: %s failed: %s; partition poisoned until taken over again",
@@ -271,7 +271,7 @@ void p_poison(kaas_partition *p, const char *what, int rc)
 	pthread_cond_broadcast(&p->cv);
 }
 
-int p_fence_check(kaas_partition *p)
+int ks__p_fence_check(ks_partition *p)
 {
 	seglist all = {0};
 	int32_t maxe;
@@ -289,7 +289,7 @@ int p_fence_check(kaas_partition *p)
 	return 0;
 }
 
-int p_write_manifest(kaas_partition *p, int64_t hw, int64_t log_start)
+int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start)
 {
 	kmanifest m = p->man;
 	char path[SUB_PATH_MAX], *buf;
@@ -300,7 +300,7 @@ int p_write_manifest(kaas_partition *p, int64_t hw, int64_t log_start)
 	m.epoch = p->epoch;
 	m.hw = hw;
 	m.log_start = log_start;
-	int rc = manifest_encode(&m, &buf, &len);
+	int rc = ks__manifest_encode(&m, &buf, &len);
 	if (rc)
 		return rc;
 	rc = sub_join(path, sizeof(path), p->dir, MANIFEST_NAME);
@@ -309,33 +309,33 @@ int p_write_manifest(kaas_partition *p, int64_t hw, int64_t log_start)
 	free(buf);
 	if (rc == 0) {
 		p->man = m;
-		p->manifest_ms = kaas_mono_ms();
+		p->manifest_ms = ku_mono_ms();
 	}
 	return rc;
 }
 
-int p_write_snapshot(kaas_partition *p, const uint8_t *buf, size_t len)
+int ks__p_write_snapshot(ks_partition *p, const uint8_t *buf, size_t len)
 {
 	char path[SUB_PATH_MAX];
 	int rc = sub_join(path, sizeof(path), p->dir, SNAPSHOT_NAME);
 	return rc ? rc : sub_write_atomic(p->vfs, path, buf, len);
 }
 
-int p_seg_open_log(kaas_partition *p, kseg *s, int writable)
+int ks__p_seg_open_log(ks_partition *p, kseg *s, int writable)
 {
 	if (s->log)
 		return 0;
 	char path[SUB_PATH_MAX];
-	int rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
+	int rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
 	return rc ? rc : sub_open(p->vfs, path, writable ? O_RDWR : O_RDONLY, 0, &s->log);
 }
 
-int p_unlink_seg(kaas_partition *p, int32_t epoch, int64_t base)
+int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base)
 {
 	int first = 0;
 	for (int k = 0; k < SEG_NKINDS; k++) {
 		char path[SUB_PATH_MAX];
-		int rc = seg_path(path, sizeof(path), p->dir, epoch, base, k);
+		int rc = ks__seg_path(path, sizeof(path), p->dir, epoch, base, k);
 		if (rc == 0)
 			rc = sub_unlink(p->vfs, path);
 		if (rc && rc != -ENOENT && !first)
@@ -344,27 +344,27 @@ int p_unlink_seg(kaas_partition *p, int32_t epoch, int64_t base)
 	return first;
 }
 
-int p_delete_seg(kaas_partition *p, size_t i)
+int ks__p_delete_seg(ks_partition *p, size_t i)
 {
 	kseg *s = p->segs[i];
 	memmove(&p->segs[i], &p->segs[i + 1], (p->nsegs - i - 1) * sizeof(p->segs[0]));
 	p->nsegs--;
-	int rc = p_unlink_seg(p, s->epoch, s->base);
+	int rc = ks__p_unlink_seg(p, s->epoch, s->base);
 	if (rc)
 		KLOG_WARN("storage", "%s: removing segment %d-%lld: %s (retried by housekeeping)",
 			  p->dir, (int)s->epoch, (long long)s->base, sub_strerror(rc));
-	seg_detach(s); /* read plans may keep the log open a little longer */
+	ks__seg_detach(s); /* read plans may keep the log open a little longer */
 	return rc;
 }
 
 /* Reads a whole index file of segment s; entries beyond `max` are dropped. */
-static int read_index(kaas_partition *p, kseg *s, int kind, uint8_t **buf, size_t *len)
+static int read_index(ks_partition *p, kseg *s, int kind, uint8_t **buf, size_t *len)
 {
 	char path[SUB_PATH_MAX];
 	char *b = NULL;
 	*buf = NULL;
 	*len = 0;
-	int rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, kind);
+	int rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, kind);
 	if (rc)
 		return rc;
 	rc = sub_read_file(p->vfs, path, INDEX_FILE_MAX, &b, len);
@@ -381,7 +381,7 @@ static int read_index(kaas_partition *p, kseg *s, int kind, uint8_t **buf, size_
 
 /* Loads the index files of s: strictly increasing entries inside the file
  * and below `limit` only; a torn or foreign tail is cut off. */
-static int load_index_files(kaas_partition *p, kseg *s, uint64_t size, int64_t limit)
+static int load_index_files(ks_partition *p, kseg *s, uint64_t size, int64_t limit)
 {
 	uint8_t *b;
 	size_t len;
@@ -395,7 +395,7 @@ static int load_index_files(kaas_partition *p, kseg *s, uint64_t size, int64_t l
 			break;
 		if (pos >= size || (limit != INT64_MAX && s->base + rel >= limit))
 			break;
-		if ((rc = seg_ix_push(s, rel, pos)))
+		if ((rc = ks__seg_ix_push(s, rel, pos)))
 			break;
 	}
 	free(b);
@@ -410,7 +410,7 @@ static int load_index_files(kaas_partition *p, kseg *s, uint64_t size, int64_t l
 			break;
 		if (limit != INT64_MAX && s->base + rel >= limit)
 			break;
-		if ((rc = seg_tx_push(s, ts, rel)))
+		if ((rc = ks__seg_tx_push(s, ts, rel)))
 			break;
 	}
 	free(b);
@@ -420,13 +420,13 @@ static int load_index_files(kaas_partition *p, kseg *s, uint64_t size, int64_t l
 /* Index of the time entry paired with offset entry ix[k], or -1. */
 static int64_t paired_tx(const kseg *s, uint32_t rel)
 {
-	uint32_t k = seg_tx_lower(s, 0, rel);
+	uint32_t k = ks__seg_tx_lower(s, 0, rel);
 	return (k < s->ntx && s->tx[k].rel == rel) ? (int64_t)k : -1;
 }
 
 /* Adds index entries for a batch at pos when an index interval has passed;
  * with write, also to the segment's index files (our active segment). */
-int p_index_batch(kaas_partition *p, kseg *s, int64_t base, uint64_t pos, uint32_t size,
+int ks__p_index_batch(ks_partition *p, kseg *s, int64_t base, uint64_t pos, uint32_t size,
 		  int64_t max_ts, int write)
 {
 	int rc = 0;
@@ -448,7 +448,7 @@ int p_index_batch(kaas_partition *p, kseg *s, int64_t base, uint64_t pos, uint32
 				return rc;
 			s->idx_dirty = 1;
 		}
-		if ((rc = seg_ix_push(s, rel, (uint32_t)pos)) || (rc = seg_tx_push(s, s->max_ts, rel)))
+		if ((rc = ks__seg_ix_push(s, rel, (uint32_t)pos)) || (rc = ks__seg_tx_push(s, s->max_ts, rel)))
 			return rc;
 		s->since_ix = 0;
 	}
@@ -459,19 +459,19 @@ int p_index_batch(kaas_partition *p, kseg *s, int64_t base, uint64_t pos, uint32
 /* Walks s from (pos, off) with CRC checks, stopping before `limit`;
  * rebuilds in-memory index entries as it goes.  *ok = 0 when the very first
  * batch was not the expected one. */
-static int walk_rebuild(kaas_partition *p, kseg *s, uint64_t pos, int64_t off, uint64_t size,
+static int walk_rebuild(ks_partition *p, kseg *s, uint64_t pos, int64_t off, uint64_t size,
 			int64_t limit, int *first_ok)
 {
 	seg_iter it;
 	kb_hdr h;
 	uint64_t bpos;
 	int rc, first = 1;
-	seg_iter_init(&it, s->log, pos, size, 1, 256 * 1024);
+	ks__seg_iter_init(&it, s->log, pos, size, 1, 256 * 1024);
 	s->since_ix = 0;
 	s->end_pos = pos;
 	s->end_off = off;
 	*first_ok = 1;
-	while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+	while ((rc = ks__seg_iter_next(&it, &h, &bpos)) == 1) {
 		if (h.base_offset != off || h.base_offset >= limit || kb_last_offset(&h) >= limit) {
 			it.why = h.base_offset >= limit ? "next live segment begins" : "offset gap";
 			if (first && h.base_offset < limit)
@@ -479,7 +479,7 @@ static int walk_rebuild(kaas_partition *p, kseg *s, uint64_t pos, int64_t off, u
 			break;
 		}
 		if (!first || pos == 0) {
-			if ((rc = p_index_batch(p, s, h.base_offset, bpos, kb_size(&h), h.max_ts, 0)))
+			if ((rc = ks__p_index_batch(p, s, h.base_offset, bpos, kb_size(&h), h.max_ts, 0)))
 				break;
 		} else {
 			/* The starting entry is already in the index. */
@@ -500,18 +500,18 @@ static int walk_rebuild(kaas_partition *p, kseg *s, uint64_t pos, int64_t off, u
 		KLOG_DEBUG("storage", "%s: segment %d-%lld valid up to byte %llu of %llu (%s)", p->dir,
 			   (int)s->epoch, (long long)s->base, (unsigned long long)s->end_pos,
 			   (unsigned long long)size, it.why ? it.why : "");
-	seg_iter_free(&it);
+	ks__seg_iter_free(&it);
 	return rc < 0 ? rc : 0;
 }
 
-int p_seg_load(kaas_partition *p, size_t i, int64_t trust_off)
+int ks__p_seg_load(ks_partition *p, size_t i, int64_t trust_off)
 {
 	kseg *s = p->segs[i];
 	if (s->meta)
 		return 0;
 	int64_t limit = p_seg_limit(p, i);
 	sub_stat st;
-	int rc = p_seg_open_log(p, s, 0);
+	int rc = ks__p_seg_open_log(p, s, 0);
 	if (rc || (rc = sub_fstat(s->log, &st)))
 		return rc;
 	if ((rc = load_index_files(p, s, st.size, limit)))
@@ -555,14 +555,14 @@ int p_seg_load(kaas_partition *p, size_t i, int64_t trust_off)
 
 /* ---- open / close ---------------------------------------------------------------- */
 
-int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int create,
-			const kaas_log_config *cfg, kaas_partition **out)
+int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int create,
+			const ks_log_config *cfg, ks_partition **out)
 {
 	*out = NULL;
 	if (sub_path_check(dir) || strlen(dir) >= SUB_PATH_MAX - 64 ||
 	    (topic_id && strlen(topic_id) >= 40))
 		return -EINVAL;
-	kaas_partition *p = calloc(1, sizeof(*p));
+	ks_partition *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	pthread_mutex_init(&p->mu, NULL);
@@ -574,7 +574,7 @@ int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int
 	if (cfg)
 		p->cfg = *cfg;
 	else
-		kaas_log_config_defaults(&p->cfg);
+		ks_log_config_defaults(&p->cfg);
 	sanitize_cfg(&p->cfg);
 	p->state = KAAS_PART_FOLLOWER;
 	p->epoch = -1;
@@ -602,7 +602,7 @@ int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int
 		char path[SUB_PATH_MAX], *buf;
 		size_t len;
 		snprintf(m.topic_id, sizeof(m.topic_id), "%s", p->topic_id);
-		if ((rc = manifest_encode(&m, &buf, &len)))
+		if ((rc = ks__manifest_encode(&m, &buf, &len)))
 			goto out;
 		rc = sub_join(path, sizeof(path), dir, MANIFEST_NAME);
 		if (rc == 0)
@@ -616,7 +616,7 @@ int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int
 	}
 out:
 	if (rc) {
-		kaas_partition_close(p);
+		ks_partition_close(p);
 		return rc;
 	}
 	*out = p;
@@ -626,7 +626,7 @@ out:
 /* Closes every handle and forgets leader state (caller holds the lock).
  * `why` is what flushes of the leadership being dropped answer: 0 when its
  * relinquish made everything appended durable. */
-static void drop_leadership(kaas_partition *p, int why)
+static void drop_leadership(ks_partition *p, int why)
 {
 	while (p->flushing)
 		pthread_cond_wait(&p->cv, &p->mu);
@@ -638,7 +638,7 @@ static void drop_leadership(kaas_partition *p, int why)
 		p->ended_durable = p->hw;
 	}
 	drop_segs(p);
-	kp_free(&p->prod);
+	ks__kp_free(&p->prod);
 	free(p->snap_buf);
 	p->snap_buf = NULL;
 	p->snap_len = 0;
@@ -648,11 +648,11 @@ static void drop_leadership(kaas_partition *p, int why)
 	p->state = KAAS_PART_FOLLOWER;
 }
 
-void kaas_partition_close(kaas_partition *p)
+void ks_partition_close(ks_partition *p)
 {
 	if (!p)
 		return;
-	kaas_partition_relinquish(p);
+	ks_partition_relinquish(p);
 	pthread_mutex_lock(&p->mu);
 	drop_leadership(p, -EPERM);
 	pthread_mutex_unlock(&p->mu);
@@ -664,36 +664,36 @@ void kaas_partition_close(kaas_partition *p)
 /* ---- take over ------------------------------------------------------------------ */
 
 /* Replays producer batches of [from, p->leo) into p->prod. */
-static int replay_producers(kaas_partition *p, int64_t from)
+static int replay_producers(ks_partition *p, int64_t from)
 {
 	if (from >= p->leo || p->nsegs == 0)
 		return 0;
-	size_t i = p_seg_find(p, from);
+	size_t i = ks__p_seg_find(p, from);
 	int rc = 0;
 	for (; i < p->nsegs && rc == 0; i++) {
 		kseg *s = p->segs[i];
-		if ((rc = p_seg_load(p, i, INT64_MAX)))
+		if ((rc = ks__p_seg_load(p, i, INT64_MAX)))
 			break;
 		if (s->end_off <= from)
 			continue;
 		uint64_t pos;
 		int64_t eoff;
-		seg_ix_lookup(s, from, &pos, &eoff);
+		ks__seg_ix_lookup(s, from, &pos, &eoff);
 		seg_iter it;
 		kb_hdr h;
 		uint64_t bpos;
-		seg_iter_init(&it, s->log, pos, s->end_pos, 0, 64 * 1024);
-		while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+		ks__seg_iter_init(&it, s->log, pos, s->end_pos, 0, 64 * 1024);
+		while ((rc = ks__seg_iter_next(&it, &h, &bpos)) == 1) {
 			if (h.base_offset >= s->end_off)
 				break;
 			if (kb_last_offset(&h) < from || h.pid < 0)
 				continue;
 			kp_batch b = {h.base_seq, kb_seq_add(h.base_seq, h.last_delta), h.base_offset,
 				      kb_last_offset(&h), h.max_ts};
-			if ((rc = kp_apply(&p->prod, h.pid, h.pepoch, &b)))
+			if ((rc = ks__kp_apply(&p->prod, h.pid, h.pepoch, &b)))
 				break;
 		}
-		seg_iter_free(&it);
+		ks__seg_iter_free(&it);
 		if (rc > 0)
 			rc = 0;
 	}
@@ -702,14 +702,14 @@ static int replay_producers(kaas_partition *p, int64_t from)
 
 /* Restores producer state: the snapshot if it is intact and consistent with
  * the live log, then the log after it. */
-static int restore_producers(kaas_partition *p, int *rebuilt)
+static int restore_producers(ks_partition *p, int *rebuilt)
 {
 	char path[SUB_PATH_MAX], *buf = NULL;
 	size_t len;
 	int32_t sepoch = -1;
 	int64_t soff = -1;
 	const char *why = NULL;
-	kp_free(&p->prod);
+	ks__kp_free(&p->prod);
 	*rebuilt = 0;
 	int rc = sub_join(path, sizeof(path), p->dir, SNAPSHOT_NAME);
 	if (rc)
@@ -719,7 +719,7 @@ static int restore_producers(kaas_partition *p, int *rebuilt)
 		why = "missing";
 	} else if (rc) {
 		return rc;
-	} else if (kp_decode((uint8_t *)buf, len, &p->prod, &sepoch, &soff)) {
+	} else if (ks__kp_decode((uint8_t *)buf, len, &p->prod, &sepoch, &soff)) {
 		why = "corrupt";
 	} else if (soff > p->leo) {
 		why = "ahead of the log";
@@ -735,7 +735,7 @@ static int restore_producers(kaas_partition *p, int *rebuilt)
 	if (why) {
 		if (rc != -ENOENT)
 			KLOG_WARN("storage", "%s: producer snapshot %s; rebuilding from the log", p->dir, why);
-		kp_free(&p->prod);
+		ks__kp_free(&p->prod);
 		from = p->log_start;
 		*rebuilt = 1;
 	}
@@ -743,13 +743,13 @@ static int restore_producers(kaas_partition *p, int *rebuilt)
 		from = p->log_start;
 	if ((rc = replay_producers(p, from)))
 		return rc;
-	kp_evict(&p->prod, p->log_start, INT64_MIN);
+	ks__kp_evict(&p->prod, p->log_start, INT64_MIN);
 	return 0;
 }
 
 /* Creates (or, for a leftover of our own epoch, reuses) the segment
  * <epoch>-<leo> and makes it the active one. */
-static int create_active(kaas_partition *p)
+static int create_active(ks_partition *p)
 {
 	kseg *s = NULL;
 	int reuse = 0;
@@ -763,21 +763,21 @@ static int create_active(kaas_partition *p)
 				reuse = 1;
 			} else {
 				p->nsegs--;
-				seg_unref(last);
+				ks__seg_unref(last);
 			}
 		}
 	}
 	if (!s) {
-		s = seg_new(p->epoch, p->leo);
+		s = ks__seg_new(p->epoch, p->leo);
 		if (!s)
 			return -ENOMEM;
 	}
-	seg_close_files(s);
+	ks__seg_close_files(s);
 	int rc = 0;
 	for (int k = SEG_LOG; k <= SEG_TIMEINDEX && rc == 0; k++) {
 		char path[SUB_PATH_MAX];
 		sub_file **f = k == SEG_LOG ? &s->log : k == SEG_INDEX ? &s->idx : &s->tidx;
-		if ((rc = seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)))
+		if ((rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)))
 			break;
 		rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, f);
 		if (rc == -EEXIST) {
@@ -789,7 +789,7 @@ static int create_active(kaas_partition *p)
 	}
 	if (rc) {
 		if (!reuse)
-			seg_unref(s);
+			ks__seg_unref(s);
 		return rc;
 	}
 	s->active = 1;
@@ -805,7 +805,7 @@ static int create_active(kaas_partition *p)
 	if (!reuse) {
 		seglist l = {p->segs, p->nsegs, p->capsegs};
 		if ((rc = seglist_push(&l, s))) {
-			seg_unref(s);
+			ks__seg_unref(s);
 			return rc;
 		}
 		p->segs = l.v;
@@ -818,7 +818,7 @@ static int create_active(kaas_partition *p)
 
 /* Removes what no live reader needs: zombie segments, index files without
  * a log, temp files of interrupted metadata writes.  Best effort. */
-static void remove_strays(kaas_partition *p, int temps)
+static void remove_strays(ks_partition *p, int temps)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -827,12 +827,12 @@ static void remove_strays(kaas_partition *p, int temps)
 	for (size_t i = 0; i < n; i++) {
 		int32_t e;
 		int64_t b;
-		int kind = seg_parse_name(names[i], &e, &b);
+		int kind = ks__seg_parse_name(names[i], &e, &b);
 		int drop = 0;
 		if (kind >= 0) {
 			if (e > p->epoch)
 				continue; /* a newer leader's: never ours to touch */
-			size_t j = p_seg_find(p, b);
+			size_t j = ks__p_seg_find(p, b);
 			drop = !(p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e);
 			/* Keep anything at or past our log end we do not know: only
 			 * possible for zombies (lower epoch), which go. */
@@ -852,11 +852,11 @@ static void remove_strays(kaas_partition *p, int temps)
 	sub_names_free(names, n);
 }
 
-static int do_take_over(kaas_partition *p, int32_t epoch)
+static int do_take_over(ks_partition *p, int32_t epoch)
 {
 	seglist all = {0};
 	int32_t maxe;
-	int rc = manifest_read(p->vfs, p->dir, &p->man);
+	int rc = ks__manifest_read(p->vfs, p->dir, &p->man);
 	if (rc)
 		return rc;
 	if (p->man.valid && p->man.epoch > epoch) {
@@ -908,10 +908,10 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 
 	/* Recover every segment from the one holding the checkpoint onwards. */
 	p->leo = p->nsegs ? p->segs[0]->base : 0;
-	size_t i0 = p->nsegs ? p_seg_find(p, from) : 0;
+	size_t i0 = p->nsegs ? ks__p_seg_find(p, from) : 0;
 	for (size_t i = i0; i < p->nsegs; i++) {
 		kseg *s = p->segs[i];
-		if ((rc = p_seg_load(p, i, i == i0 ? from : s->base)))
+		if ((rc = ks__p_seg_load(p, i, i == i0 ? from : s->base)))
 			return rc;
 		int64_t limit = p_seg_limit(p, i);
 		p->leo = s->end_off;
@@ -925,10 +925,10 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 				  (long long)limit, p->nsegs - i - 1);
 			while (p->nsegs > i + 1) {
 				kseg *d = p->segs[p->nsegs - 1];
-				if ((rc = p_unlink_seg(p, d->epoch, d->base)))
+				if ((rc = ks__p_unlink_seg(p, d->epoch, d->base)))
 					return rc;
 				p->nsegs--;
-				seg_unref(d);
+				ks__seg_unref(d);
 			}
 			break;
 		}
@@ -939,10 +939,10 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 		/* Everything left is below the log start: start empty there. */
 		while (p->nsegs) {
 			kseg *d = p->segs[p->nsegs - 1];
-			if ((rc = p_unlink_seg(p, d->epoch, d->base)))
+			if ((rc = ks__p_unlink_seg(p, d->epoch, d->base)))
 				return rc;
 			p->nsegs--;
-			seg_unref(d);
+			ks__seg_unref(d);
 		}
 		p->leo = p->log_start;
 	}
@@ -964,7 +964,7 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 	if ((rc = sub_fsync_dir(p->vfs, p->dir)))
 		return rc;
 	p->dir_dirty = 0;
-	if ((rc = p_write_manifest(p, p->leo, p->log_start)))
+	if ((rc = ks__p_write_manifest(p, p->leo, p->log_start)))
 		return rc;
 	p->hw = p->leo;
 	p->hw_seg = p->segs[p->nsegs - 1]->base; /* the new active segment, empty */
@@ -974,9 +974,9 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 		 * re-driven); the snapshot is what relinquish would have left. */
 		uint8_t *b;
 		size_t len;
-		if ((rc = kp_encode(&p->prod, p->epoch, p->leo, &b, &len)))
+		if ((rc = ks__kp_encode(&p->prod, p->epoch, p->leo, &b, &len)))
 			return rc;
-		rc = p_write_snapshot(p, b, len);
+		rc = ks__p_write_snapshot(p, b, len);
 		free(b);
 		if (rc)
 			return rc;
@@ -985,7 +985,7 @@ static int do_take_over(kaas_partition *p, int32_t epoch)
 	return 0;
 }
 
-int kaas_partition_take_over(kaas_partition *p, int32_t epoch)
+int ks_partition_take_over(ks_partition *p, int32_t epoch)
 {
 	if (epoch < 0)
 		return -EINVAL;
@@ -1020,7 +1020,7 @@ int kaas_partition_take_over(kaas_partition *p, int32_t epoch)
 
 /* ---- relinquish ------------------------------------------------------------------ */
 
-int kaas_partition_relinquish(kaas_partition *p)
+int ks_partition_relinquish(ks_partition *p)
 {
 	pthread_mutex_lock(&p->mu);
 	while (p->flushing)
@@ -1049,7 +1049,7 @@ int kaas_partition_relinquish(kaas_partition *p)
 		/* A newer leader's log does not hold what we appended since it
 		 * took over: then that is not durable, whatever our fsyncs did. */
 		if (rc == 0)
-			rc = p_fence_check(p);
+			rc = ks__p_fence_check(p);
 		if (rc == 0) {
 			p->hw = p->leo;
 			p->hw_seg = p->segs[p->nsegs - 1]->base;
@@ -1058,13 +1058,13 @@ int kaas_partition_relinquish(kaas_partition *p)
 		if (rc == 0) {
 			uint8_t *b;
 			size_t len;
-			if ((rc = kp_encode(&p->prod, p->epoch, p->leo, &b, &len)) == 0) {
-				rc = p_write_snapshot(p, b, len);
+			if ((rc = ks__kp_encode(&p->prod, p->epoch, p->leo, &b, &len)) == 0) {
+				rc = ks__p_write_snapshot(p, b, len);
 				free(b);
 			}
 		}
 		if (rc == 0)
-			rc = p_write_manifest(p, p->hw, p->log_start);
+			rc = ks__p_write_manifest(p, p->hw, p->log_start);
 		if (rc)
 			KLOG_ERR("storage", "%s: relinquish could not persist its state: %s", p->dir,
 				 sub_strerror(rc));
@@ -1085,7 +1085,7 @@ int kaas_partition_relinquish(kaas_partition *p)
 /* ---- simple accessors ------------------------------------------------------------ */
 
 /* One of p's offsets, read under its lock. */
-static int64_t offset_of(kaas_partition *p, const int64_t *field)
+static int64_t offset_of(ks_partition *p, const int64_t *field)
 {
 	pthread_mutex_lock(&p->mu);
 	int64_t v = *field;
@@ -1093,22 +1093,22 @@ static int64_t offset_of(kaas_partition *p, const int64_t *field)
 	return v;
 }
 
-int64_t kaas_partition_log_start(kaas_partition *p)
+int64_t ks_partition_log_start(ks_partition *p)
 {
 	return offset_of(p, &p->log_start);
 }
 
-int64_t kaas_partition_log_end(kaas_partition *p)
+int64_t ks_partition_log_end(ks_partition *p)
 {
 	return offset_of(p, &p->leo);
 }
 
-int64_t kaas_partition_high_watermark(kaas_partition *p)
+int64_t ks_partition_high_watermark(ks_partition *p)
 {
 	return offset_of(p, &p->hw);
 }
 
-int kaas_partition_state_of(kaas_partition *p, int32_t *epoch)
+int ks_partition_state_of(ks_partition *p, int32_t *epoch)
 {
 	pthread_mutex_lock(&p->mu);
 	int st = p->state;

@@ -24,7 +24,7 @@ static size_t hash_pid(int64_t pid, size_t nb)
 	return (size_t)(x >> 32) & (nb - 1);
 }
 
-void kp_free(kp_table *t)
+void ks__kp_free(kp_table *t)
 {
 	for (size_t i = 0; i < t->nbuckets; i++) {
 		kp_entry *e = t->buckets[i];
@@ -39,7 +39,7 @@ void kp_free(kp_table *t)
 	t->nbuckets = t->count = 0;
 }
 
-kp_entry *kp_find(const kp_table *t, int64_t pid)
+kp_entry *ks__kp_find(const kp_table *t, int64_t pid)
 {
 	if (!t->nbuckets)
 		return NULL;
@@ -73,7 +73,7 @@ static int grow(kp_table *t)
 
 static kp_entry *find_or_add(kp_table *t, int64_t pid)
 {
-	kp_entry *e = kp_find(t, pid);
+	kp_entry *e = ks__kp_find(t, pid);
 	if (e)
 		return e;
 	if (t->count >= t->nbuckets && grow(t))
@@ -91,7 +91,7 @@ static kp_entry *find_or_add(kp_table *t, int64_t pid)
 	return e;
 }
 
-int kp_check(const kp_entry *e, int16_t epoch, int32_t first_seq, int32_t last_seq, int *dup,
+int ks__kp_check(const kp_entry *e, int16_t epoch, int32_t first_seq, int32_t last_seq, int *dup,
 	     kp_batch *dup_batch, const char **msg)
 {
 	*dup = 0;
@@ -132,7 +132,7 @@ int kp_check(const kp_entry *e, int16_t epoch, int32_t first_seq, int32_t last_s
 	return KERR_NONE;
 }
 
-void kp_entry_apply(kp_entry *e, int16_t epoch, const kp_batch *b)
+void ks__kp_entry_apply(kp_entry *e, int16_t epoch, const kp_batch *b)
 {
 	if (epoch != e->epoch) {
 		e->epoch = epoch;
@@ -147,16 +147,16 @@ void kp_entry_apply(kp_entry *e, int16_t epoch, const kp_batch *b)
 		e->last_ts = b->max_ts;
 }
 
-int kp_apply(kp_table *t, int64_t pid, int16_t epoch, const kp_batch *b)
+int ks__kp_apply(kp_table *t, int64_t pid, int16_t epoch, const kp_batch *b)
 {
 	kp_entry *e = find_or_add(t, pid);
 	if (!e)
 		return -ENOMEM;
-	kp_entry_apply(e, epoch, b);
+	ks__kp_entry_apply(e, epoch, b);
 	return 0;
 }
 
-int kp_put(kp_table *t, const kp_entry *src)
+int ks__kp_put(kp_table *t, const kp_entry *src)
 {
 	kp_entry *e = find_or_add(t, src->pid);
 	if (!e)
@@ -167,7 +167,7 @@ int kp_put(kp_table *t, const kp_entry *src)
 	return 0;
 }
 
-size_t kp_evict(kp_table *t, int64_t log_start, int64_t expire_before)
+size_t ks__kp_evict(kp_table *t, int64_t log_start, int64_t expire_before)
 {
 	size_t dropped = 0;
 	for (size_t i = 0; i < t->nbuckets; i++) {
@@ -204,7 +204,7 @@ size_t kp_evict(kp_table *t, int64_t log_start, int64_t expire_before)
 #define SNAP_ENTRY 20
 #define SNAP_BATCH 32
 
-int kp_encode(const kp_table *t, int32_t epoch, int64_t offset, uint8_t **out, size_t *len)
+int ks__kp_encode(const kp_table *t, int32_t epoch, int64_t offset, uint8_t **out, size_t *len)
 {
 	size_t cap = SNAP_HDR + 4 + t->count * (SNAP_ENTRY + KP_BATCHES * SNAP_BATCH);
 	uint8_t *b = malloc(cap), *p;
@@ -235,19 +235,19 @@ int kp_encode(const kp_table *t, int32_t epoch, int64_t offset, uint8_t **out, s
 			}
 		}
 	}
-	kb_put32(p, kaas_crc32c(0, b, (size_t)(p - b)));
+	kb_put32(p, ku_crc32c(0, b, (size_t)(p - b)));
 	p += 4;
 	*out = b;
 	*len = (size_t)(p - b);
 	return 0;
 }
 
-int kp_decode(const uint8_t *buf, size_t len, kp_table *t, int32_t *epoch, int64_t *offset)
+int ks__kp_decode(const uint8_t *buf, size_t len, kp_table *t, int32_t *epoch, int64_t *offset)
 {
 	kp_table nt = KP_TABLE_INIT;
 	if (len < SNAP_HDR + 4 || memcmp(buf, SNAP_MAGIC, 4) != 0 || kb_get16(buf + 4) != SNAP_VERSION)
 		return -EBADMSG;
-	if (kb_get32(buf + len - 4) != kaas_crc32c(0, buf, len - 4))
+	if (kb_get32(buf + len - 4) != ku_crc32c(0, buf, len - 4))
 		return -EBADMSG;
 	int64_t off = (int64_t)kb_get64(buf + 12);
 	uint32_t count = kb_get32(buf + 20);
@@ -277,17 +277,17 @@ int kp_decode(const uint8_t *buf, size_t len, kp_table *t, int32_t *epoch, int64
 				goto bad;
 			p += SNAP_BATCH;
 		}
-		if (kp_find(&nt, e.pid) || kp_put(&nt, &e))
+		if (ks__kp_find(&nt, e.pid) || ks__kp_put(&nt, &e))
 			goto bad;
 	}
 	if (p != end)
 		goto bad;
-	kp_free(t);
+	ks__kp_free(t);
 	*t = nt;
 	*epoch = (int32_t)kb_get32(buf + 8);
 	*offset = off;
 	return 0;
 bad:
-	kp_free(&nt);
+	ks__kp_free(&nt);
 	return -EBADMSG;
 }

@@ -39,8 +39,8 @@ static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, in
 		kb_hdr h;
 		uint64_t bpos;
 		int rc, first = 1, retry = 0;
-		seg_iter_init(&it, f, pos, bend, 0, START_WALK_BUF);
-		while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+		ks__seg_iter_init(&it, f, pos, bend, 0, START_WALK_BUF);
+		while ((rc = ks__seg_iter_next(&it, &h, &bpos)) == 1) {
 			if (first && h.base_offset != eoff && pos != 0) {
 				retry = 1;
 				break;
@@ -54,7 +54,7 @@ static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, in
 		}
 		if (rc == 0 && first && pos != 0)
 			retry = 1;
-		seg_iter_free(&it);
+		ks__seg_iter_free(&it);
 		if (rc < 0)
 			return rc;
 		if (!retry)
@@ -66,7 +66,7 @@ static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, in
 }
 
 /* The same from the ring of the active segment's recent batches. */
-static void ring_start(const kaas_partition *p, int64_t cur, uint64_t *start, uint32_t *size)
+static void ring_start(const ks_partition *p, int64_t cur, uint64_t *start, uint32_t *size)
 {
 	*size = 0;
 	for (uint32_t k = 0; k < p->ring_n; k++) {
@@ -79,12 +79,12 @@ static void ring_start(const kaas_partition *p, int64_t cur, uint64_t *start, ui
 	}
 }
 
-static int ring_covers(const kaas_partition *p, const kseg *s, int64_t cur)
+static int ring_covers(const ks_partition *p, const kseg *s, int64_t cur)
 {
 	return s->active && p->ring_n && cur >= p->ring[p->ring_head].base;
 }
 
-int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, kaas_read_plan *plan)
+int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan)
 {
 	memset(plan, 0, sizeof(*plan));
 	plan->high_watermark = plan->log_start_offset = plan->last_stable_offset = -1;
@@ -110,10 +110,10 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 	int64_t cur = offset;
 	int rc = 0;
 	while (cur < hw && plan->n < KAAS_READ_MAX_RANGES && p->state == KAAS_PART_LEADER) {
-		size_t i = p_seg_find(p, cur);
+		size_t i = ks__p_seg_find(p, cur);
 		if (i >= p->nsegs)
 			break;
-		if ((rc = p_seg_load(p, i, INT64_MAX)))
+		if ((rc = ks__p_seg_load(p, i, INT64_MAX)))
 			break;
 		kseg *s = p->segs[i];
 		if (s->base > p->hw_seg)
@@ -127,7 +127,7 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 			cur = s->base;
 		uint64_t start = 0;
 		uint32_t first = 0;
-		seg_ref(s); /* held across the unlocked walk, then by the plan */
+		ks__seg_ref(s); /* held across the unlocked walk, then by the plan */
 		if (cur == s->base && plan->total > 0) {
 			start = 0; /* a plan going on into the next segment: its start */
 			first = 1;
@@ -136,7 +136,7 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 		} else {
 			uint64_t pos;
 			int64_t eoff;
-			seg_ix_lookup(s, cur, &pos, &eoff);
+			ks__seg_ix_lookup(s, cur, &pos, &eoff);
 			if (pos >= bend) {
 				pos = 0; /* an entry at or past the end cannot be the start */
 				eoff = s->base;
@@ -145,7 +145,7 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first);
 			pthread_mutex_lock(&p->mu);
 			if (rc) {
-				seg_unref(s);
+				ks__seg_unref(s);
 				break;
 			}
 		}
@@ -166,7 +166,7 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 			plan->n++;
 			plan->total += (uint32_t)len;
 		} else {
-			seg_unref(s);
+			ks__seg_unref(s);
 		}
 		if (first && (start + len < bend || plan->total >= budget))
 			break; /* cut by max_bytes */
@@ -181,10 +181,10 @@ int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, ka
 	return 0;
 }
 
-void kaas_read_plan_release(kaas_read_plan *plan)
+void ks_read_plan_release(ks_read_plan *plan)
 {
 	for (int i = 0; i < KAAS_READ_MAX_RANGES; i++) {
-		seg_unref(plan->refs[i]);
+		ks__seg_unref(plan->refs[i]);
 		plan->refs[i] = NULL;
 	}
 	plan->n = 0;
@@ -193,7 +193,7 @@ void kaas_read_plan_release(kaas_read_plan *plan)
 
 /* ---- ListOffsets by timestamp ------------------------------------------------------ */
 
-static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offset, int64_t *found)
+static int search_segment(ks_partition *p, size_t i, int64_t ts, int64_t *offset, int64_t *found)
 {
 	kseg *s = p->segs[i];
 	int64_t limit = p_seg_limit(p, i);
@@ -201,20 +201,20 @@ static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offs
 		limit = p->hw;
 	/* Every batch up to a time entry with a smaller timestamp is too old. */
 	int64_t from = s->base;
-	uint32_t k = seg_tx_lower(s, 1, ts);
+	uint32_t k = ks__seg_tx_lower(s, 1, ts);
 	if (k > 0)
 		from = s->base + s->tx[k - 1].rel;
 	uint64_t pos;
 	int64_t eoff;
-	seg_ix_lookup(s, from, &pos, &eoff);
+	ks__seg_ix_lookup(s, from, &pos, &eoff);
 	int rc = 0, res = 0;
 	for (int attempt = 0; attempt < 2 && !res; attempt++) {
 		seg_iter it;
 		kb_hdr h;
 		uint64_t bpos;
 		int first = 1, retry = 0;
-		seg_iter_init(&it, s->log, pos, s->end_pos, 0, 16 * 1024);
-		while ((rc = seg_iter_next(&it, &h, &bpos)) == 1) {
+		ks__seg_iter_init(&it, s->log, pos, s->end_pos, 0, 16 * 1024);
+		while ((rc = ks__seg_iter_next(&it, &h, &bpos)) == 1) {
 			if (first && h.base_offset != eoff && pos != 0) {
 				retry = 1; /* the index disagrees with the log */
 				break;
@@ -225,9 +225,9 @@ static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offs
 			if (kb_last_offset(&h) < p->log_start || h.max_ts < ts)
 				continue;
 			uint8_t *b;
-			if ((rc = seg_read_batch(s->log, bpos, kb_size(&h), &b)))
+			if ((rc = ks__seg_read_batch(s->log, bpos, kb_size(&h), &b)))
 				break;
-			if (kb_find_ts(b, kb_size(&h), ts, p->log_start, offset, found)) {
+			if (ks__kb_find_ts(b, kb_size(&h), ts, p->log_start, offset, found)) {
 				/* Records unreadable: answer with the batch, as Kafka's index would. */
 				*offset = h.base_offset < p->log_start ? p->log_start : h.base_offset;
 				*found = h.max_ts;
@@ -238,7 +238,7 @@ static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offs
 		}
 		if (rc == 0 && first && pos != 0)
 			retry = 1; /* no sane batch where the index points */
-		seg_iter_free(&it);
+		ks__seg_iter_free(&it);
 		if (rc < 0 || !retry)
 			break;
 		/* Search the whole segment. */
@@ -248,7 +248,7 @@ static int search_segment(kaas_partition *p, size_t i, int64_t ts, int64_t *offs
 	return rc < 0 ? rc : res;
 }
 
-int kaas_partition_offset_for_time(kaas_partition *p, int64_t ts, int64_t *offset, int64_t *found_ts)
+int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, int64_t *found_ts)
 {
 	*offset = -1;
 	*found_ts = -1;
@@ -263,10 +263,10 @@ int kaas_partition_offset_for_time(kaas_partition *p, int64_t ts, int64_t *offse
 	} else if (ts < 0) {
 		rc = -EINVAL;
 	} else {
-		for (size_t i = p_seg_find(p, p->log_start); i < p->nsegs; i++) {
+		for (size_t i = ks__p_seg_find(p, p->log_start); i < p->nsegs; i++) {
 			if (p->segs[i]->base >= p->hw)
 				break;
-			if ((rc = p_seg_load(p, i, INT64_MAX)))
+			if ((rc = ks__p_seg_load(p, i, INT64_MAX)))
 				break;
 			if (p->segs[i]->max_ts < ts)
 				continue;

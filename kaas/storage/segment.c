@@ -13,7 +13,7 @@
 #include "util/crc32c.h"
 #include "util/grow.h"
 
-const char *const seg_suffix[SEG_NKINDS] = {".log", ".index", ".timeindex", ".txnindex"};
+const char *const ks__seg_suffix[SEG_NKINDS] = {".log", ".index", ".timeindex", ".txnindex"};
 
 static int digits(const char *s, int n, uint64_t *v)
 {
@@ -27,7 +27,7 @@ static int digits(const char *s, int n, uint64_t *v)
 	return 0;
 }
 
-int seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
+int ks__seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
 {
 	uint64_t e, b;
 	if (strlen(name) < SEG_STEM_LEN || name[10] != '-')
@@ -37,7 +37,7 @@ int seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
 	if (e > INT32_MAX || b > (uint64_t)KB_OFFSET_MAX)
 		return -1; /* not a name the engine writes: left alone */
 	for (int k = 0; k < SEG_NKINDS; k++) {
-		if (strcmp(name + SEG_STEM_LEN, seg_suffix[k]) == 0) {
+		if (strcmp(name + SEG_STEM_LEN, ks__seg_suffix[k]) == 0) {
 			*epoch = (int32_t)e;
 			*base = (int64_t)b;
 			return k;
@@ -46,14 +46,14 @@ int seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
 	return -1;
 }
 
-int seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind)
+int ks__seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind)
 {
 	char leaf[64];
-	snprintf(leaf, sizeof(leaf), "%010d-%020lld%s", (int)epoch, (long long)base, seg_suffix[kind]);
+	snprintf(leaf, sizeof(leaf), "%010d-%020lld%s", (int)epoch, (long long)base, ks__seg_suffix[kind]);
 	return sub_join(dst, len, dir, leaf);
 }
 
-kseg *seg_new(int32_t epoch, int64_t base)
+kseg *ks__seg_new(int32_t epoch, int64_t base)
 {
 	kseg *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -67,12 +67,12 @@ kseg *seg_new(int32_t epoch, int64_t base)
 	return s;
 }
 
-void seg_ref(kseg *s)
+void ks__seg_ref(kseg *s)
 {
 	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 }
 
-void seg_close_sync(kseg *s)
+void ks__seg_close_sync(kseg *s)
 {
 	for (int k = 0; k < FLUSH_DEPTH; k++) {
 		sub_close(s->sync[k]);
@@ -80,28 +80,28 @@ void seg_close_sync(kseg *s)
 	}
 }
 
-void seg_close_files(kseg *s)
+void ks__seg_close_files(kseg *s)
 {
-	seg_close_sync(s);
+	ks__seg_close_sync(s);
 	sub_close(s->log);
 	sub_close(s->idx);
 	sub_close(s->tidx);
 	s->log = s->idx = s->tidx = NULL;
 }
 
-void seg_unref(kseg *s)
+void ks__seg_unref(kseg *s)
 {
 	if (!s)
 		return;
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	seg_close_files(s);
+	ks__seg_close_files(s);
 	free(s->ix);
 	free(s->tx);
 	free(s);
 }
 
-int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos)
+int ks__seg_ix_push(kseg *s, uint32_t rel, uint32_t pos)
 {
 	if (KAAS_GROW(s->ix, s->nix, s->capix, 64))
 		return -ENOMEM;
@@ -111,7 +111,7 @@ int seg_ix_push(kseg *s, uint32_t rel, uint32_t pos)
 	return 0;
 }
 
-int seg_tx_push(kseg *s, int64_t ts, uint32_t rel)
+int ks__seg_tx_push(kseg *s, int64_t ts, uint32_t rel)
 {
 	if (KAAS_GROW(s->tx, s->ntx, s->captx, 64))
 		return -ENOMEM;
@@ -121,7 +121,7 @@ int seg_tx_push(kseg *s, int64_t ts, uint32_t rel)
 	return 0;
 }
 
-void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off)
+void ks__seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off)
 {
 	*pos = 0;
 	*entry_off = s->base;
@@ -142,7 +142,7 @@ void seg_ix_lookup(const kseg *s, int64_t off, uint64_t *pos, int64_t *entry_off
 	}
 }
 
-uint32_t seg_tx_lower(const kseg *s, int by_ts, int64_t key)
+uint32_t ks__seg_tx_lower(const kseg *s, int by_ts, int64_t key)
 {
 	uint32_t lo = 0, hi = s->ntx;
 	while (lo < hi) {
@@ -157,7 +157,7 @@ uint32_t seg_tx_lower(const kseg *s, int by_ts, int64_t key)
 
 /* ---- the walker ------------------------------------------------------------- */
 
-void seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize)
+void ks__seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize)
 {
 	memset(it, 0, sizeof(*it));
 	it->f = f;
@@ -167,7 +167,7 @@ void seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int cr
 	it->cap = bufsize;
 }
 
-void seg_iter_free(seg_iter *it)
+void ks__seg_iter_free(seg_iter *it)
 {
 	free(it->buf);
 	it->buf = NULL;
@@ -202,7 +202,7 @@ static int fill(seg_iter *it, uint64_t off, size_t n)
 	return got >= n ? 1 : 0;
 }
 
-int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
+int ks__seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
 {
 	if (it->pos >= it->end) {
 		it->why = "end of segment";
@@ -218,8 +218,8 @@ int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
 		it->io_err = rc < 0 ? rc : 0;
 		return rc;
 	}
-	kb_decode(it->buf + (it->pos - it->boff), h);
-	if (!kb_header_sane(h)) {
+	ks__kb_decode(it->buf + (it->pos - it->boff), h);
+	if (!ks__kb_header_sane(h)) {
 		it->why = "malformed batch header";
 		return 0;
 	}
@@ -239,7 +239,7 @@ int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
 				it->io_err = rc < 0 ? rc : 0;
 				return rc;
 			}
-			crc = kaas_crc32c(crc, it->buf + (off - it->boff), n);
+			crc = ku_crc32c(crc, it->buf + (off - it->boff), n);
 			off += n;
 		}
 		if (crc != h->crc) {
@@ -252,7 +252,7 @@ int seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
 	return 1;
 }
 
-int seg_read_batch(sub_file *f, uint64_t pos, uint32_t size, uint8_t **out)
+int ks__seg_read_batch(sub_file *f, uint64_t pos, uint32_t size, uint8_t **out)
 {
 	uint8_t *b = malloc(size);
 	if (!b)

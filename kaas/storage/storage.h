@@ -3,13 +3,13 @@
  *
  * A partition is a directory DATA/<topic>/<partition>/ holding epoch-named
  * segments (docs/storage.md).  Only the partition's leader holds descriptors:
- * kaas_partition_open() only stats; kaas_partition_take_over() opens handles,
+ * ks_partition_open() only stats; ks_partition_take_over() opens handles,
  * recovers the tail and rolls a segment named with the new epoch;
- * kaas_partition_relinquish() persists manifest + producer snapshot and closes
+ * ks_partition_relinquish() persists manifest + producer snapshot and closes
  * every handle.
  *
  * Threading: every function may be called from any thread; a partition has
- * its own lock.  kaas_partition_flush() runs its fsyncs without holding the
+ * its own lock.  ks_partition_flush() runs its fsyncs without holding the
  * append path, so appends continue while a group commit is in flight.
  *
  * Errors: functions return 0 or a negative errno.  A failed write, fsync or
@@ -25,7 +25,7 @@
 
 #include "substrates/sub.h"
 
-typedef struct kaas_log_config {
+typedef struct ks_log_config {
 	int64_t segment_bytes;          /* roll at this size (Kafka default 1 GiB) */
 	int64_t segment_ms;             /* roll when the active segment is this old (7 days) */
 	int64_t retention_ms;           /* -1 = keep forever (default 7 days) */
@@ -39,13 +39,13 @@ typedef struct kaas_log_config {
 	int32_t validate_compressed;    /* decompress compressed batches to check their records (1; 0 = off) */
 	int64_t producer_expiration_ms; /* forget idle producer ids after this (<= 0: 7 days) */
 	int64_t checkpoint_ms;          /* housekeep rewrites the manifest's high watermark this often (0: 60 s; < 0: every time) */
-} kaas_log_config;
+} ks_log_config;
 
-void kaas_log_config_defaults(kaas_log_config *cfg);
+void ks_log_config_defaults(ks_log_config *cfg);
 
-typedef struct kaas_partition kaas_partition;
+typedef struct ks_partition ks_partition;
 
-enum kaas_partition_state {
+enum ks_partition_state {
 	KAAS_PART_FOLLOWER = 0, /* open: metadata only, no descriptors */
 	KAAS_PART_LEADER,       /* taken over: handles open, accepts appends */
 	KAAS_PART_POISONED,     /* a write/fsync/rename failed: storage error until re-taken */
@@ -56,24 +56,24 @@ enum kaas_partition_state {
  * 36-character UUID string, or NULL to skip the check) must match the one in
  * the manifest when there is one: -ESTALE means the directory belongs to an
  * earlier incarnation of the topic. */
-int kaas_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int create,
-			const kaas_log_config *cfg, kaas_partition **out);
+int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int create,
+			const ks_log_config *cfg, ks_partition **out);
 
 /* Becomes leader at `epoch`: opens handles, restores the producer snapshot,
  * recovers the newest live segment, reconciles the manifest and rolls a new
  * segment <epoch>-<logEndOffset>.  -ESTALE when a segment of a higher epoch
  * exists (someone newer leads: we are fenced). */
-int kaas_partition_take_over(kaas_partition *p, int32_t epoch);
+int ks_partition_take_over(ks_partition *p, int32_t epoch);
 
 /* Persists manifest + producer snapshot, then closes every handle. */
-int kaas_partition_relinquish(kaas_partition *p);
+int ks_partition_relinquish(ks_partition *p);
 
 /* Relinquishes if leader, then frees.  NULL-safe. */
-void kaas_partition_close(kaas_partition *p);
+void ks_partition_close(ks_partition *p);
 
-void kaas_partition_set_config(kaas_partition *p, const kaas_log_config *cfg);
+void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg);
 
-typedef struct kaas_append_result {
+typedef struct ks_append_result {
 	int16_t error;           /* Kafka error code (KERR_*), KERR_NONE when appended */
 	int duplicate;           /* an idempotent retry: offsets are the original's */
 	int64_t base_offset;     /* offset of the first record (-1 on error) */
@@ -82,7 +82,7 @@ typedef struct kaas_append_result {
 	int64_t log_start_offset;
 	int32_t batch_index;     /* on INVALID_RECORD etc.: which batch (0-based) */
 	const char *message;     /* static text explaining error, or NULL */
-} kaas_append_result;
+} ks_append_result;
 
 /* Appends one or more v2 record batches (the `records` field of a Produce
  * request).  Validates every batch (length, magic 2, CRC-32C, record count,
@@ -93,8 +93,8 @@ typedef struct kaas_append_result {
  * Returns 0 with res->error set for anything the client did wrong (nothing
  * written), or a negative errno when the volume failed (partition poisoned,
  * res->error = KERR_KAFKA_STORAGE_ERROR).  Not leader: KERR_NOT_LEADER_OR_FOLLOWER.
- * Written is not durable: see kaas_partition_flush(). */
-int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_append_result *res);
+ * Written is not durable: see ks_partition_flush(). */
+int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append_result *res);
 
 /* Group commit: fsyncs everything appended so far and advances the durable
  * offset.  Concurrent callers share fsyncs; a second fsync may start while
@@ -105,15 +105,15 @@ int kaas_partition_append(kaas_partition *p, uint8_t *records, size_t len, kaas_
  * that leadership's final log end) only if its relinquish made everything
  * durable, else -EIO (failed or poisoned), -ESTALE (fenced) or -EPERM
  * (replaced by a take-over without relinquish).  Never led here: 0. */
-int kaas_partition_flush(kaas_partition *p, int64_t *durable);
+int ks_partition_flush(ks_partition *p, int64_t *durable);
 
 /* Offsets.  The high watermark is the durable offset: a consumer never sees a
  * record a crash could take back, so offsets are never reused for different
  * data. */
-int64_t kaas_partition_log_start(kaas_partition *p);
-int64_t kaas_partition_log_end(kaas_partition *p);
-int64_t kaas_partition_high_watermark(kaas_partition *p);
-int kaas_partition_state_of(kaas_partition *p, int32_t *epoch);
+int64_t ks_partition_log_start(ks_partition *p);
+int64_t ks_partition_log_end(ks_partition *p);
+int64_t ks_partition_high_watermark(ks_partition *p);
+int ks_partition_state_of(ks_partition *p, int32_t *epoch);
 
 /* A read for Fetch, as Kafka serves one: the log from the start of the
  * batch containing `offset`, max_bytes long, never past the high watermark.
@@ -125,48 +125,48 @@ int kaas_partition_state_of(kaas_partition *p, int32_t *epoch);
  * the plan is empty.  The plan holds references that keep its segment files
  * open (even if retention unlinks them meanwhile) until released. */
 #define KAAS_READ_MAX_RANGES 4
-typedef struct kaas_read_range {
+typedef struct ks_read_range {
 	sub_file *file;
 	uint64_t pos;
 	uint32_t len;
-} kaas_read_range;
+} ks_read_range;
 
-typedef struct kaas_read_plan {
+typedef struct ks_read_plan {
 	int16_t error;             /* KERR_OFFSET_OUT_OF_RANGE, KERR_NOT_LEADER_OR_FOLLOWER, ... */
 	int64_t high_watermark;
 	int64_t log_start_offset;
 	int64_t last_stable_offset;
 	int n;                     /* ranges below, in file order */
-	kaas_read_range r[KAAS_READ_MAX_RANGES];
+	ks_read_range r[KAAS_READ_MAX_RANGES];
 	uint32_t total;            /* sum of r[].len */
 	void *refs[KAAS_READ_MAX_RANGES]; /* private: segment references */
-} kaas_read_plan;
+} ks_read_plan;
 
 #define KAAS_READ_PLAN_INIT {0}
 
-int kaas_partition_read(kaas_partition *p, int64_t offset, int32_t max_bytes, kaas_read_plan *plan);
-void kaas_read_plan_release(kaas_read_plan *plan); /* safe to repeat */
+int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan);
+void ks_read_plan_release(ks_read_plan *plan); /* safe to repeat */
 
 /* ListOffsets: timestamp -1 = latest (high watermark), -2 = earliest;
  * otherwise the first offset whose batch max timestamp is >= ts, with
  * *found_ts its timestamp; offset -1 when none. */
 #define KAAS_TS_LATEST (-1)
 #define KAAS_TS_EARLIEST (-2)
-int kaas_partition_offset_for_time(kaas_partition *p, int64_t ts, int64_t *offset, int64_t *found_ts);
+int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, int64_t *found_ts);
 
 /* DeleteRecords: advance the log start offset to `offset` (-1 = high
  * watermark), persisted in the manifest before returning; whole segments below
  * it are unlinked.  OFFSET_OUT_OF_RANGE beyond the high watermark. */
-int kaas_partition_delete_records(kaas_partition *p, int64_t offset, int64_t *low_watermark, int16_t *error);
+int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_watermark, int16_t *error);
 
 /* Called (from the thread that ran the flush, without the partition lock)
  * whenever the high watermark advances, e.g. to wake parked long polls. */
-typedef void (*kaas_hw_listener)(void *arg, kaas_partition *p, int64_t hw);
-void kaas_partition_set_listener(kaas_partition *p, kaas_hw_listener fn, void *arg);
+typedef void (*ks_hw_listener)(void *arg, ks_partition *p, int64_t hw);
+void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg);
 
 /* Periodic work on the leader: flush, roll by segment.ms, delete by
  * retention.ms and retention.bytes, remove zombie and stray files, checkpoint
  * the manifest.  Returns the number of segments deleted or -errno. */
-int kaas_partition_housekeep(kaas_partition *p, int64_t now_ms);
+int ks_partition_housekeep(ks_partition *p, int64_t now_ms);
 
 #endif

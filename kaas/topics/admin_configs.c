@@ -21,10 +21,10 @@ enum { RES_TOPIC = 2, RES_BROKER = 4 };
 
 /* ---- the broker resource ------------------------------------------------------------ */
 
-static void bentry(kaas_config_list *l, const char *name, const char *value, int is_set)
+static void bentry(kt_config_list *l, const char *name, const char *value, int is_set)
 {
 	int8_t src = is_set ? KAAS_CFG_SRC_STATIC_BROKER : KAAS_CFG_SRC_DEFAULT;
-	kaas_config_entry *e = kaas_config_list_add(l, name, value, src, 1);
+	kt_config_entry *e = kt_config_list_add(l, name, value, src, 1);
 	if (e && e->value) {
 		e->syn[0].name = name;
 		e->syn[0].value = strdup(value);
@@ -36,21 +36,21 @@ static void bentry(kaas_config_list *l, const char *name, const char *value, int
 	}
 }
 
-static void bnum(kaas_config_list *l, const char *name, int64_t v, int64_t dflt)
+static void bnum(kt_config_list *l, const char *name, int64_t v, int64_t dflt)
 {
 	char buf[32];
 	snprintf(buf, sizeof(buf), "%" PRId64, v);
 	bentry(l, name, buf, v != dflt);
 }
 
-static void bbool(kaas_config_list *l, const char *name, int v, int dflt)
+static void bbool(kt_config_list *l, const char *name, int v, int dflt)
 {
 	bentry(l, name, v ? "true" : "false", (v != 0) != (dflt != 0));
 }
 
-static int broker_configs(const kaas_admin_ctx *c, kaas_config_list *l)
+static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 {
-	const kaas_config *b = c->bcfg, *d = c->bdefaults;
+	const kb_config *b = c->bcfg, *d = c->bdefaults;
 	char buf[4400];
 	bnum(l, "broker.id", b->broker_id, d->broker_id);
 	snprintf(buf, sizeof(buf), "PLAINTEXT://%s:%d", b->listen_host, b->listen_port);
@@ -92,7 +92,7 @@ static int broker_configs(const kaas_admin_ctx *c, kaas_config_list *l)
 }
 
 /* "" (the cluster-wide defaults) or this broker's id. */
-static int is_this_broker(const kaas_admin_ctx *c, kaas_str name)
+static int is_this_broker(const kt_admin_ctx *c, kw_str name)
 {
 	char buf[16];
 	if (name.len == 0)
@@ -105,9 +105,9 @@ static int is_this_broker(const kaas_admin_ctx *c, kaas_str name)
 
 typedef struct dc_res {
 	int8_t type;
-	kaas_str name;
+	kw_str name;
 	int32_t nkeys;        /* 0 (null or empty): all */
-	kaas_str *keys;
+	kw_str *keys;
 } dc_res;
 
 static int wanted(const dc_res *r, const char *name)
@@ -121,38 +121,38 @@ static int wanted(const dc_res *r, const char *name)
 	return 0;
 }
 
-static void write_configs(kaas_wr *w, int16_t version, int include_synonyms, const dc_res *r,
-			  const kaas_config_list *l)
+static void write_configs(kw_wr *w, int16_t version, int include_synonyms, const dc_res *r,
+			  const kt_config_list *l)
 {
-	size_t cnt_off = kaas_wr_reserve_i32(w);
+	size_t cnt_off = kw_wr_reserve_i32(w);
 	int32_t n = 0;
 	for (size_t i = 0; l && i < l->n; i++) {
-		const kaas_config_entry *e = &l->v[i];
+		const kt_config_entry *e = &l->v[i];
 		if (!wanted(r, e->name))
 			continue;
-		kaas_wr_str(w, 0, e->name);
-		kaas_wr_str(w, 0, e->sensitive ? NULL : e->value);
-		kaas_wr_bool(w, e->read_only);
+		kw_wr_str(w, 0, e->name);
+		kw_wr_str(w, 0, e->sensitive ? NULL : e->value);
+		kw_wr_bool(w, e->read_only);
 		if (version == 0)
-			kaas_wr_bool(w, e->source == KAAS_CFG_SRC_DEFAULT);
+			kw_wr_bool(w, e->source == KAAS_CFG_SRC_DEFAULT);
 		else
-			kaas_wr_i8(w, e->source);
-		kaas_wr_bool(w, e->sensitive);
+			kw_wr_i8(w, e->source);
+		kw_wr_bool(w, e->sensitive);
 		if (version >= 1) {
 			int32_t ns = include_synonyms ? e->nsyn : 0;
-			kaas_wr_i32(w, ns);
+			kw_wr_i32(w, ns);
 			for (int32_t k = 0; k < ns; k++) {
-				kaas_wr_str(w, 0, e->syn[k].name);
-				kaas_wr_str(w, 0, e->sensitive ? NULL : e->syn[k].value);
-				kaas_wr_i8(w, e->syn[k].source);
+				kw_wr_str(w, 0, e->syn[k].name);
+				kw_wr_str(w, 0, e->sensitive ? NULL : e->syn[k].value);
+				kw_wr_i8(w, e->syn[k].source);
 			}
 		}
 		n++;
 	}
-	kaas_wr_patch_i32(w, cnt_off, n);
+	kw_wr_patch_i32(w, cnt_off, n);
 }
 
-int kaas_admin_describe_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+int kt_admin_describe_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	dc_res *r = NULL;
 	int32_t n = 0;
@@ -169,14 +169,14 @@ int kaas_admin_describe_configs(const kaas_admin_ctx *c, int16_t version, kaas_r
 	if (version >= 1)
 		KRD_I8(rd, &include_synonyms);
 
-	kaas_wr_i32(w, 0); /* throttle_time_ms */
-	kaas_wr_i32(w, n);
+	kw_wr_i32(w, 0); /* throttle_time_ms */
+	kw_wr_i32(w, n);
 	for (int32_t i = 0; i < n; i++) {
-		kaas_config_list l = KAAS_CONFIG_LIST_INIT;
+		kt_config_list l = KAAS_CONFIG_LIST_INIT;
 		char msg[MSG_LEN] = "";
 		int16_t err = KERR_NONE;
 		if (r[i].type == RES_TOPIC) {
-			err = kaas_topics_describe_configs(c->topics, r[i].name, &l, msg, sizeof(msg));
+			err = kt_topics_describe_configs(c->topics, r[i].name, &l, msg, sizeof(msg));
 		} else if (r[i].type == RES_BROKER) {
 			if (!is_this_broker(c, r[i].name)) {
 				snprintf(msg, sizeof(msg), "Unexpected broker id, expected %d or empty string, but received %.*s",
@@ -191,12 +191,12 @@ int kaas_admin_describe_configs(const kaas_admin_ctx *c, int16_t version, kaas_r
 			snprintf(msg, sizeof(msg), "Resource type %d is not supported by kaas", r[i].type);
 			err = KERR_INVALID_REQUEST;
 		}
-		kaas_wr_i16(w, err);
-		kaas_wr_str(w, 0, err != KERR_NONE ? msg : NULL);
-		kaas_wr_i8(w, r[i].type);
-		kaas_wr_kstr(w, 0, r[i].name);
+		kw_wr_i16(w, err);
+		kw_wr_str(w, 0, err != KERR_NONE ? msg : NULL);
+		kw_wr_i8(w, r[i].type);
+		kw_wr_kstr(w, 0, r[i].name);
 		write_configs(w, version, include_synonyms != 0, &r[i], err == KERR_NONE ? &l : NULL);
-		kaas_config_list_free(&l);
+		kt_config_list_free(&l);
 	}
 	rc = KAAS_HANDLED;
 	goto out;
@@ -214,12 +214,12 @@ out:
 
 typedef struct ac_res {
 	int8_t type;
-	kaas_str name;
+	kw_str name;
 	int32_t ncfg;
-	kaas_config_kv *cfg;
+	kt_config_kv *cfg;
 } ac_res;
 
-int kaas_admin_alter_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+int kt_admin_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	ac_res *r = NULL;
 	int32_t n = 0;
@@ -237,8 +237,8 @@ int kaas_admin_alter_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 	}
 	KRD_I8(rd, &validate_only);
 
-	kaas_wr_i32(w, 0); /* throttle_time_ms */
-	kaas_wr_i32(w, n);
+	kw_wr_i32(w, 0); /* throttle_time_ms */
+	kw_wr_i32(w, n);
 	for (int32_t i = 0; i < n; i++) {
 		char msg[MSG_LEN] = "";
 		int16_t err = KERR_NONE;
@@ -251,7 +251,7 @@ int kaas_admin_alter_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 		if (err != KERR_NONE) {
 			/* answered below */
 		} else if (r[i].type == RES_TOPIC) {
-			err = kaas_topics_alter_configs(c->topics, r[i].name, r[i].cfg, (size_t)r[i].ncfg, validate_only != 0,
+			err = kt_topics_alter_configs(c->topics, r[i].name, r[i].cfg, (size_t)r[i].ncfg, validate_only != 0,
 							msg, sizeof(msg));
 		} else if (r[i].type == RES_BROKER) {
 			snprintf(msg, sizeof(msg), "kaas has no dynamic broker configs: set them in the broker's config "
@@ -261,10 +261,10 @@ int kaas_admin_alter_configs(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 			snprintf(msg, sizeof(msg), "Resource type %d is not supported by kaas", r[i].type);
 			err = KERR_INVALID_REQUEST;
 		}
-		kaas_wr_i16(w, err);
-		kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
-		kaas_wr_i8(w, r[i].type);
-		kaas_wr_kstr(w, 0, r[i].name);
+		kw_wr_i16(w, err);
+		kw_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+		kw_wr_i8(w, r[i].type);
+		kw_wr_kstr(w, 0, r[i].name);
 	}
 	rc = KAAS_HANDLED;
 	goto out;

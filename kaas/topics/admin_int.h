@@ -14,7 +14,7 @@
 
 #define MSG_LEN 320
 
-static inline int kstr_eq(kaas_str a, kaas_str b)
+static inline int kstr_eq(kw_str a, kw_str b)
 {
 	return a.len == b.len && (a.len <= 0 || memcmp(a.s, b.s, (size_t)a.len) == 0);
 }

@@ -1,7 +1,7 @@
 /*
  * admin_records.c — DeleteRecords (v0-1): advance partitions' log start
  * offsets.  Each partition goes to the broker side through ctx->delete_records
- * (the partition table, then kaas_partition_delete_records), which answers
+ * (the partition table, then ks_partition_delete_records), which answers
  * NOT_LEADER_OR_FOLLOWER for partitions another broker leads.
  */
 #include <errno.h>
@@ -18,12 +18,12 @@ typedef struct dr_part {
 } dr_part;
 
 typedef struct dr_topic {
-	kaas_str name;
+	kw_str name;
 	int32_t n;
 	dr_part *p;
 } dr_topic;
 
-int kaas_admin_delete_records(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+int kt_admin_delete_records(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	dr_topic *t = NULL;
 	int32_t n = 0, timeout_ms;
@@ -40,11 +40,11 @@ int kaas_admin_delete_records(const kaas_admin_ctx *c, int16_t version, kaas_rd 
 	KRD_I32(rd, &timeout_ms);
 	(void)timeout_ms; /* the log start offset is persisted before we answer */
 
-	kaas_wr_i32(w, 0); /* throttle_time_ms */
-	kaas_wr_i32(w, n);
+	kw_wr_i32(w, 0); /* throttle_time_ms */
+	kw_wr_i32(w, n);
 	for (int32_t i = 0; i < n; i++) {
-		kaas_wr_kstr(w, 0, t[i].name);
-		kaas_wr_i32(w, t[i].n);
+		kw_wr_kstr(w, 0, t[i].name);
+		kw_wr_i32(w, t[i].n);
 		for (int32_t k = 0; k < t[i].n; k++) {
 			int64_t low = -1;
 			int16_t err;
@@ -56,9 +56,9 @@ int kaas_admin_delete_records(const kaas_admin_ctx *c, int16_t version, kaas_rd 
 				err = c->delete_records(c->arg, t[i].name, t[i].p[k].index, t[i].p[k].offset, &low);
 			if (err != KERR_NONE)
 				low = -1;
-			kaas_wr_i32(w, t[i].p[k].index);
-			kaas_wr_i64(w, low);
-			kaas_wr_i16(w, err);
+			kw_wr_i32(w, t[i].p[k].index);
+			kw_wr_i64(w, low);
+			kw_wr_i16(w, err);
 		}
 	}
 	rc = KAAS_HANDLED;

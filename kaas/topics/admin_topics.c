@@ -23,10 +23,10 @@
 #define SAME_NAME_AFTER(arr, i, n) same_name((arr), sizeof(*(arr)), (i) + 1, (n), (i))
 static int same_name(const void *arr, size_t stride, int32_t from, int32_t to, int32_t i)
 {
-	/* Every element type here starts with its kaas_str name. */
-	const kaas_str *ni = (const kaas_str *)((const char *)arr + stride * (size_t)i);
+	/* Every element type here starts with its kw_str name. */
+	const kw_str *ni = (const kw_str *)((const char *)arr + stride * (size_t)i);
 	for (int32_t j = from; j < to; j++)
-		if (kstr_eq(*(const kaas_str *)((const char *)arr + stride * (size_t)j), *ni))
+		if (kstr_eq(*(const kw_str *)((const char *)arr + stride * (size_t)j), *ni))
 			return 1;
 	return 0;
 }
@@ -34,7 +34,7 @@ static int same_name(const void *arr, size_t stride, int32_t from, int32_t to, i
 /* A replica list must name this broker, once: kaas keeps one copy, on the
  * shared volume, led by one broker (in a cluster the controller places it).
  * Returns a Kafka error code, or -EBADMSG when the list is truncated. */
-static int check_replicas(const kaas_admin_ctx *c, kaas_rd *list, int32_t n, char *msg, size_t msglen)
+static int check_replicas(const kt_admin_ctx *c, kw_rd *list, int32_t n, char *msg, size_t msglen)
 {
 	if (n <= 0) {
 		snprintf(msg, msglen, "Replica assignment lists no broker for a partition.");
@@ -43,7 +43,7 @@ static int check_replicas(const kaas_admin_ctx *c, kaas_rd *list, int32_t n, cha
 	int err = KERR_NONE;
 	for (int32_t k = 0; k < n; k++) {
 		int32_t b;
-		if (kaas_rd_i32(list, &b))
+		if (kw_rd_i32(list, &b))
 			return -EBADMSG;
 		if (err == KERR_NONE && (b != c->broker_id || k > 0)) {
 			if (b != c->broker_id)
@@ -61,7 +61,7 @@ static int check_replicas(const kaas_admin_ctx *c, kaas_rd *list, int32_t n, cha
 /* What CreateTopics and CreatePartitions keep of a topic while decoding;
  * the first member of their entry types (so same_name finds the name). */
 typedef struct topic_head {
-	kaas_str name;
+	kw_str name;
 	int16_t err;          /* the first error found while decoding, or KERR_NONE */
 	char msg[MSG_LEN];
 } topic_head;
@@ -88,12 +88,12 @@ static int16_t first_error(const topic_head *h, int repeated, const char *what, 
 }
 
 /* One topic's result: name, error code and, with_msg, the message of an error. */
-static void write_result(kaas_wr *w, kaas_str name, int16_t err, int with_msg, const char *msg)
+static void write_result(kw_wr *w, kw_str name, int16_t err, int with_msg, const char *msg)
 {
-	kaas_wr_kstr(w, 0, name);
-	kaas_wr_i16(w, err);
+	kw_wr_kstr(w, 0, name);
+	kw_wr_i16(w, err);
 	if (with_msg)
-		kaas_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
+		kw_wr_str(w, 0, err != KERR_NONE && msg[0] ? msg : NULL);
 }
 
 /* ---- CreateTopics ------------------------------------------------------------------ */
@@ -102,11 +102,11 @@ typedef struct ct_topic {
 	topic_head h;         /* assignment errors */
 	int32_t partitions;
 	int16_t rf;
-	kaas_config_kv *cfg;
+	kt_config_kv *cfg;
 	int32_t ncfg;
 } ct_topic;
 
-int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+int kt_admin_create_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	ct_topic *t = NULL;
 	int32_t n = 0, timeout_ms;
@@ -154,8 +154,8 @@ int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 	(void)timeout_ms; /* creation is synchronous: done before the response */
 
 	if (version >= 2)
-		kaas_wr_i32(w, 0); /* throttle_time_ms */
-	size_t cnt_off = kaas_wr_reserve_i32(w);
+		kw_wr_i32(w, 0); /* throttle_time_ms */
+	size_t cnt_off = kw_wr_reserve_i32(w);
 	int32_t nres = 0;
 	for (int32_t i = 0; i < n; i++) {
 		ct_topic *x = &t[i];
@@ -164,13 +164,13 @@ int kaas_admin_create_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 		char msg[MSG_LEN];
 		int16_t err = first_error(&x->h, SAME_NAME_AFTER(t, i, n), "Create topics", msg, sizeof(msg));
 		if (err == KERR_NONE) {
-			kaas_topic_spec spec = {x->h.name, x->partitions, x->rf, x->cfg, (size_t)x->ncfg};
-			err = kaas_topics_create(c->topics, &spec, validate_only != 0, NULL, msg, sizeof(msg));
+			kt_topic_spec spec = {x->h.name, x->partitions, x->rf, x->cfg, (size_t)x->ncfg};
+			err = kt_topics_create(c->topics, &spec, validate_only != 0, NULL, msg, sizeof(msg));
 		}
 		write_result(w, x->h.name, err, version >= 1, msg);
 		nres++;
 	}
-	kaas_wr_patch_i32(w, cnt_off, nres);
+	kw_wr_patch_i32(w, cnt_off, nres);
 	rc = KAAS_HANDLED;
 	goto out;
 err_parse:
@@ -185,9 +185,9 @@ out:
 
 /* ---- DeleteTopics -------------------------------------------------------------------- */
 
-int kaas_admin_delete_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+int kt_admin_delete_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
-	kaas_str *names = NULL;
+	kw_str *names = NULL;
 	int32_t n = 0, timeout_ms;
 	int rc = -EBADMSG;
 	ADMIN_ARRAY(rd, 2, n, names);
@@ -197,18 +197,18 @@ int kaas_admin_delete_topics(const kaas_admin_ctx *c, int16_t version, kaas_rd *
 	(void)timeout_ms;
 
 	if (version >= 1)
-		kaas_wr_i32(w, 0);
-	size_t cnt_off = kaas_wr_reserve_i32(w);
+		kw_wr_i32(w, 0);
+	size_t cnt_off = kw_wr_reserve_i32(w);
 	int32_t nres = 0;
 	for (int32_t i = 0; i < n; i++) {
 		if (SAME_NAME_BEFORE(names, i))
 			continue; /* asked twice: deleted once, answered once */
 		char msg[MSG_LEN];
-		int16_t err = kaas_topics_delete(c->topics, names[i], msg, sizeof(msg));
+		int16_t err = kt_topics_delete(c->topics, names[i], msg, sizeof(msg));
 		write_result(w, names[i], err, 0, msg);
 		nres++;
 	}
-	kaas_wr_patch_i32(w, cnt_off, nres);
+	kw_wr_patch_i32(w, cnt_off, nres);
 	rc = KAAS_HANDLED;
 	goto out;
 err_parse:
@@ -227,7 +227,7 @@ typedef struct cp_topic {
 	int32_t nassign;      /* -1: null (no assignment given) */
 } cp_topic;
 
-int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_rd *rd, kaas_wr *w)
+int kt_admin_create_partitions(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	cp_topic *t = NULL;
 	int32_t n = 0, timeout_ms;
@@ -253,8 +253,8 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 	KRD_I8(rd, &validate_only);
 	(void)timeout_ms;
 
-	kaas_wr_i32(w, 0); /* throttle_time_ms */
-	size_t cnt_off = kaas_wr_reserve_i32(w);
+	kw_wr_i32(w, 0); /* throttle_time_ms */
+	size_t cnt_off = kw_wr_reserve_i32(w);
 	int32_t nres = 0;
 	for (int32_t i = 0; i < n; i++) {
 		cp_topic *x = &t[i];
@@ -264,8 +264,8 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 		int16_t err = first_error(&x->h, SAME_NAME_AFTER(t, i, n), "Create partitions", msg, sizeof(msg));
 		if (err == KERR_NONE && x->nassign >= 0) {
 			/* An assignment must cover exactly the new partitions. */
-			kaas_topic_info info;
-			if (kaas_topics_lookup(c->topics, x->h.name.s, x->h.name.len, &info) == 0 &&
+			kt_topic_info info;
+			if (kt_topics_lookup(c->topics, x->h.name.s, x->h.name.len, &info) == 0 &&
 			    x->count > info.partitions && x->nassign != x->count - info.partitions) {
 				snprintf(msg, sizeof(msg), "Increasing the number of partitions by %d but %d assignments "
 					 "provided.", x->count - info.partitions, x->nassign);
@@ -273,12 +273,12 @@ int kaas_admin_create_partitions(const kaas_admin_ctx *c, int16_t version, kaas_
 			}
 		}
 		if (err == KERR_NONE)
-			err = kaas_topics_add_partitions(c->topics, x->h.name, x->count, validate_only != 0, msg,
+			err = kt_topics_add_partitions(c->topics, x->h.name, x->count, validate_only != 0, msg,
 							 sizeof(msg));
 		write_result(w, x->h.name, err, 1, msg);
 		nres++;
 	}
-	kaas_wr_patch_i32(w, cnt_off, nres);
+	kw_wr_patch_i32(w, cnt_off, nres);
 	rc = KAAS_HANDLED;
 	goto out;
 err_parse:

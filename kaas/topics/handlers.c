@@ -4,7 +4,7 @@
  *
  * Everything here is glue: it takes the registry, the broker config and the
  * partition table out of the request's broker and hands them to the
- * kaas_admin_* codecs (admin_*.c), which know nothing about the server.
+ * kt_admin_* codecs (admin_*.c), which know nothing about the server.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,34 +13,34 @@
 #include "kaas/topics/admin.h"
 #include "kaas/proto/kerr.h"
 
-static kaas_config defaults;
+static kb_config defaults;
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
 
 static void defaults_init(void)
 {
-	kaas_config_defaults(&defaults);
+	kb_config_defaults(&defaults);
 }
 
 /* DeleteRecords on a partition this broker leads. */
-static int16_t delete_records_via_ptable(void *arg, kaas_str topic, int32_t partition, int64_t offset,
+static int16_t delete_records_via_ptable(void *arg, kw_str topic, int32_t partition, int64_t offset,
 					 int64_t *low_watermark)
 {
-	kaas_broker *b = arg;
-	kaas_pref ref = KAAS_PREF_INIT;
+	kb_broker *b = arg;
+	kb_pref ref = KAAS_PREF_INIT;
 	if (!b->parts)
 		return KERR_NOT_LEADER_OR_FOLLOWER;
-	int16_t err = kaas_ptable_get(b->parts, topic, partition, &ref);
+	int16_t err = kb_ptable_get(b->parts, topic, partition, &ref);
 	if (err != KERR_NONE)
 		return err;
 	int16_t perr = KERR_NONE;
-	int rc = kaas_partition_delete_records(ref.p, offset, low_watermark, &perr);
-	kaas_pref_put(&ref);
+	int rc = ks_partition_delete_records(ref.p, offset, low_watermark, &perr);
+	kb_pref_put(&ref);
 	if (rc < 0)
 		return KERR_KAFKA_STORAGE_ERROR;
 	return perr;
 }
 
-static void ctx_of(kaas_req *req, kaas_admin_ctx *c)
+static void ctx_of(kb_req *req, kt_admin_ctx *c)
 {
 	pthread_once(&defaults_once, defaults_init);
 	c->topics = req->broker->topics;
@@ -52,41 +52,41 @@ static void ctx_of(kaas_req *req, kaas_admin_ctx *c)
 }
 
 #define HANDLER(h, impl)                                                \
-	int h(kaas_req *req, kaas_rd *body, kaas_wr *resp)              \
+	int h(kb_req *req, kw_rd *body, kw_wr *resp)              \
 	{                                                               \
-		kaas_admin_ctx c;                                       \
+		kt_admin_ctx c;                                       \
 		if (!req->broker || !req->broker->topics)               \
 			return -EINVAL;                                 \
 		ctx_of(req, &c);                                        \
 		return impl(&c, req->api_version, body, resp);          \
 	}
 
-HANDLER(kaas_h_create_topics, kaas_admin_create_topics)
-HANDLER(kaas_h_delete_topics, kaas_admin_delete_topics)
-HANDLER(kaas_h_delete_records, kaas_admin_delete_records)
-HANDLER(kaas_h_describe_configs, kaas_admin_describe_configs)
-HANDLER(kaas_h_alter_configs, kaas_admin_alter_configs)
-HANDLER(kaas_h_create_partitions, kaas_admin_create_partitions)
+HANDLER(kt_h_create_topics, kt_admin_create_topics)
+HANDLER(kt_h_delete_topics, kt_admin_delete_topics)
+HANDLER(kt_h_delete_records, kt_admin_delete_records)
+HANDLER(kt_h_describe_configs, kt_admin_describe_configs)
+HANDLER(kt_h_alter_configs, kt_admin_alter_configs)
+HANDLER(kt_h_create_partitions, kt_admin_create_partitions)
 
 /* ---- the registry's hooks ------------------------------------------------------------ */
 
-static int hook_changed(void *arg, const kaas_topic_info *t)
+static int hook_changed(void *arg, const kt_topic_info *t)
 {
-	kaas_broker *b = arg;
+	kb_broker *b = arg;
 	if (!b->parts)
 		return -EAGAIN; /* not serving yet: the tick re-drives it */
-	kaas_topic_desc d = {t->name, t->id, t->partitions, t->cfg};
-	return kaas_ptable_ensure_topic(b->parts, &d);
+	kb_topic_desc d = {t->name, t->id, t->partitions, t->cfg};
+	return kb_ptable_ensure_topic(b->parts, &d);
 }
 
 static int hook_dropped(void *arg, const char *name, const char *topic_id)
 {
-	kaas_broker *b = arg;
+	kb_broker *b = arg;
 	(void)topic_id;
-	return b->parts ? kaas_ptable_drop_topic(b->parts, name) : 0;
+	return b->parts ? kb_ptable_drop_topic(b->parts, name) : 0;
 }
 
-void kaas_topics_ptable_hooks(kaas_broker *b, kaas_topics_hooks *h)
+void kt_topics_ptable_hooks(kb_broker *b, kt_topics_hooks *h)
 {
 	h->arg = b;
 	h->topic_changed = hook_changed;
@@ -95,10 +95,10 @@ void kaas_topics_ptable_hooks(kaas_broker *b, kaas_topics_hooks *h)
 
 static void upkeep(void *arg)
 {
-	kaas_topics_tick(arg); /* works every refresh_ms; failures are re-driven by the next tick */
+	kt_topics_tick(arg); /* works every refresh_ms; failures are re-driven by the next tick */
 }
 
-int kaas_topics_broker_upkeep(kaas_broker *b)
+int kt_topics_broker_upkeep(kb_broker *b)
 {
-	return kaas_broker_upkeep_add(b, upkeep, b->topics);
+	return kb_broker_upkeep_add(b, upkeep, b->topics);
 }

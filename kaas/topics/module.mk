@@ -10,6 +10,7 @@ topics_SRCS := kaas/topics/names.c kaas/topics/tconfig.c kaas/topics/registry.c 
 	kaas/topics/admin_topics.c kaas/topics/admin_configs.c kaas/topics/admin_records.c \
 	kaas/topics/handlers.c
 topics_USES := core storage proto sub util
+topics_PREFIX := kt
 topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c \
 	kaas/topics/test/test_admin.c kaas/topics/test/test_crash.c
 

@@ -21,7 +21,7 @@ static int legal_char(unsigned char c)
 	       c == '_' || c == '-';
 }
 
-int16_t kaas_topic_name_check(const char *name, int32_t len, char *msg, size_t msglen)
+int16_t kt_topic_name_check(const char *name, int32_t len, char *msg, size_t msglen)
 {
 	if (!name || len <= 0) {
 		snprintf(msg, msglen, "Topic name is illegal, it can't be empty");
@@ -46,7 +46,7 @@ int16_t kaas_topic_name_check(const char *name, int32_t len, char *msg, size_t m
 	return KERR_NONE;
 }
 
-int kaas_topic_names_collide(const char *a, const char *b)
+int kt_topic_names_collide(const char *a, const char *b)
 {
 	for (; *a && *b; a++, b++) {
 		char x = *a == '.' ? '_' : *a, y = *b == '.' ? '_' : *b;
@@ -62,13 +62,13 @@ static void id_format(const uint8_t b[16], char out[KAAS_TOPIC_ID_LEN + 1])
 	for (int i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)
 			out[j++] = '-';
-		out[j++] = kaas_hex_char(b[i] >> 4);
-		out[j++] = kaas_hex_char(b[i]);
+		out[j++] = ku_hex_char(b[i] >> 4);
+		out[j++] = ku_hex_char(b[i]);
 	}
 	out[j] = '\0';
 }
 
-int kaas_topic_id_new(char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
+int kt_topic_id_new(char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
 {
 	uint8_t b[16];
 	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
@@ -82,7 +82,7 @@ int kaas_topic_id_new(char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
 	return 0;
 }
 
-int kaas_topic_id_parse(const char *s, char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
+int kt_topic_id_parse(const char *s, char out[KAAS_TOPIC_ID_LEN + 1], uint8_t bytes[16])
 {
 	uint8_t b[16];
 	if (!s || strlen(s) != KAAS_TOPIC_ID_LEN)
@@ -93,7 +93,7 @@ int kaas_topic_id_parse(const char *s, char out[KAAS_TOPIC_ID_LEN + 1], uint8_t 
 			if (s[j++] != '-')
 				return -EINVAL;
 		}
-		if (kaas_hex_decode(s + j, 1, &b[i]))
+		if (ku_hex_decode(s + j, 1, &b[i]))
 			return -EINVAL;
 		j += 2;
 	}

@@ -27,9 +27,9 @@
  * mtime) for claim_grace_ms of its own monotonic clock — no clocks of other
  * hosts are compared. */
 
-int kt_claim_abandoned(kaas_topics *reg, const char *key, const sub_stat *st)
+int kt__claim_abandoned(kt_topics *reg, const char *key, const sub_stat *st)
 {
-	int64_t now = kaas_mono_ms();
+	int64_t now = ku_mono_ms();
 	if (reg->o.claim_grace_ms <= 0)
 		return 1;
 	for (size_t i = 0; i < reg->nclaims; i++) {
@@ -60,7 +60,7 @@ int kt_claim_abandoned(kaas_topics *reg, const char *key, const sub_stat *st)
 }
 
 /* Forgets files that were not seen in the last round (gone or completed). */
-void kt_claims_expire(kaas_topics *reg)
+void kt__claims_expire(kt_topics *reg)
 {
 	size_t j = 0;
 	for (size_t i = 0; i < reg->nclaims; i++)
@@ -70,7 +70,7 @@ void kt_claims_expire(kaas_topics *reg)
 	reg->round++;
 }
 
-void kt_claim_forget(kaas_topics *reg, const char *key)
+void kt__claim_forget(kt_topics *reg, const char *key)
 {
 	for (size_t i = 0; i < reg->nclaims; i++) {
 		if (strcmp(reg->claims[i].key, key) == 0) {
@@ -85,7 +85,7 @@ void kt_claim_forget(kaas_topics *reg, const char *key)
  * put back under its name with an exclusive create; otherwise it is removed.
  * Idempotent: a crash anywhere leaves an ~abandoned- file that the next tick
  * settles the same way. */
-int kt_settle_aside(kaas_topics *reg, const char *aside)
+int kt__settle_aside(kt_topics *reg, const char *aside)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -96,36 +96,36 @@ int kt_settle_aside(kaas_topics *reg, const char *aside)
 		return rc;
 	topic_ent *e = NULL;
 	char why[128];
-	int st = rc ? RF_CORRUPT : kt_ent_parse(reg, NULL, buf, len, &e, why, sizeof(why));
+	int st = rc ? RF_CORRUPT : kt__ent_parse(reg, NULL, buf, len, &e, why, sizeof(why));
 	if (st == RF_OK) {
 		char path[SUB_PATH_MAX];
-		kt_reg_path(path, sizeof(path), e->info.name);
+		kt__reg_path(path, sizeof(path), e->info.name);
 		rc = sub_create_excl(reg->o.cluster, path, buf, len);
 		if (rc == -EEXIST) {
 			topic_ent *cur = NULL;
 			sub_stat cst;
-			int cs = kt_reg_read(reg, e->info.name, &cur, &cst, why, sizeof(why));
+			int cs = kt__reg_read(reg, e->info.name, &cur, &cst, why, sizeof(why));
 			if (cs == RF_OK && strcmp(cur->info.id, e->info.id) == 0) {
 				rc = 0; /* someone put it back already */
 			} else {
 				char hex[17], lost[SUB_PATH_MAX];
-				kt_rand_hex(hex, 16);
+				kt__rand_hex(hex, 16);
 				snprintf(lost, sizeof(lost), REG_DIR "/" LOST_PREFIX "%s", hex);
 				KLOG_ERR("topics", "topic %s (id %s): its registry claim was reclaimed while its creator "
 					 "was completing it and the name was taken meanwhile; kept as %s for an operator",
 					 e->info.name, e->info.id, lost);
 				rc = sub_rename(reg->o.cluster, aside, lost);
-				kt_ent_free(cur);
-				kt_ent_free(e);
+				kt__ent_free(cur);
+				kt__ent_free(e);
 				free(buf);
 				return rc;
 			}
-			kt_ent_free(cur);
+			kt__ent_free(cur);
 		}
 		if (rc == 0)
 			KLOG_WARN("topics", "topic %s: put back a registry entry completed during its reclaim",
 				  e->info.name);
-		kt_ent_free(e);
+		kt__ent_free(e);
 		if (rc) {
 			free(buf);
 			return rc;
@@ -139,11 +139,11 @@ int kt_settle_aside(kaas_topics *reg, const char *aside)
 /* Moves an abandoned claim CLUSTER/topics/<name>.json aside and settles it.
  * The rename is the atomic step: of several reclaimers exactly one moves
  * the file, the others see ENOENT. */
-int kt_reclaim_claim(kaas_topics *reg, const char *name)
+int kt__reclaim_claim(kt_topics *reg, const char *name)
 {
 	char path[SUB_PATH_MAX], aside[SUB_PATH_MAX], hex[17];
-	kt_reg_path(path, sizeof(path), name);
-	int rc = kt_rand_hex(hex, 16);
+	kt__reg_path(path, sizeof(path), name);
+	int rc = kt__rand_hex(hex, 16);
 	if (rc)
 		return rc;
 	snprintf(aside, sizeof(aside), REG_DIR "/" ABANDONED_PREFIX "%s", hex);
@@ -153,13 +153,13 @@ int kt_reclaim_claim(kaas_topics *reg, const char *name)
 	if (rc)
 		return rc;
 	KLOG_WARN("topics", "topic %s: reclaiming a registry claim whose creator never completed it", name);
-	kt_claim_forget(reg, path);
-	return kt_settle_aside(reg, aside);
+	kt__claim_forget(reg, path);
+	return kt__settle_aside(reg, aside);
 }
 
 /* ---- directories on the data volume -------------------------------------------------------- */
 
-int kt_stamp_read(kaas_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN + 1])
+int kt__stamp_read(kt_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN + 1])
 {
 	char path[SUB_PATH_MAX], *buf = NULL;
 	size_t len;
@@ -169,13 +169,13 @@ int kt_stamp_read(kaas_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN 
 		return rc == -EFBIG ? -EBADMSG : rc;
 	json_t *root = json_loadb(buf, len, 0, NULL);
 	json_t *jid = json_object_get(root, "topic_id");
-	rc = json_is_string(jid) && kaas_topic_id_parse(json_string_value(jid), id, NULL) == 0 ? 0 : -EBADMSG;
+	rc = json_is_string(jid) && kt_topic_id_parse(json_string_value(jid), id, NULL) == 0 ? 0 : -EBADMSG;
 	json_decref(root);
 	free(buf);
 	return rc;
 }
 
-int kt_stamp_write(kaas_topics *reg, const kaas_topic_info *t)
+int kt__stamp_write(kt_topics *reg, const kt_topic_info *t)
 {
 	char path[SUB_PATH_MAX], buf[160];
 	snprintf(path, sizeof(path), "%s/" STAMP_NAME, t->name);
@@ -186,10 +186,10 @@ int kt_stamp_write(kaas_topics *reg, const kaas_topic_info *t)
 
 /* Renames DATA/<name> to DATA/~trash-<id>-<hex>: one atomic step frees the
  * name; removing the renamed tree is idempotent and re-driven (tick). */
-int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, trash_list *tl)
+int kt__move_to_trash(kt_topics *reg, const char *name, const char *old_id, trash_list *tl)
 {
 	char hex[9], trash[128], moved[SUB_PATH_MAX], sid[KAAS_TOPIC_ID_LEN + 1];
-	int rc = kt_rand_hex(hex, 8);
+	int rc = kt__rand_hex(hex, 8);
 	if (rc)
 		return rc;
 	snprintf(trash, sizeof(trash), TRASH_PREFIX "%s-%s", old_id, hex);
@@ -202,7 +202,7 @@ int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, tra
 	 * this name), put it back; if that is impossible, keep it under a name
 	 * the sweep never removes.  Never destroy what is not the old ID. */
 	snprintf(moved, sizeof(moved), "%s", trash);
-	if (kt_stamp_read(reg, moved, sid) != 0 || strcmp(sid, old_id) != 0) {
+	if (kt__stamp_read(reg, moved, sid) != 0 || strcmp(sid, old_id) != 0) {
 		int brc = sub_rename(reg->o.data, trash, name);
 		if (brc) {
 			char kept[128];
@@ -222,19 +222,19 @@ int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, tra
 	return rc;
 }
 
-static void mark_dir_ready(kaas_topics *reg, const kaas_topic_info *t, int ready)
+static void mark_dir_ready(kt_topics *reg, const kt_topic_info *t, int ready)
 {
 	pthread_rwlock_wrlock(&reg->lock);
-	topic_ent *e = kt_mem_find(reg, t->name);
+	topic_ent *e = kt__mem_find(reg, t->name);
 	if (e && strcmp(e->info.id, t->id) == 0)
 		e->dir_ready = ready;
 	pthread_rwlock_unlock(&reg->lock);
 }
 
-int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list *tl)
+int kt__prepare_dir_locked(kt_topics *reg, const kt_topic_info *t, trash_list *tl)
 {
 	pthread_rwlock_rdlock(&reg->lock);
-	topic_ent *e = kt_mem_find(reg, t->name);
+	topic_ent *e = kt__mem_find(reg, t->name);
 	int ready = e && strcmp(e->info.id, t->id) == 0 && e->dir_ready;
 	pthread_rwlock_unlock(&reg->lock);
 	if (ready)
@@ -253,7 +253,7 @@ int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list
 			if (rc == 0)
 				rc = sub_fsync_dir(d, "");
 			if (rc == 0)
-				rc = kt_stamp_write(reg, t);
+				rc = kt__stamp_write(reg, t);
 			break;
 		}
 		if (rc)
@@ -264,14 +264,14 @@ int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list
 			rc = -ENOTDIR;
 			break;
 		}
-		rc = kt_stamp_read(reg, t->name, sid);
+		rc = kt__stamp_read(reg, t->name, sid);
 		if (rc == 0 && strcmp(sid, t->id) == 0)
 			break; /* ours already */
 		if (rc == 0) {
 			/* An earlier incarnation of this name: reclaim. */
 			KLOG_INFO("topics", "topic %s: directory belongs to an earlier topic (id %s); reclaiming it for id %s",
 				  t->name, sid, t->id);
-			rc = kt_move_to_trash(reg, t->name, sid, tl);
+			rc = kt__move_to_trash(reg, t->name, sid, tl);
 			if (rc == 0 || rc == -ENOENT)
 				continue; /* the name is free now: make the new one */
 			break;
@@ -282,7 +282,7 @@ int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list
 			 * checks. */
 			KLOG_WARN("topics", "topic %s: adopting the %s directory DATA/%s (stamping it with id %s)",
 				  t->name, rc == -ENOENT ? "unstamped" : "unreadably stamped", t->name, t->id);
-			rc = kt_stamp_write(reg, t);
+			rc = kt__stamp_write(reg, t);
 			break;
 		}
 		break;
@@ -292,17 +292,17 @@ int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list
 	return rc;
 }
 
-int kaas_topics_prepare_dir(kaas_topics *reg, const kaas_topic_info *t)
+int kt_topics_prepare_dir(kt_topics *reg, const kt_topic_info *t)
 {
 	trash_list tl = {0};
 	pthread_mutex_lock(&reg->op);
-	int rc = kt_prepare_dir_locked(reg, t, &tl);
+	int rc = kt__prepare_dir_locked(reg, t, &tl);
 	pthread_mutex_unlock(&reg->op);
-	kt_trash_remove(reg, &tl);
+	kt__trash_remove(reg, &tl);
 	return rc;
 }
 
-void kt_trash_remove(kaas_topics *reg, trash_list *tl)
+void kt__trash_remove(kt_topics *reg, trash_list *tl)
 {
 	for (size_t i = 0; i < tl->n; i++) {
 		int rc = sub_remove_tree(reg->o.data, tl->v[i]);

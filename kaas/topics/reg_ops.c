@@ -25,20 +25,20 @@
 /* What is at CLUSTER/topics/<name>.json, for a creator.  Returns KERR_NONE
  * when the name is free (possibly after reclaiming an abandoned claim), or
  * the error for the client. */
-static int16_t name_free_for_create(kaas_topics *reg, const char *name, char *msg, size_t msglen)
+static int16_t name_free_for_create(kt_topics *reg, const char *name, char *msg, size_t msglen)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		topic_ent *e = NULL;
 		sub_stat st;
 		char why[128], path[SUB_PATH_MAX];
-		int rc = kt_reg_read(reg, name, &e, &st, why, sizeof(why));
+		int rc = kt__reg_read(reg, name, &e, &st, why, sizeof(why));
 		if (rc < 0)
-			return kt_storage_fail(msg, msglen, "reading the topic registry", rc);
+			return kt__storage_fail(msg, msglen, "reading the topic registry", rc);
 		if (rc == RF_MISSING)
 			return KERR_NONE;
 		if (rc == RF_OK) {
 			pthread_rwlock_wrlock(&reg->lock);
-			kt_mem_merge(reg, e); /* learn it: lookups now find it */
+			kt__mem_merge(reg, e); /* learn it: lookups now find it */
 			pthread_rwlock_unlock(&reg->lock);
 			snprintf(msg, msglen, "Topic '%s' already exists.", name);
 			return KERR_TOPIC_ALREADY_EXISTS;
@@ -49,29 +49,29 @@ static int16_t name_free_for_create(kaas_topics *reg, const char *name, char *ms
 			KLOG_ERR("topics", "topic %s: registry file invalid: %s", name, why);
 			return KERR_TOPIC_ALREADY_EXISTS;
 		}
-		kt_reg_path(path, sizeof(path), name);
-		if (!kt_claim_abandoned(reg, path, &st)) {
+		kt__reg_path(path, sizeof(path), name);
+		if (!kt__claim_abandoned(reg, path, &st)) {
 			snprintf(msg, msglen, "Topic '%s' is being created by another client (an incomplete claim "
 				 "is reclaimed after %" PRId64 " ms if its creator died)", name, reg->o.claim_grace_ms);
 			return KERR_TOPIC_ALREADY_EXISTS;
 		}
-		rc = kt_reclaim_claim(reg, name);
+		rc = kt__reclaim_claim(reg, name);
 		if (rc)
-			return kt_storage_fail(msg, msglen, "reclaiming an abandoned registry claim", rc);
+			return kt__storage_fail(msg, msglen, "reclaiming an abandoned registry claim", rc);
 	}
 	snprintf(msg, msglen, "Topic '%s' is being created concurrently; retry", name);
 	return KERR_TOPIC_ALREADY_EXISTS;
 }
 
-static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partitions, const kaas_tcfg_set *ov,
-			     int validate_only, kaas_topic_info *out, char *msg, size_t msglen, trash_list *tl)
+static int16_t create_locked(kt_topics *reg, const char *name, int32_t partitions, const kt_tcfg_set *ov,
+			     int validate_only, kt_topic_info *out, char *msg, size_t msglen, trash_list *tl)
 {
 	/* Kafka refuses names that differ only in '.' vs '_' (their metrics
 	 * collide).  Best effort: checked against what this broker knows. */
 	pthread_rwlock_rdlock(&reg->lock);
 	for (size_t i = 0; i < reg->n; i++) {
 		const char *other = reg->ents[i]->info.name;
-		if (strcmp(other, name) != 0 && kaas_topic_names_collide(other, name)) {
+		if (strcmp(other, name) != 0 && kt_topic_names_collide(other, name)) {
 			snprintf(msg, msglen, "Topic '%s' collides with existing topic: %s", name, other);
 			pthread_rwlock_unlock(&reg->lock);
 			return KERR_INVALID_TOPIC_EXCEPTION;
@@ -85,7 +85,7 @@ static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partiti
 	/* A delete of an earlier incarnation that has not finished (its
 	 * partitions not yet closed) is finished first, so the new topic never
 	 * meets the old one's open partitions. */
-	int rc = kt_redrive_tombstones(reg, 1, name, tl);
+	int rc = kt__redrive_tombstones(reg, 1, name, tl);
 	if (rc) {
 		snprintf(msg, msglen, "Topic '%s': the delete of its previous incarnation has not completed (%s); retry",
 			 name, sub_strerror(rc));
@@ -94,26 +94,26 @@ static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partiti
 
 	topic_ent *e = calloc(1, sizeof(*e));
 	char *json = NULL, path[SUB_PATH_MAX];
-	if (!e || kaas_tcfg_set_copy(&e->ov, ov)) {
-		kt_ent_free(e);
-		return kt_storage_fail(msg, msglen, "creating the topic", -ENOMEM);
+	if (!e || kt_tcfg_set_copy(&e->ov, ov)) {
+		kt__ent_free(e);
+		return kt__storage_fail(msg, msglen, "creating the topic", -ENOMEM);
 	}
 	snprintf(e->info.name, sizeof(e->info.name), "%s", name);
-	rc = kaas_topic_id_new(e->info.id, e->info.id_bytes);
+	rc = kt_topic_id_new(e->info.id, e->info.id_bytes);
 	e->info.partitions = partitions;
-	e->info.created_ms = kaas_wall_ms();
-	kt_ent_fill_info(reg, e);
-	if (rc == 0 && !(json = kt_ent_json(e)))
+	e->info.created_ms = ku_wall_ms();
+	kt__ent_fill_info(reg, e);
+	if (rc == 0 && !(json = kt__ent_json(e)))
 		rc = -ENOMEM;
 	if (rc) {
-		kt_ent_free(e);
-		return kt_storage_fail(msg, msglen, "creating the topic", rc);
+		kt__ent_free(e);
+		return kt__storage_fail(msg, msglen, "creating the topic", rc);
 	}
-	kt_reg_path(path, sizeof(path), name);
+	kt__reg_path(path, sizeof(path), name);
 	rc = sub_create_excl(reg->o.cluster, path, json, strlen(json));
 	free(json);
 	if (rc == -EEXIST) {
-		kt_ent_free(e);
+		kt__ent_free(e);
 		/* Lost the race to another creator (here or on another host). */
 		err = name_free_for_create(reg, name, msg, msglen);
 		if (err == KERR_NONE)
@@ -121,8 +121,8 @@ static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partiti
 		return err == KERR_NONE ? KERR_TOPIC_ALREADY_EXISTS : err;
 	}
 	if (rc) {
-		kt_ent_free(e);
-		return kt_storage_fail(msg, msglen, "claiming the topic name in the registry", rc);
+		kt__ent_free(e);
+		return kt__storage_fail(msg, msglen, "claiming the topic name in the registry", rc);
 	}
 	/* Read it back: a reclaimer that judged an empty claim abandoned could
 	 * have moved ours aside if we stalled for longer than the grace period
@@ -130,38 +130,38 @@ static int16_t create_locked(kaas_topics *reg, const char *name, int32_t partiti
 	topic_ent *back = NULL;
 	sub_stat st;
 	char why[128];
-	rc = kt_reg_read(reg, name, &back, &st, why, sizeof(why));
+	rc = kt__reg_read(reg, name, &back, &st, why, sizeof(why));
 	if (rc != RF_OK || strcmp(back->info.id, e->info.id) != 0) {
-		kt_ent_free(back);
-		kt_ent_free(e);
+		kt__ent_free(back);
+		kt__ent_free(e);
 		snprintf(msg, msglen, "Topic '%s': the registry claim was lost while it was being written; retry", name);
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
 	e->f_ino = back->f_ino;
 	e->f_size = back->f_size;
 	e->f_mtime = back->f_mtime;
-	kt_ent_free(back);
+	kt__ent_free(back);
 	KLOG_INFO("topics", "created topic %s (id %s, %d partitions)", name, e->info.id, e->info.partitions);
-	kaas_topic_info info = e->info;
+	kt_topic_info info = e->info;
 	pthread_rwlock_wrlock(&reg->lock);
 	e->unsynced = 1;
-	rc = kt_mem_put(reg, e);
+	rc = kt__mem_put(reg, e);
 	pthread_rwlock_unlock(&reg->lock);
 	if (rc)
-		kt_ent_free(e);
+		kt__ent_free(e);
 	if (out)
 		*out = info;
 	/* The topic exists from here on; the rest is re-driven if it fails. */
-	rc = kt_prepare_dir_locked(reg, &info, tl);
+	rc = kt__prepare_dir_locked(reg, &info, tl);
 	if (rc)
 		KLOG_ERR("topics", "topic %s: preparing DATA/%s failed (%s); retried by the tick", name, name,
 			 sub_strerror(rc));
 	else
-		kt_hook_changed(reg, name);
+		kt__hook_changed(reg, name);
 	return KERR_NONE;
 }
 
-static int16_t reserved_check(kaas_topics *reg, const char *name, char *msg, size_t msglen)
+static int16_t reserved_check(kt_topics *reg, const char *name, char *msg, size_t msglen)
 {
 	if (reg->reserved[0] && strcmp(name, reg->reserved) == 0) {
 		snprintf(msg, msglen, "Topic name '%s' is reserved: kaas keeps its cluster directory under that name",
@@ -171,11 +171,11 @@ static int16_t reserved_check(kaas_topics *reg, const char *name, char *msg, siz
 	return KERR_NONE;
 }
 
-int16_t kaas_topics_create(kaas_topics *reg, const kaas_topic_spec *spec, int validate_only, kaas_topic_info *out,
+int16_t kt_topics_create(kt_topics *reg, const kt_topic_spec *spec, int validate_only, kt_topic_info *out,
 			   char *msg, size_t msglen)
 {
 	char name[KAAS_TOPIC_NAME_MAX + 1];
-	int16_t err = kaas_topic_name_check(spec->name.s, spec->name.len, msg, msglen);
+	int16_t err = kt_topic_name_check(spec->name.s, spec->name.len, msg, msglen);
 	if (err)
 		return err;
 	memcpy(name, spec->name.s, (size_t)spec->name.len);
@@ -195,33 +195,33 @@ int16_t kaas_topics_create(kaas_topics *reg, const kaas_topic_spec *spec, int va
 		snprintf(msg, msglen, "Replication factor must be larger than 0 (or -1 for the default).");
 		return KERR_INVALID_REPLICATION_FACTOR;
 	}
-	kaas_tcfg_set ov = KAAS_TCFG_SET_INIT;
-	if ((err = kaas_tcfg_set_from_kv(&ov, spec->configs, spec->nconfigs, msg, msglen)))
+	kt_tcfg_set ov = KAAS_TCFG_SET_INIT;
+	if ((err = kt_tcfg_set_from_kv(&ov, spec->configs, spec->nconfigs, msg, msglen)))
 		return err;
 	trash_list tl = {0};
 	pthread_mutex_lock(&reg->op);
 	err = create_locked(reg, name, parts, &ov, validate_only, out, msg, msglen, &tl);
 	pthread_mutex_unlock(&reg->op);
-	kt_trash_remove(reg, &tl);
-	kaas_tcfg_set_free(&ov);
+	kt__trash_remove(reg, &tl);
+	kt_tcfg_set_free(&ov);
 	if (err == KERR_NONE)
 		msg[0] = '\0';
 	return err;
 }
 
-int16_t kaas_topics_auto_create(kaas_topics *reg, kaas_str name, kaas_topic_info *out)
+int16_t kt_topics_auto_create(kt_topics *reg, kw_str name, kt_topic_info *out)
 {
 	char msg[256];
-	int rc = kaas_topics_lookup(reg, name.s, name.len, out);
+	int rc = kt_topics_lookup(reg, name.s, name.len, out);
 	if (rc == 0)
 		return KERR_NONE;
 	if (rc == -EINVAL)
 		return KERR_INVALID_TOPIC_EXCEPTION;
-	kaas_topic_spec spec = {name, -1, -1, NULL, 0};
-	int16_t err = kaas_topics_create(reg, &spec, 0, out, msg, sizeof(msg));
+	kt_topic_spec spec = {name, -1, -1, NULL, 0};
+	int16_t err = kt_topics_create(reg, &spec, 0, out, msg, sizeof(msg));
 	if (err == KERR_NONE || err == KERR_INVALID_TOPIC_EXCEPTION)
 		return err;
-	if (err == KERR_TOPIC_ALREADY_EXISTS && kaas_topics_lookup(reg, name.s, name.len, out) == 0)
+	if (err == KERR_TOPIC_ALREADY_EXISTS && kt_topics_lookup(reg, name.s, name.len, out) == 0)
 		return KERR_NONE;
 	KLOG_DEBUG("topics", "auto-create: %s", msg);
 	return KERR_LEADER_NOT_AVAILABLE;
@@ -229,17 +229,17 @@ int16_t kaas_topics_auto_create(kaas_topics *reg, kaas_str name, kaas_topic_info
 
 /* ---- delete ------------------------------------------------------------------------------------- */
 
-static int tomb_write(kaas_topics *reg, const char *name, const char *id)
+static int tomb_write(kt_topics *reg, const char *name, const char *id)
 {
 	char path[SUB_PATH_MAX], buf[512];
 	snprintf(path, sizeof(path), TOMB_DIR "/%s.json", id);
 	int n = snprintf(buf, sizeof(buf),
 			 "{\"version\":1,\"name\":\"%s\",\"topic_id\":\"%s\",\"deleted_ms\":%" PRId64 "}\n", name, id,
-			 kaas_wall_ms());
+			 ku_wall_ms());
 	return sub_write_atomic(reg->o.cluster, path, buf, (size_t)n);
 }
 
-static int tomb_remove(kaas_topics *reg, const char *id)
+static int tomb_remove(kt_topics *reg, const char *id)
 {
 	char path[SUB_PATH_MAX];
 	snprintf(path, sizeof(path), TOMB_DIR "/%s.json", id);
@@ -253,26 +253,26 @@ static int tomb_remove(kaas_topics *reg, const char *id)
  * partitions, move the directory aside when (and only when) its stamp is the
  * deleted ID, drop the tombstone.  Idempotent; the tick re-drives it from the
  * tombstone until it completes. */
-int kt_finish_delete(kaas_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl)
+int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl)
 {
 	/* If a newer incarnation is registered, its creator already finished
 	 * this delete's drop (create re-drives pending deletes of its name
 	 * first): the partitions open under this name are the new topic's. */
 	pthread_rwlock_rdlock(&reg->lock);
-	topic_ent *cur = kt_mem_find(reg, name);
+	topic_ent *cur = kt__mem_find(reg, name);
 	if (cur && strcmp(cur->info.id, id) != 0)
 		call_hooks = 0;
 	pthread_rwlock_unlock(&reg->lock);
-	int rc = call_hooks ? kt_hook_dropped(reg, name, id) : 0;
+	int rc = call_hooks ? kt__hook_dropped(reg, name, id) : 0;
 	if (rc) {
 		KLOG_WARN("topics", "topic %s: closing its partitions failed (%s); retried by the tick", name,
 			  sub_strerror(rc));
 		return rc;
 	}
 	char sid[KAAS_TOPIC_ID_LEN + 1];
-	rc = kt_stamp_read(reg, name, sid);
+	rc = kt__stamp_read(reg, name, sid);
 	if (rc == 0 && strcmp(sid, id) == 0) {
-		rc = kt_move_to_trash(reg, name, id, tl);
+		rc = kt__move_to_trash(reg, name, id, tl);
 		if (rc == -ENOENT)
 			rc = 0;
 	} else if (rc == 0) {
@@ -297,10 +297,10 @@ int kt_finish_delete(kaas_topics *reg, const char *name, const char *id, int cal
 	return tomb_remove(reg, id);
 }
 
-int16_t kaas_topics_delete(kaas_topics *reg, kaas_str name, char *msg, size_t msglen)
+int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen)
 {
 	char nm[KAAS_TOPIC_NAME_MAX + 1], path[SUB_PATH_MAX], why[128];
-	int16_t err = kaas_topic_name_check(name.s, name.len, msg, msglen);
+	int16_t err = kt_topic_name_check(name.s, name.len, msg, msglen);
 	if (err)
 		return err;
 	memcpy(nm, name.s, (size_t)name.len);
@@ -309,16 +309,16 @@ int16_t kaas_topics_delete(kaas_topics *reg, kaas_str name, char *msg, size_t ms
 	pthread_mutex_lock(&reg->op);
 	topic_ent *e = NULL;
 	sub_stat st;
-	int rc = kt_reg_read(reg, nm, &e, &st, why, sizeof(why));
+	int rc = kt__reg_read(reg, nm, &e, &st, why, sizeof(why));
 	if (rc < 0) {
-		err = kt_storage_fail(msg, msglen, "reading the topic registry", rc);
+		err = kt__storage_fail(msg, msglen, "reading the topic registry", rc);
 		goto out;
 	}
 	if (rc != RF_OK) {
 		if (rc == RF_CORRUPT)
 			KLOG_ERR("topics", "delete %s: registry file invalid (%s); not touching it", nm, why);
 		pthread_rwlock_wrlock(&reg->lock);
-		kt_mem_remove(reg, nm); /* forget a stale memory entry, if any */
+		kt__mem_remove(reg, nm); /* forget a stale memory entry, if any */
 		pthread_rwlock_unlock(&reg->lock);
 		snprintf(msg, msglen, "This server does not host this topic-partition.");
 		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -330,30 +330,30 @@ int16_t kaas_topics_delete(kaas_topics *reg, kaas_str name, char *msg, size_t ms
 	 *    step can be re-driven and can tell it from a newer topic; */
 	rc = tomb_write(reg, nm, id);
 	if (rc) {
-		err = kt_storage_fail(msg, msglen, "recording the delete", rc);
+		err = kt__storage_fail(msg, msglen, "recording the delete", rc);
 		goto out;
 	}
 	/* 2. the registry entry goes: from here the topic does not exist; */
-	kt_reg_path(path, sizeof(path), nm);
+	kt__reg_path(path, sizeof(path), nm);
 	rc = sub_unlink(reg->o.cluster, path);
 	if (rc == 0 || rc == -ENOENT)
 		rc = sub_fsync_dir(reg->o.cluster, REG_DIR);
 	if (rc) {
-		err = kt_storage_fail(msg, msglen, "removing the registry entry", rc);
+		err = kt__storage_fail(msg, msglen, "removing the registry entry", rc);
 		goto out;
 	}
 	pthread_rwlock_wrlock(&reg->lock);
-	kt_mem_remove(reg, nm);
+	kt__mem_remove(reg, nm);
 	pthread_rwlock_unlock(&reg->lock);
 	KLOG_INFO("topics", "deleted topic %s (id %s)", nm, id);
 	/* 3. partitions closed, directory moved aside, tombstone dropped. */
-	kt_finish_delete(reg, nm, id, 1, &tl);
+	kt__finish_delete(reg, nm, id, 1, &tl);
 	err = KERR_NONE;
 	msg[0] = '\0';
 out:
 	pthread_mutex_unlock(&reg->op);
-	kt_ent_free(e);
-	kt_trash_remove(reg, &tl);
+	kt__ent_free(e);
+	kt__trash_remove(reg, &tl);
 	return err;
 }
 
@@ -361,15 +361,15 @@ out:
 
 /* Re-reads the entry (the volume is the truth), lets `edit` change it and
  * writes it back with write_atomic.  Called with reg->op held. */
-static int16_t rewrite_locked(kaas_topics *reg, const char *name, int (*edit)(topic_ent *, void *, char *, size_t),
+static int16_t rewrite_locked(kt_topics *reg, const char *name, int (*edit)(topic_ent *, void *, char *, size_t),
 			      void *arg, int validate_only, char *msg, size_t msglen)
 {
 	topic_ent *e = NULL;
 	sub_stat st;
 	char why[128], path[SUB_PATH_MAX];
-	int rc = kt_reg_read(reg, name, &e, &st, why, sizeof(why));
+	int rc = kt__reg_read(reg, name, &e, &st, why, sizeof(why));
 	if (rc < 0)
-		return kt_storage_fail(msg, msglen, "reading the topic registry", rc);
+		return kt__storage_fail(msg, msglen, "reading the topic registry", rc);
 	if (rc != RF_OK) {
 		if (rc == RF_CORRUPT) {
 			snprintf(msg, msglen, "Topic '%s' has a registry entry kaas cannot read (%s)", name, why);
@@ -381,28 +381,28 @@ static int16_t rewrite_locked(kaas_topics *reg, const char *name, int (*edit)(to
 	/* Never shrink: a concurrent rewrite elsewhere may have read an older
 	 * count; what this broker has seen for the same ID is kept. */
 	pthread_rwlock_rdlock(&reg->lock);
-	topic_ent *m = kt_mem_find(reg, name);
+	topic_ent *m = kt__mem_find(reg, name);
 	if (m && strcmp(m->info.id, e->info.id) == 0 && m->info.partitions > e->info.partitions)
 		e->info.partitions = m->info.partitions;
 	pthread_rwlock_unlock(&reg->lock);
 
 	rc = edit(e, arg, msg, msglen);
 	if (rc) {
-		kt_ent_free(e);
+		kt__ent_free(e);
 		return (int16_t)rc;
 	}
 	if (validate_only) {
-		kt_ent_free(e);
+		kt__ent_free(e);
 		return KERR_NONE;
 	}
 	e->generation++;
-	kt_ent_fill_info(reg, e);
-	char *json = kt_ent_json(e);
+	kt__ent_fill_info(reg, e);
+	char *json = kt__ent_json(e);
 	if (!json) {
-		kt_ent_free(e);
-		return kt_storage_fail(msg, msglen, "writing the registry entry", -ENOMEM);
+		kt__ent_free(e);
+		return kt__storage_fail(msg, msglen, "writing the registry entry", -ENOMEM);
 	}
-	kt_reg_path(path, sizeof(path), name);
+	kt__reg_path(path, sizeof(path), name);
 	/* Narrow the read-modify-write window: if the file was replaced since
 	 * it was read (another broker rewrote it, or deleted and re-created the
 	 * topic), do not write over it with what was read. */
@@ -410,13 +410,13 @@ static int16_t rewrite_locked(kaas_topics *reg, const char *name, int (*edit)(to
 	rc = sub_stat_path(reg->o.cluster, path, &now);
 	if (rc == -ENOENT) {
 		free(json);
-		kt_ent_free(e);
+		kt__ent_free(e);
 		snprintf(msg, msglen, "Topic '%s' does not exist.", name);
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	if (rc == 0 && (now.ino != e->f_ino || now.size != e->f_size || now.mtime_ns != e->f_mtime)) {
 		free(json);
-		kt_ent_free(e);
+		kt__ent_free(e);
 		snprintf(msg, msglen, "Topic '%s' was changed concurrently; retry", name);
 		return KERR_UNKNOWN_SERVER_ERROR;
 	}
@@ -424,8 +424,8 @@ static int16_t rewrite_locked(kaas_topics *reg, const char *name, int (*edit)(to
 		rc = sub_write_atomic(reg->o.cluster, path, json, strlen(json));
 	free(json);
 	if (rc) {
-		kt_ent_free(e);
-		return kt_storage_fail(msg, msglen, "writing the registry entry", rc);
+		kt__ent_free(e);
+		return kt__storage_fail(msg, msglen, "writing the registry entry", rc);
 	}
 	if (sub_stat_path(reg->o.cluster, path, &st) == 0) {
 		e->f_ino = st.ino;
@@ -433,10 +433,10 @@ static int16_t rewrite_locked(kaas_topics *reg, const char *name, int (*edit)(to
 		e->f_mtime = st.mtime_ns;
 	}
 	pthread_rwlock_wrlock(&reg->lock);
-	rc = kt_mem_merge(reg, e);
+	rc = kt__mem_merge(reg, e);
 	pthread_rwlock_unlock(&reg->lock);
 	if (rc > 0)
-		kt_hook_changed(reg, name);
+		kt__hook_changed(reg, name);
 	return KERR_NONE;
 }
 
@@ -465,14 +465,14 @@ static int edit_configs(topic_ent *e, void *arg, char *msg, size_t msglen)
 {
 	(void)msg;
 	(void)msglen;
-	if (kaas_tcfg_set_copy(&e->ov, arg))
+	if (kt_tcfg_set_copy(&e->ov, arg))
 		return KERR_UNKNOWN_SERVER_ERROR;
 	return 0;
 }
 
-static int16_t named_op_prologue(kaas_str name, char nm[KAAS_TOPIC_NAME_MAX + 1], char *msg, size_t msglen)
+static int16_t named_op_prologue(kw_str name, char nm[KAAS_TOPIC_NAME_MAX + 1], char *msg, size_t msglen)
 {
-	int16_t err = kaas_topic_name_check(name.s, name.len, msg, msglen);
+	int16_t err = kt_topic_name_check(name.s, name.len, msg, msglen);
 	if (err)
 		return err;
 	memcpy(nm, name.s, (size_t)name.len);
@@ -480,7 +480,7 @@ static int16_t named_op_prologue(kaas_str name, char nm[KAAS_TOPIC_NAME_MAX + 1]
 	return KERR_NONE;
 }
 
-int16_t kaas_topics_add_partitions(kaas_topics *reg, kaas_str name, int32_t count, int validate_only, char *msg,
+int16_t kt_topics_add_partitions(kt_topics *reg, kw_str name, int32_t count, int validate_only, char *msg,
 				   size_t msglen)
 {
 	char nm[KAAS_TOPIC_NAME_MAX + 1];
@@ -498,54 +498,54 @@ int16_t kaas_topics_add_partitions(kaas_topics *reg, kaas_str name, int32_t coun
 	return err;
 }
 
-int16_t kaas_topics_alter_configs(kaas_topics *reg, kaas_str name, const kaas_config_kv *kv, size_t n,
+int16_t kt_topics_alter_configs(kt_topics *reg, kw_str name, const kt_config_kv *kv, size_t n,
 				  int validate_only, char *msg, size_t msglen)
 {
 	char nm[KAAS_TOPIC_NAME_MAX + 1];
 	int16_t err = named_op_prologue(name, nm, msg, msglen);
 	if (err)
 		return err;
-	kaas_tcfg_set ov = KAAS_TCFG_SET_INIT;
-	if ((err = kaas_tcfg_set_from_kv(&ov, kv, n, msg, msglen)))
+	kt_tcfg_set ov = KAAS_TCFG_SET_INIT;
+	if ((err = kt_tcfg_set_from_kv(&ov, kv, n, msg, msglen)))
 		return err;
 	pthread_mutex_lock(&reg->op);
 	err = rewrite_locked(reg, nm, edit_configs, &ov, validate_only, msg, msglen);
 	pthread_mutex_unlock(&reg->op);
-	kaas_tcfg_set_free(&ov);
+	kt_tcfg_set_free(&ov);
 	if (err == KERR_NONE)
 		msg[0] = '\0';
 	return err;
 }
 
-int16_t kaas_topics_describe_configs(kaas_topics *reg, kaas_str name, kaas_config_list *out, char *msg,
+int16_t kt_topics_describe_configs(kt_topics *reg, kw_str name, kt_config_list *out, char *msg,
 				     size_t msglen)
 {
 	char nm[KAAS_TOPIC_NAME_MAX + 1];
 	int16_t err = named_op_prologue(name, nm, msg, msglen);
 	if (err)
 		return err;
-	kaas_topic_info info;
-	int rc = kaas_topics_lookup(reg, nm, name.len, &info);
+	kt_topic_info info;
+	int rc = kt_topics_lookup(reg, nm, name.len, &info);
 	if (rc == -ENOENT) {
 		snprintf(msg, msglen, "Topic '%s' does not exist.", nm);
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	if (rc)
-		return kt_storage_fail(msg, msglen, "reading the topic registry", rc);
-	kaas_tcfg_set ov = KAAS_TCFG_SET_INIT;
+		return kt__storage_fail(msg, msglen, "reading the topic registry", rc);
+	kt_tcfg_set ov = KAAS_TCFG_SET_INIT;
 	pthread_rwlock_rdlock(&reg->lock);
-	topic_ent *e = kt_mem_find(reg, nm);
-	rc = e ? kaas_tcfg_set_copy(&ov, &e->ov) : -ENOENT;
+	topic_ent *e = kt__mem_find(reg, nm);
+	rc = e ? kt_tcfg_set_copy(&ov, &e->ov) : -ENOENT;
 	pthread_rwlock_unlock(&reg->lock);
 	if (rc == 0)
-		rc = kaas_tcfg_describe(&ov, &reg->o.defaults, out);
-	kaas_tcfg_set_free(&ov);
+		rc = kt_tcfg_describe(&ov, &reg->o.defaults, out);
+	kt_tcfg_set_free(&ov);
 	if (rc == -ENOENT) {
 		snprintf(msg, msglen, "Topic '%s' does not exist.", nm);
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	}
 	if (rc)
-		return kt_storage_fail(msg, msglen, "describing configs", rc);
+		return kt__storage_fail(msg, msglen, "describing configs", rc);
 	msg[0] = '\0';
 	return KERR_NONE;
 }

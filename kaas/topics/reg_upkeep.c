@@ -36,15 +36,15 @@ static int has_prefix(const char *s, const char *pre)
  * that crashed before its rename.  Removed once it has sat unchanged for the
  * claim grace period (a live writer renames it within milliseconds).
  * Returns 1 when `file` is such a temp name (handled), 0 otherwise. */
-static int temp_leftover(kaas_topics *reg, const char *dir, const char *file, int *first_err)
+static int temp_leftover(kt_topics *reg, const char *dir, const char *file, int *first_err)
 {
 	if (file[0] != '.' || !strstr(file, ".tmp."))
 		return 0;
 	char path[SUB_PATH_MAX];
 	sub_stat st;
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (sub_stat_path(reg->o.cluster, path, &st) == 0 && kt_claim_abandoned(reg, path, &st)) {
-		kt_claim_forget(reg, path);
+	if (sub_stat_path(reg->o.cluster, path, &st) == 0 && kt__claim_abandoned(reg, path, &st)) {
+		kt__claim_forget(reg, path);
 		int rc = sub_unlink(reg->o.cluster, path);
 		if (rc && rc != -ENOENT && !*first_err)
 			*first_err = rc;
@@ -59,7 +59,7 @@ static int entry_name(const char *file, char out[KAAS_TOPIC_NAME_MAX + 1])
 		return 0;
 	size_t n = strlen(file) - 5;
 	char msg[160];
-	if (n == 0 || n > KAAS_TOPIC_NAME_MAX || kaas_topic_name_check(file, (int32_t)n, msg, sizeof(msg)))
+	if (n == 0 || n > KAAS_TOPIC_NAME_MAX || kt_topic_name_check(file, (int32_t)n, msg, sizeof(msg)))
 		return 0;
 	memcpy(out, file, n);
 	out[n] = '\0';
@@ -88,7 +88,7 @@ static void drop_add(drop_list *d, const char *name, const char *id)
 /* Re-reads CLUSTER/topics/: new, changed and vanished entries; settles
  * abandoned claims.  With `drops`, topics that vanished (deleted elsewhere)
  * are collected for the drop hook.  Called with reg->op held. */
-static int refresh_locked(kaas_topics *reg, drop_list *drops)
+static int refresh_locked(kt_topics *reg, drop_list *drops)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -119,9 +119,9 @@ static int refresh_locked(kaas_topics *reg, drop_list *drops)
 			continue;
 		if (has_prefix(names[i], ABANDONED_PREFIX)) {
 			sub_stat st;
-			if (sub_stat_path(reg->o.cluster, path, &st) == 0 && kt_claim_abandoned(reg, path, &st)) {
-				kt_claim_forget(reg, path);
-				int src = kt_settle_aside(reg, path);
+			if (sub_stat_path(reg->o.cluster, path, &st) == 0 && kt__claim_abandoned(reg, path, &st)) {
+				kt__claim_forget(reg, path);
+				int src = kt__settle_aside(reg, path);
 				if (src && !first_err)
 					first_err = src;
 			}
@@ -136,21 +136,21 @@ static int refresh_locked(kaas_topics *reg, drop_list *drops)
 		if (sub_stat_path(reg->o.cluster, path, &st))
 			continue;
 		pthread_rwlock_rdlock(&reg->lock);
-		topic_ent *m = kt_mem_find(reg, name);
+		topic_ent *m = kt__mem_find(reg, name);
 		int same = m && m->f_ino == st.ino && m->f_size == st.size && m->f_mtime == st.mtime_ns;
 		pthread_rwlock_unlock(&reg->lock);
 		if (same)
 			continue;
 		topic_ent *e = NULL;
-		int r = kt_reg_read(reg, name, &e, &st, why, sizeof(why));
+		int r = kt__reg_read(reg, name, &e, &st, why, sizeof(why));
 		if (r < 0) {
 			if (!first_err)
 				first_err = r;
 			continue;
 		}
 		if (r == RF_INCOMPLETE) {
-			if (kt_claim_abandoned(reg, path, &st)) {
-				int crc = kt_reclaim_claim(reg, name);
+			if (kt__claim_abandoned(reg, path, &st)) {
+				int crc = kt__reclaim_claim(reg, name);
 				if (crc && !first_err)
 					first_err = crc;
 			}
@@ -162,12 +162,12 @@ static int refresh_locked(kaas_topics *reg, drop_list *drops)
 		}
 		if (r != RF_OK)
 			continue;
-		kt_claim_forget(reg, path);
+		kt__claim_forget(reg, path);
 		pthread_rwlock_wrlock(&reg->lock);
-		m = kt_mem_find(reg, name);
+		m = kt__mem_find(reg, name);
 		if (m && strcmp(m->info.id, e->info.id) != 0 && drops)
 			drop_add(drops, m->info.name, m->info.id); /* replaced by a new incarnation */
-		r = kt_mem_merge(reg, e);
+		r = kt__mem_merge(reg, e);
 		pthread_rwlock_unlock(&reg->lock);
 		if (r < 0 && !first_err)
 			first_err = r;
@@ -177,17 +177,17 @@ static int refresh_locked(kaas_topics *reg, drop_list *drops)
 		if (present[j])
 			continue;
 		char path[SUB_PATH_MAX];
-		kt_reg_path(path, sizeof(path), seen_names[j]);
+		kt__reg_path(path, sizeof(path), seen_names[j]);
 		sub_stat st;
 		if (sub_stat_path(reg->o.cluster, path, &st) != -ENOENT)
 			continue; /* listing raced with a create: keep it */
 		pthread_rwlock_wrlock(&reg->lock);
-		topic_ent *m = kt_mem_find(reg, seen_names[j]);
+		topic_ent *m = kt__mem_find(reg, seen_names[j]);
 		if (m) {
 			if (drops)
 				drop_add(drops, m->info.name, m->info.id);
 			KLOG_INFO("topics", "topic %s (id %s) was deleted elsewhere", m->info.name, m->info.id);
-			kt_mem_remove(reg, seen_names[j]);
+			kt__mem_remove(reg, seen_names[j]);
 		}
 		pthread_rwlock_unlock(&reg->lock);
 	}
@@ -197,7 +197,7 @@ static int refresh_locked(kaas_topics *reg, drop_list *drops)
 	return first_err;
 }
 
-int kt_load_all(kaas_topics *reg)
+int kt__load_all(kt_topics *reg)
 {
 	pthread_mutex_lock(&reg->op);
 	int rc = refresh_locked(reg, NULL);
@@ -208,7 +208,7 @@ int kt_load_all(kaas_topics *reg)
 /* Every tombstone is a delete to finish.  If the registry file still holds
  * the deleted ID (a crash before its unlink, or a rewrite racing the delete
  * on another broker), the delete is driven forward: the entry is removed. */
-int kt_redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, trash_list *tl)
+int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, trash_list *tl)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -233,8 +233,8 @@ int kt_redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, tr
 		json_t *jn = json_object_get(root, "name"), *jid = json_object_get(root, "topic_id");
 		char id[KAAS_TOPIC_ID_LEN + 1], name[KAAS_TOPIC_NAME_MAX + 1], msg[160];
 		if (!json_is_string(jn) || !json_is_string(jid) ||
-		    kaas_topic_id_parse(json_string_value(jid), id, NULL) ||
-		    kaas_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg))) {
+		    kt_topic_id_parse(json_string_value(jid), id, NULL) ||
+		    kt_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg))) {
 			KLOG_ERR("topics", "tombstone %s is invalid; left for an operator", path);
 			json_decref(root);
 			continue;
@@ -247,33 +247,33 @@ int kt_redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, tr
 		topic_ent *e = NULL;
 		sub_stat st;
 		char why[128];
-		int r = kt_reg_read(reg, name, &e, &st, why, sizeof(why));
+		int r = kt__reg_read(reg, name, &e, &st, why, sizeof(why));
 		if (r == RF_OK && strcmp(e->info.id, id) == 0) {
 			char rp[SUB_PATH_MAX];
-			kt_reg_path(rp, sizeof(rp), name);
+			kt__reg_path(rp, sizeof(rp), name);
 			int urc = sub_unlink(reg->o.cluster, rp);
 			if (urc == 0)
 				urc = sub_fsync_dir(reg->o.cluster, REG_DIR);
 			if (urc && urc != -ENOENT) {
-				kt_ent_free(e);
+				kt__ent_free(e);
 				if (!first_err)
 					first_err = urc;
 				continue;
 			}
 			pthread_rwlock_wrlock(&reg->lock);
-			topic_ent *m = kt_mem_find(reg, name);
+			topic_ent *m = kt__mem_find(reg, name);
 			if (m && strcmp(m->info.id, id) == 0)
-				kt_mem_remove(reg, name);
+				kt__mem_remove(reg, name);
 			pthread_rwlock_unlock(&reg->lock);
 			KLOG_INFO("topics", "finished deleting topic %s (id %s): registry entry removed", name, id);
 		}
-		kt_ent_free(e);
+		kt__ent_free(e);
 		if (r < 0) {
 			if (!first_err)
 				first_err = r;
 			continue;
 		}
-		int frc = kt_finish_delete(reg, name, id, call_hooks, tl);
+		int frc = kt__finish_delete(reg, name, id, call_hooks, tl);
 		if (frc && !first_err)
 			first_err = frc;
 	}
@@ -284,7 +284,7 @@ int kt_redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, tr
 /* Stamped directories with no registry entry and no tombstone: logged, never
  * deleted — the registry may have been lost, and unknown identity must not
  * be destructive.  (Creating the topic again reclaims such a directory.) */
-void kt_warn_orphans(kaas_topics *reg)
+void kt__warn_orphans(kt_topics *reg)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -292,14 +292,14 @@ void kt_warn_orphans(kaas_topics *reg)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		char msg[160], sid[KAAS_TOPIC_ID_LEN + 1];
-		if (kaas_topic_name_check(names[i], (int32_t)strlen(names[i]), msg, sizeof(msg)))
+		if (kt_topic_name_check(names[i], (int32_t)strlen(names[i]), msg, sizeof(msg)))
 			continue;
 		if (reg->reserved[0] && strcmp(names[i], reg->reserved) == 0)
 			continue;
 		pthread_rwlock_rdlock(&reg->lock);
-		int known = kt_mem_find(reg, names[i]) != NULL;
+		int known = kt__mem_find(reg, names[i]) != NULL;
 		pthread_rwlock_unlock(&reg->lock);
-		if (known || kt_stamp_read(reg, names[i], sid) != 0)
+		if (known || kt__stamp_read(reg, names[i], sid) != 0)
 			continue;
 		KLOG_WARN("topics", "DATA/%s is stamped with topic id %s but no topic of that name is registered; "
 			  "left in place (delete it by hand, or create the topic again to reclaim it)", names[i], sid);
@@ -309,7 +309,7 @@ void kt_warn_orphans(kaas_topics *reg)
 
 /* Removes every DATA/~trash-* directory.  They exist only because a rename
  * moved a deleted or reclaimed topic there, so all of them are garbage. */
-static int sweep_trash(kaas_topics *reg)
+static int sweep_trash(kt_topics *reg)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -331,12 +331,12 @@ static int sweep_trash(kaas_topics *reg)
 	return first_err;
 }
 
-int kaas_topics_tick(kaas_topics *reg)
+int kt_topics_tick(kt_topics *reg)
 {
 	drop_list drops = {0};
 	trash_list tl = {0};
 	int first_err = 0, rc;
-	int64_t now = kaas_mono_ms();
+	int64_t now = ku_mono_ms();
 	pthread_mutex_lock(&reg->op);
 	if (reg->ticked && now - reg->last_tick_mono < reg->o.refresh_ms) {
 		pthread_mutex_unlock(&reg->op);
@@ -348,19 +348,19 @@ int kaas_topics_tick(kaas_topics *reg)
 	if (rc && !first_err)
 		first_err = rc;
 	for (size_t i = 0; i < drops.n; i++) {
-		rc = kt_hook_dropped(reg, drops.v[i].name, drops.v[i].id);
+		rc = kt__hook_dropped(reg, drops.v[i].name, drops.v[i].id);
 		if (rc) {
 			KLOG_WARN("topics", "topic %s: closing its partitions failed (%s)", drops.v[i].name, sub_strerror(rc));
 			if (!first_err)
 				first_err = rc;
 		}
 	}
-	rc = kt_redrive_tombstones(reg, 1, NULL, &tl);
+	rc = kt__redrive_tombstones(reg, 1, NULL, &tl);
 	if (rc && !first_err)
 		first_err = rc;
-	kt_claims_expire(reg);
+	kt__claims_expire(reg);
 	/* Registered topics whose directory or partitions are not in place yet. */
-	kaas_topic_info *todo = NULL;
+	kt_topic_info *todo = NULL;
 	size_t ntodo = 0;
 	pthread_rwlock_rdlock(&reg->lock);
 	todo = malloc((reg->n ? reg->n : 1) * sizeof(*todo));
@@ -370,16 +370,16 @@ int kaas_topics_tick(kaas_topics *reg)
 				todo[ntodo++] = reg->ents[i]->info;
 	pthread_rwlock_unlock(&reg->lock);
 	for (size_t i = 0; i < ntodo; i++) {
-		rc = kt_prepare_dir_locked(reg, &todo[i], &tl);
+		rc = kt__prepare_dir_locked(reg, &todo[i], &tl);
 		if (rc == 0)
-			rc = kt_hook_changed(reg, todo[i].name);
+			rc = kt__hook_changed(reg, todo[i].name);
 		if (rc && !first_err)
 			first_err = rc;
 	}
 	free(todo);
 	pthread_mutex_unlock(&reg->op);
 	free(drops.v);
-	kt_trash_remove(reg, &tl);
+	kt__trash_remove(reg, &tl);
 	rc = sweep_trash(reg);
 	if (rc && !first_err)
 		first_err = rc;

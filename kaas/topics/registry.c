@@ -36,23 +36,23 @@
 
 /* ---- small helpers ----------------------------------------------------------- */
 
-int kt_rand_hex(char *dst, size_t n) /* n hex digits + NUL */
+int kt__rand_hex(char *dst, size_t n) /* n hex digits + NUL */
 {
 	uint8_t b[16];
 	if (n > 32 || getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		return -EIO;
 	for (size_t i = 0; i < n; i++)
-		dst[i] = kaas_hex_char(b[i / 2] >> ((i & 1) ? 0 : 4));
+		dst[i] = ku_hex_char(b[i / 2] >> ((i & 1) ? 0 : 4));
 	dst[n] = '\0';
 	return 0;
 }
 
-void kt_reg_path(char *dst, size_t len, const char *name)
+void kt__reg_path(char *dst, size_t len, const char *name)
 {
 	snprintf(dst, len, REG_DIR "/%s.json", name);
 }
 
-int16_t kt_storage_fail(char *msg, size_t msglen, const char *what, int rc)
+int16_t kt__storage_fail(char *msg, size_t msglen, const char *what, int rc)
 {
 	snprintf(msg, msglen, "%s failed on the volume: %s", what, sub_strerror(rc));
 	KLOG_ERR("topics", "%s failed: %s", what, sub_strerror(rc));
@@ -61,17 +61,17 @@ int16_t kt_storage_fail(char *msg, size_t msglen, const char *what, int rc)
 
 /* ---- topic entries --------------------------------------------------------------- */
 
-void kt_ent_free(topic_ent *e)
+void kt__ent_free(topic_ent *e)
 {
 	if (!e)
 		return;
-	kaas_tcfg_set_free(&e->ov);
+	kt_tcfg_set_free(&e->ov);
 	free(e);
 }
 
-void kt_ent_fill_info(kaas_topics *reg, topic_ent *e)
+void kt__ent_fill_info(kt_topics *reg, topic_ent *e)
 {
-	kaas_tcfg_apply(&e->ov, &reg->o.defaults, &e->info.cfg);
+	kt_tcfg_apply(&e->ov, &reg->o.defaults, &e->info.cfg);
 	e->info.overrides = e->ov.set;
 	e->info.replication_factor = 1;
 }
@@ -79,7 +79,7 @@ void kt_ent_fill_info(kaas_topics *reg, topic_ent *e)
 /* Parses a registry file.  RF_INCOMPLETE: not a JSON object at all (empty,
  * short, zero-filled: a claim whose content never made it).  RF_CORRUPT: a
  * JSON object that is not a valid entry (never reclaimed automatically). */
-int kt_ent_parse(kaas_topics *reg, const char *name, const char *buf, size_t len, topic_ent **out, char *why,
+int kt__ent_parse(kt_topics *reg, const char *name, const char *buf, size_t len, topic_ent **out, char *why,
 		     size_t whylen)
 {
 	json_error_t jerr;
@@ -104,7 +104,7 @@ int kt_ent_parse(kaas_topics *reg, const char *name, const char *buf, size_t len
 		goto out;
 	}
 	if (!json_is_string(jn) || (name && strcmp(json_string_value(jn), name) != 0) ||
-	    kaas_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg))) {
+	    kt_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg))) {
 		snprintf(why, whylen, "name field does not match the file name");
 		goto out;
 	}
@@ -113,7 +113,7 @@ int kt_ent_parse(kaas_topics *reg, const char *name, const char *buf, size_t len
 		goto out;
 	}
 	snprintf(e->info.name, sizeof(e->info.name), "%s", json_string_value(jn));
-	if (!json_is_string(jid) || kaas_topic_id_parse(json_string_value(jid), e->info.id, e->info.id_bytes)) {
+	if (!json_is_string(jid) || kt_topic_id_parse(json_string_value(jid), e->info.id, e->info.id_bytes)) {
 		snprintf(why, whylen, "topic_id is not a UUID");
 		goto out;
 	}
@@ -125,24 +125,24 @@ int kt_ent_parse(kaas_topics *reg, const char *name, const char *buf, size_t len
 	e->info.partitions = (int32_t)json_integer_value(jp);
 	e->info.created_ms = json_is_integer(jc) ? json_integer_value(jc) : 0;
 	e->generation = json_is_integer(jg) ? json_integer_value(jg) : 0;
-	if (jcfg && kaas_tcfg_set_from_json(&e->ov, jcfg, e->info.name) == -ENOMEM) {
+	if (jcfg && kt_tcfg_set_from_json(&e->ov, jcfg, e->info.name) == -ENOMEM) {
 		st = -ENOMEM;
 		goto out;
 	}
-	kt_ent_fill_info(reg, e);
+	kt__ent_fill_info(reg, e);
 	*out = e;
 	e = NULL;
 	st = RF_OK;
 out:
-	kt_ent_free(e);
+	kt__ent_free(e);
 	json_decref(root);
 	return st;
 }
 
-char *kt_ent_json(const topic_ent *e)
+char *kt__ent_json(const topic_ent *e)
 {
 	json_t *o = json_object();
-	json_t *cfg = kaas_tcfg_set_to_json(&e->ov);
+	json_t *cfg = kt_tcfg_set_to_json(&e->ov);
 	char *s = NULL;
 	if (!o || !cfg)
 		goto out;
@@ -165,12 +165,12 @@ out:
 /* Reads CLUSTER/topics/<name>.json.  Returns RF_* or -errno; *st gets the
  * file's identity as of before the read (so a rewrite in between makes the
  * next comparison differ, never hides one). */
-int kt_reg_read(kaas_topics *reg, const char *name, topic_ent **out, sub_stat *st, char *why, size_t whylen)
+int kt__reg_read(kt_topics *reg, const char *name, topic_ent **out, sub_stat *st, char *why, size_t whylen)
 {
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
 	size_t len = 0;
-	kt_reg_path(path, sizeof(path), name);
+	kt__reg_path(path, sizeof(path), name);
 	*out = NULL;
 	why[0] = '\0';
 	int rc = sub_stat_path(reg->o.cluster, path, st);
@@ -184,7 +184,7 @@ int kt_reg_read(kaas_topics *reg, const char *name, topic_ent **out, sub_stat *s
 	}
 	if (rc)
 		return rc;
-	rc = kt_ent_parse(reg, name, buf, len, out, why, whylen);
+	rc = kt__ent_parse(reg, name, buf, len, out, why, whylen);
 	free(buf);
 	if (rc == RF_OK) {
 		(*out)->f_ino = st->ino;
@@ -196,7 +196,7 @@ int kt_reg_read(kaas_topics *reg, const char *name, topic_ent **out, sub_stat *s
 
 /* ---- the in-memory view (callers hold reg->lock) ----------------------------------- */
 
-static ssize_t find_pos(kaas_topics *reg, const char *name, int *found)
+static ssize_t find_pos(kt_topics *reg, const char *name, int *found)
 {
 	size_t lo = 0, hi = reg->n;
 	while (lo < hi) {
@@ -215,14 +215,14 @@ static ssize_t find_pos(kaas_topics *reg, const char *name, int *found)
 	return (ssize_t)lo;
 }
 
-topic_ent *kt_mem_find(kaas_topics *reg, const char *name)
+topic_ent *kt__mem_find(kt_topics *reg, const char *name)
 {
 	int found;
 	ssize_t i = find_pos(reg, name, &found);
 	return found ? reg->ents[i] : NULL;
 }
 
-static void neg_remove(kaas_topics *reg, const char *name)
+static void neg_remove(kt_topics *reg, const char *name)
 {
 	for (size_t i = 0; i < reg->nneg; i++) {
 		if (strcmp(reg->neg[i].name, name) == 0) {
@@ -233,14 +233,14 @@ static void neg_remove(kaas_topics *reg, const char *name)
 }
 
 /* Inserts or replaces (takes e over; the replaced entry is freed). */
-int kt_mem_put(kaas_topics *reg, topic_ent *e)
+int kt__mem_put(kt_topics *reg, topic_ent *e)
 {
 	int found;
 	ssize_t i = find_pos(reg, e->info.name, &found);
 	neg_remove(reg, e->info.name);
 	reg->seq++;
 	if (found) {
-		kt_ent_free(reg->ents[i]);
+		kt__ent_free(reg->ents[i]);
 		reg->ents[i] = e;
 		return 0;
 	}
@@ -258,19 +258,19 @@ int kt_mem_put(kaas_topics *reg, topic_ent *e)
 	return 0;
 }
 
-void kt_mem_remove(kaas_topics *reg, const char *name)
+void kt__mem_remove(kt_topics *reg, const char *name)
 {
 	int found;
 	ssize_t i = find_pos(reg, name, &found);
 	reg->seq++;
 	if (!found)
 		return;
-	kt_ent_free(reg->ents[i]);
+	kt__ent_free(reg->ents[i]);
 	memmove(reg->ents + i, reg->ents + i + 1, (reg->n - (size_t)i - 1) * sizeof(*reg->ents));
 	reg->n--;
 }
 
-static void neg_add(kaas_topics *reg, const char *name, int64_t now)
+static void neg_add(kt_topics *reg, const char *name, int64_t now)
 {
 	for (size_t i = 0; i < reg->nneg; i++) {
 		if (strcmp(reg->neg[i].name, name) == 0) {
@@ -288,9 +288,9 @@ static void neg_add(kaas_topics *reg, const char *name, int64_t now)
  * about the same incarnation (directory readiness, hook state) and never
  * letting the partition count go down: it only grows (docs/topics.md).
  * Returns 1 when the broker must hear about it (new, grew, config changed). */
-int kt_mem_merge(kaas_topics *reg, topic_ent *e)
+int kt__mem_merge(kt_topics *reg, topic_ent *e)
 {
-	topic_ent *old = kt_mem_find(reg, e->info.name);
+	topic_ent *old = kt__mem_find(reg, e->info.name);
 	int notify = 1;
 	if (old && strcmp(old->info.id, e->info.id) == 0) {
 		e->dir_ready = old->dir_ready;
@@ -304,8 +304,8 @@ int kt_mem_merge(kaas_topics *reg, topic_ent *e)
 			 memcmp(&e->info.cfg, &old->info.cfg, sizeof(e->info.cfg)) != 0;
 	}
 	e->unsynced = notify;
-	if (kt_mem_put(reg, e)) {
-		kt_ent_free(e);
+	if (kt__mem_put(reg, e)) {
+		kt__ent_free(e);
 		return -ENOMEM;
 	}
 	return notify;
@@ -313,10 +313,10 @@ int kt_mem_merge(kaas_topics *reg, topic_ent *e)
 
 /* ---- options, open, close ------------------------------------------------------------ */
 
-void kaas_topics_options_init(kaas_topics_options *o)
+void kt_topics_options_init(kt_topics_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	kaas_tcfg_kafka_defaults(&o->defaults);
+	kt_tcfg_kafka_defaults(&o->defaults);
 	o->num_partitions = 1;
 	o->default_replication_factor = 1;
 	o->reserved_name = "__cluster";
@@ -325,18 +325,18 @@ void kaas_topics_options_init(kaas_topics_options *o)
 	o->claim_grace_ms = 30000;
 }
 
-const kaas_log_config *kaas_topics_defaults(const kaas_topics *reg)
+const ks_log_config *kt_topics_defaults(const kt_topics *reg)
 {
 	return &reg->o.defaults;
 }
 
 
-int kaas_topics_open(const kaas_topics_options *o, kaas_topics **out)
+int kt_topics_open(const kt_topics_options *o, kt_topics **out)
 {
 	*out = NULL;
 	if (!o->cluster || !o->data)
 		return -EINVAL;
-	kaas_topics *reg = calloc(1, sizeof(*reg));
+	kt_topics *reg = calloc(1, sizeof(*reg));
 	if (!reg)
 		return -ENOMEM;
 	reg->o = *o;
@@ -349,17 +349,17 @@ int kaas_topics_open(const kaas_topics_options *o, kaas_topics **out)
 	pthread_mutex_init(&reg->op, NULL);
 	reg->neg = calloc(NEG_MAX, sizeof(*reg->neg));
 	if (!reg->neg) {
-		kaas_topics_close(reg);
+		kt_topics_close(reg);
 		return -ENOMEM;
 	}
 	int rc = sub_mkdirs(reg->o.cluster, REG_DIR, 0755);
 	if (rc == 0)
 		rc = sub_mkdirs(reg->o.cluster, TOMB_DIR, 0755);
 	if (rc == 0)
-		rc = kt_load_all(reg);
+		rc = kt__load_all(reg);
 	if (rc) {
 		KLOG_ERR("topics", "cannot read the topic registry: %s", sub_strerror(rc));
-		kaas_topics_close(reg);
+		kt_topics_close(reg);
 		return rc;
 	}
 	/* Start-up re-drive: finish interrupted deletes (nothing is open yet,
@@ -367,28 +367,28 @@ int kaas_topics_open(const kaas_topics_options *o, kaas_topics **out)
 	 * stamp, reclaiming old incarnations before any partition opens. */
 	trash_list tl = {0};
 	pthread_mutex_lock(&reg->op);
-	kt_redrive_tombstones(reg, 0, NULL, &tl);
+	kt__redrive_tombstones(reg, 0, NULL, &tl);
 	for (size_t i = 0; i < reg->n; i++) {
-		kaas_topic_info info = reg->ents[i]->info;
-		int prc = kt_prepare_dir_locked(reg, &info, &tl);
+		kt_topic_info info = reg->ents[i]->info;
+		int prc = kt__prepare_dir_locked(reg, &info, &tl);
 		if (prc)
 			KLOG_ERR("topics", "topic %s: preparing its directory failed (%s); retried later", info.name,
 				 sub_strerror(prc));
-		reg->ents[i]->unsynced = 0; /* the partition table starts from kaas_topics_list() */
+		reg->ents[i]->unsynced = 0; /* the partition table starts from kt_topics_list() */
 	}
 	pthread_mutex_unlock(&reg->op);
-	kt_warn_orphans(reg);
+	kt__warn_orphans(reg);
 	(void)tl; /* trash is removed by the first tick, not while the broker starts */
 	*out = reg;
 	return 0;
 }
 
-void kaas_topics_close(kaas_topics *reg)
+void kt_topics_close(kt_topics *reg)
 {
 	if (!reg)
 		return;
 	for (size_t i = 0; i < reg->n; i++)
-		kt_ent_free(reg->ents[i]);
+		kt__ent_free(reg->ents[i]);
 	free(reg->ents);
 	free(reg->neg);
 	free(reg->claims);
@@ -399,26 +399,26 @@ void kaas_topics_close(kaas_topics *reg)
 
 /* ---- reads ------------------------------------------------------------------------------ */
 
-int kt_name_from(const char *s, int32_t len, char out[KAAS_TOPIC_NAME_MAX + 1])
+int kt__name_from(const char *s, int32_t len, char out[KAAS_TOPIC_NAME_MAX + 1])
 {
 	char msg[160];
-	if (kaas_topic_name_check(s, len, msg, sizeof(msg)) != KERR_NONE)
+	if (kt_topic_name_check(s, len, msg, sizeof(msg)) != KERR_NONE)
 		return -EINVAL;
 	memcpy(out, s, (size_t)len);
 	out[len] = '\0';
 	return 0;
 }
 
-int kaas_topics_lookup(kaas_topics *reg, const char *name, int32_t len, kaas_topic_info *out)
+int kt_topics_lookup(kt_topics *reg, const char *name, int32_t len, kt_topic_info *out)
 {
 	char nm[KAAS_TOPIC_NAME_MAX + 1];
 	if (len < 0 && name)
 		len = (int32_t)strnlen(name, KAAS_TOPIC_NAME_MAX + 1);
-	if (kt_name_from(name, len, nm))
+	if (kt__name_from(name, len, nm))
 		return -EINVAL;
-	int64_t now = kaas_mono_ms();
+	int64_t now = ku_mono_ms();
 	pthread_rwlock_rdlock(&reg->lock);
-	topic_ent *e = kt_mem_find(reg, nm);
+	topic_ent *e = kt__mem_find(reg, nm);
 	if (e) {
 		*out = e->info;
 		pthread_rwlock_unlock(&reg->lock);
@@ -437,11 +437,11 @@ int kaas_topics_lookup(kaas_topics *reg, const char *name, int32_t len, kaas_top
 	sub_stat st;
 	char why[128];
 	topic_ent *ne = NULL;
-	int rc = kt_reg_read(reg, nm, &ne, &st, why, sizeof(why));
+	int rc = kt__reg_read(reg, nm, &ne, &st, why, sizeof(why));
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	pthread_rwlock_wrlock(&reg->lock);
-	e = kt_mem_find(reg, nm);
+	e = kt__mem_find(reg, nm);
 	if (e) {
 		*out = e->info;
 		rc = 0;
@@ -450,7 +450,7 @@ int kaas_topics_lookup(kaas_topics *reg, const char *name, int32_t len, kaas_top
 		 * partition table (lookups stay free of that work). */
 		*out = ne->info;
 		ne->unsynced = 1;
-		rc = kt_mem_put(reg, ne);
+		rc = kt__mem_put(reg, ne);
 		ne = NULL;
 	} else if (rc == RF_OK) {
 		rc = -ENOENT; /* something changed meanwhile: trust memory, retry later */
@@ -459,14 +459,14 @@ int kaas_topics_lookup(kaas_topics *reg, const char *name, int32_t len, kaas_top
 		rc = -ENOENT;
 	}
 	pthread_rwlock_unlock(&reg->lock);
-	kt_ent_free(ne);
+	kt__ent_free(ne);
 	return rc;
 }
 
-int kaas_topics_list(kaas_topics *reg, kaas_topic_info **out, size_t *n)
+int kt_topics_list(kt_topics *reg, kt_topic_info **out, size_t *n)
 {
 	pthread_rwlock_rdlock(&reg->lock);
-	kaas_topic_info *v = malloc((reg->n ? reg->n : 1) * sizeof(*v));
+	kt_topic_info *v = malloc((reg->n ? reg->n : 1) * sizeof(*v));
 	if (!v) {
 		pthread_rwlock_unlock(&reg->lock);
 		return -ENOMEM;
@@ -481,11 +481,11 @@ int kaas_topics_list(kaas_topics *reg, kaas_topic_info **out, size_t *n)
 
 /* ---- the hooks ------------------------------------------------------------------------------- */
 
-int kt_hook_changed(kaas_topics *reg, const char *name)
+int kt__hook_changed(kt_topics *reg, const char *name)
 {
-	kaas_topic_info info;
+	kt_topic_info info;
 	pthread_rwlock_rdlock(&reg->lock);
-	topic_ent *e = kt_mem_find(reg, name);
+	topic_ent *e = kt__mem_find(reg, name);
 	int have = e != NULL;
 	if (e)
 		info = e->info;
@@ -494,7 +494,7 @@ int kt_hook_changed(kaas_topics *reg, const char *name)
 		return 0;
 	int rc = reg->o.hooks.topic_changed ? reg->o.hooks.topic_changed(reg->o.hooks.arg, &info) : 0;
 	pthread_rwlock_wrlock(&reg->lock);
-	e = kt_mem_find(reg, name);
+	e = kt__mem_find(reg, name);
 	if (e && strcmp(e->info.id, info.id) == 0)
 		e->unsynced = rc != 0 || e->info.partitions != info.partitions ||
 			      memcmp(&e->info.cfg, &info.cfg, sizeof(info.cfg)) != 0;
@@ -505,7 +505,7 @@ int kt_hook_changed(kaas_topics *reg, const char *name)
 	return rc;
 }
 
-int kt_hook_dropped(kaas_topics *reg, const char *name, const char *id)
+int kt__hook_dropped(kt_topics *reg, const char *name, const char *id)
 {
 	if (!reg->o.hooks.topic_dropped)
 		return 0;

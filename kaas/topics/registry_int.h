@@ -15,8 +15,8 @@
 enum { RF_OK = 0, RF_MISSING = 1, RF_INCOMPLETE = 2, RF_CORRUPT = 3 };
 
 typedef struct topic_ent {
-	kaas_topic_info info;
-	kaas_tcfg_set ov;          /* the topic's overrides */
+	kt_topic_info info;
+	kt_tcfg_set ov;          /* the topic's overrides */
 	int64_t generation;        /* bumped by every rewrite of the file */
 	uint64_t f_ino, f_size;    /* the file as last read: change detection */
 	int64_t f_mtime;
@@ -39,8 +39,8 @@ typedef struct trash_list {
 	size_t n;
 } trash_list;
 
-struct kaas_topics {
-	kaas_topics_options o;
+struct kt_topics {
+	kt_topics_options o;
 	char reserved[256];
 
 	pthread_rwlock_t lock;     /* guards ents, neg, seq */
@@ -75,34 +75,34 @@ struct kaas_topics {
 #define FORMAT_VERSION 1
 
 /* ---- shared by registry.c, reg_dirs.c, reg_ops.c, reg_upkeep.c -------------- */
-int kt_rand_hex(char *dst, size_t n);
-void kt_reg_path(char *dst, size_t len, const char *name);
-int16_t kt_storage_fail(char *msg, size_t msglen, const char *what, int rc);
-void kt_ent_free(topic_ent *e);
-void kt_ent_fill_info(kaas_topics *reg, topic_ent *e);
-int kt_ent_parse(kaas_topics *reg, const char *name, const char *buf, size_t len, topic_ent **out, char *why, size_t whylen);
-char *kt_ent_json(const topic_ent *e);
-int kt_reg_read(kaas_topics *reg, const char *name, topic_ent **out, sub_stat *st, char *why, size_t whylen);
-topic_ent *kt_mem_find(kaas_topics *reg, const char *name);
-int kt_mem_put(kaas_topics *reg, topic_ent *e);
-void kt_mem_remove(kaas_topics *reg, const char *name);
-int kt_mem_merge(kaas_topics *reg, topic_ent *e);
-int kt_name_from(const char *s, int32_t len, char out[KAAS_TOPIC_NAME_MAX + 1]);
-int kt_hook_changed(kaas_topics *reg, const char *name);
-int kt_hook_dropped(kaas_topics *reg, const char *name, const char *id);
-int kt_claim_abandoned(kaas_topics *reg, const char *key, const sub_stat *st);
-void kt_claims_expire(kaas_topics *reg);
-void kt_claim_forget(kaas_topics *reg, const char *key);
-int kt_settle_aside(kaas_topics *reg, const char *aside);
-int kt_reclaim_claim(kaas_topics *reg, const char *name);
-int kt_stamp_read(kaas_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN + 1]);
-int kt_stamp_write(kaas_topics *reg, const kaas_topic_info *t);
-int kt_move_to_trash(kaas_topics *reg, const char *name, const char *old_id, trash_list *tl);
-int kt_prepare_dir_locked(kaas_topics *reg, const kaas_topic_info *t, trash_list *tl);
-void kt_trash_remove(kaas_topics *reg, trash_list *tl);
-int kt_finish_delete(kaas_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl);
-int kt_load_all(kaas_topics *reg);
-int kt_redrive_tombstones(kaas_topics *reg, int call_hooks, const char *only, trash_list *tl);
-void kt_warn_orphans(kaas_topics *reg);
+int kt__rand_hex(char *dst, size_t n);
+void kt__reg_path(char *dst, size_t len, const char *name);
+int16_t kt__storage_fail(char *msg, size_t msglen, const char *what, int rc);
+void kt__ent_free(topic_ent *e);
+void kt__ent_fill_info(kt_topics *reg, topic_ent *e);
+int kt__ent_parse(kt_topics *reg, const char *name, const char *buf, size_t len, topic_ent **out, char *why, size_t whylen);
+char *kt__ent_json(const topic_ent *e);
+int kt__reg_read(kt_topics *reg, const char *name, topic_ent **out, sub_stat *st, char *why, size_t whylen);
+topic_ent *kt__mem_find(kt_topics *reg, const char *name);
+int kt__mem_put(kt_topics *reg, topic_ent *e);
+void kt__mem_remove(kt_topics *reg, const char *name);
+int kt__mem_merge(kt_topics *reg, topic_ent *e);
+int kt__name_from(const char *s, int32_t len, char out[KAAS_TOPIC_NAME_MAX + 1]);
+int kt__hook_changed(kt_topics *reg, const char *name);
+int kt__hook_dropped(kt_topics *reg, const char *name, const char *id);
+int kt__claim_abandoned(kt_topics *reg, const char *key, const sub_stat *st);
+void kt__claims_expire(kt_topics *reg);
+void kt__claim_forget(kt_topics *reg, const char *key);
+int kt__settle_aside(kt_topics *reg, const char *aside);
+int kt__reclaim_claim(kt_topics *reg, const char *name);
+int kt__stamp_read(kt_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN + 1]);
+int kt__stamp_write(kt_topics *reg, const kt_topic_info *t);
+int kt__move_to_trash(kt_topics *reg, const char *name, const char *old_id, trash_list *tl);
+int kt__prepare_dir_locked(kt_topics *reg, const kt_topic_info *t, trash_list *tl);
+void kt__trash_remove(kt_topics *reg, trash_list *tl);
+int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl);
+int kt__load_all(kt_topics *reg);
+int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, trash_list *tl);
+void kt__warn_orphans(kt_topics *reg);
 
 #endif

@@ -35,7 +35,7 @@ static const char *const cleanup_vals[] = {"delete", NULL};
 static const char *const compression_vals[] = {"producer", NULL};
 static const char *const ts_vals[] = {"CreateTime", "LogAppendTime", NULL};
 
-/* Indexed by enum kaas_tcfg; sorted by name as Kafka lists them. */
+/* Indexed by enum kt_tcfg; sorted by name as Kafka lists them. */
 static const tcfg_def defs[KAAS_TC_COUNT] = {
 	[KAAS_TC_CLEANUP_POLICY] = {"cleanup.policy", "log.cleanup.policy", VT_ENUM, 0, 0, cleanup_vals,
 				    "delete"},
@@ -61,17 +61,17 @@ static const tcfg_def defs[KAAS_TC_COUNT] = {
 						    "false"},
 };
 
-const char *kaas_tcfg_name(int tc)
+const char *kt_tcfg_name(int tc)
 {
 	return tc >= 0 && tc < KAAS_TC_COUNT ? defs[tc].name : NULL;
 }
 
-const char *kaas_tcfg_broker_name(int tc)
+const char *kt_tcfg_broker_name(int tc)
 {
 	return tc >= 0 && tc < KAAS_TC_COUNT ? defs[tc].broker : NULL;
 }
 
-int kaas_tcfg_index(const char *name, size_t len)
+int kt_tcfg_index(const char *name, size_t len)
 {
 	for (int i = 0; i < KAAS_TC_COUNT; i++)
 		if (strlen(defs[i].name) == len && memcmp(defs[i].name, name, len) == 0)
@@ -79,7 +79,7 @@ int kaas_tcfg_index(const char *name, size_t len)
 	return -1;
 }
 
-void kaas_tcfg_kafka_defaults(kaas_log_config *c)
+void kt_tcfg_kafka_defaults(ks_log_config *c)
 {
 	c->segment_bytes = 1073741824;
 	c->segment_ms = 604800000;
@@ -90,7 +90,7 @@ void kaas_tcfg_kafka_defaults(kaas_log_config *c)
 	c->timestamp_type = 0;
 }
 
-void kaas_tcfg_set_free(kaas_tcfg_set *s)
+void kt_tcfg_set_free(kt_tcfg_set *s)
 {
 	for (int i = 0; i < KAAS_TC_COUNT; i++) {
 		free(s->val[i]);
@@ -99,20 +99,20 @@ void kaas_tcfg_set_free(kaas_tcfg_set *s)
 	s->set = 0;
 }
 
-int kaas_tcfg_set_copy(kaas_tcfg_set *dst, const kaas_tcfg_set *src)
+int kt_tcfg_set_copy(kt_tcfg_set *dst, const kt_tcfg_set *src)
 {
-	kaas_tcfg_set t = KAAS_TCFG_SET_INIT;
+	kt_tcfg_set t = KAAS_TCFG_SET_INIT;
 	for (int i = 0; i < KAAS_TC_COUNT; i++) {
 		if (!(src->set & (1u << i)))
 			continue;
 		if (!(t.val[i] = strdup(src->val[i]))) {
-			kaas_tcfg_set_free(&t);
+			kt_tcfg_set_free(&t);
 			return -ENOMEM;
 		}
 		t.num[i] = src->num[i];
 		t.set |= 1u << i;
 	}
-	kaas_tcfg_set_free(dst);
+	kt_tcfg_set_free(dst);
 	*dst = t;
 	return 0;
 }
@@ -157,7 +157,7 @@ static void show(char *dst, size_t dstlen, const char *s, size_t len)
 		memcpy(dst + dstlen - 4, "...", 4);
 }
 
-int16_t kaas_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t canonlen, int64_t *num,
+int16_t kt_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t canonlen, int64_t *num,
 			char *msg, size_t msglen)
 {
 	const tcfg_def *d = &defs[tc];
@@ -231,22 +231,22 @@ int16_t kaas_tcfg_parse(int tc, const char *value, size_t len, char *canon, size
 	return KERR_INVALID_CONFIG;
 }
 
-int16_t kaas_topic_configs_check(const kaas_config_kv *kv, size_t n, char *msg, size_t msglen)
+int16_t kt_topic_configs_check(const kt_config_kv *kv, size_t n, char *msg, size_t msglen)
 {
-	kaas_tcfg_set s = KAAS_TCFG_SET_INIT;
-	int16_t err = kaas_tcfg_set_from_kv(&s, kv, n, msg, msglen);
-	kaas_tcfg_set_free(&s);
+	kt_tcfg_set s = KAAS_TCFG_SET_INIT;
+	int16_t err = kt_tcfg_set_from_kv(&s, kv, n, msg, msglen);
+	kt_tcfg_set_free(&s);
 	return err;
 }
 
-int16_t kaas_tcfg_set_from_kv(kaas_tcfg_set *s, const kaas_config_kv *kv, size_t n, char *msg, size_t msglen)
+int16_t kt_tcfg_set_from_kv(kt_tcfg_set *s, const kt_config_kv *kv, size_t n, char *msg, size_t msglen)
 {
-	kaas_tcfg_set t = KAAS_TCFG_SET_INIT;
+	kt_tcfg_set t = KAAS_TCFG_SET_INIT;
 	int16_t err = KERR_NONE;
 	for (size_t i = 0; i < n; i++) {
 		char shown[80];
 		show(shown, sizeof(shown), kv[i].name.s ? kv[i].name.s : "", kv[i].name.len > 0 ? (size_t)kv[i].name.len : 0);
-		int tc = kv[i].name.len > 0 ? kaas_tcfg_index(kv[i].name.s, (size_t)kv[i].name.len) : -1;
+		int tc = kv[i].name.len > 0 ? kt_tcfg_index(kv[i].name.s, (size_t)kv[i].name.len) : -1;
 		if (tc < 0) {
 			snprintf(msg, msglen, "Unknown topic config name: %s", shown);
 			err = KERR_INVALID_CONFIG;
@@ -264,7 +264,7 @@ int16_t kaas_tcfg_set_from_kv(kaas_tcfg_set *s, const kaas_config_kv *kv, size_t
 		}
 		char canon[64];
 		int64_t num;
-		err = kaas_tcfg_parse(tc, kv[i].value.s, (size_t)kv[i].value.len, canon, sizeof(canon), &num, msg,
+		err = kt_tcfg_parse(tc, kv[i].value.s, (size_t)kv[i].value.len, canon, sizeof(canon), &num, msg,
 				      msglen);
 		if (err)
 			goto out;
@@ -276,15 +276,15 @@ int16_t kaas_tcfg_set_from_kv(kaas_tcfg_set *s, const kaas_config_kv *kv, size_t
 		t.num[tc] = num;
 		t.set |= 1u << tc;
 	}
-	kaas_tcfg_set_free(s);
+	kt_tcfg_set_free(s);
 	*s = t;
 	return KERR_NONE;
 out:
-	kaas_tcfg_set_free(&t);
+	kt_tcfg_set_free(&t);
 	return err;
 }
 
-json_t *kaas_tcfg_set_to_json(const kaas_tcfg_set *s)
+json_t *kt_tcfg_set_to_json(const kt_tcfg_set *s)
 {
 	json_t *o = json_object();
 	if (!o)
@@ -300,41 +300,41 @@ json_t *kaas_tcfg_set_to_json(const kaas_tcfg_set *s)
 	return o;
 }
 
-int kaas_tcfg_set_from_json(kaas_tcfg_set *s, json_t *obj, const char *topic)
+int kt_tcfg_set_from_json(kt_tcfg_set *s, json_t *obj, const char *topic)
 {
-	kaas_tcfg_set t = KAAS_TCFG_SET_INIT;
+	kt_tcfg_set t = KAAS_TCFG_SET_INIT;
 	const char *key;
 	json_t *v;
 	if (!json_is_object(obj))
 		return -EINVAL;
 	json_object_foreach(obj, key, v)
 	{
-		int tc = kaas_tcfg_index(key, strlen(key));
+		int tc = kt_tcfg_index(key, strlen(key));
 		char canon[64], msg[256];
 		int64_t num;
 		if (tc < 0 || !json_is_string(v)) {
 			KLOG_WARN("topics", "topic %s: ignoring config %s in the registry file (unknown here)", topic, key);
 			continue;
 		}
-		if (kaas_tcfg_parse(tc, json_string_value(v), json_string_length(v), canon, sizeof(canon), &num, msg,
+		if (kt_tcfg_parse(tc, json_string_value(v), json_string_length(v), canon, sizeof(canon), &num, msg,
 				    sizeof(msg))) {
 			KLOG_WARN("topics", "topic %s: ignoring config in the registry file: %s", topic, msg);
 			continue;
 		}
 		free(t.val[tc]);
 		if (!(t.val[tc] = strdup(canon))) {
-			kaas_tcfg_set_free(&t);
+			kt_tcfg_set_free(&t);
 			return -ENOMEM;
 		}
 		t.num[tc] = num;
 		t.set |= 1u << tc;
 	}
-	kaas_tcfg_set_free(s);
+	kt_tcfg_set_free(s);
 	*s = t;
 	return 0;
 }
 
-void kaas_tcfg_apply(const kaas_tcfg_set *s, const kaas_log_config *defaults, kaas_log_config *out)
+void kt_tcfg_apply(const kt_tcfg_set *s, const ks_log_config *defaults, ks_log_config *out)
 {
 	*out = *defaults;
 	if (s->set & (1u << KAAS_TC_SEGMENT_BYTES))
@@ -355,10 +355,10 @@ void kaas_tcfg_apply(const kaas_tcfg_set *s, const kaas_log_config *defaults, ka
 
 /* The broker-level value of a config as a string, and whether it differs
  * from Kafka's default (then it was set in the broker's configuration). */
-static void broker_value(int tc, const kaas_log_config *b, char *dst, size_t len, int *is_static)
+static void broker_value(int tc, const ks_log_config *b, char *dst, size_t len, int *is_static)
 {
-	kaas_log_config k;
-	kaas_tcfg_kafka_defaults(&k);
+	ks_log_config k;
+	kt_tcfg_kafka_defaults(&k);
 	int64_t bv, kv;
 	switch (tc) {
 	case KAAS_TC_SEGMENT_BYTES: bv = b->segment_bytes; kv = k.segment_bytes; break;
@@ -381,7 +381,7 @@ static void broker_value(int tc, const kaas_log_config *b, char *dst, size_t len
 	*is_static = bv != kv;
 }
 
-static char *xstrdup(kaas_config_list *l, const char *s)
+static char *xstrdup(kt_config_list *l, const char *s)
 {
 	if (!s)
 		return NULL;
@@ -391,12 +391,12 @@ static char *xstrdup(kaas_config_list *l, const char *s)
 	return d;
 }
 
-kaas_config_entry *kaas_config_list_add(kaas_config_list *l, const char *name, const char *value, int8_t source,
+kt_config_entry *kt_config_list_add(kt_config_list *l, const char *name, const char *value, int8_t source,
 					int read_only)
 {
 	if (l->n == l->cap) {
 		size_t ncap = l->cap ? l->cap * 2 : 16;
-		kaas_config_entry *nv = realloc(l->v, ncap * sizeof(*nv));
+		kt_config_entry *nv = realloc(l->v, ncap * sizeof(*nv));
 		if (!nv) {
 			l->oom = 1;
 			return NULL;
@@ -404,7 +404,7 @@ kaas_config_entry *kaas_config_list_add(kaas_config_list *l, const char *name, c
 		l->v = nv;
 		l->cap = ncap;
 	}
-	kaas_config_entry *e = &l->v[l->n++];
+	kt_config_entry *e = &l->v[l->n++];
 	memset(e, 0, sizeof(*e));
 	e->name = name;
 	e->value = xstrdup(l, value);
@@ -413,7 +413,7 @@ kaas_config_entry *kaas_config_list_add(kaas_config_list *l, const char *name, c
 	return e;
 }
 
-void kaas_config_list_free(kaas_config_list *l)
+void kt_config_list_free(kt_config_list *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->v[i].value);
@@ -426,17 +426,17 @@ void kaas_config_list_free(kaas_config_list *l)
 	l->oom = 0;
 }
 
-static void add_syn(kaas_config_list *l, kaas_config_entry *e, const char *name, const char *value, int8_t src)
+static void add_syn(kt_config_list *l, kt_config_entry *e, const char *name, const char *value, int8_t src)
 {
 	if (e->nsyn >= (int)(sizeof(e->syn) / sizeof(e->syn[0])))
 		return;
-	kaas_config_synonym *s = &e->syn[e->nsyn++];
+	kt_config_synonym *s = &e->syn[e->nsyn++];
 	s->name = name;
 	s->value = xstrdup(l, value);
 	s->source = src;
 }
 
-int kaas_tcfg_describe(const kaas_tcfg_set *s, const kaas_log_config *defaults, kaas_config_list *out)
+int kt_tcfg_describe(const kt_tcfg_set *s, const ks_log_config *defaults, kt_config_list *out)
 {
 	for (int i = 0; i < KAAS_TC_COUNT; i++) {
 		char bval[64];
@@ -444,7 +444,7 @@ int kaas_tcfg_describe(const kaas_tcfg_set *s, const kaas_log_config *defaults, 
 		broker_value(i, defaults, bval, sizeof(bval), &is_static);
 		int8_t bsrc = is_static ? KAAS_CFG_SRC_STATIC_BROKER : KAAS_CFG_SRC_DEFAULT;
 		int set = (s->set & (1u << i)) != 0;
-		kaas_config_entry *e = kaas_config_list_add(out, defs[i].name, set ? s->val[i] : bval,
+		kt_config_entry *e = kt_config_list_add(out, defs[i].name, set ? s->val[i] : bval,
 							    set ? KAAS_CFG_SRC_TOPIC : bsrc, 0);
 		if (!e)
 			break;

@@ -13,7 +13,7 @@
  *
  * Lookups are served from memory and cheap (one read lock, a hash probe).
  * The memory view follows the volume: a lookup that misses re-reads that one
- * name (at most every miss_ttl_ms), and kaas_topics_tick() re-reads the
+ * name (at most every miss_ttl_ms), and kt_topics_tick() re-reads the
  * registry directory, so topics created, changed or deleted by other brokers
  * appear and disappear here too.
  *
@@ -41,17 +41,17 @@
 #define KAAS_TOPIC_ID_LEN 36            /* "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx" */
 #define KAAS_TOPIC_PARTITIONS_MAX 10000 /* per topic; more is INVALID_PARTITIONS */
 
-typedef struct kaas_topics kaas_topics;
+typedef struct kt_topics kt_topics;
 
 /* ---- names ------------------------------------------------------------------
  * Kafka's rules: 1..249 characters from [a-zA-Z0-9._-], not "." or "..".
  * Returns KERR_NONE or KERR_INVALID_TOPIC_EXCEPTION with a message. */
-int16_t kaas_topic_name_check(const char *name, int32_t len, char *msg, size_t msglen);
+int16_t kt_topic_name_check(const char *name, int32_t len, char *msg, size_t msglen);
 
 /* ---- topic configs -------------------------------------------------------------
  * The topic-level settings kaas knows.  Values are Kafka's strings; every
  * other name is INVALID_CONFIG ("Unknown topic config name"), as in Kafka. */
-enum kaas_tcfg {
+enum kt_tcfg {
 	KAAS_TC_CLEANUP_POLICY = 0,      /* delete (compact is refused: no compaction) */
 	KAAS_TC_COMPRESSION_TYPE,        /* producer (batches are stored as produced) */
 	KAAS_TC_INDEX_INTERVAL_BYTES,
@@ -67,136 +67,136 @@ enum kaas_tcfg {
 };
 
 /* A name/value pair as decoded from a request (value.len < 0: null). */
-typedef struct kaas_config_kv {
-	kaas_str name;
-	kaas_str value;
-} kaas_config_kv;
+typedef struct kt_config_kv {
+	kw_str name;
+	kw_str value;
+} kt_config_kv;
 
 /* Kafka name of a config ("retention.ms") and of its broker-level synonym
  * ("log.retention.ms", NULL when none). */
-const char *kaas_tcfg_name(int tc);
-const char *kaas_tcfg_broker_name(int tc);
+const char *kt_tcfg_name(int tc);
+const char *kt_tcfg_broker_name(int tc);
 
 /* Validates a config set (names known, values well-formed and in range, no
  * name twice).  KERR_NONE or KERR_INVALID_CONFIG with a message naming the
  * key.  Touches nothing. */
-int16_t kaas_topic_configs_check(const kaas_config_kv *kv, size_t n, char *msg, size_t msglen);
+int16_t kt_topic_configs_check(const kt_config_kv *kv, size_t n, char *msg, size_t msglen);
 
 /* ---- what a lookup returns ------------------------------------------------------ */
-typedef struct kaas_topic_info {
+typedef struct kt_topic_info {
 	char name[KAAS_TOPIC_NAME_MAX + 1];
 	char id[KAAS_TOPIC_ID_LEN + 1]; /* the topic ID, UUIDv4 string */
 	uint8_t id_bytes[16];           /* the same, as Kafka's wire uuid */
 	int32_t partitions;
 	int16_t replication_factor;     /* always 1: the volume is the only copy */
 	int64_t created_ms;             /* wall clock of the creating broker */
-	kaas_log_config cfg;            /* effective: broker defaults + topic overrides */
+	ks_log_config cfg;            /* effective: broker defaults + topic overrides */
 	uint32_t overrides;             /* bit (1u << KAAS_TC_*) per config set on the topic */
-} kaas_topic_info;
+} kt_topic_info;
 
 /* ---- the broker's side -------------------------------------------------------------
  * Called from the thread doing the operation (a handler, the tick), with no
  * lookup lock held but with the registry's mutation lock held: a hook may
  * look topics up, but must not create, delete or alter topics, nor call
- * kaas_topics_tick() or kaas_topics_prepare_dir(). */
-typedef struct kaas_topics_hooks {
+ * kt_topics_tick() or kt_topics_prepare_dir(). */
+typedef struct kt_topics_hooks {
 	void *arg;
 	/* A topic exists (created here or seen on the volume), grew, or its
 	 * effective config changed: open/take over the partitions not yet open,
 	 * apply t->cfg to the open ones.  DATA/<topic>/ is already stamped with
 	 * t->id.  0 or -errno; a failure is retried at the next tick. */
-	int (*topic_changed)(void *arg, const kaas_topic_info *t);
+	int (*topic_changed)(void *arg, const kt_topic_info *t);
 	/* A topic goes away (deleted here or by another broker): relinquish and
 	 * close every partition of topic `name` (incarnation topic_id); return 0
 	 * only once no descriptor under DATA/<name>/ is open in this process.
 	 * The directory is removed afterwards.  0 when nothing was open. */
 	int (*topic_dropped)(void *arg, const char *name, const char *topic_id);
-} kaas_topics_hooks;
+} kt_topics_hooks;
 
-typedef struct kaas_topics_options {
+typedef struct kt_topics_options {
 	sub_vfs *cluster;              /* CLUSTER root (registry under topics/) */
 	sub_vfs *data;                 /* DATA root (topic directories) */
-	kaas_log_config defaults;      /* the broker's log.* settings */
+	ks_log_config defaults;      /* the broker's log.* settings */
 	int32_t num_partitions;        /* num.partitions: CreateTopics -1 and auto-create */
 	int16_t default_replication_factor; /* default.replication.factor (reported only) */
 	/* A top-level DATA name kaas uses itself ("__cluster" when the cluster dir
 	 * is DATA/__cluster); creating a topic of that name is refused.  NULL: none. */
 	const char *reserved_name;
 	int64_t miss_ttl_ms;           /* a missing name is re-read at most this often (1000) */
-	int64_t refresh_ms;            /* kaas_topics_tick() works at most this often (5000) */
+	int64_t refresh_ms;            /* kt_topics_tick() works at most this often (5000) */
 	int64_t claim_grace_ms;        /* an incomplete registry file unchanged this long
 	                                  is abandoned and reclaimed (30000) */
-	kaas_topics_hooks hooks;       /* may be left zero (no partitions: tests, tools) */
-} kaas_topics_options;
+	kt_topics_hooks hooks;       /* may be left zero (no partitions: tests, tools) */
+} kt_topics_options;
 
 /* Kafka's defaults for the log settings; num.partitions 1; the timings above. */
-void kaas_topics_options_init(kaas_topics_options *o);
+void kt_topics_options_init(kt_topics_options *o);
 
 /* Reads the registry, then runs the start-up sweep: finishes interrupted
  * deletes, removes reclaimed directories, warns about orphaned ones (never
  * deleting a directory it cannot prove belongs to a deleted topic).  Does not
  * call topic_changed for the existing topics: list them and start the
  * partition table with them.  0 or -errno (the cluster volume unreadable). */
-int kaas_topics_open(const kaas_topics_options *o, kaas_topics **out);
-void kaas_topics_close(kaas_topics *reg); /* NULL-safe */
+int kt_topics_open(const kt_topics_options *o, kt_topics **out);
+void kt_topics_close(kt_topics *reg); /* NULL-safe */
 
 /* The broker defaults the registry was opened with. */
-const kaas_log_config *kaas_topics_defaults(const kaas_topics *reg);
+const ks_log_config *kt_topics_defaults(const kt_topics *reg);
 
 /* ---- reads -------------------------------------------------------------------------
  * lookup: 0, -ENOENT (no such topic), -EINVAL (invalid name), or -errno
  * (the volume failed while re-reading a missed name). */
-int kaas_topics_lookup(kaas_topics *reg, const char *name, int32_t len, kaas_topic_info *out);
+int kt_topics_lookup(kt_topics *reg, const char *name, int32_t len, kt_topic_info *out);
 
 /* Every topic, sorted by name; *out is malloc'd (free()).  0 or -ENOMEM. */
-int kaas_topics_list(kaas_topics *reg, kaas_topic_info **out, size_t *n);
+int kt_topics_list(kt_topics *reg, kt_topic_info **out, size_t *n);
 
 /* ---- Kafka-facing operations ----------------------------------------------------- */
 
-typedef struct kaas_topic_spec {
-	kaas_str name;
+typedef struct kt_topic_spec {
+	kw_str name;
 	int32_t partitions;            /* >= 1, or -1 for num.partitions */
 	int16_t replication_factor;    /* >= 1, or -1 for the default; reported as 1 */
-	const kaas_config_kv *configs;
+	const kt_config_kv *configs;
 	size_t nconfigs;
-} kaas_topic_spec;
+} kt_topic_spec;
 
 /* CreateTopics.  KERR_NONE (out filled when not NULL), INVALID_TOPIC_EXCEPTION,
  * INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG,
  * TOPIC_ALREADY_EXISTS (also while another creator's claim is being written),
  * UNKNOWN_SERVER_ERROR (the volume failed; msg says how).  validate_only
  * checks everything, including existence, and writes nothing. */
-int16_t kaas_topics_create(kaas_topics *reg, const kaas_topic_spec *spec, int validate_only,
-			   kaas_topic_info *out, char *msg, size_t msglen);
+int16_t kt_topics_create(kt_topics *reg, const kt_topic_spec *spec, int validate_only,
+			   kt_topic_info *out, char *msg, size_t msglen);
 
 /* Metadata's auto-create: the topic with num.partitions and no overrides.
  * KERR_NONE when it exists now (created here or by someone else; out
  * filled), INVALID_TOPIC_EXCEPTION, LEADER_NOT_AVAILABLE while another
  * creator's claim is incomplete or the volume failed (clients retry). */
-int16_t kaas_topics_auto_create(kaas_topics *reg, kaas_str name, kaas_topic_info *out);
+int16_t kt_topics_auto_create(kt_topics *reg, kw_str name, kt_topic_info *out);
 
 /* DeleteTopics.  KERR_NONE once the registry entry is gone (the topic no
  * longer exists for clients); relinquishing its partitions and removing
- * DATA/<name>/ follow at once and are re-driven by kaas_topics_tick() if they
+ * DATA/<name>/ follow at once and are re-driven by kt_topics_tick() if they
  * fail.  UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
  * UNKNOWN_SERVER_ERROR. */
-int16_t kaas_topics_delete(kaas_topics *reg, kaas_str name, char *msg, size_t msglen);
+int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen);
 
 /* CreatePartitions: grows the topic to `count` partitions.
  * INVALID_PARTITIONS unless count > current (and <= the maximum),
  * UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_SERVER_ERROR. */
-int16_t kaas_topics_add_partitions(kaas_topics *reg, kaas_str name, int32_t count, int validate_only,
+int16_t kt_topics_add_partitions(kt_topics *reg, kw_str name, int32_t count, int validate_only,
 				   char *msg, size_t msglen);
 
 /* AlterConfigs (non-incremental, as Kafka's: the given set replaces every
  * override; unspecified keys revert to the broker default).  INVALID_CONFIG,
  * UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR. */
-int16_t kaas_topics_alter_configs(kaas_topics *reg, kaas_str name, const kaas_config_kv *kv, size_t n,
+int16_t kt_topics_alter_configs(kt_topics *reg, kw_str name, const kt_config_kv *kv, size_t n,
 				  int validate_only, char *msg, size_t msglen);
 
 /* ---- DescribeConfigs -------------------------------------------------------------- */
 
-enum kaas_config_source {            /* Kafka's ConfigSource numbers */
+enum kt_config_source {            /* Kafka's ConfigSource numbers */
 	KAAS_CFG_SRC_UNKNOWN = 0,
 	KAAS_CFG_SRC_TOPIC = 1,          /* DYNAMIC_TOPIC_CONFIG */
 	KAAS_CFG_SRC_DYNAMIC_BROKER = 2,
@@ -205,38 +205,38 @@ enum kaas_config_source {            /* Kafka's ConfigSource numbers */
 	KAAS_CFG_SRC_DEFAULT = 5,        /* Kafka's default */
 };
 
-typedef struct kaas_config_synonym {
+typedef struct kt_config_synonym {
 	const char *name;                /* static string */
 	char *value;                     /* malloc'd */
 	int8_t source;
-} kaas_config_synonym;
+} kt_config_synonym;
 
-typedef struct kaas_config_entry {
+typedef struct kt_config_entry {
 	const char *name;                /* static string */
 	char *value;                     /* malloc'd; NULL = null (sensitive) */
 	int8_t source;
 	int read_only;
 	int sensitive;
 	int nsyn;                        /* synonyms, most specific first */
-	kaas_config_synonym syn[2];
-} kaas_config_entry;
+	kt_config_synonym syn[2];
+} kt_config_entry;
 
-typedef struct kaas_config_list {
-	kaas_config_entry *v;
+typedef struct kt_config_list {
+	kt_config_entry *v;
 	size_t n, cap;
 	int oom;                         /* sticky allocation failure */
-} kaas_config_list;
+} kt_config_list;
 #define KAAS_CONFIG_LIST_INIT {NULL, 0, 0, 0}
 
 /* Appends an entry (copies value); sets l->oom on allocation failure. */
-kaas_config_entry *kaas_config_list_add(kaas_config_list *l, const char *name, const char *value,
+kt_config_entry *kt_config_list_add(kt_config_list *l, const char *name, const char *value,
 					int8_t source, int read_only);
-void kaas_config_list_free(kaas_config_list *l); /* safe to repeat */
+void kt_config_list_free(kt_config_list *l); /* safe to repeat */
 
 /* Every topic config kaas knows with its effective value, source and
  * synonyms (topic override, then the broker setting).  KERR_NONE,
  * UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR. */
-int16_t kaas_topics_describe_configs(kaas_topics *reg, kaas_str name, kaas_config_list *out,
+int16_t kt_topics_describe_configs(kt_topics *reg, kw_str name, kt_config_list *out,
 				     char *msg, size_t msglen);
 
 /* ---- upkeep --------------------------------------------------------------------------- */
@@ -246,7 +246,7 @@ int16_t kaas_topics_describe_configs(kaas_topics *reg, kaas_str name, kaas_confi
  * unstamped one.  Idempotent and cheap once done (remembered per topic ID).
  * Create does it already; the partition table may call it before opening
  * partitions to re-drive a create whose stamping failed. */
-int kaas_topics_prepare_dir(kaas_topics *reg, const kaas_topic_info *t);
+int kt_topics_prepare_dir(kt_topics *reg, const kt_topic_info *t);
 
 /* Periodic upkeep, on a worker thread: call it often (every second is
  * fine); it does its work at most every refresh_ms and returns 0 at once
@@ -255,6 +255,6 @@ int kaas_topics_prepare_dir(kaas_topics *reg, const kaas_topic_info *t);
  * hooks), re-drives interrupted creates and deletes, removes reclaimed
  * directories, reclaims abandoned registry claims.  0 or the first -errno
  * (everything is still attempted). */
-int kaas_topics_tick(kaas_topics *reg);
+int kt_topics_tick(kt_topics *reg);
 
 #endif

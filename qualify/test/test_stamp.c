@@ -1,6 +1,6 @@
 /*
  * test_stamp.c — the qualification stamp: volume keys, the pass/identity
- * rules of kc_stamp_check, a write/verify round trip on a real directory,
+ * rules of kq_stamp_check, a write/verify round trip on a real directory,
  * and the broker's self-check.
  */
 #include <check.h>
@@ -33,31 +33,31 @@ START_TEST(volume_key_prefers_what_every_host_sees)
 	ident(&a, "posix", "nfs4", "srv.example:/export/", "0000002a00000000", "/mnt/a");
 	ident(&b, "posix", "nfs4", "srv.example:/export", "0000003100000000", "/var/lib/kaas");
 	a.fs_magic = b.fs_magic = 0x6969;
-	ck_assert_int_eq(kc_volume_key(&a, ka, sizeof(ka)), 0);
-	ck_assert_int_eq(kc_volume_key(&b, kb, sizeof(kb)), 0);
+	ck_assert_int_eq(kq_volume_key(&a, ka, sizeof(ka)), 0);
+	ck_assert_int_eq(kq_volume_key(&b, kb, sizeof(kb)), 0);
 	ck_assert_str_eq(ka, "nfs:srv.example:/export");
 	ck_assert_str_eq(ka, kb);
 	/* Qualified through the userspace client, mounted by the kernel. */
 	ident(&c, "nfs", "nfs4-server", "srv.example:/export", "srv.example:/export", "");
-	ck_assert_int_eq(kc_volume_key(&c, kc, sizeof(kc)), 0);
+	ck_assert_int_eq(kq_volume_key(&c, kc, sizeof(kc)), 0);
 	ck_assert_str_eq(kc, ka);
 	/* Another export of the same server is another volume. */
 	ident(&c, "posix", "nfs4", "srv.example:/other", "0000002a00000000", "/mnt/a");
-	ck_assert_int_eq(kc_volume_key(&c, kc, sizeof(kc)), 0);
+	ck_assert_int_eq(kq_volume_key(&c, kc, sizeof(kc)), 0);
 	ck_assert_str_ne(kc, ka);
 	/* A device source binds to the device, not the mount point. */
 	ident(&a, "posix", "ext4", "/dev/vda", "0470de5d72a87212", "/");
-	ck_assert_int_eq(kc_volume_key(&a, ka, sizeof(ka)), 0);
+	ck_assert_int_eq(kq_volume_key(&a, ka, sizeof(ka)), 0);
 	ck_assert_str_eq(ka, "ext4:/dev/vda");
 	/* A source that names nothing falls back to the fsid of that mount. */
 	ident(&a, "posix", "tmpfs", "tmpfs", "00000abc00000000", "/run/x");
 	ident(&b, "posix", "tmpfs", "tmpfs", "00000abd00000000", "/run/y");
-	ck_assert_int_eq(kc_volume_key(&a, ka, sizeof(ka)), 0);
-	ck_assert_int_eq(kc_volume_key(&b, kb, sizeof(kb)), 0);
+	ck_assert_int_eq(kq_volume_key(&a, ka, sizeof(ka)), 0);
+	ck_assert_int_eq(kq_volume_key(&b, kb, sizeof(kb)), 0);
 	ck_assert_str_eq(ka, "tmpfs:fsid:00000abc00000000");
 	ck_assert_str_ne(ka, kb);
 	ident(&a, "posix", "", "", "", "");
-	ck_assert_int_eq(kc_volume_key(&a, ka, sizeof(ka)), -EINVAL);
+	ck_assert_int_eq(kq_volume_key(&a, ka, sizeof(ka)), -EINVAL);
 }
 END_TEST
 
@@ -67,24 +67,24 @@ START_TEST(identity_json_round_trip)
 	ident(&a, "posix", "fuse.sshfs", "user@host:/srv", "00ff", "/mnt/s");
 	a.fs_magic = 0x65735546;
 	snprintf(a.options, sizeof(a.options), "rw,nosuid");
-	json_t *j = kc_identity_json(&a);
+	json_t *j = kq_identity_json(&a);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "fs_magic")), "0x65735546");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "volume_key")),
 			 "fuse.sshfs:user@host:/srv");
-	ck_assert_int_eq(kc_identity_from_json(j, &b), 0);
+	ck_assert_int_eq(kq_identity_from_json(j, &b), 0);
 	ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
 	json_decref(j);
-	ck_assert_int_eq(kc_identity_from_json(NULL, &b), -EINVAL);
+	ck_assert_int_eq(kq_identity_from_json(NULL, &b), -EINVAL);
 }
 END_TEST
 
 static json_t *passing_stamp(const sub_identity *vol)
 {
 	json_t *checks = json_array();
-	for (const char *const *c = kc_stamp_required_checks; *c; c++)
+	for (const char *const *c = kq_stamp_required_checks; *c; c++)
 		json_array_append_new(checks, json_pack("{s:s,s:s}", "name", *c, "verdict", "PASS"));
 	return json_pack("{s:s,s:i,s:s,s:o,s:o}", "kind", KC_STAMP_KIND, "schema_version",
-			 KC_STAMP_SCHEMA, "verdict", "PASS", "volume", kc_identity_json(vol), "checks",
+			 KC_STAMP_SCHEMA, "verdict", "PASS", "volume", kq_identity_json(vol), "checks",
 			 checks);
 }
 
@@ -95,31 +95,31 @@ START_TEST(stamp_check_rules)
 	ident(&vol, "posix", "nfs", "10.0.0.5:/kaas", "01", "/data");
 	ident(&other, "posix", "nfs", "10.0.0.5:/scratch", "01", "/data");
 	json_t *s = passing_stamp(&vol);
-	ck_assert_int_eq(kc_stamp_check(s, &vol, why, sizeof(why)), 0);
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), 0);
 	why[0] = '\0';
-	ck_assert_int_eq(kc_stamp_check(s, &other, why, sizeof(why)), -EXDEV);
+	ck_assert_int_eq(kq_stamp_check(s, &other, why, sizeof(why)), -EXDEV);
 	ck_assert_ptr_nonnull(strstr(why, "nfs:10.0.0.5:/kaas"));
 	ck_assert_ptr_nonnull(strstr(why, "nfs:10.0.0.5:/scratch"));
 
 	json_object_set_new(s, "verdict", json_string("FAIL"));
-	ck_assert_int_eq(kc_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
 	json_object_set_new(s, "verdict", json_string("PASS"));
 
 	/* A stamp from a partial run, or with one check not passing. */
 	json_t *checks = json_object_get(s, "checks");
 	json_object_set_new(json_array_get(checks, 3), "verdict", json_string("WARN"));
-	ck_assert_int_eq(kc_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
 	ck_assert_ptr_nonnull(strstr(why, "cto"));
 	json_array_remove(checks, 3);
-	ck_assert_int_eq(kc_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
 	json_decref(s);
 
 	s = passing_stamp(&vol);
 	json_object_set_new(s, "schema_version", json_integer(KC_STAMP_SCHEMA + 1));
-	ck_assert_int_eq(kc_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
 	json_object_set_new(s, "schema_version", json_integer(KC_STAMP_SCHEMA));
 	json_object_set_new(s, "kind", json_string("something-else"));
-	ck_assert_int_eq(kc_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
 	json_decref(s);
 }
 END_TEST
@@ -148,23 +148,23 @@ START_TEST(write_then_verify_on_a_directory)
 	sub_identity vol, other;
 	char why[512];
 	ck_assert_int_eq(sub_identity_of(vfs, &vol), 0);
-	ck_assert_int_eq(kc_stamp_verify_at(vfs, "__cluster", &vol, why, sizeof(why)), -ENOENT);
+	ck_assert_int_eq(kq_stamp_verify_at(vfs, "__cluster", &vol, why, sizeof(why)), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(why, "no qualification stamp"));
 
 	json_t *s = passing_stamp(&vol);
-	ck_assert_int_eq(kc_stamp_write(vfs, "__cluster", s), 0);
+	ck_assert_int_eq(kq_stamp_write(vfs, "__cluster", s), 0);
 	json_decref(s);
-	ck_assert_int_eq(kc_stamp_verify_at(vfs, "__cluster", &vol, why, sizeof(why)), 0);
+	ck_assert_int_eq(kq_stamp_verify_at(vfs, "__cluster", &vol, why, sizeof(why)), 0);
 
 	/* The broker's form: a vfs rooted at the cluster directory. */
 	char cdir[300], err[256];
 	sub_vfs *cv = NULL;
 	snprintf(cdir, sizeof(cdir), "%s/__cluster", tmpdir);
 	ck_assert_int_eq(sub_open_url(cdir, &cv, err, sizeof(err)), 0);
-	ck_assert_int_eq(kc_stamp_verify(cv, &vol, why, sizeof(why)), 0);
+	ck_assert_int_eq(kq_stamp_verify(cv, &vol, why, sizeof(why)), 0);
 	other = vol;
 	snprintf(other.source, sizeof(other.source), "/dev/not-this-one");
-	ck_assert_int_eq(kc_stamp_verify(cv, &other, why, sizeof(why)), -EXDEV);
+	ck_assert_int_eq(kq_stamp_verify(cv, &other, why, sizeof(why)), -EXDEV);
 	sub_destroy(cv);
 
 	/* Written atomically: nothing but the stamp in the directory. */
@@ -177,7 +177,7 @@ START_TEST(write_then_verify_on_a_directory)
 
 	/* A damaged stamp is rejected, not trusted. */
 	ck_assert_int_eq(sub_write_atomic(vfs, "__cluster/" KC_STAMP_FILE, "{\"kind\":", 8), 0);
-	ck_assert_int_eq(kc_stamp_verify_at(vfs, "__cluster", &vol, why, sizeof(why)), -EBADMSG);
+	ck_assert_int_eq(kq_stamp_verify_at(vfs, "__cluster", &vol, why, sizeof(why)), -EBADMSG);
 }
 END_TEST
 
@@ -186,16 +186,16 @@ START_TEST(selfcheck_passes_and_cleans_up)
 	char why[512] = "";
 	ck_assert_int_eq(sub_mkdir(vfs, "scratch", 0755), 0);
 	for (int i = 0; i < 5; i++)
-		ck_assert_msg(kc_selfcheck(vfs, "scratch", why, sizeof(why)) == 0, "%s", why);
+		ck_assert_msg(kq_selfcheck(vfs, "scratch", why, sizeof(why)) == 0, "%s", why);
 	char **names;
 	size_t n;
 	ck_assert_int_eq(sub_list(vfs, "scratch", &names, &n), 0);
 	ck_assert_uint_eq(n, 0);
 	sub_names_free(names, n);
-	ck_assert_int_eq(kc_selfcheck(vfs, "", why, sizeof(why)), 0);
+	ck_assert_int_eq(kq_selfcheck(vfs, "", why, sizeof(why)), 0);
 	/* A scratch directory that is not there is an error with a reason. */
 	why[0] = '\0';
-	ck_assert_int_eq(kc_selfcheck(vfs, "missing", why, sizeof(why)), -ENOENT);
+	ck_assert_int_eq(kq_selfcheck(vfs, "missing", why, sizeof(why)), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(why, "self-check"));
 }
 END_TEST
@@ -217,7 +217,7 @@ START_TEST(selfcheck_fails_on_broken_primitives)
 		sub_vfs *fv = NULL;
 		snprintf(url, sizeof(url), "fault:%s?%s", tmpdir, broken[i].opts);
 		ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
-		ck_assert_int_ne(kc_selfcheck(fv, "", why, sizeof(why)), 0);
+		ck_assert_int_ne(kq_selfcheck(fv, "", why, sizeof(why)), 0);
 		ck_assert_msg(strstr(why, broken[i].needle) != NULL, "%s: %s", broken[i].opts, why);
 		sub_destroy(fv);
 		char **names;

@@ -23,29 +23,29 @@
 
 typedef struct th_resp {
 	int got;       /* answers received (must end up exactly 1) */
-	kaas_wr w;     /* the last answer's body */
+	kw_wr w;     /* the last answer's body */
 } th_resp;
 
-static inline void th_done(void *ctx, kaas_wr *resp)
+static inline void th_done(void *ctx, kw_wr *resp)
 {
 	th_resp *r = ctx;
 	r->got++;
-	kaas_wr_free(&r->w);
+	kw_wr_free(&r->w);
 	r->w = *resp;
 	memset(resp, 0, sizeof(*resp));
 }
 
 static inline void th_resp_free(th_resp *r)
 {
-	kaas_wr_free(&r->w);
+	kw_wr_free(&r->w);
 	r->got = 0;
 }
 
 typedef struct th {
 	char dir[256];
 	sub_vfs *vfs;
-	kaas_coord *c;
-	kaas_coord_config cfg;
+	kg_coord *c;
+	kg_coord_config cfg;
 	int64_t now;
 	int64_t wall;
 } th;
@@ -56,7 +56,7 @@ static inline int64_t th_wall(void *arg) { return ((th *)arg)->wall; }
 static inline void th_start(th *t)
 {
 	t->c = NULL;
-	ck_assert_int_eq(kaas_coord_create(t->vfs, &t->cfg, &t->c), 0);
+	ck_assert_int_eq(kg_coord_create(t->vfs, &t->cfg, &t->c), 0);
 }
 
 static inline void th_open(th *t)
@@ -66,7 +66,7 @@ static inline void th_open(th *t)
 	ck_assert_ptr_nonnull(mkdtemp(t->dir));
 	char err[256];
 	ck_assert_int_eq(sub_open_url(t->dir, &t->vfs, err, sizeof(err)), 0);
-	kaas_coord_config_defaults(&t->cfg);
+	kg_coord_config_defaults(&t->cfg);
 	t->cfg.manual = 1;
 	t->cfg.now_ms = th_clock;
 	t->cfg.wall_ms = th_wall;
@@ -83,13 +83,13 @@ static inline void th_open(th *t)
 /* A coordinator restart on the same volume. */
 static inline void th_restart(th *t)
 {
-	kaas_coord_close(t->c);
+	kg_coord_close(t->c);
 	th_start(t);
 }
 
 static inline void th_close(th *t)
 {
-	kaas_coord_close(t->c);
+	kg_coord_close(t->c);
 	sub_remove_tree(t->vfs, "");
 	sub_destroy(t->vfs);
 	rmdir(t->dir);
@@ -102,27 +102,27 @@ static inline int th_flex(int16_t api, int16_t v)
 
 /* Calls an API with the request body in req (freed).  A handled answer is
  * captured in r like a deferred one. */
-static inline int th_call_as(th *t, int16_t api, int16_t v, kaas_wr *req, th_resp *r, const char *client)
+static inline int th_call_as(th *t, int16_t api, int16_t v, kw_wr *req, th_resp *r, const char *client)
 {
-	kaas_coord_call call = {api, v, th_flex(api, v), {client, (int32_t)strlen(client)},
+	kg_coord_call call = {api, v, th_flex(api, v), {client, (int32_t)strlen(client)},
 				"/127.0.0.1", th_done, r};
-	kaas_rd rd;
-	kaas_wr resp = KAAS_WR_INIT;
+	kw_rd rd;
+	kw_wr resp = KAAS_WR_INIT;
 	ck_assert_int_eq(req->oom, 0);
-	kaas_rd_init(&rd, req->buf, req->len);
-	int rc = kaas_coord_handle(t->c, &call, &rd, &resp);
+	kw_rd_init(&rd, req->buf, req->len);
+	int rc = kg_coord_handle(t->c, &call, &rd, &resp);
 	ck_assert_msg(rc == KAAS_HANDLED || rc == KAAS_DEFERRED, "api %d v%d: rc %d (%s)", api, v, rc,
 		      rd.err ? rd.err : "-");
-	ck_assert_msg(kaas_rd_remain(&rd) == 0, "api %d v%d: %zu request bytes left unread", api, v,
-		      kaas_rd_remain(&rd));
+	ck_assert_msg(kw_rd_remain(&rd) == 0, "api %d v%d: %zu request bytes left unread", api, v,
+		      kw_rd_remain(&rd));
 	if (rc == KAAS_HANDLED)
 		th_done(r, &resp);
-	kaas_wr_free(&resp);
-	kaas_wr_free(req);
+	kw_wr_free(&resp);
+	kw_wr_free(req);
 	return rc;
 }
 
-static inline int th_call(th *t, int16_t api, int16_t v, kaas_wr *req, th_resp *r)
+static inline int th_call(th *t, int16_t api, int16_t v, kw_wr *req, th_resp *r)
 {
 	return th_call_as(t, api, v, req, r, "cli");
 }
@@ -130,14 +130,14 @@ static inline int th_call(th *t, int16_t api, int16_t v, kaas_wr *req, th_resp *
 /* ---- a response reader that fails the test on a short response ---------------- */
 
 typedef struct tr {
-	kaas_rd rd;
+	kw_rd rd;
 	int flex;
 } tr;
 
 static inline void tr_init(tr *r, const th_resp *resp, int flex)
 {
 	ck_assert_int_eq(resp->got, 1);
-	kaas_rd_init(&r->rd, resp->w.buf, resp->w.len);
+	kw_rd_init(&r->rd, resp->w.buf, resp->w.len);
 	r->flex = flex;
 }
 
@@ -145,12 +145,12 @@ static inline int8_t tr_i8(tr *r) { return ckrd_i8(&r->rd); }
 static inline int16_t tr_i16(tr *r) { return ckrd_i16(&r->rd); }
 static inline int32_t tr_i32(tr *r) { return ckrd_i32(&r->rd); }
 static inline int64_t tr_i64(tr *r) { return ckrd_i64(&r->rd); }
-static inline kaas_str tr_str(tr *r) { return ckrd_str(&r->rd, r->flex); }
-static inline kaas_bytes tr_bytes(tr *r) { kaas_bytes b = {0}; ck_assert_int_eq(kaas_rd_bytes(&r->rd, r->flex, &b), 0); return b; }
-static inline int32_t tr_arr(tr *r) { int32_t n = 0; ck_assert_int_eq(kaas_rd_array(&r->rd, r->flex, 0, &n), 0); return n; }
-static inline void tr_tags(tr *r) { ck_assert_int_eq(kaas_rd_tags(&r->rd, r->flex), 0); }
-static inline void tr_end(tr *r) { ck_assert_uint_eq(kaas_rd_remain(&r->rd), 0); }
-static inline int tr_streq(kaas_str s, const char *want)
+static inline kw_str tr_str(tr *r) { return ckrd_str(&r->rd, r->flex); }
+static inline kw_bytes tr_bytes(tr *r) { kw_bytes b = {0}; ck_assert_int_eq(kw_rd_bytes(&r->rd, r->flex, &b), 0); return b; }
+static inline int32_t tr_arr(tr *r) { int32_t n = 0; ck_assert_int_eq(kw_rd_array(&r->rd, r->flex, 0, &n), 0); return n; }
+static inline void tr_tags(tr *r) { ck_assert_int_eq(kw_rd_tags(&r->rd, r->flex), 0); }
+static inline void tr_end(tr *r) { ck_assert_uint_eq(kw_rd_remain(&r->rd), 0); }
+static inline int tr_streq(kw_str s, const char *want)
 {
 	if (!want)
 		return s.len < 0;
@@ -175,29 +175,29 @@ typedef struct jg_resp {
 } jg_resp;
 
 /* protos: "name=meta,name=meta" (a tiny notation for tests) */
-static inline void jg_req(kaas_wr *w, int16_t v, const char *group, int32_t session, int32_t rebalance,
+static inline void jg_req(kw_wr *w, int16_t v, const char *group, int32_t session, int32_t rebalance,
 		   const char *member, const char *inst, const char *ptype, const char *protos)
 {
-	kaas_wr_str(w, 0, group);
-	kaas_wr_i32(w, session);
+	kw_wr_str(w, 0, group);
+	kw_wr_i32(w, session);
 	if (v >= 1)
-		kaas_wr_i32(w, rebalance);
-	kaas_wr_str(w, 0, member);
+		kw_wr_i32(w, rebalance);
+	kw_wr_str(w, 0, member);
 	if (v >= 5)
-		kaas_wr_str(w, 0, inst);
-	kaas_wr_str(w, 0, ptype);
+		kw_wr_str(w, 0, inst);
+	kw_wr_str(w, 0, ptype);
 	char buf[256];
 	snprintf(buf, sizeof(buf), "%s", protos);
 	int n = 0;
 	for (char *p = buf; *p; p++)
 		n += *p == '=';
-	kaas_wr_array(w, 0, n);
+	kw_wr_array(w, 0, n);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		*eq = '\0';
-		kaas_wr_str(w, 0, tok);
-		kaas_wr_bytes(w, 0, eq + 1, (int32_t)strlen(eq + 1));
+		kw_wr_str(w, 0, tok);
+		kw_wr_bytes(w, 0, eq + 1, (int32_t)strlen(eq + 1));
 	}
 }
 
@@ -210,7 +210,7 @@ static inline void jg_parse(const th_resp *resp, int16_t v, jg_resp *out)
 		ck_assert_int_eq(tr_i32(&r), 0);
 	out->err = tr_i16(&r);
 	out->gen = tr_i32(&r);
-	kaas_str s = tr_str(&r);
+	kw_str s = tr_str(&r);
 	snprintf(out->proto, sizeof(out->proto), "%.*s", s.len, s.s);
 	s = tr_str(&r);
 	snprintf(out->leader, sizeof(out->leader), "%.*s", s.len, s.s);
@@ -227,25 +227,25 @@ static inline void jg_parse(const th_resp *resp, int16_t v, jg_resp *out)
 				snprintf(out->insts[i], sizeof(out->insts[i]), "%.*s", s.len < 0 ? 4 : s.len,
 					 s.len < 0 ? "null" : s.s);
 		}
-		kaas_bytes b = tr_bytes(&r);
+		kw_bytes b = tr_bytes(&r);
 		if (i < 8)
 			snprintf(out->metas[i], sizeof(out->metas[i]), "%.*s", b.len, (const char *)b.p);
 	}
 	tr_end(&r);
 }
 
-static inline void sg_req(kaas_wr *w, int16_t v, const char *group, int32_t gen, const char *member,
+static inline void sg_req(kw_wr *w, int16_t v, const char *group, int32_t gen, const char *member,
 		   const char *inst, int n, const char *const *ids, const char *const *asg)
 {
-	kaas_wr_str(w, 0, group);
-	kaas_wr_i32(w, gen);
-	kaas_wr_str(w, 0, member);
+	kw_wr_str(w, 0, group);
+	kw_wr_i32(w, gen);
+	kw_wr_str(w, 0, member);
 	if (v >= 3)
-		kaas_wr_str(w, 0, inst);
-	kaas_wr_array(w, 0, n);
+		kw_wr_str(w, 0, inst);
+	kw_wr_array(w, 0, n);
 	for (int i = 0; i < n; i++) {
-		kaas_wr_str(w, 0, ids[i]);
-		kaas_wr_bytes(w, 0, asg[i], (int32_t)strlen(asg[i]));
+		kw_wr_str(w, 0, ids[i]);
+		kw_wr_bytes(w, 0, asg[i], (int32_t)strlen(asg[i]));
 	}
 }
 
@@ -257,7 +257,7 @@ static inline int16_t sg_parse(const th_resp *resp, int16_t v, char *out, size_t
 	if (v >= 1)
 		ck_assert_int_eq(tr_i32(&r), 0);
 	int16_t err = tr_i16(&r);
-	kaas_bytes b = tr_bytes(&r);
+	kw_bytes b = tr_bytes(&r);
 	if (out)
 		snprintf(out, outlen, "%.*s", b.len < 0 ? 0 : b.len, b.len > 0 ? (const char *)b.p : "");
 	tr_end(&r);
@@ -266,24 +266,24 @@ static inline int16_t sg_parse(const th_resp *resp, int16_t v, char *out, size_t
 
 /* A leader's SyncGroup that completes a generation: answered only once the
  * group file holding the assignment is on the volume (the flush). */
-static inline void th_sync_durable(th *t, int16_t v, kaas_wr *req, th_resp *r)
+static inline void th_sync_durable(th *t, int16_t v, kw_wr *req, th_resp *r)
 {
 	ck_assert_int_eq(th_call(t, KAAS_API_SYNC_GROUP, v, req, r), KAAS_DEFERRED);
 	ck_assert_int_eq(r->got, 0);
-	kaas_coord_flush(t->c);
+	kg_coord_flush(t->c);
 	ck_assert_int_eq(r->got, 1);
 }
 
 static inline int16_t th_heartbeat(th *t, int16_t v, const char *group, int32_t gen, const char *member,
 			    const char *inst)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_str(&w, 0, group);
-	kaas_wr_i32(&w, gen);
-	kaas_wr_str(&w, 0, member);
+	kw_wr_str(&w, 0, group);
+	kw_wr_i32(&w, gen);
+	kw_wr_str(&w, 0, member);
 	if (v >= 3)
-		kaas_wr_str(&w, 0, inst);
+		kw_wr_str(&w, 0, inst);
 	ck_assert_int_eq(th_call(t, KAAS_API_HEARTBEAT, v, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, 0);
@@ -299,15 +299,15 @@ static inline int16_t th_heartbeat(th *t, int16_t v, const char *group, int32_t 
 static inline int16_t th_leave(th *t, int16_t v, const char *group, const char *member, const char *inst,
 			int16_t *member_err)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_str(&w, 0, group);
+	kw_wr_str(&w, 0, group);
 	if (v <= 2) {
-		kaas_wr_str(&w, 0, member);
+		kw_wr_str(&w, 0, member);
 	} else {
-		kaas_wr_array(&w, 0, 1);
-		kaas_wr_str(&w, 0, member);
-		kaas_wr_str(&w, 0, inst);
+		kw_wr_array(&w, 0, 1);
+		kw_wr_str(&w, 0, member);
+		kw_wr_str(&w, 0, inst);
 	}
 	ck_assert_int_eq(th_call(t, KAAS_API_LEAVE_GROUP, v, &w, &r), KAAS_HANDLED);
 	tr rr;
@@ -319,9 +319,9 @@ static inline int16_t th_leave(th *t, int16_t v, const char *group, const char *
 		int32_t n = tr_arr(&rr);
 		if (top == 0) {
 			ck_assert_int_eq(n, 1);
-			kaas_str id = tr_str(&rr);
+			kw_str id = tr_str(&rr);
 			ck_assert_kstr(id, member);
-			kaas_str in = tr_str(&rr);
+			kw_str in = tr_str(&rr);
 			ck_assert_kstr(in, inst);
 			*member_err = tr_i16(&rr);
 		}
@@ -339,26 +339,26 @@ static inline int16_t th_leave(th *t, int16_t v, const char *group, const char *
 static inline int th_commit(th *t, int16_t v, const char *group, int32_t gen, const char *member,
 		     const char *topic, int32_t part, int64_t off, const char *meta, th_resp *r)
 {
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_wr_str(&w, 0, group);
+	kw_wr w = KAAS_WR_INIT;
+	kw_wr_str(&w, 0, group);
 	if (v >= 1) {
-		kaas_wr_i32(&w, gen);
-		kaas_wr_str(&w, 0, member);
+		kw_wr_i32(&w, gen);
+		kw_wr_str(&w, 0, member);
 	}
 	if (v >= 7)
-		kaas_wr_str(&w, 0, NULL);
+		kw_wr_str(&w, 0, NULL);
 	if (v >= 2 && v <= 4)
-		kaas_wr_i64(&w, -1);
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_str(&w, 0, topic);
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_i32(&w, part);
-	kaas_wr_i64(&w, off);
+		kw_wr_i64(&w, -1);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_str(&w, 0, topic);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_i32(&w, part);
+	kw_wr_i64(&w, off);
 	if (v >= 6)
-		kaas_wr_i32(&w, 5);
+		kw_wr_i32(&w, 5);
 	if (v == 1)
-		kaas_wr_i64(&w, -1);
-	kaas_wr_str(&w, 0, meta);
+		kw_wr_i64(&w, -1);
+	kw_wr_str(&w, 0, meta);
 	return th_call(t, KAAS_API_OFFSET_COMMIT, v, &w, r);
 }
 
@@ -369,7 +369,7 @@ static inline void tr_one_partition(tr *rr, int16_t v, const char *topic, int32_
 	if (v >= 3)
 		ck_assert_int_eq(tr_i32(rr), 0);
 	ck_assert_int_eq(tr_arr(rr), 1);
-	kaas_str tn = tr_str(rr);
+	kw_str tn = tr_str(rr);
 	ck_assert_kstr(tn, topic);
 	ck_assert_int_eq(tr_arr(rr), 1);
 	ck_assert_int_eq(tr_i32(rr), part);
@@ -394,7 +394,7 @@ static inline int16_t th_commit_sync(th *t, int16_t v, const char *group, int32_
 	int rc = th_commit(t, v, group, gen, member, topic, part, off, meta, &r);
 	if (rc == KAAS_DEFERRED) {
 		ck_assert_int_eq(r.got, 0);
-		kaas_coord_flush(t->c);
+		kg_coord_flush(t->c);
 	}
 	int16_t err = commit_err(&r, v, topic, part);
 	th_resp_free(&r);
@@ -407,17 +407,17 @@ static inline int64_t th_fetch(th *t, int16_t v, const char *group, const char *
 			int16_t *perr, char *meta, size_t metalen)
 {
 	int flex = v >= 6;
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_str(&w, flex, group);
-	kaas_wr_array(&w, flex, 1);
-	kaas_wr_str(&w, flex, topic);
-	kaas_wr_array(&w, flex, 1);
-	kaas_wr_i32(&w, part);
-	kaas_wr_tags(&w, flex);
+	kw_wr_str(&w, flex, group);
+	kw_wr_array(&w, flex, 1);
+	kw_wr_str(&w, flex, topic);
+	kw_wr_array(&w, flex, 1);
+	kw_wr_i32(&w, part);
+	kw_wr_tags(&w, flex);
 	if (v >= 7)
-		kaas_wr_i8(&w, 1);
-	kaas_wr_tags(&w, flex);
+		kw_wr_i8(&w, 1);
+	kw_wr_tags(&w, flex);
 	ck_assert_int_eq(th_call(t, KAAS_API_OFFSET_FETCH, v, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, flex);
@@ -425,7 +425,7 @@ static inline int64_t th_fetch(th *t, int16_t v, const char *group, const char *
 	int64_t off = tr_i64(&rr);
 	if (v >= 5)
 		tr_i32(&rr);
-	kaas_str m = tr_str(&rr);
+	kw_str m = tr_str(&rr);
 	if (meta)
 		snprintf(meta, metalen, "%.*s", m.len < 0 ? 0 : m.len, m.len > 0 ? m.s : "");
 	int16_t err = tr_i16(&rr);

@@ -17,9 +17,9 @@ START_TEST(find_coordinator_bytes)
 	th t;
 	th_open(&t);
 	th_resp r = {0};
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	/* v0: key */
-	kaas_wr_str(&w, 0, "g");
+	kw_wr_str(&w, 0, "g");
 	ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, 0, &w, &r), KAAS_HANDLED);
 	static const uint8_t v0[] = {0, 0, 0, 0, 0, 7, 0, 8, 'b', 'r', 'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
 	expect_bytes(&r, v0, sizeof(v0));
@@ -27,25 +27,25 @@ START_TEST(find_coordinator_bytes)
 	/* v1, v2: key, key_type; groups and transactions both come here */
 	for (int16_t v = 1; v <= 2; v++) {
 		for (int8_t kt = 0; kt <= 1; kt++) {
-			kaas_wr_str(&w, 0, "g");
-			kaas_wr_i8(&w, kt);
+			kw_wr_str(&w, 0, "g");
+			kw_wr_i8(&w, kt);
 			ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
 			static const uint8_t v1[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 7, 0, 8, 'b', 'r',
 						     'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
 			expect_bytes(&r, v1, sizeof(v1));
 			th_resp_free(&r);
 		}
-		kaas_wr_str(&w, 0, "g");
-		kaas_wr_i8(&w, 2);
+		kw_wr_str(&w, 0, "g");
+		kw_wr_i8(&w, 2);
 		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
 		tr rr;
 		tr_init(&rr, &r, 0);
 		ck_assert_int_eq(tr_i32(&rr), 0);
 		ck_assert_int_eq(tr_i16(&rr), KERR_INVALID_REQUEST);
-		kaas_str msg = tr_str(&rr);
+		kw_str msg = tr_str(&rr);
 		ck_assert_int_gt(msg.len, 0);
 		ck_assert_int_eq(tr_i32(&rr), -1);
-		kaas_str host = tr_str(&rr);
+		kw_str host = tr_str(&rr);
 		ck_assert_int_eq(host.len, 0);
 		ck_assert_int_eq(tr_i32(&rr), -1);
 		tr_end(&rr);
@@ -60,31 +60,31 @@ START_TEST(init_producer_id_bytes)
 	th t;
 	th_open(&t);
 	th_resp r = {0};
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	/* v0: nullable string (int16 -1), timeout */
 	static const uint8_t req0[] = {0xff, 0xff, 0, 0, 0xea, 0x60};
-	kaas_wr_raw(&w, req0, sizeof(req0));
+	kw_wr_raw(&w, req0, sizeof(req0));
 	ck_assert_int_eq(th_call(&t, KAAS_API_INIT_PRODUCER_ID, 0, &w, &r), KAAS_HANDLED);
 	static const uint8_t resp0[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	expect_bytes(&r, resp0, sizeof(resp0));
 	th_resp_free(&r);
 	/* v2 (flexible): compact null (0), timeout, empty tags */
 	static const uint8_t req2[] = {0x00, 0, 0, 0xea, 0x60, 0x00};
-	kaas_wr_raw(&w, req2, sizeof(req2));
+	kw_wr_raw(&w, req2, sizeof(req2));
 	ck_assert_int_eq(th_call(&t, KAAS_API_INIT_PRODUCER_ID, 2, &w, &r), KAAS_HANDLED);
 	static const uint8_t resp2[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0x00};
 	expect_bytes(&r, resp2, sizeof(resp2));
 	th_resp_free(&r);
 	/* v4: + producer_id, producer_epoch (a bump of id 1, epoch 0) */
 	static const uint8_t req4[] = {0x00, 0, 0, 0xea, 0x60, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0x00};
-	kaas_wr_raw(&w, req4, sizeof(req4));
+	kw_wr_raw(&w, req4, sizeof(req4));
 	ck_assert_int_eq(th_call(&t, KAAS_API_INIT_PRODUCER_ID, 4, &w, &r), KAAS_HANDLED);
 	static const uint8_t resp4[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x00};
 	expect_bytes(&r, resp4, sizeof(resp4));
 	th_resp_free(&r);
 	/* v3 with a transactional id: compact string "t" */
 	static const uint8_t req3[] = {0x02, 't', 0, 0, 0xea, 0x60, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
-	kaas_wr_raw(&w, req3, sizeof(req3));
+	kw_wr_raw(&w, req3, sizeof(req3));
 	ck_assert_int_eq(th_call(&t, KAAS_API_INIT_PRODUCER_ID, 3, &w, &r), KAAS_HANDLED);
 	static const uint8_t resp3[] = {0, 0, 0, 0, 0, 42, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
 	expect_bytes(&r, resp3, sizeof(resp3));
@@ -97,11 +97,11 @@ END_TEST
 static char *stable_group(th *t)
 {
 	static char member[256];
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp jr = {0}, sr = {0};
 	jg_req(&w, 5, "dg", 10000, 10000, "", "inst", "consumer", "range=META");
 	ck_assert_int_eq(th_call(t, KAAS_API_JOIN_GROUP, 5, &w, &jr), KAAS_DEFERRED);
-	kaas_coord_tick(t->c);
+	kg_coord_tick(t->c);
 	jg_resp j;
 	jg_parse(&jr, 5, &j);
 	ck_assert_int_eq(j.err, 0);
@@ -122,13 +122,13 @@ START_TEST(describe_groups_layouts)
 	th_open(&t);
 	char *member = stable_group(&t);
 	for (int16_t v = 0; v <= 4; v++) {
-		kaas_wr w = KAAS_WR_INIT;
+		kw_wr w = KAAS_WR_INIT;
 		th_resp r = {0};
-		kaas_wr_array(&w, 0, 2);
-		kaas_wr_str(&w, 0, "dg");
-		kaas_wr_str(&w, 0, "missing");
+		kw_wr_array(&w, 0, 2);
+		kw_wr_str(&w, 0, "dg");
+		kw_wr_str(&w, 0, "missing");
 		if (v >= 3)
-			kaas_wr_i8(&w, 0);
+			kw_wr_i8(&w, 0);
 		ck_assert_int_eq(th_call(&t, KAAS_API_DESCRIBE_GROUPS, v, &w, &r), KAAS_HANDLED);
 		tr rr;
 		tr_init(&rr, &r, 0);
@@ -136,7 +136,7 @@ START_TEST(describe_groups_layouts)
 			ck_assert_int_eq(tr_i32(&rr), 0);
 		ck_assert_int_eq(tr_arr(&rr), 2);
 		ck_assert_int_eq(tr_i16(&rr), 0);
-		kaas_str s = tr_str(&rr);
+		kw_str s = tr_str(&rr);
 		ck_assert_kstr(s, "dg");
 		s = tr_str(&rr);
 		ck_assert_kstr(s, "Stable");
@@ -155,7 +155,7 @@ START_TEST(describe_groups_layouts)
 		ck_assert_kstr(s, "cli");
 		s = tr_str(&rr);
 		ck_assert_kstr(s, "/127.0.0.1");
-		kaas_bytes b = tr_bytes(&rr);
+		kw_bytes b = tr_bytes(&rr);
 		ck_assert(b.len == 4 && memcmp(b.p, "META", 4) == 0);
 		b = tr_bytes(&rr);
 		ck_assert(b.len == 3 && memcmp(b.p, "ASG", 3) == 0);
@@ -186,7 +186,7 @@ START_TEST(list_groups_layouts)
 	stable_group(&t);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "offsets-only", -1, "", "t", 0, 1, NULL), 0);
 	for (int16_t v = 0; v <= 2; v++) {
-		kaas_wr w = KAAS_WR_INIT;
+		kw_wr w = KAAS_WR_INIT;
 		th_resp r = {0};
 		ck_assert_int_eq(th_call(&t, KAAS_API_LIST_GROUPS, v, &w, &r), KAAS_HANDLED);
 		tr rr;
@@ -197,7 +197,7 @@ START_TEST(list_groups_layouts)
 		ck_assert_int_eq(tr_arr(&rr), 2);
 		int found = 0;
 		for (int i = 0; i < 2; i++) {
-			kaas_str id = tr_str(&rr), pt = tr_str(&rr);
+			kw_str id = tr_str(&rr), pt = tr_str(&rr);
 			if (tr_streq(id, "dg")) {
 				ck_assert_kstr(pt, "consumer");
 				found |= 1;
@@ -216,14 +216,14 @@ END_TEST
 
 /* ---- every request, every version, every truncation ---------------------------- */
 
-static void build(int16_t api, int16_t v, kaas_wr *w)
+static void build(int16_t api, int16_t v, kw_wr *w)
 {
 	int flex = th_flex(api, v);
 	switch (api) {
 	case KAAS_API_FIND_COORDINATOR:
-		kaas_wr_str(w, 0, "group");
+		kw_wr_str(w, 0, "group");
 		if (v >= 1)
-			kaas_wr_i8(w, 0);
+			kw_wr_i8(w, 0);
 		break;
 	case KAAS_API_JOIN_GROUP:
 		jg_req(w, v, "g", 10000, 10000, "", "i", "consumer", "range=abc,rr=de");
@@ -234,86 +234,86 @@ static void build(int16_t api, int16_t v, kaas_wr *w)
 		break;
 	}
 	case KAAS_API_HEARTBEAT:
-		kaas_wr_str(w, 0, "g");
-		kaas_wr_i32(w, 1);
-		kaas_wr_str(w, 0, "m1");
+		kw_wr_str(w, 0, "g");
+		kw_wr_i32(w, 1);
+		kw_wr_str(w, 0, "m1");
 		if (v >= 3)
-			kaas_wr_str(w, 0, NULL);
+			kw_wr_str(w, 0, NULL);
 		break;
 	case KAAS_API_LEAVE_GROUP:
-		kaas_wr_str(w, 0, "g");
+		kw_wr_str(w, 0, "g");
 		if (v <= 2) {
-			kaas_wr_str(w, 0, "m1");
+			kw_wr_str(w, 0, "m1");
 		} else {
-			kaas_wr_array(w, 0, 2);
-			kaas_wr_str(w, 0, "m1");
-			kaas_wr_str(w, 0, NULL);
-			kaas_wr_str(w, 0, "m2");
-			kaas_wr_str(w, 0, "i");
+			kw_wr_array(w, 0, 2);
+			kw_wr_str(w, 0, "m1");
+			kw_wr_str(w, 0, NULL);
+			kw_wr_str(w, 0, "m2");
+			kw_wr_str(w, 0, "i");
 		}
 		break;
 	case KAAS_API_DESCRIBE_GROUPS:
-		kaas_wr_array(w, 0, 2);
-		kaas_wr_str(w, 0, "g");
-		kaas_wr_str(w, 0, "h");
+		kw_wr_array(w, 0, 2);
+		kw_wr_str(w, 0, "g");
+		kw_wr_str(w, 0, "h");
 		if (v >= 3)
-			kaas_wr_i8(w, 1);
+			kw_wr_i8(w, 1);
 		break;
 	case KAAS_API_DELETE_GROUPS:
-		kaas_wr_array(w, 0, 2);
-		kaas_wr_str(w, 0, "g");
-		kaas_wr_str(w, 0, "h");
+		kw_wr_array(w, 0, 2);
+		kw_wr_str(w, 0, "g");
+		kw_wr_str(w, 0, "h");
 		break;
 	case KAAS_API_OFFSET_COMMIT:
-		kaas_wr_str(w, 0, "g");
+		kw_wr_str(w, 0, "g");
 		if (v >= 1) {
-			kaas_wr_i32(w, -1);
-			kaas_wr_str(w, 0, "");
+			kw_wr_i32(w, -1);
+			kw_wr_str(w, 0, "");
 		}
 		if (v >= 7)
-			kaas_wr_str(w, 0, NULL);
+			kw_wr_str(w, 0, NULL);
 		if (v >= 2 && v <= 4)
-			kaas_wr_i64(w, -1);
-		kaas_wr_array(w, 0, 1);
-		kaas_wr_str(w, 0, "t");
-		kaas_wr_array(w, 0, 2);
+			kw_wr_i64(w, -1);
+		kw_wr_array(w, 0, 1);
+		kw_wr_str(w, 0, "t");
+		kw_wr_array(w, 0, 2);
 		for (int p = 0; p < 2; p++) {
-			kaas_wr_i32(w, p);
-			kaas_wr_i64(w, 10);
+			kw_wr_i32(w, p);
+			kw_wr_i64(w, 10);
 			if (v >= 6)
-				kaas_wr_i32(w, 1);
+				kw_wr_i32(w, 1);
 			if (v == 1)
-				kaas_wr_i64(w, -1);
-			kaas_wr_str(w, 0, "md");
+				kw_wr_i64(w, -1);
+			kw_wr_str(w, 0, "md");
 		}
 		break;
 	case KAAS_API_OFFSET_FETCH:
-		kaas_wr_str(w, flex, "g");
-		kaas_wr_array(w, flex, 1);
-		kaas_wr_str(w, flex, "t");
-		kaas_wr_array(w, flex, 2);
-		kaas_wr_i32(w, 0);
-		kaas_wr_i32(w, 1);
-		kaas_wr_tags(w, flex);
+		kw_wr_str(w, flex, "g");
+		kw_wr_array(w, flex, 1);
+		kw_wr_str(w, flex, "t");
+		kw_wr_array(w, flex, 2);
+		kw_wr_i32(w, 0);
+		kw_wr_i32(w, 1);
+		kw_wr_tags(w, flex);
 		if (v >= 7)
-			kaas_wr_i8(w, 0);
-		kaas_wr_tags(w, flex);
+			kw_wr_i8(w, 0);
+		kw_wr_tags(w, flex);
 		break;
 	case KAAS_API_OFFSET_DELETE:
-		kaas_wr_str(w, 0, "g");
-		kaas_wr_array(w, 0, 1);
-		kaas_wr_str(w, 0, "t");
-		kaas_wr_array(w, 0, 1);
-		kaas_wr_i32(w, 0);
+		kw_wr_str(w, 0, "g");
+		kw_wr_array(w, 0, 1);
+		kw_wr_str(w, 0, "t");
+		kw_wr_array(w, 0, 1);
+		kw_wr_i32(w, 0);
 		break;
 	case KAAS_API_INIT_PRODUCER_ID:
-		kaas_wr_str(w, flex, NULL);
-		kaas_wr_i32(w, 1000);
+		kw_wr_str(w, flex, NULL);
+		kw_wr_i32(w, 1000);
 		if (v >= 3) {
-			kaas_wr_i64(w, -1);
-			kaas_wr_i16(w, -1);
+			kw_wr_i64(w, -1);
+			kw_wr_i16(w, -1);
 		}
-		kaas_wr_tags(w, flex);
+		kw_wr_tags(w, flex);
 		break;
 	}
 }
@@ -327,7 +327,7 @@ static const struct {
 	{KAAS_API_OFFSET_DELETE, 0},    {KAAS_API_INIT_PRODUCER_ID, 4},
 };
 
-static void no_answer(void *ctx, kaas_wr *resp)
+static void no_answer(void *ctx, kw_wr *resp)
 {
 	(void)ctx;
 	(void)resp;
@@ -340,33 +340,33 @@ START_TEST(every_truncation_is_rejected)
 	th_open(&t);
 	for (size_t a = 0; a < sizeof(apis) / sizeof(apis[0]); a++) {
 		for (int16_t v = 0; v <= apis[a].max; v++) {
-			kaas_wr full = KAAS_WR_INIT;
+			kw_wr full = KAAS_WR_INIT;
 			build(apis[a].api, v, &full);
 			for (size_t cut = 0; cut < full.len; cut++) {
-				kaas_coord_call call = {apis[a].api, v, th_flex(apis[a].api, v), {"c", 1}, "/h",
+				kg_coord_call call = {apis[a].api, v, th_flex(apis[a].api, v), {"c", 1}, "/h",
 							no_answer, NULL};
-				kaas_rd rd;
-				kaas_wr resp = KAAS_WR_INIT;
-				kaas_rd_init(&rd, full.buf, cut);
-				int rc = kaas_coord_handle(t.c, &call, &rd, &resp);
+				kw_rd rd;
+				kw_wr resp = KAAS_WR_INIT;
+				kw_rd_init(&rd, full.buf, cut);
+				int rc = kg_coord_handle(t.c, &call, &rd, &resp);
 				ck_assert_msg(rc == -EBADMSG, "api %d v%d cut at %zu/%zu: rc %d", apis[a].api, v,
 					      cut, full.len, rc);
 				ck_assert_ptr_nonnull(rd.err);
-				kaas_wr_free(&resp);
+				kw_wr_free(&resp);
 			}
 			/* The whole request parses (and is answered one way or another). */
 			th_resp r = {0};
 			int rc = th_call(&t, apis[a].api, v, &full, &r);
 			if (rc == KAAS_DEFERRED) {
-				kaas_coord_flush(t.c);
+				kg_coord_flush(t.c);
 				t.now += 100000; /* past any rebalance timeout */
-				kaas_coord_tick(t.c);
+				kg_coord_tick(t.c);
 			}
 			ck_assert_int_eq(r.got, 1);
 			th_resp_free(&r);
 		}
 	}
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	th_close(&t);
 }
 END_TEST
@@ -376,35 +376,35 @@ START_TEST(hostile_counts_are_rejected)
 	th t;
 	th_open(&t);
 	/* JoinGroup v0 with 2^31-1 protocols in a 30-byte request. */
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_wr_str(&w, 0, "g");
-	kaas_wr_i32(&w, 10000);
-	kaas_wr_str(&w, 0, "");
-	kaas_wr_str(&w, 0, "consumer");
-	kaas_wr_i32(&w, INT32_MAX);
-	kaas_wr_str(&w, 0, "range");
-	kaas_coord_call call = {KAAS_API_JOIN_GROUP, 0, 0, {"c", 1}, "/h", no_answer, NULL};
-	kaas_rd rd;
-	kaas_wr resp = KAAS_WR_INIT;
-	kaas_rd_init(&rd, w.buf, w.len);
-	ck_assert_int_eq(kaas_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
-	kaas_wr_free(&w);
+	kw_wr w = KAAS_WR_INIT;
+	kw_wr_str(&w, 0, "g");
+	kw_wr_i32(&w, 10000);
+	kw_wr_str(&w, 0, "");
+	kw_wr_str(&w, 0, "consumer");
+	kw_wr_i32(&w, INT32_MAX);
+	kw_wr_str(&w, 0, "range");
+	kg_coord_call call = {KAAS_API_JOIN_GROUP, 0, 0, {"c", 1}, "/h", no_answer, NULL};
+	kw_rd rd;
+	kw_wr resp = KAAS_WR_INIT;
+	kw_rd_init(&rd, w.buf, w.len);
+	ck_assert_int_eq(kg_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
+	kw_wr_free(&w);
 	/* A negative string length. */
-	kaas_wr_i16(&w, -7);
+	kw_wr_i16(&w, -7);
 	call.api_key = KAAS_API_HEARTBEAT;
-	kaas_rd_init(&rd, w.buf, w.len);
-	ck_assert_int_eq(kaas_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
-	kaas_wr_free(&w);
+	kw_rd_init(&rd, w.buf, w.len);
+	ck_assert_int_eq(kg_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
+	kw_wr_free(&w);
 	/* OffsetFetch v6 with a compact array count beyond the request. */
-	kaas_wr_str(&w, 1, "g");
-	kaas_wr_uvarint(&w, 1000000);
+	kw_wr_str(&w, 1, "g");
+	kw_wr_uvarint(&w, 1000000);
 	call.api_key = KAAS_API_OFFSET_FETCH;
 	call.version = 6;
 	call.flex = 1;
-	kaas_rd_init(&rd, w.buf, w.len);
-	ck_assert_int_eq(kaas_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
-	kaas_wr_free(&w);
-	kaas_wr_free(&resp);
+	kw_rd_init(&rd, w.buf, w.len);
+	ck_assert_int_eq(kg_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
+	kw_wr_free(&w);
+	kw_wr_free(&resp);
 	th_close(&t);
 }
 END_TEST

@@ -21,7 +21,7 @@ typedef struct mjoin {
 static int join_as(th *t, mjoin *m, int16_t v, const char *member, const char *inst,
 		   const char *protos)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp_free(&m->r);
 	m->v = v;
 	jg_req(&w, v, G, SESSION, REBAL, member, inst, "consumer", protos);
@@ -55,7 +55,7 @@ static void joined(mjoin *m, jg_resp *jr)
 static int16_t sync_as(th *t, int16_t v, const char *member, int32_t gen, int n, const char *const *ids,
 		       const char *const *asg, th_resp *r)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	sg_req(&w, v, G, gen, member, NULL, n, ids, asg);
 	return (int16_t)th_call(t, KAAS_API_SYNC_GROUP, v, &w, r);
 }
@@ -67,19 +67,19 @@ static void sync_leader(th *t, int16_t v, const char *member, int32_t gen, int n
 {
 	ck_assert_int_eq(sync_as(t, v, member, gen, n, ids, asg, r), KAAS_DEFERRED);
 	ck_assert_int_eq(r->got, 0);
-	kaas_coord_flush(t->c);
+	kg_coord_flush(t->c);
 	ck_assert_int_eq(r->got, 1);
 }
 
 static void describe(th *t, int16_t v, const char *group, char *state, int32_t *nmembers,
 		     char *assignment0)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_str(&w, 0, group);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_str(&w, 0, group);
 	if (v >= 3)
-		kaas_wr_i8(&w, 1);
+		kw_wr_i8(&w, 1);
 	ck_assert_int_eq(th_call(t, KAAS_API_DESCRIBE_GROUPS, v, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, 0);
@@ -87,9 +87,9 @@ static void describe(th *t, int16_t v, const char *group, char *state, int32_t *
 		ck_assert_int_eq(tr_i32(&rr), 0);
 	ck_assert_int_eq(tr_arr(&rr), 1);
 	ck_assert_int_eq(tr_i16(&rr), 0);
-	kaas_str id = tr_str(&rr);
+	kw_str id = tr_str(&rr);
 	ck_assert_kstr(id, group);
-	kaas_str st = tr_str(&rr);
+	kw_str st = tr_str(&rr);
 	snprintf(state, 32, "%.*s", st.len, st.s);
 	tr_str(&rr); /* protocol type */
 	tr_str(&rr); /* protocol */
@@ -98,12 +98,12 @@ static void describe(th *t, int16_t v, const char *group, char *state, int32_t *
 		tr_str(&rr);
 		if (v >= 4)
 			tr_str(&rr);
-		kaas_str cid = tr_str(&rr);
+		kw_str cid = tr_str(&rr);
 		ck_assert_kstr(cid, "cli");
-		kaas_str host = tr_str(&rr);
+		kw_str host = tr_str(&rr);
 		ck_assert_kstr(host, "/127.0.0.1");
 		tr_bytes(&rr);
-		kaas_bytes a = tr_bytes(&rr);
+		kw_bytes a = tr_bytes(&rr);
 		if (i == 0 && assignment0)
 			snprintf(assignment0, 64, "%.*s", a.len < 0 ? 0 : a.len, a.len > 0 ? (const char *)a.p : "");
 	}
@@ -123,7 +123,7 @@ START_TEST(single_member_lifecycle)
 	/* The first rebalance of an empty group waits the initial delay. */
 	ck_assert_int_eq(a.rc, KAAS_DEFERRED);
 	ck_assert_int_eq(a.r.got, 0);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp jr;
 	joined(&a, &jr);
 	ck_assert_int_eq(jr.gen, 1);
@@ -175,7 +175,7 @@ START_TEST(single_member_lifecycle)
 	 * file (written when the generation completed) are gone. */
 	sub_stat st;
 	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), 0);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), -ENOENT);
 	describe(&t, 0, G, state, &n, NULL);
 	ck_assert_str_eq(state, "Dead");
@@ -193,7 +193,7 @@ START_TEST(three_members_rebalance)
 	mjoin a, b, c;
 	jg_resp jr;
 	join_new(&t, &a, PROTOS);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	joined(&a, &jr);
 	ck_assert_int_eq(jr.gen, 1);
 	th_resp sr = {0};
@@ -291,7 +291,7 @@ static void two_stable(th *t, mjoin *a, mjoin *b)
 	th_resp sr = {0};
 	join_new(t, a, PROTOS);
 	join_new(t, b, PROTOS);
-	kaas_coord_tick(t->c);
+	kg_coord_tick(t->c);
 	joined(a, &jr);
 	ck_assert_int_eq(jr.gen, 1);
 	joined(b, &jr);
@@ -317,11 +317,11 @@ START_TEST(session_timeout_expires_member)
 	for (int i = 0; i < 3; i++) {
 		t.now += SESSION / 3;
 		ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_NONE);
-		kaas_coord_tick(t.c);
+		kg_coord_tick(t.c);
 	}
 	t.now += SESSION / 5;
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_NONE);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_REBALANCE_IN_PROGRESS);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b.id, NULL), KERR_UNKNOWN_MEMBER_ID);
 	ck_assert_int_eq(join_as(&t, &a, 5, a.id, NULL, PROTOS), KAAS_HANDLED);
@@ -353,13 +353,13 @@ START_TEST(rebalance_timeout_drops_laggard)
 	for (int i = 0; i < 4; i++) {
 		t.now += SESSION / 2;
 		ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b.id, NULL), KERR_REBALANCE_IN_PROGRESS);
-		kaas_coord_tick(t.c);
+		kg_coord_tick(t.c);
 		ck_assert_int_eq(a.r.got, 0);
 	}
 	t.now += REBAL;
 	/* B is alive (it just heartbeat), it only failed to rejoin. */
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b.id, NULL), KERR_REBALANCE_IN_PROGRESS);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp jr;
 	joined(&a, &jr);
 	ck_assert_int_eq(jr.gen, 2);
@@ -384,7 +384,7 @@ START_TEST(pending_member_id_expires)
 	jg_parse(&a.r, 4, &jr);
 	ck_assert_int_eq(jr.err, KERR_MEMBER_ID_REQUIRED);
 	t.now += SESSION + 1;
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	ck_assert_int_eq(join_as(&t, &a, 4, jr.member, NULL, PROTOS), KAAS_HANDLED);
 	jg_parse(&a.r, 4, &jr);
 	ck_assert_int_eq(jr.err, KERR_UNKNOWN_MEMBER_ID);
@@ -400,7 +400,7 @@ START_TEST(join_errors)
 	mjoin a, x;
 	jg_resp jr;
 	memset(&x, 0, sizeof(x));
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	/* Session timeout outside the broker's bounds. */
 	jg_req(&w, 5, G, 100, REBAL, "", NULL, "consumer", PROTOS);
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 5, &w, &x.r), KAAS_HANDLED);
@@ -424,7 +424,7 @@ START_TEST(join_errors)
 	ck_assert_int_eq(jr.err, KERR_INCONSISTENT_GROUP_PROTOCOL);
 
 	join_new(&t, &a, PROTOS);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	joined(&a, &jr);
 	/* No protocol in common / another protocol type. */
 	ck_assert_int_eq(join_as(&t, &x, 0, "", NULL, "sticky=m"), KAAS_HANDLED);
@@ -459,7 +459,7 @@ START_TEST(protocol_selection)
 	join_new(&t, &a, "range=1,roundrobin=2,sticky=3");
 	join_new(&t, &b, "roundrobin=4,range=5");
 	join_new(&t, &c, "sticky=6,roundrobin=7,range=8");
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	joined(&a, &jr);
 	/* sticky is not supported by b; votes: a range, b roundrobin, c roundrobin */
 	ck_assert_str_eq(jr.proto, "roundrobin");
@@ -484,14 +484,14 @@ START_TEST(initial_delay_waits_for_more_members)
 	join_new(&t, &a, PROTOS);
 	ck_assert_int_eq(a.rc, KAAS_DEFERRED);
 	t.now += 1000;
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	join_new(&t, &b, PROTOS);
 	t.now += 2000; /* the first delay is over, but a member arrived: one more */
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	ck_assert_int_eq(a.r.got, 0);
 	ck_assert_int_eq(b.r.got, 0);
 	t.now += 3000;
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp jr;
 	joined(&a, &jr);
 	ck_assert_int_eq(jr.gen, 1);
@@ -514,7 +514,7 @@ START_TEST(static_membership)
 	memset(&a, 0, sizeof(a));
 	/* Static members get their id at once, even on v5. */
 	ck_assert_int_eq(join_as(&t, &a, 5, "", "inst-1", PROTOS), KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_parse(&a.r, 5, &jr);
 	ck_assert_int_eq(jr.err, 0);
 	ck_assert_str_eq(jr.insts[0], "inst-1");
@@ -553,7 +553,7 @@ START_TEST(parked_requests_always_answered)
 	mjoin a, b;
 	join_new(&t, &a, PROTOS);
 	ck_assert_int_eq(a.rc, KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp jr;
 	joined(&a, &jr);
 	th_resp sr = {0};
@@ -561,7 +561,7 @@ START_TEST(parked_requests_always_answered)
 	th_resp_free(&sr);
 	join_new(&t, &b, PROTOS);
 	ck_assert_int_eq(b.rc, KAAS_DEFERRED);
-	kaas_coord_close(t.c);
+	kg_coord_close(t.c);
 	jg_parse(&b.r, 5, &jr);
 	ck_assert_int_eq(jr.err, KERR_NOT_COORDINATOR);
 	th_start(&t);
@@ -581,7 +581,7 @@ START_TEST(drain_answers_parked_and_parks_nothing)
 	jg_resp jr;
 	join_new(&t, &a, PROTOS);
 	ck_assert_int_eq(a.rc, KAAS_DEFERRED);
-	kaas_coord_drain(t.c);
+	kg_coord_drain(t.c);
 	ck_assert_int_eq(a.r.got, 1);
 	jg_parse(&a.r, 5, &jr);
 	ck_assert_int_eq(jr.err, KERR_NOT_COORDINATOR);
@@ -603,14 +603,14 @@ START_TEST(retried_join_answers_first)
 	mjoin a;
 	join_new(&t, &a, PROTOS);
 	th_resp r2 = {0};
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	jg_req(&w, 5, G, SESSION, REBAL, a.id, NULL, "consumer", PROTOS);
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 5, &w, &r2), KAAS_DEFERRED);
 	jg_resp jr;
 	ck_assert_int_eq(a.r.got, 1);
 	jg_parse(&a.r, 5, &jr);
 	ck_assert_int_eq(jr.err, KERR_REBALANCE_IN_PROGRESS);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	ck_assert_int_eq(a.r.got, 1);
 	ck_assert_int_eq(r2.got, 1);
 	jg_parse(&r2, 5, &jr);

@@ -19,7 +19,7 @@ START_TEST(commit_is_acknowledged_only_when_durable)
 	ck_assert_int_eq(th_fetch(&t, 1, "g1", "orders", 3, &perr, NULL, 0), -1);
 	sub_stat st;
 	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/g1.json", &st), -ENOENT);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(r.got, 1);
 	ck_assert_int_eq(commit_err(&r, 2, "orders", 3), KERR_NONE);
 	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/g1.json", &st), 0);
@@ -77,13 +77,13 @@ START_TEST(fetch_all_topics)
 	th_restart(&t);
 	for (int16_t v = 2; v <= 7; v++) {
 		int flex = v >= 6;
-		kaas_wr w = KAAS_WR_INIT;
+		kw_wr w = KAAS_WR_INIT;
 		th_resp r = {0};
-		kaas_wr_str(&w, flex, "g");
-		kaas_wr_array(&w, flex, -1);
+		kw_wr_str(&w, flex, "g");
+		kw_wr_array(&w, flex, -1);
 		if (v >= 7)
-			kaas_wr_i8(&w, 0);
-		kaas_wr_tags(&w, flex);
+			kw_wr_i8(&w, 0);
+		kw_wr_tags(&w, flex);
 		ck_assert_int_eq(th_call(&t, KAAS_API_OFFSET_FETCH, v, &w, &r), KAAS_HANDLED);
 		tr rr;
 		tr_init(&rr, &r, flex);
@@ -92,7 +92,7 @@ START_TEST(fetch_all_topics)
 		ck_assert_int_eq(tr_arr(&rr), 3);
 		int64_t sum = 0;
 		for (int i = 0; i < 3; i++) {
-			kaas_str name = tr_str(&rr);
+			kw_str name = tr_str(&rr);
 			ck_assert_int_eq(name.len, 1);
 			ck_assert_int_eq(tr_arr(&rr), 2);
 			for (int p = 0; p < 2; p++) {
@@ -129,11 +129,11 @@ START_TEST(commits_coalesce_into_one_write)
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < N; i++)
 		ck_assert_int_eq(th_commit(&t, 7, "busy", -1, "", "t", i % 4, i, NULL, &r[i]), KAAS_DEFERRED);
-	kaas_coord_stats st;
-	kaas_coord_get_stats(t.c, &st);
+	kg_coord_stats st;
+	kg_coord_get_stats(t.c, &st);
 	ck_assert_uint_eq(st.group_writes, 0);
-	kaas_coord_flush(t.c);
-	kaas_coord_get_stats(t.c, &st);
+	kg_coord_flush(t.c);
+	kg_coord_get_stats(t.c, &st);
 	ck_assert_uint_eq(st.group_writes, 1);
 	ck_assert_uint_eq(st.commits, N);
 	for (int i = 0; i < N; i++) {
@@ -155,11 +155,11 @@ START_TEST(commit_generation_rules)
 	/* A generation for a group nobody knows: stale. */
 	ck_assert_int_eq(th_commit_sync(&t, 2, "cg", 3, "m", "t", 0, 1, NULL), KERR_ILLEGAL_GENERATION);
 	/* One member, generation 1, CompletingRebalance until it syncs. */
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp jr = {0};
 	jg_req(&w, 3, "cg", 10000, 10000, "", NULL, "consumer", "range=x");
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 3, &w, &jr), KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp j;
 	jg_parse(&jr, 3, &j);
 	ck_assert_int_eq(j.err, 0);
@@ -182,7 +182,7 @@ START_TEST(commit_generation_rules)
 }
 END_TEST
 
-static int16_t only_partition_one(void *arg, kaas_str topic, int32_t partition)
+static int16_t only_partition_one(void *arg, kw_str topic, int32_t partition)
 {
 	(void)arg;
 	(void)topic;
@@ -197,33 +197,33 @@ START_TEST(per_partition_errors)
 	memset(big, 'm', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	ck_assert_int_eq(th_commit_sync(&t, 3, "g", -1, "", "t", 0, 1, big), KERR_OFFSET_METADATA_TOO_LARGE);
-	kaas_coord_set_topic_check(t.c, only_partition_one, NULL);
+	kg_coord_set_topic_check(t.c, only_partition_one, NULL);
 	ck_assert_int_eq(th_commit_sync(&t, 3, "g", -1, "", "t", 0, 1, NULL), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 	ck_assert_int_eq(th_commit_sync(&t, 3, "g", -1, "", "t", 1, 1, NULL), KERR_NONE);
 	/* A request with good and bad partitions: the good ones are committed. */
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_str(&w, 0, "g");
-	kaas_wr_i32(&w, -1);
-	kaas_wr_str(&w, 0, "");
-	kaas_wr_array(&w, 0, 2);
+	kw_wr_str(&w, 0, "g");
+	kw_wr_i32(&w, -1);
+	kw_wr_str(&w, 0, "");
+	kw_wr_array(&w, 0, 2);
 	for (int i = 0; i < 2; i++) {
-		kaas_wr_str(&w, 0, i ? "u" : "t");
-		kaas_wr_array(&w, 0, 2);
+		kw_wr_str(&w, 0, i ? "u" : "t");
+		kw_wr_array(&w, 0, 2);
 		for (int p = 0; p < 2; p++) {
-			kaas_wr_i32(&w, p);
-			kaas_wr_i64(&w, 500 + p);
-			kaas_wr_str(&w, 0, NULL);
+			kw_wr_i32(&w, p);
+			kw_wr_i64(&w, 500 + p);
+			kw_wr_str(&w, 0, NULL);
 		}
 	}
 	ck_assert_int_eq(th_call(&t, KAAS_API_OFFSET_COMMIT, 5, &w, &r), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	tr rr;
 	tr_init(&rr, &r, 0);
 	ck_assert_int_eq(tr_i32(&rr), 0);
 	ck_assert_int_eq(tr_arr(&rr), 2);
 	for (int i = 0; i < 2; i++) {
-		kaas_str n = tr_str(&rr);
+		kw_str n = tr_str(&rr);
 		ck_assert_kstr(n, i ? "u" : "t");
 		ck_assert_int_eq(tr_arr(&rr), 2);
 		for (int p = 0; p < 2; p++) {
@@ -274,7 +274,7 @@ START_TEST(hostile_group_ids_on_the_volume)
 	for (size_t i = 0; i < n; i++)
 		ck_assert_int_eq(th_fetch(&t, 2, ids[i], "t", 0, NULL, NULL, 0), (int64_t)i + 1);
 	th_restart(&t);
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
 	ck_assert_int_eq(th_call(&t, KAAS_API_LIST_GROUPS, 2, &w, &r), KAAS_HANDLED);
 	tr rr;
@@ -284,11 +284,11 @@ START_TEST(hostile_group_ids_on_the_volume)
 	ck_assert_int_eq(tr_arr(&rr), (int32_t)n);
 	int seen[16] = {0};
 	for (size_t i = 0; i < n; i++) {
-		kaas_str id = tr_str(&rr);
+		kw_str id = tr_str(&rr);
 		for (size_t k = 0; k < n; k++)
 			if (tr_streq(id, ids[k]))
 				seen[k]++;
-		kaas_str pt = tr_str(&rr);
+		kw_str pt = tr_str(&rr);
 		ck_assert_int_eq(pt.len, 0);
 	}
 	tr_end(&rr);
@@ -316,8 +316,8 @@ START_TEST(failed_write_is_not_acknowledged)
 	ck_assert_ptr_nonnull(f);
 	fclose(f);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "g", -1, "", "t", 0, 11, NULL), KERR_NOT_COORDINATOR);
-	kaas_coord_stats st;
-	kaas_coord_get_stats(t.c, &st);
+	kg_coord_stats st;
+	kg_coord_get_stats(t.c, &st);
 	ck_assert_uint_eq(st.write_failures, 1);
 	int16_t perr = 0;
 	ck_assert_int_eq(th_fetch(&t, 1, "g", "t", 0, &perr, NULL, 0), -1);
@@ -357,29 +357,29 @@ END_TEST
 /* ConsumerProtocolSubscription v0 for the given topics. */
 static void subscription(char *out, size_t *len, const char *t1, const char *t2)
 {
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_wr_i16(&w, 0);
-	kaas_wr_array(&w, 0, t2 ? 2 : 1);
-	kaas_wr_str(&w, 0, t1);
+	kw_wr w = KAAS_WR_INIT;
+	kw_wr_i16(&w, 0);
+	kw_wr_array(&w, 0, t2 ? 2 : 1);
+	kw_wr_str(&w, 0, t1);
 	if (t2)
-		kaas_wr_str(&w, 0, t2);
-	kaas_wr_bytes(&w, 0, NULL, -1);
+		kw_wr_str(&w, 0, t2);
+	kw_wr_bytes(&w, 0, NULL, -1);
 	memcpy(out, w.buf, w.len);
 	*len = w.len;
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 }
 
 static void offset_delete(th *t, const char *group, const char *topic, int16_t *top, int16_t *perr)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_str(&w, 0, group);
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_str(&w, 0, topic);
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_i32(&w, 0);
+	kw_wr_str(&w, 0, group);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_str(&w, 0, topic);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_i32(&w, 0);
 	if (th_call(t, KAAS_API_OFFSET_DELETE, 0, &w, &r) == KAAS_DEFERRED)
-		kaas_coord_flush(t->c);
+		kg_coord_flush(t->c);
 	tr rr;
 	tr_init(&rr, &r, 0);
 	*top = tr_i16(&rr);
@@ -387,7 +387,7 @@ static void offset_delete(th *t, const char *group, const char *topic, int16_t *
 	int32_t nt = tr_arr(&rr);
 	*perr = -1;
 	if (nt == 1) {
-		kaas_str n = tr_str(&rr);
+		kw_str n = tr_str(&rr);
 		ck_assert_kstr(n, topic);
 		ck_assert_int_eq(tr_arr(&rr), 1);
 		ck_assert_int_eq(tr_i32(&rr), 0);
@@ -410,17 +410,17 @@ START_TEST(offset_delete_rules)
 	char meta[128];
 	size_t mlen;
 	subscription(meta, &mlen, "a", NULL);
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp jr = {0};
-	kaas_wr_str(&w, 0, "g");
-	kaas_wr_i32(&w, 10000);
-	kaas_wr_str(&w, 0, "");
-	kaas_wr_str(&w, 0, "consumer");
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_str(&w, 0, "range");
-	kaas_wr_bytes(&w, 0, meta, (int32_t)mlen);
+	kw_wr_str(&w, 0, "g");
+	kw_wr_i32(&w, 10000);
+	kw_wr_str(&w, 0, "");
+	kw_wr_str(&w, 0, "consumer");
+	kw_wr_array(&w, 0, 1);
+	kw_wr_str(&w, 0, "range");
+	kw_wr_bytes(&w, 0, meta, (int32_t)mlen);
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 0, &w, &jr), KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp j;
 	jg_parse(&jr, 0, &j);
 	ck_assert_int_eq(j.err, 0);
@@ -442,8 +442,8 @@ START_TEST(offset_delete_rules)
 	ck_assert_int_eq(perr, KERR_GROUP_SUBSCRIBED_TO_TOPIC);
 	/* ... until its session runs out: then the group is empty. */
 	t.now += 10001;
-	kaas_coord_tick(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_tick(t.c);
+	kg_coord_flush(t.c);
 	offset_delete(&t, "g", "a", &top, &perr);
 	ck_assert_int_eq(top, 0);
 	ck_assert_int_eq(perr, 0);
@@ -458,17 +458,17 @@ END_TEST
 
 static void delete_groups(th *t, int16_t v, const char *a, const char *b, int16_t *ea, int16_t *eb)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_array(&w, 0, 2);
-	kaas_wr_str(&w, 0, a);
-	kaas_wr_str(&w, 0, b);
+	kw_wr_array(&w, 0, 2);
+	kw_wr_str(&w, 0, a);
+	kw_wr_str(&w, 0, b);
 	ck_assert_int_eq(th_call(t, KAAS_API_DELETE_GROUPS, v, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, 0);
 	ck_assert_int_eq(tr_i32(&rr), 0);
 	ck_assert_int_eq(tr_arr(&rr), 2);
-	kaas_str n = tr_str(&rr);
+	kw_str n = tr_str(&rr);
 	ck_assert_kstr(n, a);
 	*ea = tr_i16(&rr);
 	n = tr_str(&rr);
@@ -483,11 +483,11 @@ START_TEST(delete_groups_rules)
 	th t;
 	th_open(&t);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 0, 5, NULL), 0);
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp jr = {0};
 	jg_req(&w, 0, "busy", 10000, 0, "", NULL, "consumer", "range=x");
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 0, &w, &jr), KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	int16_t ea, eb;
 	delete_groups(&t, 1, "old", "busy", &ea, &eb);
 	ck_assert_int_eq(ea, 0);
@@ -528,7 +528,7 @@ START_TEST(threaded_commits)
 {
 	th t;
 	th_open(&t);
-	kaas_coord_close(t.c);
+	kg_coord_close(t.c);
 	t.cfg.manual = 0;
 	t.cfg.now_ms = NULL;
 	th_start(&t);
@@ -542,7 +542,7 @@ START_TEST(threaded_commits)
 	}
 	for (int i = 0; i < 4; i++)
 		pthread_join(thr[i], NULL);
-	kaas_coord_close(t.c); /* waits for the flusher */
+	kg_coord_close(t.c); /* waits for the flusher */
 	t.cfg.manual = 1;
 	t.cfg.now_ms = th_clock;
 	th_start(&t);
@@ -570,11 +570,11 @@ START_TEST(retention_expires_offsets_of_empty_groups)
 	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 0, 5, NULL), 0);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 1, 6, NULL), 0);
 	/* "busy" has a member the whole time. */
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp jr = {0}, sr = {0};
 	jg_req(&w, 0, "busy", 30000, 0, "", NULL, "consumer", "range=x");
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 0, &w, &jr), KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp j;
 	jg_parse(&jr, 0, &j);
 	sg_req(&w, 0, "busy", 1, j.member, NULL, 0, NULL, NULL);
@@ -584,8 +584,8 @@ START_TEST(retention_expires_offsets_of_empty_groups)
 	t.wall += R / 2;
 	ck_assert_int_eq(th_commit_sync(&t, 2, "old", -1, "", "t", 1, 8, NULL), 0); /* fresh again */
 	t.wall += R / 2 + 1;
-	kaas_coord_expire_offsets(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_expire_offsets(t.c);
+	kg_coord_flush(t.c);
 	/* t/0 of "old" is R+1 old; t/1 was committed R/2 ago. */
 	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 0, NULL, NULL, 0), -1);
 	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 1, NULL, NULL, 0), 8);
@@ -595,18 +595,18 @@ START_TEST(retention_expires_offsets_of_empty_groups)
 	/* Its member leaves: the clock starts now, not at the old commit. */
 	ck_assert_int_eq(th_leave(&t, 0, "busy", j.member, NULL, NULL), 0);
 	t.wall += R / 2;
-	kaas_coord_expire_offsets(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_expire_offsets(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(th_fetch(&t, 2, "busy", "t", 0, NULL, NULL, 0), 7);
 	t.wall += R / 2 + 1;
-	kaas_coord_expire_offsets(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_expire_offsets(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(th_fetch(&t, 2, "busy", "t", 0, NULL, NULL, 0), -1);
 	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 1, NULL, NULL, 0), -1);
 	sub_stat st;
 	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/old.json", &st), -ENOENT);
-	kaas_coord_stats cs;
-	kaas_coord_get_stats(t.c, &cs);
+	kg_coord_stats cs;
+	kg_coord_get_stats(t.c, &cs);
 	ck_assert_uint_eq(cs.expired, 3);
 	th_resp_free(&jr);
 	th_resp_free(&sr);
@@ -622,12 +622,12 @@ START_TEST(retention_after_restart_is_conservative)
 	ck_assert_int_eq(th_commit_sync(&t, 2, "g", -1, "", "t", 0, 5, NULL), 0);
 	t.wall += 30LL * 24 * 3600 * 1000; /* the broker was down for a month */
 	th_restart(&t);
-	kaas_coord_expire_offsets(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_expire_offsets(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(th_fetch(&t, 2, "g", "t", 0, NULL, NULL, 0), 5);
 	t.wall += 7LL * 24 * 3600 * 1000;
-	kaas_coord_expire_offsets(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_expire_offsets(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(th_fetch(&t, 2, "g", "t", 0, NULL, NULL, 0), -1);
 	th_close(&t);
 }

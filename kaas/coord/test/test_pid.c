@@ -12,24 +12,24 @@ typedef struct pid_ans {
 	int16_t epoch;
 } pid_ans;
 
-static pid_ans init_pid(kaas_coord *c, int16_t v, const char *txn, int64_t pid, int16_t epoch)
+static pid_ans init_pid(kg_coord *c, int16_t v, const char *txn, int64_t pid, int16_t epoch)
 {
 	int flex = v >= 2;
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_wr_str(&w, flex, txn);
-	kaas_wr_i32(&w, 60000);
+	kw_wr w = KAAS_WR_INIT;
+	kw_wr_str(&w, flex, txn);
+	kw_wr_i32(&w, 60000);
 	if (v >= 3) {
-		kaas_wr_i64(&w, pid);
-		kaas_wr_i16(&w, epoch);
+		kw_wr_i64(&w, pid);
+		kw_wr_i16(&w, epoch);
 	}
-	kaas_wr_tags(&w, flex);
+	kw_wr_tags(&w, flex);
 	th_resp r = {0};
-	kaas_coord_call call = {KAAS_API_INIT_PRODUCER_ID, v, flex, {"p", 1}, "/h", th_done, &r};
-	kaas_rd rd;
-	kaas_wr resp = KAAS_WR_INIT;
-	kaas_rd_init(&rd, w.buf, w.len);
-	ck_assert_int_eq(kaas_coord_handle(c, &call, &rd, &resp), KAAS_HANDLED);
-	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+	kg_coord_call call = {KAAS_API_INIT_PRODUCER_ID, v, flex, {"p", 1}, "/h", th_done, &r};
+	kw_rd rd;
+	kw_wr resp = KAAS_WR_INIT;
+	kw_rd_init(&rd, w.buf, w.len);
+	ck_assert_int_eq(kg_coord_handle(c, &call, &rd, &resp), KAAS_HANDLED);
+	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
 	th_done(&r, &resp);
 	tr rr;
 	tr_init(&rr, &r, flex);
@@ -41,7 +41,7 @@ static pid_ans init_pid(kaas_coord *c, int16_t v, const char *txn, int64_t pid, 
 	tr_tags(&rr);
 	tr_end(&rr);
 	th_resp_free(&r);
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 	return a;
 }
 
@@ -94,7 +94,7 @@ END_TEST
 /* Two coordinators (two independent substrate clients of one volume)
  * allocate at the same time: the O_EXCL claims keep them apart. */
 typedef struct racer {
-	kaas_coord *c;
+	kg_coord *c;
 	int64_t ids[2500];
 } racer;
 
@@ -115,10 +115,10 @@ START_TEST(two_coordinators_race_for_blocks)
 	sub_vfs *v2;
 	char err[256];
 	ck_assert_int_eq(sub_open_url(t.dir, &v2, err, sizeof(err)), 0);
-	kaas_coord_config cfg2 = t.cfg;
+	kg_coord_config cfg2 = t.cfg;
 	cfg2.broker_id = 8;
-	kaas_coord *c2;
-	ck_assert_int_eq(kaas_coord_create(v2, &cfg2, &c2), 0);
+	kg_coord *c2;
+	ck_assert_int_eq(kg_coord_create(v2, &cfg2, &c2), 0);
 	static racer r[2];
 	r[0].c = t.c;
 	r[1].c = c2;
@@ -147,7 +147,7 @@ START_TEST(two_coordinators_race_for_blocks)
 			free(buf);
 		}
 	}
-	kaas_coord_close(c2);
+	kg_coord_close(c2);
 	sub_destroy(v2);
 	th_close(&t);
 }

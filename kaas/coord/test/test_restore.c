@@ -23,7 +23,7 @@ typedef struct mem {
 
 static int join(th *t, mem *m, int16_t v, const char *member, const char *inst, const char *client)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp_free(&m->r);
 	jg_req(&w, v, G, SESSION, REBAL, member, inst, "consumer", PROTOS);
 	return th_call_as(t, KAAS_API_JOIN_GROUP, v, &w, &m->r, client);
@@ -44,7 +44,7 @@ static void join_new(th *t, mem *m, const char *client)
 static int sync_req(th *t, int16_t v, const char *member, int32_t gen, int n, const char *const *ids,
 		    const char *const *asg, th_resp *r)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	sg_req(&w, v, G, gen, member, NULL, n, ids, asg);
 	return th_call(t, KAAS_API_SYNC_GROUP, v, &w, r);
 }
@@ -54,7 +54,7 @@ static void stable_pair(th *t, mem *a, mem *b)
 {
 	join_new(t, a, "cli");
 	join_new(t, b, "cli");
-	kaas_coord_tick(t->c);
+	kg_coord_tick(t->c);
 	jg_resp ja, jb;
 	jg_parse(&a->r, 5, &ja);
 	jg_parse(&b->r, 5, &jb);
@@ -67,7 +67,7 @@ static void stable_pair(th *t, mem *a, mem *b)
 	const char *ids[] = {a->id, b->id}, *as[] = {"asg-a", "asg-b"};
 	ck_assert_int_eq(sync_req(t, 3, a->id, 1, 2, ids, as, &sa), KAAS_DEFERRED);
 	ck_assert_int_eq(sa.got + sb.got, 0);
-	kaas_coord_flush(t->c);
+	kg_coord_flush(t->c);
 	char asg[64];
 	ck_assert_int_eq(sg_parse(&sa, 3, asg, sizeof(asg)), KERR_NONE);
 	ck_assert_str_eq(asg, "asg-a");
@@ -114,12 +114,12 @@ typedef struct desc {
 
 static void describe(th *t, const char *group, desc *d)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
 	memset(d, 0, sizeof(*d));
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_str(&w, 0, group);
-	kaas_wr_i8(&w, 0);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_str(&w, 0, group);
+	kw_wr_i8(&w, 0);
 	ck_assert_int_eq(th_call(t, KAAS_API_DESCRIBE_GROUPS, 4, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, 0);
@@ -127,7 +127,7 @@ static void describe(th *t, const char *group, desc *d)
 	ck_assert_int_eq(tr_arr(&rr), 1);
 	ck_assert_int_eq(tr_i16(&rr), 0);
 	tr_str(&rr);
-	kaas_str s = tr_str(&rr);
+	kw_str s = tr_str(&rr);
 	snprintf(d->state, sizeof(d->state), "%.*s", s.len, s.s);
 	tr_str(&rr);
 	s = tr_str(&rr);
@@ -144,7 +144,7 @@ static void describe(th *t, const char *group, desc *d)
 		s = tr_str(&rr);
 		ck_assert_kstr(s, "/127.0.0.1");
 		tr_bytes(&rr);
-		kaas_bytes b = tr_bytes(&rr);
+		kw_bytes b = tr_bytes(&rr);
 		if (i < 4)
 			snprintf(d->asg[i], sizeof(d->asg[i]), "%.*s", b.len < 0 ? 0 : b.len,
 				 b.len > 0 ? (const char *)b.p : "");
@@ -226,26 +226,26 @@ START_TEST(members_keep_their_generation)
 	ck_assert_str_eq(jr.leader, a.id);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_NONE);
 	/* ListGroups shows it. */
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp lr = {0};
 	ck_assert_int_eq(th_call(&t, KAAS_API_LIST_GROUPS, 0, &w, &lr), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &lr, 0);
 	ck_assert_int_eq(tr_i16(&rr), 0);
 	ck_assert_int_eq(tr_arr(&rr), 1);
-	kaas_str lid = tr_str(&rr);
+	kw_str lid = tr_str(&rr);
 	ck_assert_kstr(lid, G);
-	kaas_str lpt = tr_str(&rr);
+	kw_str lpt = tr_str(&rr);
 	ck_assert_kstr(lpt, "consumer");
 	th_resp_free(&lr);
 	/* B's subscription changes and A leaves: the file written for the
 	 * departure has B's new metadata. */
-	w = (kaas_wr)KAAS_WR_INIT;
+	w = (kw_wr)KAAS_WR_INIT;
 	jg_req(&w, 5, G, SESSION, REBAL, b.id, NULL, "consumer", "range=mC");
 	ck_assert_int_eq(th_call(&t, KAAS_API_JOIN_GROUP, 5, &w, &b.r), KAAS_DEFERRED);
 	int16_t merr;
 	ck_assert_int_eq(th_leave(&t, 3, G, a.id, NULL, &merr), KERR_NONE);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	doc = read_group_file(&t, G);
 	ms = json_object_get(doc, "members");
 	ck_assert_uint_eq(json_array_size(ms), 1);
@@ -274,15 +274,15 @@ START_TEST(absent_member_expires_and_the_rest_rebalance)
 	int64_t loaded = t.now;
 	while (t.now + SESSION / 3 < loaded + SESSION) {
 		t.now += SESSION / 3;
-		kaas_coord_tick(t.c);
+		kg_coord_tick(t.c);
 		ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_NONE);
 	}
 	t.now = loaded + SESSION + 1;
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_REBALANCE_IN_PROGRESS);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b.id, NULL), KERR_UNKNOWN_MEMBER_ID);
 	/* B's departure reaches the volume at once, before the rebalance ends. */
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	json_t *doc = read_group_file(&t, G);
 	ck_assert_str_eq(jstr_of(doc, "state"), "PreparingRebalance");
 	ck_assert_uint_eq(json_array_size(json_object_get(doc, "members")), 1);
@@ -297,7 +297,7 @@ START_TEST(absent_member_expires_and_the_rest_rebalance)
 	th_resp sr = {0};
 	const char *ids[] = {a.id}, *as[] = {"all"};
 	ck_assert_int_eq(sync_req(&t, 3, a.id, 2, 1, ids, as, &sr), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(sg_parse(&sr, 3, NULL, 0), KERR_NONE);
 	th_resp_free(&sr);
 	doc = read_group_file(&t, G);
@@ -313,7 +313,7 @@ START_TEST(absent_member_expires_and_the_rest_rebalance)
 }
 END_TEST
 
-/* kaas_coord_load_groups (what the timer does at start) restores groups
+/* kg_coord_load_groups (what the timer does at start) restores groups
  * nobody names; members that never return expire and the group empties,
  * keeping its offsets. */
 START_TEST(load_at_start_expires_members_that_never_return)
@@ -324,23 +324,23 @@ START_TEST(load_at_start_expires_members_that_never_return)
 	stable_pair(&t, &a, &b);
 	ck_assert_int_eq(th_commit_sync(&t, 7, G, 1, b.id, "t", 0, 9, NULL), KERR_NONE);
 	th_restart(&t);
-	kaas_coord_load_groups(t.c);
+	kg_coord_load_groups(t.c);
 	desc d;
 	describe(&t, G, &d);
 	ck_assert_str_eq(d.state, "Stable");
 	ck_assert_int_eq(d.n, 2);
 	t.now += SESSION + 1;
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	describe(&t, G, &d);
 	ck_assert_str_eq(d.state, "Empty");
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	json_t *doc = read_group_file(&t, G);
 	ck_assert_str_eq(jstr_of(doc, "state"), "Empty");
 	ck_assert_uint_eq(json_array_size(json_object_get(doc, "members")), 0);
 	ck_assert_uint_eq(json_array_size(json_object_get(doc, "offsets")), 1);
 	json_decref(doc);
 	th_restart(&t);
-	kaas_coord_load_groups(t.c);
+	kg_coord_load_groups(t.c);
 	describe(&t, G, &d);
 	ck_assert_str_eq(d.state, "Empty");
 	ck_assert_int_eq(th_fetch(&t, 2, G, "t", 0, NULL, NULL, 0), 9);
@@ -395,7 +395,7 @@ START_TEST(sync_waits_for_the_write)
 	mem a, b;
 	join_new(&t, &a, "cli");
 	join_new(&t, &b, "cli");
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	th_resp sa = {0}, sb = {0};
 	ck_assert_int_eq(sync_req(&t, 3, b.id, 1, 0, NULL, NULL, &sb), KAAS_DEFERRED);
 	const char *ids[] = {a.id, b.id}, *as[] = {"x", "y"};
@@ -409,9 +409,9 @@ START_TEST(sync_waits_for_the_write)
 	ck_assert_str_eq(d.state, "CompletingRebalance");
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b.id, NULL), KERR_NONE);
 	/* A SIGTERM drain leaves them to the write. */
-	kaas_coord_drain(t.c);
+	kg_coord_drain(t.c);
 	ck_assert_int_eq(sa.got + sb.got, 0);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(sg_parse(&sa, 3, NULL, 0), KERR_NONE);
 	ck_assert_int_eq(sg_parse(&sb, 3, NULL, 0), KERR_NONE);
 	th_resp_free(&sa);
@@ -433,7 +433,7 @@ START_TEST(sync_waits_for_the_write)
 	fclose(f);
 	ck_assert_int_eq(sync_req(&t, 3, b.id, 2, 0, NULL, NULL, &sb), KAAS_DEFERRED);
 	ck_assert_int_eq(sync_req(&t, 3, a.id, 2, 2, ids, as, &sa), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(sg_parse(&sa, 3, NULL, 0), KERR_NOT_COORDINATOR);
 	ck_assert_int_eq(sg_parse(&sb, 3, NULL, 0), KERR_NOT_COORDINATOR);
 	th_resp_free(&sa);
@@ -442,8 +442,8 @@ START_TEST(sync_waits_for_the_write)
 	ck_assert_int_eq(unlink(path), 0);
 	ck_assert_int_eq(rename(moved, path), 0);
 	t.now += 1000;
-	kaas_coord_tick(t.c);
-	kaas_coord_flush(t.c);
+	kg_coord_tick(t.c);
+	kg_coord_flush(t.c);
 	json_t *doc = read_group_file(&t, G);
 	ck_assert_str_eq(jstr_of(doc, "state"), "PreparingRebalance");
 	ck_assert_int_eq(jint_of(doc, "generation"), 2);
@@ -456,7 +456,7 @@ START_TEST(sync_waits_for_the_write)
 	ck_assert_int_eq(jr.err, 0);
 	ck_assert_int_eq(jr.gen, 3);
 	ck_assert_int_eq(sync_req(&t, 3, a.id, 3, 2, ids, as, &sa), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	ck_assert_int_eq(sg_parse(&sa, 3, NULL, 0), KERR_NONE);
 	th_restart(&t);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 3, b.id, NULL), KERR_NONE);
@@ -477,7 +477,7 @@ START_TEST(static_member_stays_fenced)
 	memset(&a, 0, sizeof(a));
 	memset(&a2, 0, sizeof(a2));
 	ck_assert_int_eq(join(&t, &a, 5, "", "inst-1", "cli"), KAAS_DEFERRED);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp jr;
 	jg_parse(&a.r, 5, &jr);
 	ck_assert_int_eq(jr.err, 0);
@@ -485,7 +485,7 @@ START_TEST(static_member_stays_fenced)
 	th_resp sr = {0};
 	const char *ids[] = {a.id}, *as[] = {"p"};
 	ck_assert_int_eq(sync_req(&t, 3, a.id, 1, 1, ids, as, &sr), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	th_resp_free(&sr);
 	ck_assert_int_eq(join(&t, &a2, 5, "", "inst-1", "cli"), KAAS_HANDLED);
 	jg_parse(&a2.r, 5, &jr);
@@ -509,11 +509,11 @@ START_TEST(odd_bytes_round_trip)
 	const char *client = "c\xff\x01";
 	mem a;
 	join_new(&t, &a, client);
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	th_resp sr = {0};
 	const char *ids[] = {a.id}, *as[] = {"\x01\x02"};
 	ck_assert_int_eq(sync_req(&t, 3, a.id, 1, 1, ids, as, &sr), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	th_resp_free(&sr);
 	th_restart(&t);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, NULL), KERR_NONE);
@@ -523,10 +523,10 @@ START_TEST(odd_bytes_round_trip)
 	ck_assert_str_eq(asg, "\x01\x02");
 	th_resp_free(&sr);
 	/* DescribeGroups shows the client id byte for byte. */
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
-	kaas_wr_array(&w, 0, 1);
-	kaas_wr_str(&w, 0, G);
+	kw_wr_array(&w, 0, 1);
+	kw_wr_str(&w, 0, G);
 	ck_assert_int_eq(th_call(&t, KAAS_API_DESCRIBE_GROUPS, 0, &w, &r), KAAS_HANDLED);
 	tr rr;
 	tr_init(&rr, &r, 0);
@@ -537,9 +537,9 @@ START_TEST(odd_bytes_round_trip)
 	tr_str(&rr);
 	tr_str(&rr);
 	ck_assert_int_eq(tr_arr(&rr), 1);
-	kaas_str id = tr_str(&rr);
+	kw_str id = tr_str(&rr);
 	ck_assert_kstr(id, a.id);
-	kaas_str cid = tr_str(&rr);
+	kw_str cid = tr_str(&rr);
 	ck_assert_kstr(cid, client);
 	th_resp_free(&r);
 	th_resp_free(&a.r);
@@ -564,14 +564,14 @@ START_TEST(version_1_file_loads)
 	ck_assert_str_eq(d.state, "Empty");
 	mem a;
 	join_new(&t, &a, "cli");
-	kaas_coord_tick(t.c);
+	kg_coord_tick(t.c);
 	jg_resp jr;
 	jg_parse(&a.r, 5, &jr);
 	ck_assert_int_eq(jr.gen, 5);
 	th_resp sr = {0};
 	const char *ids[] = {a.id}, *as[] = {"p"};
 	ck_assert_int_eq(sync_req(&t, 3, a.id, 5, 1, ids, as, &sr), KAAS_DEFERRED);
-	kaas_coord_flush(t.c);
+	kg_coord_flush(t.c);
 	th_resp_free(&sr);
 	json_t *doc = read_group_file(&t, G);
 	ck_assert_int_eq(jint_of(doc, "version"), 2);
@@ -660,10 +660,10 @@ static char *replace_once(const char *s, const char *from, const char *to)
  * exactly as it was. */
 static void expect_refused(th *t, const char *file, const char *why)
 {
-	kc_str id = KC_STR_NULL;
-	kc_loaded l;
+	kg_str id = KC_STR_NULL;
+	kg_loaded l;
 	const char *reason = NULL;
-	ck_assert_int_eq(kc_group_file_parse(file, strlen(file), &id, &l, &reason), -EBADMSG);
+	ck_assert_int_eq(kg__group_file_parse(file, strlen(file), &id, &l, &reason), -EBADMSG);
 	ck_assert_msg(reason && strstr(reason, why), "refusal '%s' does not name '%s' for %s",
 		      reason ? reason : "(none)", why, file);
 	th_restart(t);
@@ -677,8 +677,8 @@ static void expect_refused(th *t, const char *file, const char *why)
 	ck_assert_int_eq(jr.err, KERR_COORDINATOR_LOAD_IN_PROGRESS);
 	th_resp_free(&x.r);
 	ck_assert_int_eq(th_commit_sync(t, 7, G, 3, "m-1", "t", 0, 1, NULL), KERR_COORDINATOR_LOAD_IN_PROGRESS);
-	kaas_coord_load_groups(t->c);
-	kaas_coord_flush(t->c);
+	kg_coord_load_groups(t->c);
+	kg_coord_flush(t->c);
 	char *buf;
 	size_t len;
 	ck_assert_int_eq(sub_read_file(t->vfs, "groups/" G ".json", 1 << 20, &buf, &len), 0);
@@ -719,14 +719,14 @@ START_TEST(garbage_never_crashes)
 	ck_assert_int_eq(sub_read_file(t.vfs, "groups/" G ".json", 1 << 20, &file, &len), 0);
 	size_t parsed = 0;
 	for (size_t n = 0; n <= len; n++) {
-		kc_str id = KC_STR_NULL;
-		kc_loaded l;
-		int rc = kc_group_file_parse(file, n, &id, &l, NULL);
+		kg_str id = KC_STR_NULL;
+		kg_loaded l;
+		int rc = kg__group_file_parse(file, n, &id, &l, NULL);
 		ck_assert(rc == 0 || rc == -EBADMSG);
 		if (rc == 0) {
 			parsed++;
-			kc_loaded_free(&l);
-			kc_str_free(&id);
+			kg__loaded_free(&l);
+			kg__str_free(&id);
 		}
 	}
 	ck_assert_uint_eq(parsed, 1); /* only the whole file */
@@ -740,22 +740,22 @@ START_TEST(garbage_never_crashes)
 			x ^= x << 17;
 			mut[x % len] = (char)(x >> 32);
 		}
-		kc_str id = KC_STR_NULL;
-		kc_loaded l;
-		int rc = kc_group_file_parse(mut, len, &id, &l, NULL);
+		kg_str id = KC_STR_NULL;
+		kg_loaded l;
+		int rc = kg__group_file_parse(mut, len, &id, &l, NULL);
 		ck_assert(rc == 0 || rc == -EBADMSG);
 		if (rc == 0) {
 			if (l.state != KC_EMPTY) {
 				ck_assert_int_gt(l.nmembers, 0);
 				ck_assert_int_gt(l.protocol_type.len, 0);
 			}
-			for (kc_member *m = l.members; m; m = m->next) {
+			for (kg_member *m = l.members; m; m = m->next) {
 				ck_assert_int_gt(m->id.len, 0);
 				ck_assert_int_gt(m->session_timeout_ms, 0);
 				ck_assert_int_gt(m->nprotos, 0);
 			}
-			kc_loaded_free(&l);
-			kc_str_free(&id);
+			kg__loaded_free(&l);
+			kg__str_free(&id);
 		}
 	}
 	free(mut);
@@ -780,7 +780,7 @@ START_TEST(threads_load_and_expire_on_their_own)
 	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/" G ".json", file, strlen(file)), 0);
 	free(f1);
 	free(file);
-	kaas_coord_close(t.c);
+	kg_coord_close(t.c);
 	t.cfg.manual = 0;
 	t.cfg.now_ms = NULL;
 	t.cfg.wall_ms = NULL;

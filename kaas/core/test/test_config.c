@@ -15,8 +15,8 @@
 
 START_TEST(defaults_are_kafkas)
 {
-	kaas_config c;
-	kaas_config_defaults(&c);
+	kb_config c;
+	kb_config_defaults(&c);
 	ck_assert_int_eq(c.num_partitions, 1);
 	ck_assert_int_eq(c.auto_create_topics, 1);
 	ck_assert_int_eq(c.socket_request_max_bytes, 104857600);
@@ -26,36 +26,36 @@ START_TEST(defaults_are_kafkas)
 	ck_assert_int_eq(c.log.retention_ms, 604800000LL);
 	ck_assert_int_eq(c.listen_port, 9092);
 	/* Every key in the table can be set to its documented default. */
-	for (const kaas_config_key *k = kaas_config_keys; k->key; k++)
+	for (const kb_config_key *k = kb_config_keys; k->key; k++)
 		ck_assert_ptr_nonnull(k->help);
 }
 END_TEST
 
 START_TEST(set_validates_and_names_the_key)
 {
-	kaas_config c;
+	kb_config c;
 	char err[256];
-	kaas_config_defaults(&c);
-	ck_assert_int_eq(kaas_config_set(&c, "num.partitions", "12", err, sizeof(err)), 0);
+	kb_config_defaults(&c);
+	ck_assert_int_eq(kb_config_set(&c, "num.partitions", "12", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.num_partitions, 12);
-	ck_assert_int_eq(kaas_config_set(&c, "num.partitions", "0", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "num.partitions", "0", err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "num.partitions"));
 	ck_assert_int_eq(c.num_partitions, 12); /* unchanged on error */
-	ck_assert_int_eq(kaas_config_set(&c, "num.partitions", "12x", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "num.partitions", "", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "num.partitions", "99999999999999999999", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "auto.create.topics.enable", "false", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "num.partitions", "12x", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "num.partitions", "", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "num.partitions", "99999999999999999999", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "auto.create.topics.enable", "false", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.auto_create_topics, 0);
-	ck_assert_int_eq(kaas_config_set(&c, "auto.create.topics.enable", "yes", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "log.retention.hours", "2", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "auto.create.topics.enable", "yes", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "log.retention.hours", "2", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.log.retention_ms, 7200000);
-	ck_assert_int_eq(kaas_config_set(&c, "log.retention.ms", "-1", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "log.retention.ms", "-1", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.log.retention_ms, -1);
-	ck_assert_int_eq(kaas_config_set(&c, "log.message.timestamp.type", "LogAppendTime", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "log.message.timestamp.type", "LogAppendTime", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.log.timestamp_type, 1);
-	ck_assert_int_eq(kaas_config_set(&c, "no.such.thing", "1", err, sizeof(err)), -ENOENT);
-	ck_assert_int_eq(kaas_config_set(&c, "log.dirs", "/a,/b", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "log.dirs", "nfs://srv/export?version=3", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "no.such.thing", "1", err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(kb_config_set(&c, "log.dirs", "/a,/b", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "log.dirs", "nfs://srv/export?version=3", err, sizeof(err)), 0);
 	ck_assert_str_eq(c.data_url, "nfs://srv/export?version=3");
 }
 END_TEST
@@ -64,23 +64,23 @@ START_TEST(listeners)
 {
 	char host[256];
 	int32_t port;
-	ck_assert_int_eq(kaas_parse_hostport("PLAINTEXT://broker-1.kaas:9093", host, sizeof(host), &port), 0);
+	ck_assert_int_eq(kb_parse_hostport("PLAINTEXT://broker-1.kaas:9093", host, sizeof(host), &port), 0);
 	ck_assert_str_eq(host, "broker-1.kaas");
 	ck_assert_int_eq(port, 9093);
-	ck_assert_int_eq(kaas_parse_hostport("[::1]:19092", host, sizeof(host), &port), 0);
+	ck_assert_int_eq(kb_parse_hostport("[::1]:19092", host, sizeof(host), &port), 0);
 	ck_assert_str_eq(host, "::1");
-	ck_assert_int_eq(kaas_parse_hostport(":9092", host, sizeof(host), &port), 0);
+	ck_assert_int_eq(kb_parse_hostport(":9092", host, sizeof(host), &port), 0);
 	ck_assert_str_eq(host, "");
-	ck_assert_int_eq(kaas_parse_hostport("SASL_SSL://h:1", host, sizeof(host), &port), -1);
-	ck_assert_int_eq(kaas_parse_hostport("h:70000", host, sizeof(host), &port), -1);
-	ck_assert_int_eq(kaas_parse_hostport("h", host, sizeof(host), &port), -1);
-	ck_assert_int_eq(kaas_parse_hostport("a:1,b:2", host, sizeof(host), &port), -1);
-	ck_assert_int_eq(kaas_parse_hostport("h;rm -rf:1", host, sizeof(host), &port), -1);
-	kaas_config c;
+	ck_assert_int_eq(kb_parse_hostport("SASL_SSL://h:1", host, sizeof(host), &port), -1);
+	ck_assert_int_eq(kb_parse_hostport("h:70000", host, sizeof(host), &port), -1);
+	ck_assert_int_eq(kb_parse_hostport("h", host, sizeof(host), &port), -1);
+	ck_assert_int_eq(kb_parse_hostport("a:1,b:2", host, sizeof(host), &port), -1);
+	ck_assert_int_eq(kb_parse_hostport("h;rm -rf:1", host, sizeof(host), &port), -1);
+	kb_config c;
 	char err[256];
-	kaas_config_defaults(&c);
-	ck_assert_int_eq(kaas_config_set(&c, "advertised.listeners", "h:0", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "listeners", "127.0.0.1:0", err, sizeof(err)), 0);
+	kb_config_defaults(&c);
+	ck_assert_int_eq(kb_config_set(&c, "advertised.listeners", "h:0", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "listeners", "127.0.0.1:0", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.listen_port, 0);
 }
 END_TEST
@@ -106,58 +106,58 @@ START_TEST(properties_file)
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	kaas_config c;
+	kb_config c;
 	char err[512];
 
 	/* Kafka's precedence regardless of line order: ms > minutes > hours. */
 	write_file(path, "# a comment\n! another\n\nlog.retention.ms = 1234\nlog.retention.hours=5\n"
 			 "zookeeper.connect=localhost:2181\nlog.retention.minutes=3\n"
 			 "log.roll.ms=777\nlog.roll.hours=9\nnum.partitions=4\n");
-	kaas_config_defaults(&c);
+	kb_config_defaults(&c);
 	warnings = 0;
-	ck_assert_int_eq(kaas_config_load_file(&c, path, err, sizeof(err), count_warn), 0);
+	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), count_warn), 0);
 	ck_assert_int_eq(c.log.retention_ms, 1234);
 	ck_assert_int_eq(c.log.segment_ms, 777);
 	ck_assert_int_eq(c.num_partitions, 4);
 	ck_assert_int_eq(warnings, 1); /* zookeeper.connect: ignored with a warning */
 
 	write_file(path, "log.retention.hours=5\nlog.retention.minutes=3\n");
-	kaas_config_defaults(&c);
-	ck_assert_int_eq(kaas_config_load_file(&c, path, err, sizeof(err), NULL), 0);
+	kb_config_defaults(&c);
+	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), 0);
 	ck_assert_int_eq(c.log.retention_ms, 180000);
 
 	write_file(path, "num.partitions=2\nmessage.max.bytes=-5\n");
-	kaas_config_defaults(&c);
-	ck_assert_int_eq(kaas_config_load_file(&c, path, err, sizeof(err), NULL), -EINVAL);
+	kb_config_defaults(&c);
+	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, ":2: message.max.bytes"));
 
 	write_file(path, "just words\n");
-	ck_assert_int_eq(kaas_config_load_file(&c, path, err, sizeof(err), NULL), -EINVAL);
+	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "expected key=value"));
 	unlink(path);
-	ck_assert_int_lt(kaas_config_load_file(&c, path, err, sizeof(err), NULL), 0);
+	ck_assert_int_lt(kb_config_load_file(&c, path, err, sizeof(err), NULL), 0);
 }
 END_TEST
 
 /* Every key of the table: a malformed value and each bound's neighbour are
  * refused with a message naming the key, leaving the setting unchanged; the
  * bounds themselves are accepted; and the default --help prints is the one
- * kaas_config_defaults() sets. */
+ * kb_config_defaults() sets. */
 START_TEST(every_key_validates)
 {
 	char err[512];
 	int n = 0;
-	for (const kaas_config_key *k = kaas_config_keys; k->key; k++, n++) {
-		kaas_config c, d;
-		kaas_config_defaults(&c);
-		kaas_config_defaults(&d);
+	for (const kb_config_key *k = kb_config_keys; k->key; k++, n++) {
+		kb_config c, d;
+		kb_config_defaults(&c);
+		kb_config_defaults(&d);
 		const char *bad_values[] = {"x", "", "1,2", "PLAINTEXT://h:99999"};
 		for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
 			const char *v = bad_values[i];
 			if (k->type == KCFG_PATH && (strcmp(v, "x") == 0 || v[0] == 'P'))
 				continue; /* a path, or a URL the substrate layer judges at start-up */
 			err[0] = 0;
-			ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL, "%s accepted '%s'",
+			ck_assert_msg(kb_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL, "%s accepted '%s'",
 				      k->key, v);
 			ck_assert_msg(strstr(err, k->key) != NULL, "%s: error does not name the key: %s", k->key, err);
 			ck_assert_msg(memcmp(&c, &d, sizeof(c)) == 0, "%s='%s' changed the config", k->key, v);
@@ -167,28 +167,28 @@ START_TEST(every_key_validates)
 			char v[64];
 			if (k->min > INT64_MIN) {
 				snprintf(v, sizeof(v), "%lld", (long long)k->min - 1);
-				ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL,
+				ck_assert_msg(kb_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL,
 					      "%s accepted %s below its minimum", k->key, v);
 				ck_assert_ptr_nonnull(strstr(err, k->key));
 			}
 			if (k->max < INT64_MAX) {
 				snprintf(v, sizeof(v), "%lld", (long long)k->max + 1);
-				ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL,
+				ck_assert_msg(kb_config_set(&c, k->key, v, err, sizeof(err)) == -EINVAL,
 					      "%s accepted %s above its maximum", k->key, v);
 			}
 			ck_assert_msg(memcmp(&c, &d, sizeof(c)) == 0, "%s: a refused value changed the config", k->key);
 			snprintf(v, sizeof(v), "%lld", (long long)k->max);
-			ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == 0, "%s refused its maximum: %s",
+			ck_assert_msg(kb_config_set(&c, k->key, v, err, sizeof(err)) == 0, "%s refused its maximum: %s",
 				      k->key, err);
 			snprintf(v, sizeof(v), "%lld", (long long)k->min);
-			ck_assert_msg(kaas_config_set(&c, k->key, v, err, sizeof(err)) == 0, "%s refused its minimum: %s",
+			ck_assert_msg(kb_config_set(&c, k->key, v, err, sizeof(err)) == 0, "%s refused its minimum: %s",
 				      k->key, err);
 		}
 		/* The documented default is the real one. */
 		if (k->dflt[0] && k->dflt[0] != '(' && strcmp(k->dflt, "DATA/__cluster") != 0) {
-			kaas_config e;
-			kaas_config_defaults(&e);
-			ck_assert_msg(kaas_config_set(&e, k->key, k->dflt, err, sizeof(err)) == 0, "%s: default '%s': %s",
+			kb_config e;
+			kb_config_defaults(&e);
+			ck_assert_msg(kb_config_set(&e, k->key, k->dflt, err, sizeof(err)) == 0, "%s: default '%s': %s",
 				      k->key, k->dflt, err);
 			ck_assert_msg(memcmp(&e, &d, sizeof(e)) == 0, "%s: --help says the default is '%s', it is not",
 				      k->key, k->dflt);
@@ -202,51 +202,51 @@ START_TEST(partition_keys_split_from_the_right)
 {
 	char t[256];
 	int32_t p;
-	ck_assert_int_eq(kaas_partition_key_parse("orders-3", t, sizeof(t), &p), 0);
+	ck_assert_int_eq(kb_partition_key_parse("orders-3", t, sizeof(t), &p), 0);
 	ck_assert_str_eq(t, "orders");
 	ck_assert_int_eq(p, 3);
-	ck_assert_int_eq(kaas_partition_key_parse("my-topic.v2-with-dashes-17", t, sizeof(t), &p), 0);
+	ck_assert_int_eq(kb_partition_key_parse("my-topic.v2-with-dashes-17", t, sizeof(t), &p), 0);
 	ck_assert_str_eq(t, "my-topic.v2-with-dashes");
 	ck_assert_int_eq(p, 17);
-	ck_assert_int_eq(kaas_partition_key_parse("t--1", t, sizeof(t), &p), 0); /* topic "t-", partition 1 */
+	ck_assert_int_eq(kb_partition_key_parse("t--1", t, sizeof(t), &p), 0); /* topic "t-", partition 1 */
 	ck_assert_str_eq(t, "t-");
-	ck_assert_int_eq(kaas_partition_key_parse("orders", t, sizeof(t), &p), -EINVAL);
-	ck_assert_int_eq(kaas_partition_key_parse("orders-", t, sizeof(t), &p), -EINVAL);
-	ck_assert_int_eq(kaas_partition_key_parse("-3", t, sizeof(t), &p), -EINVAL);
-	ck_assert_int_eq(kaas_partition_key_parse("a-3x", t, sizeof(t), &p), -EINVAL);
-	ck_assert_int_eq(kaas_partition_key_parse("a-99999999999", t, sizeof(t), &p), -EINVAL);
-	ck_assert_int_eq(kaas_partition_key_parse("abcdef-1", t, 4, &p), -ENAMETOOLONG);
+	ck_assert_int_eq(kb_partition_key_parse("orders", t, sizeof(t), &p), -EINVAL);
+	ck_assert_int_eq(kb_partition_key_parse("orders-", t, sizeof(t), &p), -EINVAL);
+	ck_assert_int_eq(kb_partition_key_parse("-3", t, sizeof(t), &p), -EINVAL);
+	ck_assert_int_eq(kb_partition_key_parse("a-3x", t, sizeof(t), &p), -EINVAL);
+	ck_assert_int_eq(kb_partition_key_parse("a-99999999999", t, sizeof(t), &p), -EINVAL);
+	ck_assert_int_eq(kb_partition_key_parse("abcdef-1", t, 4, &p), -ENAMETOOLONG);
 }
 END_TEST
 
 START_TEST(request_and_connection_limits)
 {
-	kaas_config c;
+	kb_config c;
 	char err[256];
-	kaas_config_defaults(&c);
+	kb_config_defaults(&c);
 	ck_assert_int_eq(c.queued_max_request_bytes, 512LL << 20);
 	ck_assert_int_eq(c.max_connections, 2147483647);
 	ck_assert_int_eq(c.max_connections_per_ip, 2147483647);
 	ck_assert_int_eq(c.connection_max_buffered_bytes, 64LL << 20);
-	ck_assert_int_eq(kaas_config_set(&c, "queued.max.request.bytes", "-1", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "queued.max.request.bytes", "-1", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.queued_max_request_bytes, -1);
-	ck_assert_int_eq(kaas_config_set(&c, "queued.max.request.bytes", "65536", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "queued.max.request.bytes", "65536", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.queued_max_request_bytes, 65536);
 	const char *bad_q[] = {"0", "65535", "-2", "1MiB", ""};
 	for (size_t i = 0; i < sizeof(bad_q) / sizeof(*bad_q); i++) {
 		err[0] = 0;
-		ck_assert_int_eq(kaas_config_set(&c, "queued.max.request.bytes", bad_q[i], err, sizeof(err)), -EINVAL);
+		ck_assert_int_eq(kb_config_set(&c, "queued.max.request.bytes", bad_q[i], err, sizeof(err)), -EINVAL);
 		ck_assert_ptr_nonnull(strstr(err, "queued.max.request.bytes"));
 	}
 	ck_assert_int_eq(c.queued_max_request_bytes, 65536);
-	ck_assert_int_eq(kaas_config_set(&c, "max.connections", "3", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "max.connections", "3", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.max_connections, 3);
-	ck_assert_int_eq(kaas_config_set(&c, "max.connections", "0", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "max.connections", "0", err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "max.connections"));
-	ck_assert_int_eq(kaas_config_set(&c, "max.connections", "2147483648", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(kaas_config_set(&c, "max.connections.per.ip", "1", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "max.connections", "2147483648", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "max.connections.per.ip", "1", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.max_connections_per_ip, 1);
-	ck_assert_int_eq(kaas_config_set(&c, "max.connections.per.ip", "-1", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "max.connections.per.ip", "-1", err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "max.connections.per.ip"));
 	ck_assert_int_eq(c.max_connections, 3);
 }

@@ -20,7 +20,7 @@
 #include "kaas/proto/kerr.h"
 
 static char root[256];
-static kaas_broker B;
+static kb_broker B;
 
 static void setup(void)
 {
@@ -28,7 +28,7 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(root));
 	char p[300], err[256];
 	memset(&B, 0, sizeof(B));
-	kaas_config_defaults(&B.cfg);
+	kb_config_defaults(&B.cfg);
 	B.id = 7;
 	B.cfg.broker_id = 7;
 	snprintf(p, sizeof(p), "%s/data", root);
@@ -48,14 +48,14 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static kaas_topic_desc desc(const char *name, int32_t n)
+static kb_topic_desc desc(const char *name, int32_t n)
 {
-	kaas_topic_desc d = {name, NULL, n, {0}};
-	kaas_log_config_defaults(&d.cfg);
+	kb_topic_desc d = {name, NULL, n, {0}};
+	ks_log_config_defaults(&d.cfg);
 	return d;
 }
 
-static kaas_str S(const char *s) { return (kaas_str){s, (int32_t)strlen(s)}; }
+static kw_str S(const char *s) { return (kw_str){s, (int32_t)strlen(s)}; }
 
 static int assigned_epoch(const char *key)
 {
@@ -74,36 +74,36 @@ static int assigned_epoch(const char *key)
 }
 
 /* One v2 record batch holding one record. */
-static void batch(kaas_wr *w, const char *value)
+static void batch(kw_wr *w, const char *value)
 {
-	kaas_wr_i64(w, 0);
-	size_t len_off = kaas_wr_reserve_i32(w);
-	kaas_wr_i32(w, -1);
-	kaas_wr_i8(w, 2);
-	size_t crc_off = kaas_wr_reserve_i32(w);
+	kw_wr_i64(w, 0);
+	size_t len_off = kw_wr_reserve_i32(w);
+	kw_wr_i32(w, -1);
+	kw_wr_i8(w, 2);
+	size_t crc_off = kw_wr_reserve_i32(w);
 	size_t from = w->len;
 	int64_t ts = (int64_t)time(NULL) * 1000;
-	kaas_wr_i16(w, 0);
-	kaas_wr_i32(w, 0);
-	kaas_wr_i64(w, ts);
-	kaas_wr_i64(w, ts);
-	kaas_wr_i64(w, -1);
-	kaas_wr_i16(w, -1);
-	kaas_wr_i32(w, -1);
-	kaas_wr_i32(w, 1);
-	kaas_wr rec = KAAS_WR_INIT;
-	kaas_wr_i8(&rec, 0);
-	kaas_wr_varint(&rec, 0);
-	kaas_wr_varint(&rec, 0);
-	kaas_wr_varint(&rec, -1);
-	kaas_wr_varint(&rec, (int64_t)strlen(value));
-	kaas_wr_raw(&rec, value, strlen(value));
-	kaas_wr_varint(&rec, 0);
-	kaas_wr_varint(w, (int64_t)rec.len);
-	kaas_wr_raw(w, rec.buf, rec.len);
-	kaas_wr_free(&rec);
-	kaas_wr_patch_len(w, len_off);
-	kaas_wr_patch_crc32c(w, crc_off, from);
+	kw_wr_i16(w, 0);
+	kw_wr_i32(w, 0);
+	kw_wr_i64(w, ts);
+	kw_wr_i64(w, ts);
+	kw_wr_i64(w, -1);
+	kw_wr_i16(w, -1);
+	kw_wr_i32(w, -1);
+	kw_wr_i32(w, 1);
+	kw_wr rec = KAAS_WR_INIT;
+	kw_wr_i8(&rec, 0);
+	kw_wr_varint(&rec, 0);
+	kw_wr_varint(&rec, 0);
+	kw_wr_varint(&rec, -1);
+	kw_wr_varint(&rec, (int64_t)strlen(value));
+	kw_wr_raw(&rec, value, strlen(value));
+	kw_wr_varint(&rec, 0);
+	kw_wr_varint(w, (int64_t)rec.len);
+	kw_wr_raw(w, rec.buf, rec.len);
+	kw_wr_free(&rec);
+	kw_wr_patch_len(w, len_off);
+	kw_wr_patch_crc32c(w, crc_off, from);
 }
 
 /* ---- waiting for callbacks from the flusher threads ------------------------------ */
@@ -168,146 +168,146 @@ static int open_fds_under(const char *dir)
 
 START_TEST(epochs_grow_at_every_start)
 {
-	kaas_ptable *t;
-	kaas_topic_desc d = desc("t.a-b", 2);
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	kb_ptable *t;
+	kb_topic_desc d = desc("t.a-b", 2);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
 	ck_assert_int_eq(assigned_epoch("t.a-b-0"), 1);
 	ck_assert_int_eq(assigned_epoch("t.a-b-1"), 1);
-	kaas_pref r;
-	ck_assert_int_eq(kaas_ptable_get(t, S("t.a-b"), 1, &r), KERR_NONE);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("t.a-b"), 1, &r), KERR_NONE);
 	ck_assert_int_eq(r.epoch, 1);
-	kaas_pref_put(&r);
+	kb_pref_put(&r);
 	int32_t leader, epoch;
-	ck_assert_int_eq(kaas_ptable_leader(t, "t.a-b", 0, &leader, &epoch), KERR_NONE);
+	ck_assert_int_eq(kb_ptable_leader(t, "t.a-b", 0, &leader, &epoch), KERR_NONE);
 	ck_assert_int_eq(leader, 7);
 	ck_assert_int_eq(epoch, 1);
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 
 	/* Second start: epoch 2, and a segment named with it. */
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
 	ck_assert_int_eq(assigned_epoch("t.a-b-0"), 2);
-	ck_assert_int_eq(kaas_ptable_get(t, S("t.a-b"), 0, &r), KERR_NONE);
+	ck_assert_int_eq(kb_ptable_get(t, S("t.a-b"), 0, &r), KERR_NONE);
 	ck_assert_int_eq(r.epoch, 2);
-	kaas_pref_put(&r);
+	kb_pref_put(&r);
 	sub_stat st;
 	ck_assert_int_eq(sub_stat_path(B.data, "t.a-b/0/0000000002-00000000000000000000.log", &st), 0);
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 
 	/* assignment.json lost: the epoch still grows, from the segment names. */
 	ck_assert_int_eq(sub_unlink(B.cluster, "assignment.json"), 0);
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
 	ck_assert_int_eq(assigned_epoch("t.a-b-1"), 3);
-	ck_assert_int_eq(kaas_ptable_get(t, S("t.a-b"), 1, &r), KERR_NONE);
+	ck_assert_int_eq(kb_ptable_get(t, S("t.a-b"), 1, &r), KERR_NONE);
 	ck_assert_int_eq(r.epoch, 3);
-	kaas_pref_put(&r);
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	kb_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 
 	/* A topic no longer in the registry is pruned from assignment.json. */
-	kaas_topic_desc other = desc("other", 1);
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, &other, 1), 0);
+	kb_topic_desc other = desc("other", 1);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &other, 1), 0);
 	ck_assert_int_eq(assigned_epoch("t.a-b-0"), -1);
 	ck_assert_int_eq(assigned_epoch("other-0"), 1);
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 }
 END_TEST
 
 START_TEST(lookups_and_errors)
 {
-	kaas_ptable *t;
-	kaas_topic_desc d = desc("orders", 2);
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
-	kaas_pref r;
-	ck_assert_int_eq(kaas_ptable_get(t, S("nope"), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	kb_ptable *t;
+	kb_topic_desc d = desc("orders", 2);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("nope"), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 	ck_assert_ptr_null(r.p);
-	ck_assert_int_eq(kaas_ptable_get(t, S("orders"), 2, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
-	ck_assert_int_eq(kaas_ptable_get(t, S("orders"), -1, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
-	ck_assert_int_eq(kaas_ptable_get(t, (kaas_str){"ordersX", 6}, 0, &r), KERR_NONE); /* a slice */
-	kaas_pref_put(&r);
-	kaas_pref_put(&r); /* repeatable */
+	ck_assert_int_eq(kb_ptable_get(t, S("orders"), 2, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(kb_ptable_get(t, S("orders"), -1, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(kb_ptable_get(t, (kw_str){"ordersX", 6}, 0, &r), KERR_NONE); /* a slice */
+	kb_pref_put(&r);
+	kb_pref_put(&r); /* repeatable */
 	int32_t leader, epoch;
-	ck_assert_int_eq(kaas_ptable_leader(t, "orders", 5, &leader, &epoch), KERR_LEADER_NOT_AVAILABLE);
-	ck_assert_int_eq(kaas_ptable_leader(t, "nope", 0, &leader, &epoch), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_int_eq(kb_ptable_leader(t, "orders", 5, &leader, &epoch), KERR_LEADER_NOT_AVAILABLE);
+	ck_assert_int_eq(kb_ptable_leader(t, "nope", 0, &leader, &epoch), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 	ck_assert_int_eq(leader, -1);
 
 	/* Growing: partition 2 appears with its own epoch. */
 	d.partitions = 3;
-	ck_assert_int_eq(kaas_ptable_ensure_topic(t, &d), 0);
-	ck_assert_int_eq(kaas_ptable_get(t, S("orders"), 2, &r), KERR_NONE);
-	kaas_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_ensure_topic(t, &d), 0);
+	ck_assert_int_eq(kb_ptable_get(t, S("orders"), 2, &r), KERR_NONE);
+	kb_pref_put(&r);
 	ck_assert_int_eq(assigned_epoch("orders-2"), 1);
-	ck_assert_int_eq(kaas_ptable_ensure_topic(t, &d), 0); /* idempotent */
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	ck_assert_int_eq(kb_ptable_ensure_topic(t, &d), 0); /* idempotent */
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 }
 END_TEST
 
 START_TEST(group_commit_wakes_waiters_and_watches)
 {
-	kaas_ptable *t;
-	kaas_topic_desc d = desc("gc", 1);
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, &d, 1), 0);
-	kaas_pref r;
-	ck_assert_int_eq(kaas_ptable_get(t, S("gc"), 0, &r), KERR_NONE);
+	kb_ptable *t;
+	kb_topic_desc d = desc("gc", 1);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("gc"), 0, &r), KERR_NONE);
 	durable_calls = watch_calls = 0;
 
 	/* Nothing appended: offset 0 is durable already, answered at once. */
-	ck_assert_int_eq(kaas_ptable_when_durable(&r, 0, on_durable, NULL), 0);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 0, on_durable, NULL), 0);
 	ck_assert_int_eq(durable_calls, 1);
 
 	/* A long poll at offset 0 waits for data. */
-	kaas_watch *w = kaas_ptable_watch(&r, 0, on_watch, NULL);
+	kb_watch *w = kb_ptable_watch(&r, 0, on_watch, NULL);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(watch_calls, 0);
 
-	kaas_wr b = KAAS_WR_INIT;
+	kw_wr b = KAAS_WR_INIT;
 	batch(&b, "hello");
-	kaas_append_result res;
-	ck_assert_int_eq(kaas_partition_append(r.p, b.buf, b.len, &res), 0);
+	ks_append_result res;
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_NONE);
 	ck_assert_int_eq(res.base_offset, 0);
-	ck_assert_int_eq(kaas_ptable_when_durable(&r, res.last_offset + 1, on_durable, NULL), 0);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, res.last_offset + 1, on_durable, NULL), 0);
 	wait_for(&durable_calls, 2);
 	ck_assert_int_eq(durable_err, KERR_NONE);
 	ck_assert_int_eq(durable_hw, 1);
 	wait_for(&watch_calls, 1);
-	ck_assert_int_eq(kaas_partition_high_watermark(r.p), 1);
-	kaas_ptable_unwatch(t, w);
+	ck_assert_int_eq(ks_partition_high_watermark(r.p), 1);
+	kb_ptable_unwatch(t, w);
 
 	/* acks=1 path: dirty data becomes durable without a waiter. */
-	kaas_wr_free(&b);
+	kw_wr_free(&b);
 	batch(&b, "again");
-	ck_assert_int_eq(kaas_partition_append(r.p, b.buf, b.len, &res), 0);
-	w = kaas_ptable_watch(&r, 1, on_watch, NULL);
-	kaas_ptable_dirty(&r);
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	w = kb_ptable_watch(&r, 1, on_watch, NULL);
+	kb_ptable_dirty(&r);
 	wait_for(&watch_calls, 2);
-	ck_assert_int_eq(kaas_partition_high_watermark(r.p), 2);
-	kaas_ptable_unwatch(t, w);
+	ck_assert_int_eq(ks_partition_high_watermark(r.p), 2);
+	kb_ptable_unwatch(t, w);
 
 	/* An unwatched watch never fires. */
-	w = kaas_ptable_watch(&r, 2, on_watch, NULL);
-	kaas_ptable_unwatch(t, w);
-	kaas_wr_free(&b);
+	w = kb_ptable_watch(&r, 2, on_watch, NULL);
+	kb_ptable_unwatch(t, w);
+	kw_wr_free(&b);
 	batch(&b, "third");
-	ck_assert_int_eq(kaas_partition_append(r.p, b.buf, b.len, &res), 0);
-	ck_assert_int_eq(kaas_ptable_when_durable(&r, 3, on_durable, NULL), 0);
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 3, on_durable, NULL), 0);
 	wait_for(&durable_calls, 3);
 	ck_assert_int_eq(watch_calls, 2);
-	kaas_wr_free(&b);
-	kaas_pref_put(&r);
+	kw_wr_free(&b);
+	kb_pref_put(&r);
 
 	/* The manifest is persisted by the shutdown relinquish. */
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 	char *buf = NULL;
 	size_t len = 0;
 	ck_assert_int_eq(sub_read_file(B.data, "gc/0/manifest.json", 1 << 20, &buf, &len), 0);
@@ -321,36 +321,36 @@ END_TEST
 
 START_TEST(drop_closes_every_descriptor)
 {
-	kaas_ptable *t;
-	kaas_topic_desc d[2] = {desc("gone", 3), desc("kept", 1)};
-	ck_assert_int_eq(kaas_ptable_create(&B, &t), 0);
-	ck_assert_int_eq(kaas_ptable_start(t, d, 2), 0);
+	kb_ptable *t;
+	kb_topic_desc d[2] = {desc("gone", 3), desc("kept", 1)};
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, d, 2), 0);
 	char dir[300];
 	snprintf(dir, sizeof(dir), "%s/data/gone/", root);
 	ck_assert_int_gt(open_fds_under(dir), 0); /* leaders hold descriptors */
-	kaas_pref r;
-	ck_assert_int_eq(kaas_ptable_get(t, S("gone"), 1, &r), KERR_NONE);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("gone"), 1, &r), KERR_NONE);
 	watch_calls = 0;
-	kaas_watch *w = kaas_ptable_watch(&r, 0, on_watch, NULL);
-	kaas_pref_put(&r);
+	kb_watch *w = kb_ptable_watch(&r, 0, on_watch, NULL);
+	kb_pref_put(&r);
 
-	ck_assert_int_eq(kaas_ptable_drop_topic(t, "gone"), 0);
+	ck_assert_int_eq(kb_ptable_drop_topic(t, "gone"), 0);
 	ck_assert_int_eq(open_fds_under(dir), 0);
 	ck_assert_int_eq(watch_calls, 1); /* the parked long poll was woken */
-	kaas_ptable_unwatch(t, w);
-	ck_assert_int_eq(kaas_ptable_get(t, S("gone"), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	kb_ptable_unwatch(t, w);
+	ck_assert_int_eq(kb_ptable_get(t, S("gone"), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 	ck_assert_int_eq(assigned_epoch("gone-0"), -1);
 	ck_assert_int_eq(assigned_epoch("kept-0"), 1);
-	ck_assert_int_eq(kaas_ptable_drop_topic(t, "gone"), 0); /* idempotent */
+	ck_assert_int_eq(kb_ptable_drop_topic(t, "gone"), 0); /* idempotent */
 	/* The directory can go now; recreating starts over cleanly. */
 	ck_assert_int_eq(sub_remove_tree(B.data, "gone"), 0);
-	kaas_topic_desc again = desc("gone", 1);
-	ck_assert_int_eq(kaas_ptable_ensure_topic(t, &again), 0);
-	ck_assert_int_eq(kaas_ptable_get(t, S("gone"), 0, &r), KERR_NONE);
-	ck_assert_int_eq(kaas_partition_log_end(r.p), 0);
-	kaas_pref_put(&r);
-	ck_assert_int_eq(kaas_ptable_shutdown(t), 0);
-	kaas_ptable_destroy(t);
+	kb_topic_desc again = desc("gone", 1);
+	ck_assert_int_eq(kb_ptable_ensure_topic(t, &again), 0);
+	ck_assert_int_eq(kb_ptable_get(t, S("gone"), 0, &r), KERR_NONE);
+	ck_assert_int_eq(ks_partition_log_end(r.p), 0);
+	kb_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
 	snprintf(dir, sizeof(dir), "%s/data/", root);
 	ck_assert_int_eq(open_fds_under(dir), 0); /* shutdown closed the rest */
 }

@@ -1,4 +1,4 @@
-/* test_resident.c — kaas_make_resident: after it returns, every page of the
+/* test_resident.c — kb_make_resident: after it returns, every page of the
  * range can be read without waiting for the disk (a read with RWF_NOWAIT
  * succeeds on each), whether nothing, part or all of the range was cached
  * before, and also while the kernel is still reading it in (pages present
@@ -87,7 +87,7 @@ START_TEST(ranges_become_readable_without_waiting)
 
 	/* Nothing cached: an unaligned range in the middle. */
 	ck_assert_int_gt(drop(fd), pages / 2);
-	ck_assert_int_eq(kaas_make_resident(fd, pos, len), 0);
+	ck_assert_int_eq(kb_make_resident(fd, pos, len), 0);
 	ck_assert_int_eq(not_ready(fd, pos, len), 0);
 
 	/* Part of it cached: two islands inside the range. */
@@ -95,30 +95,30 @@ START_TEST(ranges_become_readable_without_waiting)
 	char buf[8192];
 	ck_assert_int_eq(pread(fd, buf, sizeof(buf), (off_t)(pos + (1u << 20))), (ssize_t)sizeof(buf));
 	ck_assert_int_eq(pread(fd, buf, 100, (off_t)(pos + len - 100)), 100);
-	ck_assert_int_eq(kaas_make_resident(fd, pos, len), 0);
+	ck_assert_int_eq(kb_make_resident(fd, pos, len), 0);
 	ck_assert_int_eq(not_ready(fd, pos, len), 0);
 
 	/* Being read in: the kernel was asked for it and is still at it. */
 	ck_assert_int_gt(drop(fd), pages / 2);
 	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED), 0);
-	ck_assert_int_eq(kaas_make_resident(fd, pos, len), 0);
+	ck_assert_int_eq(kb_make_resident(fd, pos, len), 0);
 	ck_assert_int_eq(not_ready(fd, pos, len), 0);
 
 	/* All of it cached; a page-sized and a one-byte range; nothing. */
-	ck_assert_int_eq(kaas_make_resident(fd, pos, len), 0);
+	ck_assert_int_eq(kb_make_resident(fd, pos, len), 0);
 	ck_assert_int_eq(not_ready(fd, pos, len), 0);
 	ck_assert_int_gt(drop(fd), pages / 2);
-	ck_assert_int_eq(kaas_make_resident(fd, 5u << 20, (uint64_t)pg), 0);
-	ck_assert_int_eq(kaas_make_resident(fd, (6u << 20) + 7, 1), 0);
+	ck_assert_int_eq(kb_make_resident(fd, 5u << 20, (uint64_t)pg), 0);
+	ck_assert_int_eq(kb_make_resident(fd, (6u << 20) + 7, 1), 0);
 	ck_assert_int_eq(not_ready(fd, 5u << 20, (uint64_t)pg), 0);
 	ck_assert_int_eq(not_ready(fd, (6u << 20) + 7, 1), 0);
-	ck_assert_int_eq(kaas_make_resident(fd, 0, 0), 0);
+	ck_assert_int_eq(kb_make_resident(fd, 0, 0), 0);
 	close(fd);
 
 	/* A descriptor that cannot be read: the error, not a silent success. */
 	int wfd = open(path, O_WRONLY);
 	ck_assert_int_ge(wfd, 0);
-	ck_assert_int_lt(kaas_make_resident(wfd, 0, 1u << 20), 0);
+	ck_assert_int_lt(kb_make_resident(wfd, 0, 1u << 20), 0);
 	close(wfd);
 }
 END_TEST

@@ -9,7 +9,7 @@
  * answer of the Produce that moved the high watermark is delivered).
  *
  * Golden bytes are written with the gb_* helpers, which share no code with
- * kaas_wr, so an encoding mistake in the writer cannot hide itself.
+ * kw_wr, so an encoding mistake in the writer cannot hide itself.
  */
 #ifndef KAAS_SERVER_TEST_HHARNESS_H
 #define KAAS_SERVER_TEST_HHARNESS_H
@@ -35,7 +35,7 @@
 
 #define HH_WAIT_S 60
 
-/* ---- golden bytes, independent of kaas_wr ----------------------------------- */
+/* ---- golden bytes, independent of kw_wr ----------------------------------- */
 typedef struct gb {
 	uint8_t b[1 << 16];
 	size_t n;
@@ -111,7 +111,7 @@ static inline void gb_bytes(gb *g, const void *p, int32_t n)
 
 /* ---- the broker ------------------------------------------------------------------ */
 typedef struct hreq {
-	kaas_req pub; /* first: handlers get &pub */
+	kb_req pub; /* first: handlers get &pub */
 	uint8_t *frame;
 	int rc;
 	int done;     /* answered (handled, completed, or no response) */
@@ -121,17 +121,17 @@ typedef struct hreq {
 
 static struct {
 	char dir[256];
-	kaas_broker b;
-	kaas_pool *pool;
-	kaas_server_ops ops;
+	kb_broker b;
+	kn_pool *pool;
+	kb_server_ops ops;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 } H = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* The answer as the server would send it: body with the file ranges in. */
-static inline void hh_flatten(hreq *r, kaas_wr *w)
+static inline void hh_flatten(hreq *r, kw_wr *w)
 {
-	const struct kaas_splices *s = r->pub.splices;
+	const struct kb_splices *s = r->pub.splices;
 	size_t total = w->len + (s ? (size_t)s->total : 0);
 	r->body = malloc(total ? total : 1);
 	ck_assert_ptr_nonnull(r->body);
@@ -147,11 +147,11 @@ static inline void hh_flatten(hreq *r, kaas_wr *w)
 	memcpy(r->body + o, w->buf + prev, w->len - prev);
 	o += w->len - prev;
 	r->len = o;
-	kaas_splices_free(r->pub.splices);
+	kb_splices_free(r->pub.splices);
 	r->pub.splices = NULL;
 }
 
-static inline void hh_op_complete(void *server, kaas_req *req, kaas_wr *resp)
+static inline void hh_op_complete(void *server, kb_req *req, kw_wr *resp)
 {
 	(void)server;
 	hreq *r = (hreq *)req;
@@ -159,40 +159,40 @@ static inline void hh_op_complete(void *server, kaas_req *req, kaas_wr *resp)
 	pthread_mutex_lock(&H.mu);
 	ck_assert_msg(!r->done, "request completed twice");
 	hh_flatten(r, resp);
-	kaas_wr_free(resp);
+	kw_wr_free(resp);
 	r->done = 1;
 	pthread_cond_broadcast(&H.cv);
 	pthread_mutex_unlock(&H.mu);
 }
 
-static inline int hh_op_run(void *server, kaas_work_fn fn, void *arg)
+static inline int hh_op_run(void *server, kb_work_fn fn, void *arg)
 {
 	(void)server;
-	return kaas_pool_run(H.pool, fn, arg);
+	return kn_pool_run(H.pool, fn, arg);
 }
 
-static inline kaas_timer *hh_op_timer_start(void *server, int64_t delay_ms, kaas_work_fn fn, void *arg)
+static inline kb_timer *hh_op_timer_start(void *server, int64_t delay_ms, kb_work_fn fn, void *arg)
 {
 	(void)server;
-	return kaas_pool_timer(H.pool, delay_ms, fn, arg);
+	return kn_pool_timer(H.pool, delay_ms, fn, arg);
 }
 
-static inline int hh_op_timer_cancel(void *server, kaas_timer *t)
+static inline int hh_op_timer_cancel(void *server, kb_timer *t)
 {
 	(void)server;
-	return kaas_pool_timer_cancel(H.pool, t);
+	return kn_pool_timer_cancel(H.pool, t);
 }
 
 static inline void hh_setup(void)
 {
 	if (!getenv("KAAS_LOG_LEVEL"))
 		setenv("KAAS_LOG_LEVEL", "error", 0);
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	snprintf(H.dir, sizeof(H.dir), "/tmp/kaas-handlers-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(H.dir));
-	kaas_broker *b = &H.b;
+	kb_broker *b = &H.b;
 	memset(b, 0, sizeof(*b));
-	kaas_config_defaults(&b->cfg);
+	kb_config_defaults(&b->cfg);
 	b->cfg.broker_id = 3;
 	b->id = 3;
 	b->host = "broker-a";
@@ -203,34 +203,34 @@ static inline void hh_setup(void)
 	ck_assert_int_eq(sub_mkdirs(b->data, "__cluster", 0755), 0);
 	snprintf(path, sizeof(path), "%s/__cluster", H.dir);
 	ck_assert_int_eq(sub_open_url(path, &b->cluster, err, sizeof(err)), 0);
-	kaas_topics_options to;
-	kaas_topics_options_init(&to);
+	kt_topics_options to;
+	kt_topics_options_init(&to);
 	to.cluster = b->cluster;
 	to.data = b->data;
 	to.defaults = b->cfg.log;
 	to.num_partitions = 1;
 	to.default_replication_factor = 1;
 	to.reserved_name = "__cluster";
-	kaas_topics_ptable_hooks(b, &to.hooks);
-	ck_assert_int_eq(kaas_topics_open(&to, &b->topics), 0);
-	ck_assert_int_eq(kaas_ptable_create(b, &b->parts), 0);
-	ck_assert_int_eq(kaas_ptable_start(b->parts, NULL, 0), 0);
-	ck_assert_int_eq(kaas_pool_create(1, &H.pool), 0);
-	H.ops = (kaas_server_ops){hh_op_complete, hh_op_run, hh_op_timer_start, hh_op_timer_cancel};
+	kt_topics_ptable_hooks(b, &to.hooks);
+	ck_assert_int_eq(kt_topics_open(&to, &b->topics), 0);
+	ck_assert_int_eq(kb_ptable_create(b, &b->parts), 0);
+	ck_assert_int_eq(kb_ptable_start(b->parts, NULL, 0), 0);
+	ck_assert_int_eq(kn_pool_create(1, &H.pool), 0);
+	H.ops = (kb_server_ops){hh_op_complete, hh_op_run, hh_op_timer_start, hh_op_timer_cancel};
 	b->ops = &H.ops;
 	b->server = &H;
 }
 
 static inline void hh_teardown(void)
 {
-	kaas_broker *b = &H.b;
+	kb_broker *b = &H.b;
 	__atomic_store_n(&b->stopping, 1, __ATOMIC_RELEASE);
-	kaas_ptable_wake_all(b->parts);
-	kaas_ptable_shutdown(b->parts);
-	kaas_pool_stop(H.pool);
-	kaas_pool_destroy(H.pool);
-	kaas_topics_close(b->topics);
-	kaas_ptable_destroy(b->parts);
+	kb_ptable_wake_all(b->parts);
+	kb_ptable_shutdown(b->parts);
+	kn_pool_stop(H.pool);
+	kn_pool_destroy(H.pool);
+	kt_topics_close(b->topics);
+	kb_ptable_destroy(b->parts);
 	sub_destroy(b->cluster);
 	sub_remove_tree(b->data, "");
 	sub_destroy(b->data);
@@ -239,13 +239,13 @@ static inline void hh_teardown(void)
 
 static inline void hh_topic(const char *name, int32_t partitions)
 {
-	kaas_topic_spec spec;
+	kt_topic_spec spec;
 	memset(&spec, 0, sizeof(spec));
-	spec.name = (kaas_str){name, (int32_t)strlen(name)};
+	spec.name = (kw_str){name, (int32_t)strlen(name)};
 	spec.partitions = partitions;
 	spec.replication_factor = 1;
 	char msg[256];
-	ck_assert_int_eq(kaas_topics_create(H.b.topics, &spec, 0, NULL, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(kt_topics_create(H.b.topics, &spec, 0, NULL, msg, sizeof(msg)), 0);
 }
 
 /* Runs a request body through the real dispatch table.  Returns the request;
@@ -254,7 +254,7 @@ static inline void hh_topic(const char *name, int32_t partitions)
  * unless `may_fail`. */
 static inline hreq *hh_send_rc(int16_t key, int16_t version, const gb *body, int may_fail)
 {
-	const kaas_api *api = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, key);
+	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, key);
 	ck_assert_ptr_nonnull(api);
 	ck_assert_ptr_nonnull(api->handler);
 	ck_assert(version >= api->min && version <= api->max);
@@ -266,12 +266,12 @@ static inline hreq *hh_send_rc(int16_t key, int16_t version, const gb *body, int
 	r->pub.api_key = key;
 	r->pub.api_version = version;
 	r->pub.correlation_id = 1;
-	r->pub.client_id = (kaas_str){"t", 1};
-	r->pub.flex = kaas_api_flexible(api, version);
+	r->pub.client_id = (kw_str){"t", 1};
+	r->pub.flex = kw_api_flexible(api, version);
 	r->pub.peer = "test";
-	kaas_rd rd;
-	kaas_rd_init(&rd, r->frame, body->n);
-	kaas_wr w = KAAS_WR_INIT;
+	kw_rd rd;
+	kw_rd_init(&rd, r->frame, body->n);
+	kw_wr w = KAAS_WR_INIT;
 	r->rc = api->handler(&r->pub, &rd, &w);
 	ck_assert_msg(r->rc >= 0 || may_fail, "%s v%d failed: %d (%s)", api->name, version, r->rc,
 		      rd.err ? rd.err : "");
@@ -284,7 +284,7 @@ static inline hreq *hh_send_rc(int16_t key, int16_t version, const gb *body, int
 	} else if (r->rc == KAAS_NO_RESPONSE || r->rc < 0) {
 		r->done = 1;
 	}
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 	return r;
 }
 
@@ -335,7 +335,7 @@ static void hh_barrier_job(void *arg)
 static inline void hh_barrier(void)
 {
 	int flag = 0;
-	ck_assert_int_eq(kaas_pool_run(H.pool, hh_barrier_job, &flag), 0);
+	ck_assert_int_eq(kn_pool_run(H.pool, hh_barrier_job, &flag), 0);
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += HH_WAIT_S;

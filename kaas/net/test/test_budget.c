@@ -10,63 +10,63 @@
 
 START_TEST(fits_or_waits)
 {
-	kaas_budget b;
-	kaas_budget_waiter a = {0}, c = {0};
-	kaas_budget_init(&b, 100);
-	ck_assert(kaas_budget_loose(&b, 100));
-	ck_assert_int_eq(kaas_budget_acquire(&b, &a, 60), 1);
+	kn_budget b;
+	kn_budget_waiter a = {0}, c = {0};
+	kn_budget_init(&b, 100);
+	ck_assert(kn_budget_loose(&b, 100));
+	ck_assert_int_eq(kn_budget_acquire(&b, &a, 60), 1);
 	ck_assert_int_eq(b.held, 60);
-	ck_assert(!kaas_budget_loose(&b, 41));
-	ck_assert(kaas_budget_loose(&b, 40));
+	ck_assert(!kn_budget_loose(&b, 41));
+	ck_assert(kn_budget_loose(&b, 40));
 	/* 60 + 50 > 100: waits, nothing is taken for it. */
-	ck_assert_int_eq(kaas_budget_acquire(&b, &c, 50), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &c, 50), 0);
 	ck_assert_int_eq(c.state, KAAS_BW_QUEUED);
 	ck_assert_int_eq(b.held, 60);
 	ck_assert_int_eq(b.nqueued, 1);
-	ck_assert(!kaas_budget_loose(&b, 1)); /* somebody waits */
-	ck_assert_ptr_null(kaas_budget_collect(&b));
+	ck_assert(!kn_budget_loose(&b, 1)); /* somebody waits */
+	ck_assert_ptr_null(kn_budget_collect(&b));
 	/* Not enough freed yet. */
-	ck_assert_int_eq(kaas_budget_release(&b, 5), 0);
-	ck_assert_ptr_null(kaas_budget_collect(&b));
+	ck_assert_int_eq(kn_budget_release(&b, 5), 0);
+	ck_assert_ptr_null(kn_budget_collect(&b));
 	/* Now 55 - 5 = 50 held, 50 more fit. */
-	ck_assert_int_eq(kaas_budget_release(&b, 5), 1);
+	ck_assert_int_eq(kn_budget_release(&b, 5), 1);
 	ck_assert_int_eq(b.held, 100);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &c);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &c);
 	ck_assert_int_eq(c.state, KAAS_BW_IDLE);
-	ck_assert_ptr_null(kaas_budget_collect(&b));
-	kaas_budget_release(&b, 50);
-	kaas_budget_release(&b, 50);
+	ck_assert_ptr_null(kn_budget_collect(&b));
+	kn_budget_release(&b, 50);
+	kn_budget_release(&b, 50);
 	ck_assert_int_eq(b.held, 0);
 }
 END_TEST
 
 START_TEST(fifo_and_no_overtaking)
 {
-	kaas_budget b;
-	kaas_budget_waiter big = {0}, w[3] = {{0}}, late = {0};
-	kaas_budget_init(&b, 100);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &big, 90), 1);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w[0], 80), 0);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w[1], 10), 0);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w[2], 10), 0);
+	kn_budget b;
+	kn_budget_waiter big = {0}, w[3] = {{0}}, late = {0};
+	kn_budget_init(&b, 100);
+	ck_assert_int_eq(kn_budget_acquire(&b, &big, 90), 1);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w[0], 80), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w[1], 10), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w[2], 10), 0);
 	/* 10 would fit (90 + 10) but three are waiting: it queues behind them. */
-	ck_assert_int_eq(kaas_budget_acquire(&b, &late, 10), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &late, 10), 0);
 	ck_assert_int_eq(b.nqueued, 4);
 	ck_assert_int_eq(b.held, 90);
 	/* The head (80) does not fit next to 30, though the 10s behind it
 	 * would: nobody goes before it. */
-	ck_assert_int_eq(kaas_budget_release(&b, 60), 0);
-	ck_assert_ptr_null(kaas_budget_collect(&b));
+	ck_assert_int_eq(kn_budget_release(&b, 60), 0);
+	ck_assert_ptr_null(kn_budget_collect(&b));
 	/* Everything freed: 80, then 10 and 10 (100), and late waits on. */
-	ck_assert_int_eq(kaas_budget_release(&b, 30), 3);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &w[0]);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &w[1]);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &w[2]);
-	ck_assert_ptr_null(kaas_budget_collect(&b));
+	ck_assert_int_eq(kn_budget_release(&b, 30), 3);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &w[0]);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &w[1]);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &w[2]);
+	ck_assert_ptr_null(kn_budget_collect(&b));
 	ck_assert_int_eq(late.state, KAAS_BW_QUEUED);
 	ck_assert_int_eq(b.held, 100);
-	ck_assert_int_eq(kaas_budget_release(&b, 10), 1);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &late);
+	ck_assert_int_eq(kn_budget_release(&b, 10), 1);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &late);
 	ck_assert_int_eq(b.held, 100);
 	ck_assert_int_eq(b.nqueued, 0);
 }
@@ -74,42 +74,42 @@ END_TEST
 
 START_TEST(oversized_frame_alone)
 {
-	kaas_budget b;
-	kaas_budget_waiter a = {0}, huge = {0}, after = {0};
-	kaas_budget_init(&b, 100);
+	kn_budget b;
+	kn_budget_waiter a = {0}, huge = {0}, after = {0};
+	kn_budget_init(&b, 100);
 	/* Nothing held: a frame bigger than the whole budget is admitted. */
-	ck_assert_int_eq(kaas_budget_acquire(&b, &huge, 1000), 1);
-	kaas_budget_release(&b, 1000);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &a, 1), 1);
+	ck_assert_int_eq(kn_budget_acquire(&b, &huge, 1000), 1);
+	kn_budget_release(&b, 1000);
+	ck_assert_int_eq(kn_budget_acquire(&b, &a, 1), 1);
 	/* With one byte held it waits... */
-	ck_assert_int_eq(kaas_budget_acquire(&b, &huge, 1000), 0);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &after, 1), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &huge, 1000), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &after, 1), 0);
 	/* ...and is served once it would be alone; the one behind it waits. */
-	ck_assert_int_eq(kaas_budget_release(&b, 1), 1);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &huge);
+	ck_assert_int_eq(kn_budget_release(&b, 1), 1);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &huge);
 	ck_assert_int_eq(after.state, KAAS_BW_QUEUED);
 	ck_assert_int_eq(b.held, 1000);
-	ck_assert_int_eq(kaas_budget_release(&b, 1000), 1);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &after);
+	ck_assert_int_eq(kn_budget_release(&b, 1000), 1);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &after);
 }
 END_TEST
 
 START_TEST(own_bytes_do_not_block_the_waiter)
 {
-	kaas_budget b;
-	kaas_budget_waiter a = {0}, w = {0};
-	kaas_budget_init(&b, 100);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &a, 50), 1);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w, 300), 0);
+	kn_budget b;
+	kn_budget_waiter a = {0}, w = {0};
+	kn_budget_init(&b, 100);
+	ck_assert_int_eq(kn_budget_acquire(&b, &a, 50), 1);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w, 300), 0);
 	/* What was read of w's frame while it waits is charged to it. */
-	kaas_budget_keep(&b, &w, 20);
+	kn_budget_keep(&b, &w, 20);
 	ck_assert_int_eq(b.held, 70);
 	/* Only w's own 20 remain: it is alone and gets its 300. */
-	ck_assert_int_eq(kaas_budget_release(&b, 50), 1);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &w);
+	ck_assert_int_eq(kn_budget_release(&b, 50), 1);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &w);
 	ck_assert_int_eq(b.held, 320);
-	kaas_budget_release(&b, 20); /* the kept bytes, once moved into the frame */
-	kaas_budget_release(&b, 300);
+	kn_budget_release(&b, 20); /* the kept bytes, once moved into the frame */
+	kn_budget_release(&b, 300);
 	ck_assert_int_eq(b.held, 0);
 }
 END_TEST
@@ -119,51 +119,51 @@ END_TEST
  * next once the head's request is freed, and so on in order. */
 START_TEST(kept_bytes_never_stop_the_line)
 {
-	kaas_budget b;
-	kaas_budget_waiter first = {0}, w[4] = {{0}};
-	kaas_budget_init(&b, 100);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &first, 300), 1);
+	kn_budget b;
+	kn_budget_waiter first = {0}, w[4] = {{0}};
+	kn_budget_init(&b, 100);
+	ck_assert_int_eq(kn_budget_acquire(&b, &first, 300), 1);
 	for (int i = 0; i < 4; i++) {
-		ck_assert_int_eq(kaas_budget_acquire(&b, &w[i], 300), 0);
-		kaas_budget_keep(&b, &w[i], 4);
+		ck_assert_int_eq(kn_budget_acquire(&b, &w[i], 300), 0);
+		kn_budget_keep(&b, &w[i], 4);
 	}
 	ck_assert_int_eq(b.held, 316);
 	ck_assert_int_eq(b.kept, 16);
 	for (int i = 0; i < 4; i++) {
 		/* The request before it is answered and freed. */
-		ck_assert_int_eq(kaas_budget_release(&b, 300), 1);
-		ck_assert_ptr_eq(kaas_budget_collect(&b), &w[i]);
-		ck_assert_ptr_null(kaas_budget_collect(&b));
-		kaas_budget_release(&b, 4); /* its kept size, moved into its frame */
+		ck_assert_int_eq(kn_budget_release(&b, 300), 1);
+		ck_assert_ptr_eq(kn_budget_collect(&b), &w[i]);
+		ck_assert_ptr_null(kn_budget_collect(&b));
+		kn_budget_release(&b, 4); /* its kept size, moved into its frame */
 	}
 	ck_assert_int_eq(b.kept, 0);
 	ck_assert_int_eq(b.held, 300);
-	ck_assert_int_eq(kaas_budget_release(&b, 300), 0);
+	ck_assert_int_eq(kn_budget_release(&b, 300), 0);
 	ck_assert_int_eq(b.held, 0);
 }
 END_TEST
 
 START_TEST(cancel_gives_back)
 {
-	kaas_budget b;
-	kaas_budget_waiter a = {0}, w1 = {0}, w2 = {0}, w3 = {0};
-	kaas_budget_init(&b, 100);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &a, 60), 1);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w1, 90), 0);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w2, 30), 0);
-	ck_assert_int_eq(kaas_budget_acquire(&b, &w3, 30), 0);
+	kn_budget b;
+	kn_budget_waiter a = {0}, w1 = {0}, w2 = {0}, w3 = {0};
+	kn_budget_init(&b, 100);
+	ck_assert_int_eq(kn_budget_acquire(&b, &a, 60), 1);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w1, 90), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w2, 30), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &w3, 30), 0);
 	/* The head leaves (its connection closed): w2 fits and goes. */
-	ck_assert_int_eq(kaas_budget_cancel(&b, &w1), 1);
+	ck_assert_int_eq(kn_budget_cancel(&b, &w1), 1);
 	ck_assert_int_eq(w1.state, KAAS_BW_IDLE);
 	ck_assert_int_eq(w2.state, KAAS_BW_GRANTED);
 	ck_assert_int_eq(b.held, 90);
 	/* w2 closes before it used its grant: the 30 come back, w3 goes. */
-	ck_assert_int_eq(kaas_budget_cancel(&b, &w2), 1);
+	ck_assert_int_eq(kn_budget_cancel(&b, &w2), 1);
 	ck_assert_int_eq(b.held, 90);
-	ck_assert_ptr_eq(kaas_budget_collect(&b), &w3);
-	ck_assert_ptr_null(kaas_budget_collect(&b));
+	ck_assert_ptr_eq(kn_budget_collect(&b), &w3);
+	ck_assert_ptr_null(kn_budget_collect(&b));
 	/* Cancelling an idle waiter changes nothing. */
-	ck_assert_int_eq(kaas_budget_cancel(&b, &w1), 0);
+	ck_assert_int_eq(kn_budget_cancel(&b, &w1), 0);
 	ck_assert_int_eq(b.held, 90);
 	ck_assert_int_eq(b.nqueued, 0);
 }
@@ -171,12 +171,12 @@ END_TEST
 
 START_TEST(unbounded)
 {
-	kaas_budget b;
-	kaas_budget_waiter w = {0};
-	kaas_budget_init(&b, -1);
+	kn_budget b;
+	kn_budget_waiter w = {0};
+	kn_budget_init(&b, -1);
 	for (int i = 0; i < 100; i++)
-		ck_assert_int_eq(kaas_budget_acquire(&b, &w, 100 << 20), 1);
-	ck_assert(kaas_budget_loose(&b, 1 << 20));
+		ck_assert_int_eq(kn_budget_acquire(&b, &w, 100 << 20), 1);
+	ck_assert(kn_budget_loose(&b, 1 << 20));
 	ck_assert_int_eq(b.held, 100LL * (100 << 20));
 }
 END_TEST

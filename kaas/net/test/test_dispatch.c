@@ -19,24 +19,24 @@ static const struct {
 START_TEST(table_rows)
 {
 	size_t served = 0;
-	for (size_t i = 0; i < kaas_dispatch_table_len; i++) {
-		const kaas_api *a = &kaas_dispatch_table[i];
+	for (size_t i = 0; i < kn_dispatch_table_len; i++) {
+		const kw_api *a = &kn_dispatch_table[i];
 		ck_assert_int_le(a->min, a->max);
 		ck_assert_ptr_nonnull(a->name);
-		for (size_t k = i + 1; k < kaas_dispatch_table_len; k++)
-			ck_assert_int_ne(a->key, kaas_dispatch_table[k].key);
+		for (size_t k = i + 1; k < kn_dispatch_table_len; k++)
+			ck_assert_int_ne(a->key, kn_dispatch_table[k].key);
 		if (a->handler)
 			served++;
 	}
 	ck_assert_int_eq(served, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		const kaas_api *a = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, want[i].key);
+		const kw_api *a = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, want[i].key);
 		ck_assert_ptr_nonnull(a);
 		ck_assert_ptr_nonnull(a->handler);
 		ck_assert_int_eq(a->min, want[i].min);
 		ck_assert_int_eq(a->max, want[i].max);
 		for (int16_t v = a->min; v <= a->max; v++)
-			ck_assert_int_eq(kaas_api_flexible(a, v), want[i].flex >= 0 && v >= want[i].flex);
+			ck_assert_int_eq(kw_api_flexible(a, v), want[i].flex >= 0 && v >= want[i].flex);
 	}
 }
 END_TEST
@@ -45,10 +45,10 @@ START_TEST(api_versions_from_the_table)
 {
 	for (int16_t v = 0; v <= 3; v++) {
 		int flex = v >= 3;
-		kaas_wr w = KAAS_WR_INIT;
-		kaas_api_versions_write(&w, v, KERR_NONE, kaas_dispatch_table, kaas_dispatch_table_len);
-		kaas_rd rd;
-		kaas_rd_init(&rd, w.buf, w.len);
+		kw_wr w = KAAS_WR_INIT;
+		kw_api_versions_write(&w, v, KERR_NONE, kn_dispatch_table, kn_dispatch_table_len);
+		kw_rd rd;
+		kw_rd_init(&rd, w.buf, w.len);
 		int16_t err, key, lo, hi;
 		int32_t n, thr;
 		KRD_I16(&rd, &err);
@@ -60,7 +60,7 @@ START_TEST(api_versions_from_the_table)
 			KRD_I16(&rd, &lo);
 			KRD_I16(&rd, &hi);
 			KRD_TAGS(&rd, flex);
-			const kaas_api *a = kaas_api_find(kaas_dispatch_table, kaas_dispatch_table_len, key);
+			const kw_api *a = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, key);
 			ck_assert_ptr_nonnull(a);
 			ck_assert_int_eq(lo, a->min);
 			ck_assert_int_eq(hi, a->max);
@@ -70,8 +70,8 @@ START_TEST(api_versions_from_the_table)
 			ck_assert_int_eq(thr, 0);
 		}
 		KRD_TAGS(&rd, flex);
-		ck_assert_int_eq(kaas_rd_remain(&rd), 0);
-		kaas_wr_free(&w);
+		ck_assert_int_eq(kw_rd_remain(&rd), 0);
+		kw_wr_free(&w);
 		continue;
 err_parse:
 		ck_abort_msg("ApiVersions v%d body does not parse: %s", v, rd.err);

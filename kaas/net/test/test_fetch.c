@@ -20,19 +20,19 @@ static int64_t produce(const char *topic, int32_t part, const uint8_t *batch, si
 	hreq *r = hh_send(KAAS_API_PRODUCE, 7, g);
 	hh_wait(r);
 	/* [topic [index, error, base_offset, log_append_time, log_start]] throttle */
-	kaas_rd rd;
-	kaas_rd_init(&rd, r->body, r->len);
+	kw_rd rd;
+	kw_rd_init(&rd, r->body, r->len);
 	int32_t cnt, idx;
 	int16_t err;
 	int64_t base;
-	kaas_str name;
-	ck_assert_int_eq(kaas_rd_array(&rd, 0, 1, &cnt), 0);
-	ck_assert_int_eq(kaas_rd_str(&rd, 0, &name), 0);
-	ck_assert_int_eq(kaas_rd_array(&rd, 0, 1, &cnt), 0);
-	ck_assert_int_eq(kaas_rd_i32(&rd, &idx), 0);
-	ck_assert_int_eq(kaas_rd_i16(&rd, &err), 0);
+	kw_str name;
+	ck_assert_int_eq(kw_rd_array(&rd, 0, 1, &cnt), 0);
+	ck_assert_int_eq(kw_rd_str(&rd, 0, &name), 0);
+	ck_assert_int_eq(kw_rd_array(&rd, 0, 1, &cnt), 0);
+	ck_assert_int_eq(kw_rd_i32(&rd, &idx), 0);
+	ck_assert_int_eq(kw_rd_i16(&rd, &err), 0);
 	ck_assert_int_eq(err, 0);
-	ck_assert_int_eq(kaas_rd_i64(&rd, &base), 0);
+	ck_assert_int_eq(kw_rd_i64(&rd, &base), 0);
 	hh_free(r);
 	free(g);
 	return base;
@@ -74,13 +74,13 @@ static hreq *fetch(const char *topic, const fpart_want *parts, int n, int32_t ma
 /* Record bytes returned per partition (in request order) of a v11 answer. */
 static int fetch_sizes(const hreq *r, int32_t *sizes, int max)
 {
-	kaas_rd rd;
-	kaas_rd_init(&rd, r->body, r->len);
+	kw_rd rd;
+	kw_rd_init(&rd, r->body, r->len);
 	int32_t thr, sess, nt, np, idx, n = 0;
 	int16_t top, err;
 	int64_t hw, lso, ls;
-	kaas_str name;
-	kaas_bytes recs;
+	kw_str name;
+	kw_bytes recs;
 	KRD_I32(&rd, &thr);
 	KRD_I16(&rd, &top);
 	ck_assert_int_eq(top, 0);
@@ -105,7 +105,7 @@ static int fetch_sizes(const hreq *r, int32_t *sizes, int max)
 			sizes[n++] = recs.len < 0 ? 0 : recs.len;
 		}
 	}
-	ck_assert_int_eq(kaas_rd_remain(&rd), 0);
+	ck_assert_int_eq(kw_rd_remain(&rd), 0);
 	return n;
 err_parse:
 	ck_abort_msg("Fetch v11 answer does not parse: %s", rd.err);
@@ -188,7 +188,7 @@ START_TEST(stopping_answers_parked_fetch)
 	hreq *f = fetch("stop", &p0, 1, 600000, 1 << 20, 50 << 20);
 	ck_assert_int_eq(f->rc, KAAS_DEFERRED);
 	__atomic_store_n(&H.b.stopping, 1, __ATOMIC_RELEASE);
-	kaas_ptable_wake_all(H.b.parts);
+	kb_ptable_wake_all(H.b.parts);
 	hh_wait(f);
 	int32_t sz[1];
 	ck_assert_int_eq(fetch_sizes(f, sz, 1), 1);
@@ -268,7 +268,7 @@ START_TEST(recreate_starts_empty_at_offset_0)
 		ck_assert_int_eq(fetch_sizes(f, sz, 1), 1);
 		ck_assert_int_eq(sz[0], (int32_t)(2 * small_len + big_len));
 		hh_free(f);
-		ck_assert_int_eq(kaas_topics_delete(H.b.topics, (kaas_str){"again", 5}, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(kt_topics_delete(H.b.topics, (kw_str){"again", 5}, msg, sizeof(msg)), 0);
 		/* Gone: the directory too (its descriptors were closed first). */
 		sub_stat st;
 		ck_assert_int_eq(sub_stat_path(H.b.data, "again", &st), -ENOENT);

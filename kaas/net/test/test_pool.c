@@ -45,15 +45,15 @@ static void wait_n(int n)
 
 START_TEST(jobs_all_run_and_stop_drains)
 {
-	kaas_pool *p;
-	ck_assert_int_eq(kaas_pool_create(4, &p), 0);
+	kn_pool *p;
+	ck_assert_int_eq(kn_pool_create(4, &p), 0);
 	atomic_store(&ran, 0);
 	for (int i = 0; i < 10000; i++)
-		ck_assert_int_eq(kaas_pool_run(p, count_job, NULL), 0);
-	kaas_pool_stop(p);
+		ck_assert_int_eq(kn_pool_run(p, count_job, NULL), 0);
+	kn_pool_stop(p);
 	ck_assert_int_eq(atomic_load(&ran), 10000);
-	ck_assert_int_eq(kaas_pool_run(p, count_job, NULL), -ESHUTDOWN);
-	kaas_pool_destroy(p);
+	ck_assert_int_eq(kn_pool_run(p, count_job, NULL), -ESHUTDOWN);
+	kn_pool_destroy(p);
 }
 END_TEST
 
@@ -67,23 +67,23 @@ END_TEST
 
 static int timer_round(void)
 {
-	kaas_pool *p;
-	ck_assert_int_eq(kaas_pool_create(1, &p), 0); /* one worker: run order = fire order */
+	kn_pool *p;
+	ck_assert_int_eq(kn_pool_create(1, &p), 0); /* one worker: run order = fire order */
 	pthread_mutex_lock(&mu);
 	norder = 0;
 	pthread_mutex_unlock(&mu);
-	int64_t t0 = kaas_mono_ns();
-	kaas_timer *late = kaas_pool_timer(p, 800, record, (void *)3);
-	kaas_timer *never = kaas_pool_timer(p, 400, record, (void *)99);
-	kaas_timer *early = kaas_pool_timer(p, 0, record, (void *)1);
-	kaas_timer *mid = kaas_pool_timer(p, 200, record, (void *)2);
-	int prevented = kaas_pool_timer_cancel(p, never);
-	if (kaas_mono_ns() - t0 >= STALL_MS * 1000000LL) {
-		kaas_pool_stop(p);
-		kaas_pool_timer_cancel(p, early);
-		kaas_pool_timer_cancel(p, mid);
-		kaas_pool_timer_cancel(p, late);
-		kaas_pool_destroy(p);
+	int64_t t0 = ku_mono_ns();
+	kb_timer *late = kn_pool_timer(p, 800, record, (void *)3);
+	kb_timer *never = kn_pool_timer(p, 400, record, (void *)99);
+	kb_timer *early = kn_pool_timer(p, 0, record, (void *)1);
+	kb_timer *mid = kn_pool_timer(p, 200, record, (void *)2);
+	int prevented = kn_pool_timer_cancel(p, never);
+	if (ku_mono_ns() - t0 >= STALL_MS * 1000000LL) {
+		kn_pool_stop(p);
+		kn_pool_timer_cancel(p, early);
+		kn_pool_timer_cancel(p, mid);
+		kn_pool_timer_cancel(p, late);
+		kn_pool_destroy(p);
 		return 0;
 	}
 	ck_assert_int_eq(prevented, 1);
@@ -92,16 +92,16 @@ static int timer_round(void)
 	ck_assert_int_eq(order[1], 2);
 	ck_assert_int_eq(order[2], 3);
 	/* Fired timers: cancel gives the handle back and says it was too late. */
-	ck_assert_int_eq(kaas_pool_timer_cancel(p, early), 0);
-	ck_assert_int_eq(kaas_pool_timer_cancel(p, mid), 0);
-	ck_assert_int_eq(kaas_pool_timer_cancel(p, late), 0);
-	ck_assert_int_eq(kaas_pool_timer_cancel(p, NULL), 0);
+	ck_assert_int_eq(kn_pool_timer_cancel(p, early), 0);
+	ck_assert_int_eq(kn_pool_timer_cancel(p, mid), 0);
+	ck_assert_int_eq(kn_pool_timer_cancel(p, late), 0);
+	ck_assert_int_eq(kn_pool_timer_cancel(p, NULL), 0);
 	/* A far-away timer is cancelled before stop. */
-	kaas_timer *far = kaas_pool_timer(p, 3600000, record, (void *)7);
-	ck_assert_int_eq(kaas_pool_timer_cancel(p, far), 1);
-	kaas_pool_stop(p);
+	kb_timer *far = kn_pool_timer(p, 3600000, record, (void *)7);
+	ck_assert_int_eq(kn_pool_timer_cancel(p, far), 1);
+	kn_pool_stop(p);
 	ck_assert_int_eq(norder, 3);
-	kaas_pool_destroy(p);
+	kn_pool_destroy(p);
 	return 1;
 }
 

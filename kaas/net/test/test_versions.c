@@ -67,10 +67,10 @@ START_TEST(api_versions_unsupported_layout)
 		gb16(want, served[i][1]);
 		gb16(want, served[i][2]);
 	}
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_api_versions_write(&w, 4, KERR_UNSUPPORTED_VERSION, kaas_dispatch_table, kaas_dispatch_table_len);
+	kw_wr w = KAAS_WR_INIT;
+	kw_api_versions_write(&w, 4, KERR_UNSUPPORTED_VERSION, kn_dispatch_table, kn_dispatch_table_len);
 	hh_expect("ApiVersions v4 (unsupported)", w.buf, w.len, want);
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 	free(want);
 }
 END_TEST
@@ -80,7 +80,7 @@ END_TEST
 static int32_t epoch_of(const char *topic, int32_t p)
 {
 	int32_t leader, epoch;
-	ck_assert_int_eq(kaas_ptable_leader(H.b.parts, topic, p, &leader, &epoch), 0);
+	ck_assert_int_eq(kb_ptable_leader(H.b.parts, topic, p, &leader, &epoch), 0);
 	ck_assert_int_eq(leader, 3);
 	return epoch;
 }
@@ -231,8 +231,8 @@ START_TEST(metadata_every_version)
 		free(req);
 		free(want);
 	}
-	kaas_topic_info info;
-	ck_assert_int_eq(kaas_topics_lookup(H.b.topics, "never", 5, &info), -ENOENT);
+	kt_topic_info info;
+	ck_assert_int_eq(kt_topics_lookup(H.b.topics, "never", 5, &info), -ENOENT);
 }
 END_TEST
 
@@ -276,10 +276,10 @@ static void produce_want(gb *g, int16_t v, const char *topic, int16_t err, int64
 
 static int64_t high_watermark(const char *topic)
 {
-	kaas_pref ref;
-	ck_assert_int_eq(kaas_ptable_get(H.b.parts, (kaas_str){topic, (int32_t)strlen(topic)}, 0, &ref), KERR_NONE);
-	int64_t hw = kaas_partition_high_watermark(ref.p);
-	kaas_pref_put(&ref);
+	kb_pref ref;
+	ck_assert_int_eq(kb_ptable_get(H.b.parts, (kw_str){topic, (int32_t)strlen(topic)}, 0, &ref), KERR_NONE);
+	int64_t hw = ks_partition_high_watermark(ref.p);
+	kb_pref_put(&ref);
 	return hw;
 }
 

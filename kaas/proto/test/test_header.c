@@ -7,7 +7,7 @@
 #include "kaas/proto/kerr.h"
 #include "util/test/ktest.h"
 
-static int dummy_handler(kaas_req *req, kaas_rd *body, kaas_wr *resp)
+static int dummy_handler(kb_req *req, kw_rd *body, kw_wr *resp)
 {
 	(void)req;
 	(void)body;
@@ -15,26 +15,26 @@ static int dummy_handler(kaas_req *req, kaas_rd *body, kaas_wr *resp)
 	return KAAS_HANDLED;
 }
 
-static const kaas_api table[] = {
+static const kw_api table[] = {
 	{0, 3, 7, 9, "Produce", dummy_handler},
 	{8, 0, 7, 8, "OffsetCommit", NULL}, /* no handler: never advertised */
 	{18, 0, 3, 3, "ApiVersions", dummy_handler},
 	{22, 0, 4, 2, "InitProducerId", dummy_handler},
 };
 
-static void put_header(kaas_wr *w, int16_t key, int16_t ver, int32_t corr, const char *client, int flex,
+static void put_header(kw_wr *w, int16_t key, int16_t ver, int32_t corr, const char *client, int flex,
 		       int ntags)
 {
-	kaas_wr_i16(w, key);
-	kaas_wr_i16(w, ver);
-	kaas_wr_i32(w, corr);
-	kaas_wr_str(w, 0, client); /* client_id is never compact */
+	kw_wr_i16(w, key);
+	kw_wr_i16(w, ver);
+	kw_wr_i32(w, corr);
+	kw_wr_str(w, 0, client); /* client_id is never compact */
 	if (flex) {
-		kaas_wr_uvarint(w, (uint64_t)ntags);
+		kw_wr_uvarint(w, (uint64_t)ntags);
 		for (int i = 0; i < ntags; i++) {
-			kaas_wr_uvarint(w, (uint64_t)i);
-			kaas_wr_uvarint(w, 3);
-			kaas_wr_raw(w, "abc", 3);
+			kw_wr_uvarint(w, (uint64_t)i);
+			kw_wr_uvarint(w, 3);
+			kw_wr_raw(w, "abc", 3);
 		}
 	}
 }
@@ -42,96 +42,96 @@ static void put_header(kaas_wr *w, int16_t key, int16_t ver, int32_t corr, const
 START_TEST(request_header_v1_and_v2)
 {
 	for (int flex = 0; flex <= 1; flex++) {
-		kaas_wr w = KAAS_WR_INIT;
+		kw_wr w = KAAS_WR_INIT;
 		put_header(&w, 18, 3, 0x01020304, "rdkafka", flex, 2);
-		kaas_wr_i32(&w, 0x7a7a7a7a); /* first body bytes */
-		kaas_rd rd;
-		kaas_rd_init(&rd, w.buf, w.len);
-		kaas_req_header h;
-		ck_assert_int_eq(kaas_req_header_prefix(&rd, &h), 0);
+		kw_wr_i32(&w, 0x7a7a7a7a); /* first body bytes */
+		kw_rd rd;
+		kw_rd_init(&rd, w.buf, w.len);
+		kw_req_header h;
+		ck_assert_int_eq(kw_req_header_prefix(&rd, &h), 0);
 		ck_assert_int_eq(h.api_key, 18);
 		ck_assert_int_eq(h.api_version, 3);
 		ck_assert_int_eq(h.correlation_id, 0x01020304);
-		ck_assert_int_eq(kaas_req_header_rest(&rd, flex, &h), 0);
+		ck_assert_int_eq(kw_req_header_rest(&rd, flex, &h), 0);
 		ck_assert_int_eq(h.client_id.len, 7);
 		ck_assert_int_eq(memcmp(h.client_id.s, "rdkafka", 7), 0);
 		int32_t first;
-		ck_assert_int_eq(kaas_rd_i32(&rd, &first), 0);
+		ck_assert_int_eq(kw_rd_i32(&rd, &first), 0);
 		ck_assert_int_eq(first, 0x7a7a7a7a); /* the tags were skipped exactly */
 		/* Every truncation inside the header fails cleanly. */
 		size_t hlen = w.len - 4;
 		for (size_t cut = 0; cut < hlen; cut++) {
-			kaas_rd_init(&rd, w.buf, cut);
-			int r = kaas_req_header_prefix(&rd, &h);
+			kw_rd_init(&rd, w.buf, cut);
+			int r = kw_req_header_prefix(&rd, &h);
 			if (!r)
-				r = kaas_req_header_rest(&rd, flex, &h);
+				r = kw_req_header_rest(&rd, flex, &h);
 			ck_assert_int_eq(r, -1);
 			ck_assert_ptr_nonnull(rd.err);
 		}
-		kaas_wr_free(&w);
+		kw_wr_free(&w);
 	}
 }
 END_TEST
 
 START_TEST(request_header_null_client_and_bad_lengths)
 {
-	kaas_wr w = KAAS_WR_INIT;
+	kw_wr w = KAAS_WR_INIT;
 	put_header(&w, 3, 0, 7, NULL, 0, 0);
-	kaas_rd rd;
-	kaas_rd_init(&rd, w.buf, w.len);
-	kaas_req_header h;
-	ck_assert_int_eq(kaas_req_header_prefix(&rd, &h), 0);
-	ck_assert_int_eq(kaas_req_header_rest(&rd, 0, &h), 0);
+	kw_rd rd;
+	kw_rd_init(&rd, w.buf, w.len);
+	kw_req_header h;
+	ck_assert_int_eq(kw_req_header_prefix(&rd, &h), 0);
+	ck_assert_int_eq(kw_req_header_rest(&rd, 0, &h), 0);
 	ck_assert_int_eq(h.client_id.len, -1);
-	ck_assert_int_eq(kaas_rd_remain(&rd), 0);
-	kaas_wr_free(&w);
+	ck_assert_int_eq(kw_rd_remain(&rd), 0);
+	kw_wr_free(&w);
 
 	/* client_id length -2 and a length beyond the frame. */
 	uint8_t bad1[] = {0, 3, 0, 1, 0, 0, 0, 9, 0xff, 0xfe};
-	kaas_rd_init(&rd, bad1, sizeof(bad1));
-	ck_assert_int_eq(kaas_req_header_prefix(&rd, &h), 0);
-	ck_assert_int_eq(kaas_req_header_rest(&rd, 0, &h), -1);
+	kw_rd_init(&rd, bad1, sizeof(bad1));
+	ck_assert_int_eq(kw_req_header_prefix(&rd, &h), 0);
+	ck_assert_int_eq(kw_req_header_rest(&rd, 0, &h), -1);
 	uint8_t bad2[] = {0, 3, 0, 1, 0, 0, 0, 9, 0x10, 0x00, 'a'};
-	kaas_rd_init(&rd, bad2, sizeof(bad2));
-	ck_assert_int_eq(kaas_req_header_prefix(&rd, &h), 0);
-	ck_assert_int_eq(kaas_req_header_rest(&rd, 0, &h), -1);
+	kw_rd_init(&rd, bad2, sizeof(bad2));
+	ck_assert_int_eq(kw_req_header_prefix(&rd, &h), 0);
+	ck_assert_int_eq(kw_req_header_rest(&rd, 0, &h), -1);
 	/* A tag section that claims more fields than bytes. */
 	uint8_t bad3[] = {0, 18, 0, 3, 0, 0, 0, 9, 0x00, 0x00, 0x7f};
-	kaas_rd_init(&rd, bad3, sizeof(bad3));
-	ck_assert_int_eq(kaas_req_header_prefix(&rd, &h), 0);
-	ck_assert_int_eq(kaas_req_header_rest(&rd, 1, &h), -1);
+	kw_rd_init(&rd, bad3, sizeof(bad3));
+	ck_assert_int_eq(kw_req_header_prefix(&rd, &h), 0);
+	ck_assert_int_eq(kw_req_header_rest(&rd, 1, &h), -1);
 	ck_assert_str_eq(rd.err, "request header tagged fields");
 }
 END_TEST
 
 START_TEST(flexible_versions_and_lookup)
 {
-	const kaas_api *p = kaas_api_find(table, 4, 0);
+	const kw_api *p = kw_api_find(table, 4, 0);
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(kaas_api_flexible(p, 7), 0);
-	const kaas_api *av = kaas_api_find(table, 4, 18);
-	ck_assert_int_eq(kaas_api_flexible(av, 2), 0);
-	ck_assert_int_eq(kaas_api_flexible(av, 3), 1);
-	const kaas_api *ip = kaas_api_find(table, 4, 22);
-	ck_assert_int_eq(kaas_api_flexible(ip, 1), 0);
-	ck_assert_int_eq(kaas_api_flexible(ip, 2), 1);
-	ck_assert_ptr_null(kaas_api_find(table, 4, 99));
-	kaas_api none = {47, 0, 0, -1, "OffsetDelete", NULL};
-	ck_assert_int_eq(kaas_api_flexible(&none, 0), 0);
+	ck_assert_int_eq(kw_api_flexible(p, 7), 0);
+	const kw_api *av = kw_api_find(table, 4, 18);
+	ck_assert_int_eq(kw_api_flexible(av, 2), 0);
+	ck_assert_int_eq(kw_api_flexible(av, 3), 1);
+	const kw_api *ip = kw_api_find(table, 4, 22);
+	ck_assert_int_eq(kw_api_flexible(ip, 1), 0);
+	ck_assert_int_eq(kw_api_flexible(ip, 2), 1);
+	ck_assert_ptr_null(kw_api_find(table, 4, 99));
+	kw_api none = {47, 0, 0, -1, "OffsetDelete", NULL};
+	ck_assert_int_eq(kw_api_flexible(&none, 0), 0);
 }
 END_TEST
 
 START_TEST(response_headers)
 {
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_resp_header_write(&w, 42, 0);
+	kw_wr w = KAAS_WR_INIT;
+	kw_resp_header_write(&w, 42, 0);
 	ck_assert_int_eq(w.len, 4);
-	ck_assert_int_eq(kaas_get_i32(w.buf), 42);
-	kaas_resp_header_write(&w, -5, 1);
+	ck_assert_int_eq(kw_get_i32(w.buf), 42);
+	kw_resp_header_write(&w, -5, 1);
 	ck_assert_int_eq(w.len, 9);
-	ck_assert_int_eq(kaas_get_i32(w.buf + 4), -5);
+	ck_assert_int_eq(kw_get_i32(w.buf + 4), -5);
 	ck_assert_int_eq(w.buf[8], 0); /* empty tag section */
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 }
 END_TEST
 
@@ -139,9 +139,9 @@ END_TEST
 static int decode_av(const uint8_t *p, size_t n, int version, int16_t *err, int32_t *cnt, int16_t rows[][3],
 		     int32_t *throttle)
 {
-	kaas_rd rd;
+	kw_rd rd;
 	int flex = version >= 3;
-	kaas_rd_init(&rd, p, n);
+	kw_rd_init(&rd, p, n);
 	KRD_I16(&rd, err);
 	KRD_ARRAY(&rd, flex, 6, cnt);
 	for (int32_t i = 0; i < *cnt; i++) {
@@ -154,7 +154,7 @@ static int decode_av(const uint8_t *p, size_t n, int version, int16_t *err, int3
 	if (version >= 1)
 		KRD_I32(&rd, throttle);
 	KRD_TAGS(&rd, flex);
-	return kaas_rd_remain(&rd) == 0 ? 0 : -1;
+	return kw_rd_remain(&rd) == 0 ? 0 : -1;
 err_parse:
 	return -1;
 }
@@ -162,8 +162,8 @@ err_parse:
 START_TEST(api_versions_all_versions)
 {
 	for (int v = 0; v <= 3; v++) {
-		kaas_wr w = KAAS_WR_INIT;
-		kaas_api_versions_write(&w, (int16_t)v, KERR_NONE, table, 4);
+		kw_wr w = KAAS_WR_INIT;
+		kw_api_versions_write(&w, (int16_t)v, KERR_NONE, table, 4);
 		int16_t err, rows[8][3];
 		int32_t cnt, thr;
 		ck_assert_int_eq(decode_av(w.buf, w.len, v, &err, &cnt, rows, &thr), 0);
@@ -181,21 +181,21 @@ START_TEST(api_versions_all_versions)
 		/* A v3 body is not readable as v0 and vice versa (the encodings differ). */
 		if (v == 3)
 			ck_assert_int_ne(decode_av(w.buf, w.len, 0, &err, &cnt, rows, &thr), 0);
-		kaas_wr_free(&w);
+		kw_wr_free(&w);
 	}
 }
 END_TEST
 
 START_TEST(api_versions_unsupported_is_v0)
 {
-	kaas_wr w = KAAS_WR_INIT;
-	kaas_api_versions_write(&w, 9, KERR_UNSUPPORTED_VERSION, table, 4);
+	kw_wr w = KAAS_WR_INIT;
+	kw_api_versions_write(&w, 9, KERR_UNSUPPORTED_VERSION, table, 4);
 	int16_t err, rows[8][3];
 	int32_t cnt, thr;
 	ck_assert_int_eq(decode_av(w.buf, w.len, 0, &err, &cnt, rows, &thr), 0);
 	ck_assert_int_eq(err, KERR_UNSUPPORTED_VERSION);
 	ck_assert_int_eq(cnt, 3);
-	kaas_wr_free(&w);
+	kw_wr_free(&w);
 }
 END_TEST
 

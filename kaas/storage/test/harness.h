@@ -29,7 +29,7 @@ static inline void h_setup_in(const char *base)
 {
 	char err[256];
 	/* Quiet unless asked: the failure paths under test log loudly by design. */
-	kaas_log_level = getenv("KAAS_LOG_LEVEL") ? KAAS_LOG_DEBUG : -1;
+	ku_log_level = getenv("KAAS_LOG_LEVEL") ? KAAS_LOG_DEBUG : -1;
 	snprintf(h_dir, sizeof(h_dir), "%s/kaas-test-storage.XXXXXX", base);
 	ck_assert_ptr_nonnull(mkdtemp(h_dir));
 	ck_assert_int_eq(sub_open_url(h_dir, &h_vfs, err, sizeof(err)), 0);
@@ -59,10 +59,10 @@ static inline void h_teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static inline kaas_log_config h_cfg(void)
+static inline ks_log_config h_cfg(void)
 {
-	kaas_log_config c;
-	kaas_log_config_defaults(&c);
+	ks_log_config c;
+	ks_log_config_defaults(&c);
 	c.index_interval_bytes = 256;
 	c.checkpoint_ms = -1; /* every housekeeping */
 	return c;
@@ -100,21 +100,21 @@ static inline int h_count_fds(void)
 }
 
 /* Appends everything in b; returns the result's error and fills res. */
-static inline int h_append(kaas_partition *p, kbuild *b, kaas_append_result *res)
+static inline int h_append(ks_partition *p, kbuild *b, ks_append_result *res)
 {
-	int rc = kaas_partition_append(p, b->buf, b->len, res);
+	int rc = ks_partition_append(p, b->buf, b->len, res);
 	(void)rc;
 	return res->error;
 }
 
 /* Appends one simple batch and checks it succeeded; returns its base offset. */
-static inline int64_t h_put(kaas_partition *p, int n, const char *tag, int vsize)
+static inline int64_t h_put(ks_partition *p, int n, const char *tag, int vsize)
 {
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	kbuild_simple(&b, -1, -1, -1, n, 1700000000000LL, tag, vsize, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
-	ck_assert_msg(res.error == 0, "append failed: %s (%s)", kaas_kerr_name(res.error),
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_msg(res.error == 0, "append failed: %s (%s)", kw_kerr_name(res.error),
 		      res.message ? res.message : "");
 	kbuild_free(&b);
 	return res.base_offset;
@@ -122,20 +122,20 @@ static inline int64_t h_put(kaas_partition *p, int n, const char *tag, int vsize
 
 /* Reads [from, hw) through read plans into *out, as a client does: a
  * batch the plan cut short at its end is dropped and fetched again. */
-static inline size_t h_read_all(kaas_partition *p, int64_t from, int32_t max_bytes, uint8_t **out)
+static inline size_t h_read_all(ks_partition *p, int64_t from, int32_t max_bytes, uint8_t **out)
 {
 	size_t len = 0, cap = 0;
 	uint8_t *buf = NULL;
 	int64_t cur = from;
 	size_t scanned = 0;
 	for (;;) {
-		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-		ck_assert_int_eq(kaas_partition_read(p, cur, max_bytes, &plan), 0);
+		ks_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(ks_partition_read(p, cur, max_bytes, &plan), 0);
 		ck_assert_msg(plan.error == 0, "read at %lld: %s", (long long)cur,
-			      kaas_kerr_name(plan.error));
+			      kw_kerr_name(plan.error));
 		if (plan.n == 0) {
 			ck_assert_int_ge(cur, plan.high_watermark);
-			kaas_read_plan_release(&plan);
+			ks_read_plan_release(&plan);
 			break;
 		}
 		for (int i = 0; i < plan.n; i++) {
@@ -143,12 +143,12 @@ static inline size_t h_read_all(kaas_partition *p, int64_t from, int32_t max_byt
 			ck_assert_int_eq(sub_pread_full(plan.r[i].file, buf + len, plan.r[i].len, plan.r[i].pos), 0);
 			len += plan.r[i].len;
 		}
-		kaas_read_plan_release(&plan);
+		ks_read_plan_release(&plan);
 		/* Next offset: after the last whole batch read. */
 		int64_t last = -1;
 		while (len - scanned >= KB_HDR) {
 			kb_hdr h;
-			kb_decode(buf + scanned, &h);
+			ks__kb_decode(buf + scanned, &h);
 			if (kb_size(&h) > len - scanned)
 				break;
 			last = kb_last_offset(&h);
@@ -171,10 +171,10 @@ static inline int64_t h_check_log(const uint8_t *log, size_t len, int64_t first)
 	while (pos < len) {
 		kb_hdr h;
 		ck_assert_uint_ge(len - pos, KB_HDR);
-		kb_decode(log + pos, &h);
+		ks__kb_decode(log + pos, &h);
 		ck_assert_int_eq(h.magic, 2);
 		ck_assert_uint_le(kb_size(&h), len - pos);
-		ck_assert_uint_eq(kb_crc(log + pos, kb_size(&h)), h.crc);
+		ck_assert_uint_eq(ks__kb_crc(log + pos, kb_size(&h)), h.crc);
 		if (next >= 0)
 			ck_assert_int_eq(h.base_offset, next);
 		next = kb_last_offset(&h) + 1;

@@ -237,7 +237,7 @@ static inline size_t kbuild_end(kbuild *b, int codec)
 	memcpy(h + 61, payload, plen);
 	free(payload);
 	b->len += 61 + plen;
-	uint32_t crc = kaas_crc32c(0, b->buf + start + 21, 61 + plen - 21);
+	uint32_t crc = ku_crc32c(0, b->buf + start + 21, 61 + plen - 21);
 	kbuild__be(b->buf + start + 17, crc, 4);
 	return start;
 }

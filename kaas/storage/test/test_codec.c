@@ -89,7 +89,7 @@ static int validate(const uint8_t *b, size_t len, const kb_limits *lim, kb_info 
 {
 	int n, bad;
 	*msg = NULL;
-	int err = kb_validate(b, len, lim, info, 1, &n, &bad, msg);
+	int err = ks__kb_validate(b, len, lim, info, 1, &n, &bad, msg);
 	if (err)
 		ck_assert_msg(*msg != NULL, "error %d without a message", err);
 	return err;
@@ -99,7 +99,7 @@ static int validate(const uint8_t *b, size_t len, const kb_limits *lim, kb_info 
 static void refix(uint8_t *b, size_t size)
 {
 	kb_put32(b + KB_OFF_LENGTH, (uint32_t)(size - KB_LOG_OVERHEAD));
-	kb_put32(b + KB_OFF_CRC, kb_crc(b, size));
+	kb_put32(b + KB_OFF_CRC, ks__kb_crc(b, size));
 }
 
 /* A batch of `count` records whose codec payload is given as is. */
@@ -131,19 +131,19 @@ static void fill_value(uint8_t *v, size_t n, int salt)
 		v[i] = (uint8_t)('a' + (i / 7 + (size_t)salt) % 26);
 }
 
-/* Inflates the payload of the batch b with kaas_inflate: the output equals
+/* Inflates the payload of the batch b with ks_inflate: the output equals
  * want, and every piece but the last is whole (a 64 KiB piece, a snappy-java
  * chunk), so the layouts the tests build put records where pieces end. */
 static void check_pieces(const tcodec *c, const uint8_t *b, size_t size, const uint8_t *want, size_t wlen)
 {
-	kaas_inflate *z;
-	ck_assert_int_eq(kaas_inflate_open(&z, c->codec, b + KB_HDR, size - KB_HDR, UINT64_MAX, 64u << 20), 0);
+	ks_inflate *z;
+	ck_assert_int_eq(ks_inflate_open(&z, c->codec, b + KB_HDR, size - KB_HDR, UINT64_MAX, 64u << 20), 0);
 	size_t piece = c->codec == KBUILD_SNAPPY ? (c->xerial ? c->xerial : wlen) : PIECE;
 	uint64_t pos = 0;
 	const uint8_t *p;
 	size_t n;
 	int rc;
-	while ((rc = kaas_inflate_next(z, &p, &n)) == 1) {
+	while ((rc = ks_inflate_next(z, &p, &n)) == 1) {
 		ck_assert_uint_le(pos + n, wlen);
 		ck_assert_msg(memcmp(p, want + pos, n) == 0, "%s: output differs at %llu", c->name,
 			      (unsigned long long)pos);
@@ -154,9 +154,9 @@ static void check_pieces(const tcodec *c, const uint8_t *b, size_t size, const u
 	}
 	ck_assert_msg(rc == 0, "%s: inflate ended with %d", c->name, rc);
 	ck_assert_uint_eq(pos, wlen);
-	ck_assert_uint_eq(kaas_inflate_total(z), wlen);
-	ck_assert_int_eq(kaas_inflate_next(z, &p, &n), 0);
-	kaas_inflate_free(z);
+	ck_assert_uint_eq(ks_inflate_total(z), wlen);
+	ck_assert_int_eq(ks_inflate_next(z, &p, &n), 0);
+	ks_inflate_free(z);
 }
 
 /* ---- records across piece boundaries ------------------------------------- */
@@ -217,14 +217,14 @@ START_TEST(records_straddle_pieces_in_every_codec)
 			ck_assert_int_eq(info.first_ts, TS0);
 			/* The by-timestamp search walks the same stream. */
 			int64_t off, ts;
-			ck_assert_int_eq(kb_find_ts(b.buf, b.len, TS0 + 1, 0, &off, &ts), 0);
+			ck_assert_int_eq(ks__kb_find_ts(b.buf, b.len, TS0 + 1, 0, &off, &ts), 0);
 			ck_assert_int_eq(off, 1);
 			ck_assert_int_eq(ts, TS0 + 100003);
-			ck_assert_int_eq(kb_find_ts(b.buf, b.len, TS0 + 6 * 7777777, 0, &off, &ts), 0);
+			ck_assert_int_eq(ks__kb_find_ts(b.buf, b.len, TS0 + 6 * 7777777, 0, &off, &ts), 0);
 			ck_assert_int_eq(off, 6);
-			ck_assert_int_eq(kb_find_ts(b.buf, b.len, TS0, 2, &off, &ts), 0);
+			ck_assert_int_eq(ks__kb_find_ts(b.buf, b.len, TS0, 2, &off, &ts), 0);
 			ck_assert_int_eq(off, 2);
-			ck_assert_int_eq(kb_find_ts(b.buf, b.len, TS0 + 6 * 7777777 + 1, 0, &off, &ts), -1);
+			ck_assert_int_eq(ks__kb_find_ts(b.buf, b.len, TS0 + 6 * 7777777 + 1, 0, &off, &ts), -1);
 			kbuild_free(&b);
 		}
 	}
@@ -698,7 +698,7 @@ START_TEST(validating_100_mib_takes_little_heap)
 		int64_t peak = heap_peak_bytes();
 		int64_t off = -1, ts = -1;
 		heap_arm();
-		int found = kb_find_ts(k.buf, k.len, TS0 + nrec - 1, 0, &off, &ts);
+		int found = ks__kb_find_ts(k.buf, k.len, TS0 + nrec - 1, 0, &off, &ts);
 		int64_t fpeak = heap_peak_bytes();
 		fprintf(stderr, "%s: %zu MiB in %zu KiB, error %d, peak heap: validate %lld KiB, find %lld KiB\n",
 			c->name, k.rlen >> 20, k.len >> 10, err, (long long)(peak >> 10), (long long)(fpeak >> 10));
@@ -726,10 +726,10 @@ END_TEST
 START_TEST(append_refuses_a_zstd_bomb_in_little_memory)
 {
 	static const tcodec zstd = {"zstd", KBUILD_ZSTD, 0};
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/0", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/0", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	const int32_t vlen = 300 << 20;
 	uint8_t prefix[32];
 	size_t plen = record_prefix(prefix, vlen);
@@ -737,18 +737,18 @@ START_TEST(append_refuses_a_zstd_bomb_in_little_memory)
 	compress_stream(&zstd, prefix, plen, (uint64_t)vlen + 1, &o);
 	size_t size;
 	uint8_t *b = batch_of(KBUILD_ZSTD, 1, TS0, o.p, o.len, &size);
-	kaas_append_result res;
+	ks_append_result res;
 	heap_arm();
-	ck_assert_int_eq(kaas_partition_append(p, b, size, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b, size, &res), 0);
 	int64_t peak = heap_peak_bytes();
 	fprintf(stderr, "append of a %zu KiB zstd bomb: %s, peak heap %lld KiB\n", size >> 10,
-		kaas_kerr_name(res.error), (long long)(peak >> 10));
+		kw_kerr_name(res.error), (long long)(peak >> 10));
 	ck_assert_int_eq(res.error, KERR_MESSAGE_TOO_LARGE);
 	ck_assert_msg(peak < (2 << 20), "peak heap %lld bytes", (long long)peak);
-	ck_assert_int_eq(kaas_partition_log_end(p), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), 0);
 	free(b);
 	free(o.p);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 

@@ -87,9 +87,9 @@ static int trace_count(const char *phase, const char *op, const char *what)
 	return n;
 }
 
-static kaas_log_config crash_cfg(void)
+static ks_log_config crash_cfg(void)
 {
-	kaas_log_config c = h_cfg();
+	ks_log_config c = h_cfg();
 	c.segment_bytes = 1200;
 	c.index_interval_bytes = 300;
 	c.checkpoint_ms = -1;
@@ -100,18 +100,18 @@ static kaas_log_config crash_cfg(void)
 
 /* One append of a 2-record idempotent batch; records it (even when the call
  * failed: its bytes may have reached the file).  Returns 0 when acknowledged. */
-static int wl_append(kaas_partition *p, expected *e, int i)
+static int wl_append(ks_partition *p, expected *e, int i)
 {
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	char tag[16];
 	snprintf(tag, sizeof(tag), "w%d", i);
 	kbuild_simple(&b, 42, 0, e->next_seq, 2, 1700000000000LL + i, tag, 40 + (i * 37) % 90, KBUILD_NONE);
 	wl_phase = "append";
-	int rc = kaas_partition_append(p, b.buf, b.len, &res);
+	int rc = ks_partition_append(p, b.buf, b.len, &res);
 	ck_assert_int_lt(e->n, MAXB);
 	kb_hdr h;
-	kb_decode(b.buf, &h);
+	ks__kb_decode(b.buf, &h);
 	if (rc == 0 && res.error == 0)
 		ck_assert_int_eq(h.base_offset, res.base_offset);
 	if ((rc == 0 && res.error == 0) || h.base_offset != 0 || e->n == 0) {
@@ -131,24 +131,24 @@ static int wl_append(kaas_partition *p, expected *e, int i)
 	return 0;
 }
 
-static void wl_flush(kaas_partition *p, expected *e)
+static void wl_flush(ks_partition *p, expected *e)
 {
 	int64_t d;
 	wl_phase = "flush";
-	if (kaas_partition_flush(p, &d) == 0 && d > e->durable)
+	if (ks_partition_flush(p, &d) == 0 && d > e->durable)
 		e->durable = d;
 }
 
 /* The workload; stops at the first failure (the crash). */
 static void workload(sub_vfs *v, const char *dir, expected *e)
 {
-	kaas_log_config cfg = crash_cfg();
-	kaas_partition *p = NULL;
+	ks_log_config cfg = crash_cfg();
+	ks_partition *p = NULL;
 	wl_phase = "open";
-	if (kaas_partition_open(v, dir, NULL, 1, &cfg, &p))
+	if (ks_partition_open(v, dir, NULL, 1, &cfg, &p))
 		goto out;
 	wl_phase = "takeover";
-	if (kaas_partition_take_over(p, 1))
+	if (ks_partition_take_over(p, 1))
 		goto out;
 	for (int i = 0; i < 18 && !e->stopped; i++) {
 		if (wl_append(p, e, i))
@@ -156,30 +156,30 @@ static void workload(sub_vfs *v, const char *dir, expected *e)
 		if (i % 3 == 2)
 			wl_flush(p, e);
 		wl_phase = "housekeep";
-		if (i % 7 == 6 && kaas_partition_housekeep(p, 1700000000000LL) < 0)
+		if (i % 7 == 6 && ks_partition_housekeep(p, 1700000000000LL) < 0)
 			break;
 		if (i == 12) {
 			int64_t low;
 			int16_t err;
 			wl_phase = "delete";
 			e->delete_asked = 12;
-			if (kaas_partition_delete_records(p, 12, &low, &err) == 0 && err == 0)
+			if (ks_partition_delete_records(p, 12, &low, &err) == 0 && err == 0)
 				e->deleted_to = low;
 		}
 	}
 	if (e->stopped)
 		goto out;
 	wl_phase = "relinquish";
-	if (kaas_partition_relinquish(p) == 0)
-		e->durable = kaas_partition_high_watermark(p);
-	kaas_partition_close(p);
+	if (ks_partition_relinquish(p) == 0)
+		e->durable = ks_partition_high_watermark(p);
+	ks_partition_close(p);
 	p = NULL;
 	/* A second leadership on the same directory. */
 	wl_phase = "open";
-	if (kaas_partition_open(v, dir, NULL, 0, &cfg, &p))
+	if (ks_partition_open(v, dir, NULL, 0, &cfg, &p))
 		goto out;
 	wl_phase = "takeover";
-	if (kaas_partition_take_over(p, 2))
+	if (ks_partition_take_over(p, 2))
 		goto out;
 	for (int i = 18; i < 28 && !e->stopped; i++) {
 		if (wl_append(p, e, i))
@@ -193,18 +193,18 @@ static void workload(sub_vfs *v, const char *dir, expected *e)
 	 * the take-over recovers this leader's own unflushed tail and claims it
 	 * as the high watermark, so it must make it durable first. */
 	wl_phase = "retake";
-	if (kaas_partition_take_over(p, 3))
+	if (ks_partition_take_over(p, 3))
 		goto out;
-	e->durable = kaas_partition_high_watermark(p);
+	e->durable = ks_partition_high_watermark(p);
 	for (int i = 28; i < 31 && !e->stopped; i++)
 		if (wl_append(p, e, i))
 			break;
 	wl_phase = "relinquish";
-	if (!e->stopped && kaas_partition_relinquish(p) == 0)
-		e->durable = kaas_partition_high_watermark(p);
+	if (!e->stopped && ks_partition_relinquish(p) == 0)
+		e->durable = ks_partition_high_watermark(p);
 out:
 	wl_phase = "close";
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 
 static uint64_t run_once(const char *dir, const char *opts, expected *e)
@@ -227,7 +227,7 @@ static int batch_of(const expected *e, int64_t off)
 {
 	for (int i = 0; i < e->n; i++) {
 		kb_hdr h;
-		kb_decode(e->bytes[i], &h);
+		ks__kb_decode(e->bytes[i], &h);
 		if (e->base[i] <= off && off <= e->base[i] + h.last_delta)
 			return i;
 	}
@@ -236,21 +236,21 @@ static int batch_of(const expected *e, int64_t off)
 
 static void verify(const char *dir, const expected *e, uint64_t point)
 {
-	kaas_log_config cfg = crash_cfg();
-	kaas_partition *p;
+	ks_log_config cfg = crash_cfg();
+	ks_partition *p;
 	sub_vfs *v;
 	char err[256];
 	ck_assert_int_eq(sub_open_url(h_dir, &v, err, sizeof(err)), 0);
-	int rc = kaas_partition_open(v, dir, NULL, 0, &cfg, &p);
+	int rc = ks_partition_open(v, dir, NULL, 0, &cfg, &p);
 	if (rc == -ENOENT) {
 		ck_assert_msg(e->durable == 0, "point %llu: directory gone", (unsigned long long)point);
 		sub_destroy(v);
 		return;
 	}
 	ck_assert_int_eq(rc, 0);
-	ck_assert_msg(kaas_partition_take_over(p, 10) == 0, "point %llu: takeover failed",
+	ck_assert_msg(ks_partition_take_over(p, 10) == 0, "point %llu: takeover failed",
 		      (unsigned long long)point);
-	int64_t lso = kaas_partition_log_start(p), leo = kaas_partition_log_end(p);
+	int64_t lso = ks_partition_log_start(p), leo = ks_partition_log_end(p);
 	ck_assert_msg(leo >= e->durable, "point %llu: log ends at %lld, %lld was acknowledged durable",
 		      (unsigned long long)point, (long long)leo, (long long)e->durable);
 	ck_assert_msg(lso >= e->deleted_to, "point %llu: log start %lld < acknowledged %lld",
@@ -277,26 +277,26 @@ static void verify(const char *dir, const expected *e, uint64_t point)
 		}
 		free(log);
 		kb_hdr h;
-		kb_decode(e->bytes[last], &h);
+		ks__kb_decode(e->bytes[last], &h);
 		ck_assert_int_eq(e->base[last] + h.last_delta + 1, leo);
 		/* A retry of the newest batch is a duplicate; the next one fits. */
-		kaas_append_result res;
+		ks_append_result res;
 		uint8_t *copy = malloc(e->len[last]);
 		memcpy(copy, e->bytes[last], e->len[last]);
-		ck_assert_int_eq(kaas_partition_append(p, copy, e->len[last], &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, copy, e->len[last], &res), 0);
 		ck_assert_msg(res.error == 0 && res.duplicate && res.base_offset == e->base[last],
 			      "point %llu: retry of the last batch: err %s dup %d base %lld want %lld",
-			      (unsigned long long)point, kaas_kerr_name(res.error), res.duplicate,
+			      (unsigned long long)point, kw_kerr_name(res.error), res.duplicate,
 			      (long long)res.base_offset, (long long)e->base[last]);
 		free(copy);
 		kbuild b = KBUILD_INIT;
 		kbuild_simple(&b, 42, 0, e->seq[last] + 2, 1, 1700000000000LL, "next", 10, KBUILD_NONE);
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_msg(res.error == 0 && !res.duplicate && res.base_offset == leo,
-			      "point %llu: next batch: %s", (unsigned long long)point, kaas_kerr_name(res.error));
+			      "point %llu: next batch: %s", (unsigned long long)point, kw_kerr_name(res.error));
 		kbuild_free(&b);
 	}
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	sub_destroy(v);
 }
 
@@ -305,22 +305,22 @@ static void verify(const char *dir, const expected *e, uint64_t point)
  * completes; returns how many were interrupted. */
 static int interrupted_takeovers(const char *dir, uint64_t seed)
 {
-	kaas_log_config cfg = crash_cfg();
+	ks_log_config cfg = crash_cfg();
 	for (int j = 0;; j++) {
 		char url[600], err[256];
 		sub_vfs *fv;
-		kaas_partition *p = NULL;
+		ks_partition *p = NULL;
 		snprintf(url, sizeof(url), "fault:%s?crash_after=%d&seed=%llu", h_dir, j,
 			 (unsigned long long)(seed + (uint64_t)j));
 		ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
-		int rc = kaas_partition_open(fv, dir, NULL, 0, &cfg, &p);
+		int rc = ks_partition_open(fv, dir, NULL, 0, &cfg, &p);
 		if (rc == 0)
-			rc = kaas_partition_take_over(p, 5);
+			rc = ks_partition_take_over(p, 5);
 		int crashed = sub_fault_is_crashed(fv);
 		/* Re-driving must converge: short of a crash, it succeeds. */
 		ck_assert_msg(crashed || rc == 0 || rc == -ENOENT, "%s: take-over attempt %d: %s", dir, j,
 			      sub_strerror(rc));
-		kaas_partition_close(p); /* relinquish: may itself meet the crash point */
+		ks_partition_close(p); /* relinquish: may itself meet the crash point */
 		sub_fault_crash(fv);
 		sub_destroy(fv);
 		if (!crashed)

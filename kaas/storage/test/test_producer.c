@@ -16,28 +16,28 @@ typedef struct pres {
 	int64_t base, last;
 } pres;
 
-static pres send(kaas_partition *p, int64_t pid, int16_t epoch, int32_t seq, int n)
+static pres send(ks_partition *p, int64_t pid, int16_t epoch, int32_t seq, int n)
 {
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	kbuild_simple(&b, pid, epoch, seq, n, 1700000000000LL, "idem", 20, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	kbuild_free(&b);
 	return (pres){res.error, res.duplicate, res.base_offset, res.last_offset};
 }
 
-static kaas_partition *leader(sub_vfs *vfs, const char *dir, int32_t epoch, const kaas_log_config *cfg)
+static ks_partition *leader(sub_vfs *vfs, const char *dir, int32_t epoch, const ks_log_config *cfg)
 {
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(vfs, dir, NULL, 1, cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, epoch), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(vfs, dir, NULL, 1, cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, epoch), 0);
 	return p;
 }
 
 START_TEST(sequence_rules)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p = leader(h_vfs, "p", 1, &cfg);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p = leader(h_vfs, "p", 1, &cfg);
 	pres r = send(p, 100, 0, 0, 3);
 	ck_assert_int_eq(r.err, 0);
 	ck_assert_int_eq(r.base, 0);
@@ -53,7 +53,7 @@ START_TEST(sequence_rules)
 	r = send(p, 100, 0, 3, 2);
 	ck_assert(r.dup);
 	ck_assert_int_eq(r.base, 3);
-	ck_assert_int_eq(kaas_partition_log_end(p), 5);
+	ck_assert_int_eq(ks_partition_log_end(p), 5);
 	/* A gap, an overlap that is not a retry. */
 	ck_assert_int_eq(send(p, 100, 0, 7, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
 	ck_assert_int_eq(send(p, 100, 0, 4, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
@@ -73,23 +73,23 @@ START_TEST(sequence_rules)
 	ck_assert_int_eq(send(p, 100, 1, 1, 1).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
 	/* Two batches of one producer in one request. */
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	kbuild_simple(&b, 300, 0, 0, 2, 1700000000000LL, "m", 10, KBUILD_NONE);
 	kbuild_simple(&b, 300, 0, 2, 2, 1700000000000LL, "m", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, 0);
 	ck_assert_int_eq(res.last_offset - res.base_offset, 3);
 	kbuild_free(&b);
 	kbuild_simple(&b, 300, 0, 4, 1, 1700000000000LL, "m", 10, KBUILD_NONE);
 	kbuild_simple(&b, 300, 0, 6, 1, 1700000000000LL, "m", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
 	ck_assert_int_eq(res.batch_index, 1);
 	kbuild_free(&b);
 	/* Non-idempotent batches are not checked at all. */
 	ck_assert_int_eq(send(p, -1, -1, -1, 2).err, 0);
 	ck_assert_int_eq(send(p, -1, -1, -1, 2).err, 0);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
@@ -100,32 +100,32 @@ START_TEST(sequence_wraps_and_snapshot_codec)
 	e.pid = 9;
 	e.epoch = 3;
 	kp_batch b = {INT32_MAX - 4, INT32_MAX, 10, 14, 1000};
-	kp_entry_apply(&e, 3, &b);
+	ks__kp_entry_apply(&e, 3, &b);
 	int dup;
 	kp_batch orig;
 	const char *msg;
-	ck_assert_int_eq(kp_check(&e, 3, 0, 4, &dup, &orig, &msg), 0);
+	ck_assert_int_eq(ks__kp_check(&e, 3, 0, 4, &dup, &orig, &msg), 0);
 	ck_assert(!dup);
-	ck_assert_int_eq(kp_check(&e, 3, 1, 4, &dup, &orig, &msg), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+	ck_assert_int_eq(ks__kp_check(&e, 3, 1, 4, &dup, &orig, &msg), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
 	ck_assert_int_eq(kb_seq_add(INT32_MAX - 1, 3), 1);
 
 	kp_table t = KP_TABLE_INIT, u = KP_TABLE_INIT;
 	for (int64_t pid = 0; pid < 300; pid++)
 		for (int k = 0; k < 1 + pid % 7; k++) {
 			kp_batch x = {k * 2, k * 2 + 1, pid * 100 + k * 2, pid * 100 + k * 2 + 1, pid};
-			ck_assert_int_eq(kp_apply(&t, pid, (int16_t)(pid % 4), &x), 0);
+			ck_assert_int_eq(ks__kp_apply(&t, pid, (int16_t)(pid % 4), &x), 0);
 		}
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(kp_encode(&t, 5, 40000, &buf, &len), 0);
+	ck_assert_int_eq(ks__kp_encode(&t, 5, 40000, &buf, &len), 0);
 	int32_t ep;
 	int64_t off;
-	ck_assert_int_eq(kp_decode(buf, len, &u, &ep, &off), 0);
+	ck_assert_int_eq(ks__kp_decode(buf, len, &u, &ep, &off), 0);
 	ck_assert_int_eq(ep, 5);
 	ck_assert_int_eq(off, 40000);
 	ck_assert_uint_eq(u.count, 300);
 	for (int64_t pid = 0; pid < 300; pid++) {
-		kp_entry *a = kp_find(&t, pid), *c = kp_find(&u, pid);
+		kp_entry *a = ks__kp_find(&t, pid), *c = ks__kp_find(&u, pid);
 		ck_assert_ptr_nonnull(c);
 		ck_assert_int_eq(a->n, c->n);
 		ck_assert_int_eq(a->epoch, c->epoch);
@@ -134,18 +134,18 @@ START_TEST(sequence_wraps_and_snapshot_codec)
 	/* Every single flipped bit and every truncation is detected. */
 	for (size_t i = 0; i < len; i += 7) {
 		buf[i] ^= 0x04;
-		ck_assert_int_eq(kp_decode(buf, len, &u, &ep, &off), -EBADMSG);
+		ck_assert_int_eq(ks__kp_decode(buf, len, &u, &ep, &off), -EBADMSG);
 		buf[i] ^= 0x04;
 	}
 	for (size_t n = 0; n < len; n += 97)
-		ck_assert_int_eq(kp_decode(buf, n, &u, &ep, &off), -EBADMSG);
+		ck_assert_int_eq(ks__kp_decode(buf, n, &u, &ep, &off), -EBADMSG);
 	free(buf);
 	/* Producers wholly below the log start are forgotten. */
-	ck_assert_uint_eq(kp_evict(&t, 150 * 100, INT64_MIN), 150);
-	ck_assert_ptr_null(kp_find(&t, 149));
-	ck_assert_ptr_nonnull(kp_find(&t, 150));
-	kp_free(&t);
-	kp_free(&u);
+	ck_assert_uint_eq(ks__kp_evict(&t, 150 * 100, INT64_MIN), 150);
+	ck_assert_ptr_null(ks__kp_find(&t, 149));
+	ck_assert_ptr_nonnull(ks__kp_find(&t, 150));
+	ks__kp_free(&t);
+	ks__kp_free(&u);
 }
 END_TEST
 
@@ -166,9 +166,9 @@ static void check_window_after_takeover(const char *dir, int32_t epoch, int64_t 
 	sub_vfs *v2;
 	char err[256];
 	ck_assert_int_eq(sub_open_url(h_dir, &v2, err, sizeof(err)), 0);
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	uint64_t ino = snap_ino(dir);
-	kaas_partition *q = leader(v2, dir, epoch, &cfg);
+	ks_partition *q = leader(v2, dir, epoch, &cfg);
 	if (rebuilt)
 		ck_assert_uint_ne(snap_ino(dir), ino);
 	else
@@ -185,20 +185,20 @@ static void check_window_after_takeover(const char *dir, int32_t epoch, int64_t 
 	ck_assert_int_eq(r.err, 0);
 	ck_assert(!r.dup);
 	ck_assert_int_eq(r.base, 2 * nb);
-	kaas_partition_close(q);
+	ks_partition_close(q);
 	sub_destroy(v2);
 }
 
 START_TEST(snapshot_carries_the_window_across_takeover)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 1024;
-	kaas_partition *p = leader(h_vfs, "s", 1, &cfg);
+	ks_partition *p = leader(h_vfs, "s", 1, &cfg);
 	for (int k = 0; k < 30; k++)
 		ck_assert_int_eq(send(p, 77, 0, 2 * k, 2).err, 0);
 	ck_assert_int_gt(h_count_files("s", ".log"), 2);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd), "cp -a %s/s %s/s2 && cp -a %s/s %s/s3 && cp -a %s/s %s/s4", h_dir, h_dir,
 		 h_dir, h_dir, h_dir, h_dir);
@@ -227,23 +227,23 @@ END_TEST
  * from the log would call their retries out of order. */
 START_TEST(snapshot_is_used_not_rebuilt_from_the_log)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p = leader(h_vfs, "sd", 1, &cfg);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p = leader(h_vfs, "sd", 1, &cfg);
 	for (int k = 0; k < 30; k++)
 		ck_assert_int_eq(send(p, 77, 0, 2 * k, 2).err, 0);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	int64_t low;
 	int16_t err;
-	ck_assert_int_eq(kaas_partition_delete_records(p, 56, &low, &err), 0);
+	ck_assert_int_eq(ks_partition_delete_records(p, 56, &low, &err), 0);
 	ck_assert_int_eq(err, 0);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 
 	sub_vfs *v2;
 	char e[256];
 	ck_assert_int_eq(sub_open_url(h_dir, &v2, e, sizeof(e)), 0);
-	kaas_partition *q = leader(v2, "sd", 2, &cfg);
-	ck_assert_int_eq(kaas_partition_log_start(q), 56);
+	ks_partition *q = leader(v2, "sd", 2, &cfg);
+	ck_assert_int_eq(ks_partition_log_start(q), 56);
 	/* Batches 25..29 (seq 50..59) are the window; 25..27 lie below 56. */
 	for (int k = 25; k < 30; k++) {
 		pres r = send(q, 77, 0, 2 * k, 2);
@@ -256,7 +256,7 @@ START_TEST(snapshot_is_used_not_rebuilt_from_the_log)
 	ck_assert_int_eq(r.err, 0);
 	ck_assert(!r.dup);
 	ck_assert_int_eq(r.base, 60);
-	kaas_partition_close(q);
+	ks_partition_close(q);
 	sub_destroy(v2);
 }
 END_TEST
@@ -265,12 +265,12 @@ END_TEST
  * the take-over fails (and is re-driven), it does not lead half-done. */
 START_TEST(failed_snapshot_write_fails_the_takeover)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p = leader(h_vfs, "sf", 1, &cfg);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p = leader(h_vfs, "sf", 1, &cfg);
 	for (int k = 0; k < 5; k++)
 		ck_assert_int_eq(send(p, 12, 0, 2 * k, 2).err, 0);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/sf/producer-state.snapshot", h_dir);
 	ck_assert_int_eq(unlink(path), 0);
@@ -278,10 +278,10 @@ START_TEST(failed_snapshot_write_fails_the_takeover)
 	sub_vfs *fv;
 	snprintf(url, sizeof(url), "fault:%s?failpath=*producer-state.snapshot:rename:EIO", h_dir);
 	ck_assert_int_eq(sub_open_url(url, &fv, e, sizeof(e)), 0);
-	ck_assert_int_eq(kaas_partition_open(fv, "sf", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 2), -EIO);
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_open(fv, "sf", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 2), -EIO);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	ks_partition_close(p);
 	sub_destroy(fv);
 	/* Re-driven through a healthy client: leads, snapshot written. */
 	p = leader(h_vfs, "sf", 2, &cfg);
@@ -289,79 +289,79 @@ START_TEST(failed_snapshot_write_fails_the_takeover)
 	pres r = send(p, 12, 0, 8, 2);
 	ck_assert(r.dup);
 	ck_assert_int_eq(r.base, 8);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
 START_TEST(snapshot_from_roll_plus_replayed_tail_after_crash)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 1024;
-	kaas_partition *p = leader(h_vfs, "c", 1, &cfg);
+	ks_partition *p = leader(h_vfs, "c", 1, &cfg);
 	for (int k = 0; k < 25; k++) {
 		ck_assert_int_eq(send(p, 5, 0, 2 * k, 2).err, 0);
-		ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+		ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	}
 	/* The leader's host dies: the volume as it is now. */
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd), "cp -a %s/c %s/c2", h_dir, h_dir);
 	ck_assert_int_eq(system(cmd), 0);
 	check_window_after_takeover("c2", 2, 5, 25, 0);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
 START_TEST(producers_below_log_start_are_unknown)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p = leader(h_vfs, "u", 1, &cfg);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p = leader(h_vfs, "u", 1, &cfg);
 	ck_assert_int_eq(send(p, 8, 0, 0, 2).err, 0);
 	ck_assert_int_eq(send(p, 9, 0, 0, 2).err, 0);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	int64_t low;
 	int16_t err;
-	ck_assert_int_eq(kaas_partition_delete_records(p, 2, &low, &err), 0);
+	ck_assert_int_eq(ks_partition_delete_records(p, 2, &low, &err), 0);
 	ck_assert_int_eq(err, 0);
 	ck_assert_int_eq(send(p, 8, 0, 2, 1).err, KERR_UNKNOWN_PRODUCER_ID);
 	ck_assert_int_eq(send(p, 9, 0, 2, 1).err, 0);
 	/* The same after a takeover. */
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 	ck_assert_int_eq(send(p, 8, 0, 2, 1).err, KERR_UNKNOWN_PRODUCER_ID);
 	ck_assert_int_eq(send(p, 9, 0, 3, 1).err, 0);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
 START_TEST(snapshot_of_a_superseded_epoch_is_not_trusted)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	char cmd[2048];
 	/* A stale leader at epoch 1 got to offset 30 (producer 7, seq 0..29)
 	 * and wrote its snapshot... */
-	kaas_partition *a = leader(h_vfs, "za", 1, &cfg);
+	ks_partition *a = leader(h_vfs, "za", 1, &cfg);
 	for (int k = 0; k < 15; k++)
 		ck_assert_int_eq(send(a, 7, 0, 2 * k, 2).err, 0);
-	ck_assert_int_eq(kaas_partition_relinquish(a), 0);
-	kaas_partition_close(a);
+	ck_assert_int_eq(ks_partition_relinquish(a), 0);
+	ks_partition_close(a);
 	/* ...but the real successor took over when epoch 1's log ended at 20. */
-	kaas_partition *b = leader(h_vfs, "zb", 1, &cfg);
+	ks_partition *b = leader(h_vfs, "zb", 1, &cfg);
 	for (int k = 0; k < 10; k++)
 		ck_assert_int_eq(send(b, 7, 0, 2 * k, 2).err, 0);
-	ck_assert_int_eq(kaas_partition_flush(b, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(b, NULL), 0);
 	snprintf(cmd, sizeof(cmd), "cp -a %s/zb %s/z", h_dir, h_dir);
 	ck_assert_int_eq(system(cmd), 0);
-	kaas_partition_close(b);
-	kaas_partition *c = leader(h_vfs, "z", 2, &cfg);
+	ks_partition_close(b);
+	ks_partition *c = leader(h_vfs, "z", 2, &cfg);
 	for (int k = 0; k < 10; k++)
 		ck_assert_int_eq(send(c, 8, 0, 2 * k, 2).err, 0);
-	ck_assert_int_eq(kaas_partition_log_end(c), 40);
-	ck_assert_int_eq(kaas_partition_relinquish(c), 0);
-	kaas_partition_close(c);
+	ck_assert_int_eq(ks_partition_log_end(c), 40);
+	ck_assert_int_eq(ks_partition_relinquish(c), 0);
+	ks_partition_close(c);
 	/* The stale snapshot lands last (it raced the fencing check). */
 	snprintf(cmd, sizeof(cmd), "cp %s/za/producer-state.snapshot %s/z/", h_dir, h_dir);
 	ck_assert_int_eq(system(cmd), 0);
-	kaas_partition *d = leader(h_vfs, "z", 3, &cfg);
+	ks_partition *d = leader(h_vfs, "z", 3, &cfg);
 	/* Producer 7's real history ends at seq 19: 20 is next, 28 a duplicate of nothing. */
 	ck_assert_int_eq(send(d, 7, 0, 28, 2).err, KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
 	pres r = send(d, 7, 0, 18, 2);
@@ -372,7 +372,7 @@ START_TEST(snapshot_of_a_superseded_epoch_is_not_trusted)
 	ck_assert(!r.dup);
 	ck_assert_int_eq(r.base, 40);
 	ck_assert(send(d, 8, 0, 18, 2).dup);
-	kaas_partition_close(d);
+	ks_partition_close(d);
 }
 END_TEST
 

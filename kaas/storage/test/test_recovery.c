@@ -47,24 +47,24 @@ static void newest(const char *dir, const char *suffix, char *leaf, size_t n)
 }
 
 /* A leader at epoch 1 that wrote `n` batches (3 records, ~100 B each). */
-static kaas_partition *make_log(const char *dir, int n, int64_t segment_bytes, kbuild *all)
+static ks_partition *make_log(const char *dir, int n, int64_t segment_bytes, kbuild *all)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = segment_bytes;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, dir, NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	for (int i = 0; i < n; i++) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL + i, "rec", 20 + i % 40, KBUILD_NONE);
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_int_eq(res.error, 0);
 		if (all)
 			kbuild__put(&all->buf, &all->len, &all->cap, b.buf, b.len);
 		kbuild_free(&b);
 	}
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	return p;
 }
 
@@ -73,26 +73,26 @@ static kaas_partition *make_log(const char *dir, int n, int64_t segment_bytes, k
 static void check_recovered(const char *dir, int32_t epoch, const kbuild *all, size_t bytes,
 			    int64_t leo)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, epoch), 0);
-	ck_assert_int_eq(kaas_partition_log_end(p), leo);
-	ck_assert_int_eq(kaas_partition_high_watermark(p), leo);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, dir, NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, epoch), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), leo);
+	ck_assert_int_eq(ks_partition_high_watermark(p), leo);
 	uint8_t *log;
 	size_t len = h_read_all(p, 0, 4000, &log);
 	ck_assert_uint_eq(len, bytes);
 	ck_assert_mem_eq(log, all->buf, bytes);
 	free(log);
 	ck_assert_int_eq(h_put(p, 2, "after", 10), leo);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, epoch + 1), 0);
-	ck_assert_int_eq(kaas_partition_log_end(p), leo + 2);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, epoch + 1), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), leo + 2);
 	len = h_read_all(p, 0, 4000, &log);
 	ck_assert_int_eq(h_check_log(log, len, 0), leo + 2);
 	ck_assert_mem_eq(log, all->buf, bytes);
 	free(log);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 
 /* Byte position and end offset of batch k in all. */
@@ -102,7 +102,7 @@ static void batch_at(const kbuild *all, int k, size_t *pos, size_t *size, int64_
 	int64_t off = 0;
 	for (int i = 0;; i++) {
 		kb_hdr h;
-		kb_decode(all->buf + p, &h);
+		ks__kb_decode(all->buf + p, &h);
 		if (i == k) {
 			*pos = p;
 			*size = kb_size(&h);
@@ -117,7 +117,7 @@ static void batch_at(const kbuild *all, int k, size_t *pos, size_t *size, int64_
 START_TEST(truncated_tail)
 {
 	kbuild all = KBUILD_INIT;
-	kaas_partition *p = make_log("live", 40, 1 << 20, &all);
+	ks_partition *p = make_log("live", 40, 1 << 20, &all);
 	/* Cut the last batch at several points: in its header, in its records,
 	 * one byte short, and exactly at its start. */
 	size_t pos, size;
@@ -133,7 +133,7 @@ START_TEST(truncated_tail)
 		ck_assert_int_eq(truncate(path, (off_t)cuts[c]), 0);
 		check_recovered(dir, 2, &all, pos, off);
 	}
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
@@ -141,7 +141,7 @@ END_TEST
 START_TEST(garbage_after_the_last_batch)
 {
 	kbuild all = KBUILD_INIT;
-	kaas_partition *p = make_log("live", 25, 1 << 20, &all);
+	ks_partition *p = make_log("live", 25, 1 << 20, &all);
 	const char *garbage[] = {"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", "kaas kaas kaas kaas kaas kaas kaas kaas",
 				 "\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x01\x00"};
 	size_t glen[] = {16, 39, 12};
@@ -166,7 +166,7 @@ START_TEST(garbage_after_the_last_batch)
 	fwrite(all.buf, 1, 200, f); /* batch 0 again (offset 0), and a torn piece */
 	fclose(f);
 	check_recovered("g3", 2, &all, all.len, 75);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
@@ -175,7 +175,7 @@ START_TEST(flipped_crc_bytes)
 {
 	kbuild all = KBUILD_INIT;
 	/* Several segments: damage in an earlier one cuts the log there. */
-	kaas_partition *p = make_log("live", 60, 2048, &all);
+	ks_partition *p = make_log("live", 60, 2048, &all);
 	ck_assert_int_gt(h_count_files("live", ".log"), 2);
 	int victims[] = {59, 45, 30};
 	int which[] = {KB_OFF_CRC + 1, KB_HDR + 7, KB_OFF_ATTRS + 1};
@@ -207,7 +207,7 @@ START_TEST(flipped_crc_bytes)
 		int64_t o = 0;
 		for (int i = 0; o < chosen_base; i++) {
 			kb_hdr h;
-			kb_decode(all.buf + segpos, &h);
+			ks__kb_decode(all.buf + segpos, &h);
 			segpos += kb_size(&h);
 			o += h.count;
 		}
@@ -220,7 +220,7 @@ START_TEST(flipped_crc_bytes)
 		close(fd);
 		check_recovered(dir, 2, &all, pos, off);
 	}
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
@@ -276,9 +276,9 @@ static void forge_indexes(const char *dir, int how)
 START_TEST(missing_and_garbage_index_files)
 {
 	kbuild all = KBUILD_INIT;
-	kaas_partition *p = make_log("live", 80, 4096, &all);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ks_partition *p = make_log("live", 80, 4096, &all);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	snapshot_dir("live", "noidx");
 	snapshot_dir("live", "badidx");
 	snapshot_dir("live", "pairidx");
@@ -302,36 +302,36 @@ START_TEST(missing_and_garbage_index_files)
 	for (int d = 0; d < 4; d++) {
 		/* Epoch 1's damaged index files are still there (a leader writes
 		 * only its own epoch's); loaded lazily this time. */
-		kaas_partition *q;
-		kaas_log_config cfg = h_cfg();
+		ks_partition *q;
+		ks_log_config cfg = h_cfg();
 		const char *name = dirs[d];
-		ck_assert_int_eq(kaas_partition_open(h_vfs, name, NULL, 0, &cfg, &q), 0);
-		ck_assert_int_eq(kaas_partition_take_over(q, 9), 0);
+		ck_assert_int_eq(ks_partition_open(h_vfs, name, NULL, 0, &cfg, &q), 0);
+		ck_assert_int_eq(ks_partition_take_over(q, 9), 0);
 		for (int64_t off = 0; off < 240; off++) {
-			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-			ck_assert_int_eq(kaas_partition_read(q, off, 1, &plan), 0);
+			ks_read_plan plan = KAAS_READ_PLAN_INIT;
+			ck_assert_int_eq(ks_partition_read(q, off, 1, &plan), 0);
 			ck_assert_msg(plan.n == 1, "%s: read at %lld: %d ranges", name, (long long)off, plan.n);
 			uint8_t hdr[KB_HDR];
 			ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
 			kb_hdr h;
-			kb_decode(hdr, &h);
+			ks__kb_decode(hdr, &h);
 			ck_assert_msg(h.base_offset == off - off % 3, "%s: read at %lld: batch %lld", name,
 				      (long long)off, (long long)h.base_offset);
-			kaas_read_plan_release(&plan);
+			ks_read_plan_release(&plan);
 		}
 		int64_t off, ts;
 		/* Batch i holds timestamps base+i .. base+i+2 at offsets 3i..3i+2:
 		 * the first record at or after base+T is batch T-2's last. */
 		for (int64_t t = 0; t <= 81; t++) {
-			ck_assert_int_eq(kaas_partition_offset_for_time(q, 1700000000000LL + t, &off, &ts), 0);
+			ck_assert_int_eq(ks_partition_offset_for_time(q, 1700000000000LL + t, &off, &ts), 0);
 			ck_assert_msg(off == (t >= 2 ? 3 * (t - 2) + 2 : t), "%s: time +%lld: offset %lld", name,
 				      (long long)t, (long long)off);
 			ck_assert_int_eq(ts, 1700000000000LL + t);
 		}
-		ck_assert_int_eq(kaas_partition_offset_for_time(q, 1700000000000LL + 50, &off, &ts), 0);
+		ck_assert_int_eq(ks_partition_offset_for_time(q, 1700000000000LL + 50, &off, &ts), 0);
 		ck_assert_int_eq(off, 146);
 		ck_assert_int_eq(ts, 1700000000000LL + 50);
-		kaas_partition_close(q);
+		ks_partition_close(q);
 	}
 	kbuild_free(&all);
 }
@@ -349,7 +349,7 @@ static void write_manifest(const char *dir, const char *text)
 START_TEST(stale_garbage_and_newer_manifests)
 {
 	kbuild all = KBUILD_INIT;
-	kaas_partition *p = make_log("live", 30, 2048, &all);
+	ks_partition *p = make_log("live", 30, 2048, &all);
 	/* Stale: the manifest of the takeover (hw 0) while 90 records exist. */
 	snapshot_dir("live", "stale");
 	check_recovered("stale", 2, &all, all.len, 90);
@@ -373,14 +373,14 @@ START_TEST(stale_garbage_and_newer_manifests)
 	/* A manifest of a newer epoch: someone newer leads. */
 	snapshot_dir("live", "newer");
 	write_manifest("newer", "{\"version\":1,\"topic_id\":null,\"epoch\":7,\"high_watermark\":0,\"log_start_offset\":0}");
-	kaas_partition *q;
-	kaas_log_config cfg = h_cfg();
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "newer", NULL, 0, &cfg, &q), 0);
-	ck_assert_int_eq(kaas_partition_take_over(q, 5), -ESTALE);
-	ck_assert_int_eq(kaas_partition_take_over(q, 7), 0);
-	ck_assert_int_eq(kaas_partition_log_end(q), 90);
-	kaas_partition_close(q);
-	kaas_partition_close(p);
+	ks_partition *q;
+	ks_log_config cfg = h_cfg();
+	ck_assert_int_eq(ks_partition_open(h_vfs, "newer", NULL, 0, &cfg, &q), 0);
+	ck_assert_int_eq(ks_partition_take_over(q, 5), -ESTALE);
+	ck_assert_int_eq(ks_partition_take_over(q, 7), 0);
+	ck_assert_int_eq(ks_partition_log_end(q), 90);
+	ks_partition_close(q);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
@@ -393,37 +393,37 @@ END_TEST
 START_TEST(stale_manifest_of_an_older_epoch)
 {
 	kbuild all = KBUILD_INIT;
-	kaas_partition *p = make_log("se", 30, 2048, &all); /* epoch 1: offsets 0..89 */
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
-	kaas_log_config cfg = h_cfg();
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	ks_partition *p = make_log("se", 30, 2048, &all); /* epoch 1: offsets 0..89 */
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
+	ks_log_config cfg = h_cfg();
+	ck_assert_int_eq(ks_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 	for (int i = 0; i < 5; i++)
 		ck_assert_int_eq(h_put(p, 2, "epoch-two", 10), 90 + 2 * i);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	/* Epoch 1's leader believed it reached 95 and deleted records below it. */
 	write_manifest("se", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
 			     "\"high_watermark\":95,\"log_start_offset\":95}");
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 3), 0);
-	ck_assert_int_eq(kaas_partition_log_end(p), 100);
-	ck_assert_int_eq(kaas_partition_log_start(p), 90);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 3), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), 100);
+	ck_assert_int_eq(ks_partition_log_start(p), 90);
 	uint8_t *log;
 	size_t len = h_read_all(p, 90, 4000, &log);
 	ck_assert_int_eq(h_check_log(log, len, 90), 100);
 	ck_assert_ptr_nonnull(memmem(log, len, "epoch-two", 9));
 	free(log);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	/* Below that point an old manifest's log start still counts. */
 	write_manifest("se", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
 			     "\"high_watermark\":90,\"log_start_offset\":30}");
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 4), 0);
-	ck_assert_int_eq(kaas_partition_log_start(p), 30);
-	ck_assert_int_eq(kaas_partition_log_end(p), 100);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "se", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 4), 0);
+	ck_assert_int_eq(ks_partition_log_start(p), 30);
+	ck_assert_int_eq(ks_partition_log_end(p), 100);
 	len = h_read_all(p, 30, 4000, &log);
 	ck_assert_int_eq(h_check_log(log, len, -1), 100);
 	size_t pos30, size30;
@@ -432,7 +432,7 @@ START_TEST(stale_manifest_of_an_older_epoch)
 	ck_assert_int_eq(off30, 30);
 	ck_assert_mem_eq(log, all.buf + pos30, all.len - pos30);
 	free(log);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
@@ -442,8 +442,8 @@ END_TEST
  * sanitizers abort on signed overflow), never an unlinked segment. */
 START_TEST(hostile_offsets_on_the_volume)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *q;
+	ks_log_config cfg = h_cfg();
+	ks_partition *q;
 	char path[512];
 	/* A segment named near INT64_MAX, holding a valid batch at that base
 	 * whose last offset would overflow. */
@@ -456,29 +456,29 @@ START_TEST(hostile_offsets_on_the_volume)
 	fwrite(b.buf, 1, b.len, f);
 	fclose(f);
 	kbuild_free(&b);
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "hn", NULL, 0, &cfg, &q), 0);
-	ck_assert_int_eq(kaas_partition_take_over(q, 2), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "hn", NULL, 0, &cfg, &q), 0);
+	ck_assert_int_eq(ks_partition_take_over(q, 2), 0);
 	ck_assert_int_eq(h_put(q, 3, "near", 10), 0); /* not a segment: a fresh log */
-	ck_assert_int_eq(kaas_partition_flush(q, NULL), 0);
-	kaas_partition_close(q);
+	ck_assert_int_eq(ks_partition_flush(q, NULL), 0);
+	ks_partition_close(q);
 	ck_assert_int_eq(access(path, F_OK), 0); /* and left alone */
 
 	/* A manifest claiming offsets near INT64_MAX, no segments. */
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "hm", NULL, 1, &cfg, &q), 0);
-	kaas_partition_close(q);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "hm", NULL, 1, &cfg, &q), 0);
+	ks_partition_close(q);
 	write_manifest("hm", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
 			     "\"high_watermark\":9223372036854775807,\"log_start_offset\":9223372036854775807}");
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "hm", NULL, 0, &cfg, &q), 0);
-	ck_assert_int_eq(kaas_partition_take_over(q, 2), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "hm", NULL, 0, &cfg, &q), 0);
+	ck_assert_int_eq(ks_partition_take_over(q, 2), 0);
 	ck_assert_int_eq(h_put(q, 2, "mani", 10), 0);
-	kaas_partition_close(q);
+	ks_partition_close(q);
 
 	/* A manifest whose log start lies beyond its own high watermark is not
 	 * one the engine wrote: it must not make the take-over drop the log. */
 	kbuild all = KBUILD_INIT;
-	kaas_partition *p = make_log("hl", 30, 2048, &all);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ks_partition *p = make_log("hl", 30, 2048, &all);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	write_manifest("hl", "{\"version\":1,\"topic_id\":null,\"epoch\":1,"
 			     "\"high_watermark\":90,\"log_start_offset\":1000000}");
 	check_recovered("hl", 2, &all, all.len, 90);
@@ -489,7 +489,7 @@ END_TEST
 /* ---- zombies ---------------------------------------------------------------------- */
 
 /* Reads the whole log of p and fails on any batch whose records carry tag. */
-static int64_t read_no_tag(kaas_partition *p, const char *tag, size_t *len_out)
+static int64_t read_no_tag(ks_partition *p, const char *tag, size_t *len_out)
 {
 	uint8_t *log;
 	size_t len = h_read_all(p, 0, 1000, &log);
@@ -522,34 +522,34 @@ static void forge_segment(const char *dir, int32_t epoch, int64_t base, int nbat
 
 START_TEST(zombie_writes_never_reach_the_new_leader)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 2048;
-	kaas_partition *old, *neu;
+	ks_partition *old, *neu;
 	sub_vfs *vfs2;
 	char err[256];
 	/* Two engines, two substrate clients, one directory. */
 	ck_assert_int_eq(sub_open_url(h_dir, &vfs2, err, sizeof(err)), 0);
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "z", NULL, 1, &cfg, &old), 0);
-	ck_assert_int_eq(kaas_partition_take_over(old, 1), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "z", NULL, 1, &cfg, &old), 0);
+	ck_assert_int_eq(ks_partition_take_over(old, 1), 0);
 	for (int i = 0; i < 10; i++)
 		h_put(old, 2, "legit-one", 30);
-	ck_assert_int_eq(kaas_partition_flush(old, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(old, NULL), 0);
 
-	ck_assert_int_eq(kaas_partition_open(vfs2, "z", NULL, 0, &cfg, &neu), 0);
-	ck_assert_int_eq(kaas_partition_take_over(neu, 2), 0);
-	ck_assert_int_eq(kaas_partition_log_end(neu), 20);
+	ck_assert_int_eq(ks_partition_open(vfs2, "z", NULL, 0, &cfg, &neu), 0);
+	ck_assert_int_eq(ks_partition_take_over(neu, 2), 0);
+	ck_assert_int_eq(ks_partition_log_end(neu), 20);
 
 	/* The old leader does not know: it keeps appending to its segment. */
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	int zombie_appends = 0, fenced = 0;
 	for (int i = 0; i < 60 && !fenced; i++) {
 		kbuild_reset(&b);
 		kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ZOMBIE", 30, KBUILD_NONE);
-		ck_assert_int_eq(kaas_partition_append(old, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(old, b.buf, b.len, &res), 0);
 		if (res.error == 0) {
 			zombie_appends++;
-			kaas_partition_flush(old, NULL);
+			ks_partition_flush(old, NULL);
 		} else {
 			/* Its roll saw the newer epoch's segment. */
 			ck_assert_int_eq(res.error, KERR_NOT_LEADER_OR_FOLLOWER);
@@ -560,9 +560,9 @@ START_TEST(zombie_writes_never_reach_the_new_leader)
 	}
 	ck_assert_int_gt(zombie_appends, 0);
 	ck_assert(fenced);
-	ck_assert_int_eq(kaas_partition_flush(neu, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(neu, NULL), 0);
 	int64_t end = read_no_tag(neu, "ZOMBIE", NULL);
-	ck_assert_int_eq(end, kaas_partition_high_watermark(neu));
+	ck_assert_int_eq(end, ks_partition_high_watermark(neu));
 
 	/* Zombie rolls that raced past the check: one after the new leader's
 	 * base, one exactly at it. */
@@ -571,12 +571,12 @@ START_TEST(zombie_writes_never_reach_the_new_leader)
 	forge_segment("z", 1, end + 40, 3);
 	ck_assert_int_eq(read_no_tag(neu, "ZOMBIE", NULL), end);
 	h_put(neu, 1, "legit-two", 30);
-	ck_assert_int_eq(kaas_partition_flush(neu, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(neu, NULL), 0);
 	size_t len_before;
 	end = read_no_tag(neu, "ZOMBIE", &len_before);
 
 	/* The zombie's relinquish must not overwrite the newer manifest. */
-	ck_assert_int_eq(kaas_partition_relinquish(old), -ESTALE);
+	ck_assert_int_eq(ks_partition_relinquish(old), -ESTALE);
 	char *m;
 	size_t mlen;
 	ck_assert_int_eq(sub_read_file(h_vfs, "z/manifest.json", 4096, &m, &mlen), 0);
@@ -584,11 +584,11 @@ START_TEST(zombie_writes_never_reach_the_new_leader)
 	free(m);
 
 	/* Another takeover: same log, still no zombie byte; zombie files go. */
-	ck_assert_int_eq(kaas_partition_relinquish(neu), 0);
-	kaas_partition *third;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "z", NULL, 0, &cfg, &third), 0);
-	ck_assert_int_eq(kaas_partition_take_over(third, 3), 0);
-	ck_assert_int_eq(kaas_partition_log_end(third), end);
+	ck_assert_int_eq(ks_partition_relinquish(neu), 0);
+	ks_partition *third;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "z", NULL, 0, &cfg, &third), 0);
+	ck_assert_int_eq(ks_partition_take_over(third, 3), 0);
+	ck_assert_int_eq(ks_partition_log_end(third), end);
 	size_t len_after;
 	ck_assert_int_eq(read_no_tag(third, "ZOMBIE", &len_after), end);
 	ck_assert_uint_eq(len_after, len_before);
@@ -596,11 +596,11 @@ START_TEST(zombie_writes_never_reach_the_new_leader)
 	snprintf(path, sizeof(path), "%s/z/%010d-%020lld.log", h_dir, 1, (long long)(end + 40));
 	ck_assert_int_eq(access(path, F_OK), -1);
 	h_put(third, 1, "legit-three", 30);
-	ck_assert_int_eq(kaas_partition_flush(third, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(third, NULL), 0);
 	ck_assert_int_eq(read_no_tag(third, "ZOMBIE", NULL), end + 1);
-	kaas_partition_close(third);
-	kaas_partition_close(neu);
-	kaas_partition_close(old);
+	ks_partition_close(third);
+	ks_partition_close(neu);
+	ks_partition_close(old);
 	kbuild_free(&b);
 	sub_destroy(vfs2);
 }
@@ -613,8 +613,8 @@ END_TEST
 typedef struct race {
 	int armed;
 	sub_vfs *vfs2;
-	kaas_log_config cfg;
-	kaas_partition *neu;
+	ks_log_config cfg;
+	ks_partition *neu;
 	int64_t base;     /* where the new leader's log continues */
 } race;
 
@@ -625,9 +625,9 @@ static void race_hook(void *arg, const char *op, const char *path, const char *t
 	if (!r->armed || strcmp(op, "create") || !shim_ends(path, ".log"))
 		return;
 	r->armed = 0;
-	ck_assert_int_eq(kaas_partition_open(r->vfs2, "zr", NULL, 0, &r->cfg, &r->neu), 0);
-	ck_assert_int_eq(kaas_partition_take_over(r->neu, 2), 0);
-	r->base = kaas_partition_log_end(r->neu);
+	ck_assert_int_eq(ks_partition_open(r->vfs2, "zr", NULL, 0, &r->cfg, &r->neu), 0);
+	ck_assert_int_eq(ks_partition_take_over(r->neu, 2), 0);
+	r->base = ks_partition_log_end(r->neu);
 }
 
 START_TEST(zombie_rolls_after_the_takeover)
@@ -640,16 +640,16 @@ START_TEST(zombie_rolls_after_the_takeover)
 	r.cfg.retention_ms = -1;
 	ck_assert_int_eq(sub_open_url(h_dir, &r.vfs2, err, sizeof(err)), 0);
 	shim_vfs *sv = shim_wrap(h_vfs, race_hook, &r);
-	kaas_partition *old;
-	ck_assert_int_eq(kaas_partition_open(&sv->base, "zr", NULL, 1, &r.cfg, &old), 0);
-	ck_assert_int_eq(kaas_partition_take_over(old, 1), 0);
+	ks_partition *old;
+	ck_assert_int_eq(ks_partition_open(&sv->base, "zr", NULL, 1, &r.cfg, &old), 0);
+	ck_assert_int_eq(ks_partition_take_over(old, 1), 0);
 	for (int i = 0; i < 6; i++)
 		h_put(old, 2, "legit-one", 30);
-	ck_assert_int_eq(kaas_partition_flush(old, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(old, NULL), 0);
 	/* segment.ms rolls the old leader's segment; the new one takes over
 	 * between its fencing check and its create. */
 	r.armed = 1;
-	ck_assert_int_ge(kaas_partition_housekeep(old, kaas_wall_ms() + 3600 * 1000), 0);
+	ck_assert_int_ge(ks_partition_housekeep(old, ku_wall_ms() + 3600 * 1000), 0);
 	ck_assert_int_eq(r.armed, 0);
 	ck_assert_ptr_nonnull(r.neu);
 	ck_assert_int_eq(r.base, 12);
@@ -660,15 +660,15 @@ START_TEST(zombie_rolls_after_the_takeover)
 	/* Both append; the stale one into its rolled segment until its next
 	 * roll meets the newer epoch. */
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	int zombie_appends = 0, fenced = 0;
 	for (int i = 0; i < 200 && !fenced; i++) {
 		kbuild_reset(&b);
 		kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ZOMBIE", 30, KBUILD_NONE);
-		ck_assert_int_eq(kaas_partition_append(old, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(old, b.buf, b.len, &res), 0);
 		if (res.error == 0) {
 			zombie_appends++;
-			ck_assert_int_eq(kaas_partition_flush(old, NULL), 0);
+			ck_assert_int_eq(ks_partition_flush(old, NULL), 0);
 		} else {
 			ck_assert_int_eq(res.error, KERR_NOT_LEADER_OR_FOLLOWER);
 			fenced = 1;
@@ -679,27 +679,27 @@ START_TEST(zombie_rolls_after_the_takeover)
 	kbuild_free(&b);
 	ck_assert_int_gt(zombie_appends, 10);
 	ck_assert(fenced);
-	ck_assert_int_eq(kaas_partition_flush(r.neu, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(r.neu, NULL), 0);
 	size_t len_before;
 	int64_t end = read_no_tag(r.neu, "ZOMBIE", &len_before);
-	ck_assert_int_eq(end, kaas_partition_high_watermark(r.neu));
+	ck_assert_int_eq(end, ks_partition_high_watermark(r.neu));
 	ck_assert_int_gt(end, r.base);
-	ck_assert_int_eq(kaas_partition_relinquish(old), -ESTALE);
-	kaas_partition_close(old);
-	ck_assert_int_eq(kaas_partition_relinquish(r.neu), 0);
-	kaas_partition_close(r.neu);
+	ck_assert_int_eq(ks_partition_relinquish(old), -ESTALE);
+	ks_partition_close(old);
+	ck_assert_int_eq(ks_partition_relinquish(r.neu), 0);
+	ks_partition_close(r.neu);
 
 	/* Another takeover: the same log, no zombie byte, the zombie's segment
 	 * gone (and its snapshot, written after the new leader's, harmless). */
-	kaas_partition *third;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "zr", NULL, 0, &r.cfg, &third), 0);
-	ck_assert_int_eq(kaas_partition_take_over(third, 3), 0);
-	ck_assert_int_eq(kaas_partition_log_end(third), end);
+	ks_partition *third;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "zr", NULL, 0, &r.cfg, &third), 0);
+	ck_assert_int_eq(ks_partition_take_over(third, 3), 0);
+	ck_assert_int_eq(ks_partition_log_end(third), end);
 	size_t len_after;
 	ck_assert_int_eq(read_no_tag(third, "ZOMBIE", &len_after), end);
 	ck_assert_uint_eq(len_after, len_before);
 	ck_assert_int_eq(access(zpath, F_OK), -1);
-	kaas_partition_close(third);
+	ks_partition_close(third);
 	sub_destroy(&sv->base);
 	sub_destroy(r.vfs2);
 }
@@ -713,54 +713,54 @@ static void poison_case(const char *opts, int fail_on_flush)
 	sub_vfs *fv;
 	snprintf(url, sizeof(url), "fault:%s?%s", h_dir, opts);
 	ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(fv, "pz", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(fv, "pz", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	h_put(p, 2, "before", 10);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "x", 10, KBUILD_NONE);
-	int rc = kaas_partition_append(p, b.buf, b.len, &res);
+	int rc = ks_partition_append(p, b.buf, b.len, &res);
 	if (fail_on_flush) {
 		ck_assert_int_eq(rc, 0);
-		ck_assert_int_eq(kaas_partition_flush(p, NULL), -EIO);
+		ck_assert_int_eq(ks_partition_flush(p, NULL), -EIO);
 	} else {
 		ck_assert_int_lt(rc, 0);
 		ck_assert_int_eq(res.error, KERR_KAFKA_STORAGE_ERROR);
 	}
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_POISONED);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_POISONED);
 	/* Everything answers a storage error; nothing is served from memory. */
 	kbuild_reset(&b);
 	kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "y", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), -EIO);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), -EIO);
 	ck_assert_int_eq(res.error, KERR_KAFKA_STORAGE_ERROR);
-	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-	ck_assert_int_eq(kaas_partition_read(p, 0, 100, &plan), 0);
+	ks_read_plan plan = KAAS_READ_PLAN_INIT;
+	ck_assert_int_eq(ks_partition_read(p, 0, 100, &plan), 0);
 	ck_assert_int_eq(plan.error, KERR_KAFKA_STORAGE_ERROR);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), -EIO);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), -EIO);
 	int64_t low;
 	int16_t e16;
-	kaas_partition_delete_records(p, 1, &low, &e16);
+	ks_partition_delete_records(p, 1, &low, &e16);
 	ck_assert_int_eq(e16, KERR_KAFKA_STORAGE_ERROR);
 	int64_t toff, tts;
-	ck_assert_int_eq(kaas_partition_offset_for_time(p, 0, &toff, &tts), -EIO);
+	ck_assert_int_eq(ks_partition_offset_for_time(p, 0, &toff, &tts), -EIO);
 	ck_assert_int_eq(toff, -1);
-	ck_assert_int_eq(kaas_partition_housekeep(p, 1700000000000LL), -EIO);
-	ck_assert_int_eq(kaas_partition_high_watermark(p), 2);
+	ck_assert_int_eq(ks_partition_housekeep(p, 1700000000000LL), -EIO);
+	ck_assert_int_eq(ks_partition_high_watermark(p), 2);
 	/* Re-taken (the fault was transient): the durable data is there. */
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_LEADER);
-	ck_assert_int_ge(kaas_partition_log_end(p), 2);
-	int64_t leo = kaas_partition_log_end(p);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_LEADER);
+	ck_assert_int_ge(ks_partition_log_end(p), 2);
+	int64_t leo = ks_partition_log_end(p);
 	ck_assert_int_eq(h_put(p, 1, "after", 10), leo);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	uint8_t *log;
 	size_t len = h_read_all(p, 0, 1000, &log);
 	ck_assert_int_eq(h_check_log(log, len, 0), leo + 1);
 	free(log);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&b);
 	sub_destroy(fv);
 }
@@ -786,41 +786,41 @@ START_TEST(failed_rename_poisons)
 	sub_vfs *fv;
 	snprintf(url, sizeof(url), "fault:%s?failpath=*manifest.json:rename:EIO", h_dir);
 	ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
 	/* A partition created elsewhere: its manifest exists already. */
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "rn", NULL, 1, &cfg, &p), 0);
-	kaas_partition_close(p);
-	ck_assert_int_eq(kaas_partition_open(fv, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "rn", NULL, 1, &cfg, &p), 0);
+	ks_partition_close(p);
+	ck_assert_int_eq(ks_partition_open(fv, "rn", NULL, 0, &cfg, &p), 0);
 	/* The take-over's manifest rename fails: not leader, nothing half done. */
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), -EIO);
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), -EIO);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	ks_partition_close(p);
 	/* Led through a healthy client, then DeleteRecords through the faulty one. */
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "rn", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 	h_put(p, 4, "r", 10);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ks_partition_close(p);
 	/* Fail only the second manifest rename: take-over passes, DeleteRecords not. */
 	snprintf(url, sizeof(url), "fault:%s?fail=rename:2:EIO", h_dir);
 	sub_vfs *fv3;
 	ck_assert_int_eq(sub_open_url(url, &fv3, err, sizeof(err)), 0);
-	ck_assert_int_eq(kaas_partition_open(fv3, "rn", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 3), 0);
+	ck_assert_int_eq(ks_partition_open(fv3, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 3), 0);
 	int64_t low;
 	int16_t e16;
-	ck_assert_int_ne(kaas_partition_delete_records(p, 2, &low, &e16), 0);
+	ck_assert_int_ne(ks_partition_delete_records(p, 2, &low, &e16), 0);
 	ck_assert_int_eq(e16, KERR_KAFKA_STORAGE_ERROR);
 	ck_assert_int_eq(low, 0);
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_POISONED);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_POISONED);
+	ks_partition_close(p);
 	/* Nothing was acknowledged, nothing changed. */
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "rn", NULL, 0, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 4), 0);
-	ck_assert_int_eq(kaas_partition_log_start(p), 0);
-	ck_assert_int_eq(kaas_partition_log_end(p), 4);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "rn", NULL, 0, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 4), 0);
+	ck_assert_int_eq(ks_partition_log_start(p), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), 4);
+	ks_partition_close(p);
 	sub_destroy(fv3);
 	sub_destroy(fv);
 }
@@ -831,17 +831,17 @@ END_TEST
  * never with a durable offset read from someone else's manifest. */
 START_TEST(flush_after_relinquish_answers_for_that_leadership)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
 	int64_t d = -1;
 	/* Clean: everything appended was made durable by the relinquish. */
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "fr", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "fr", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	h_put(p, 3, "clean", 10);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	ck_assert_int_eq(kaas_partition_flush(p, &d), 0);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ck_assert_int_eq(ks_partition_flush(p, &d), 0);
 	ck_assert_int_eq(d, 3);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 
 	/* The relinquish's fsync fails (fsyncs: the new partition's manifest,
 	 * the take-over's manifest, then the relinquish's segment fsync). */
@@ -849,36 +849,36 @@ START_TEST(flush_after_relinquish_answers_for_that_leadership)
 	sub_vfs *fv;
 	snprintf(url, sizeof(url), "fault:%s?fail=fsync:3:EIO", h_dir);
 	ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
-	ck_assert_int_eq(kaas_partition_open(fv, "ff", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ck_assert_int_eq(ks_partition_open(fv, "ff", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	h_put(p, 2, "lost", 10);
-	ck_assert_int_lt(kaas_partition_relinquish(p), 0);
+	ck_assert_int_lt(ks_partition_relinquish(p), 0);
 	d = -1;
-	ck_assert_int_lt(kaas_partition_flush(p, &d), 0);
+	ck_assert_int_lt(ks_partition_flush(p, &d), 0);
 	ck_assert_int_lt(d, 2);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	sub_destroy(fv);
 
 	/* Fenced: a newer leader took over and got further; the stale one's
 	 * appends after that are not in the log, whatever its flush says. */
 	sub_vfs *v2;
-	kaas_partition *neu;
+	ks_partition *neu;
 	ck_assert_int_eq(sub_open_url(h_dir, &v2, err, sizeof(err)), 0);
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "fz", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ck_assert_int_eq(ks_partition_open(h_vfs, "fz", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	h_put(p, 3, "old", 10);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
-	ck_assert_int_eq(kaas_partition_open(v2, "fz", NULL, 0, &cfg, &neu), 0);
-	ck_assert_int_eq(kaas_partition_take_over(neu, 2), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_open(v2, "fz", NULL, 0, &cfg, &neu), 0);
+	ck_assert_int_eq(ks_partition_take_over(neu, 2), 0);
 	h_put(neu, 10, "new", 10);
-	ck_assert_int_eq(kaas_partition_relinquish(neu), 0); /* manifest: hw 13 */
+	ck_assert_int_eq(ks_partition_relinquish(neu), 0); /* manifest: hw 13 */
 	ck_assert_int_eq(h_put(p, 2, "zombie", 10), 3);       /* offsets 3..4 in its view */
-	ck_assert_int_eq(kaas_partition_relinquish(p), -ESTALE);
+	ck_assert_int_eq(ks_partition_relinquish(p), -ESTALE);
 	d = -1;
-	ck_assert_int_eq(kaas_partition_flush(p, &d), -ESTALE);
+	ck_assert_int_eq(ks_partition_flush(p, &d), -ESTALE);
 	ck_assert_int_le(d, 3);
-	kaas_partition_close(p);
-	kaas_partition_close(neu);
+	ks_partition_close(p);
+	ks_partition_close(neu);
 	sub_destroy(v2);
 }
 END_TEST

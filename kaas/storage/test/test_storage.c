@@ -14,50 +14,50 @@
 
 START_TEST(append_flush_read_roundtrip)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/0", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/0", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	int32_t ep;
-	ck_assert_int_eq(kaas_partition_state_of(p, &ep), KAAS_PART_LEADER);
+	ck_assert_int_eq(ks_partition_state_of(p, &ep), KAAS_PART_LEADER);
 	ck_assert_int_eq(ep, 1);
 
 	kbuild b = KBUILD_INIT;
 	kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL, "a", 10, KBUILD_NONE);
 	kbuild_simple(&b, -1, -1, -1, 2, 1700000000100LL, "b", 10, KBUILD_NONE);
-	kaas_append_result res;
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ks_append_result res;
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, 0);
 	ck_assert_int_eq(res.base_offset, 0);
 	ck_assert_int_eq(res.last_offset, 4);
 	ck_assert_int_eq(res.log_append_time, -1);
 	/* Offsets and the leader epoch were written into the batches. */
 	kb_hdr h;
-	kb_decode(b.buf, &h);
+	ks__kb_decode(b.buf, &h);
 	ck_assert_int_eq(h.base_offset, 0);
 	ck_assert_int_eq(h.leader_epoch, 1);
-	kb_decode(b.buf + kb_size(&h), &h);
+	ks__kb_decode(b.buf + kb_size(&h), &h);
 	ck_assert_int_eq(h.base_offset, 3);
 
 	/* Written is not visible until durable (and not out of range either). */
-	ck_assert_int_eq(kaas_partition_log_end(p), 5);
-	ck_assert_int_eq(kaas_partition_high_watermark(p), 0);
-	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-	ck_assert_int_eq(kaas_partition_read(p, 0, 1 << 20, &plan), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), 5);
+	ck_assert_int_eq(ks_partition_high_watermark(p), 0);
+	ks_read_plan plan = KAAS_READ_PLAN_INIT;
+	ck_assert_int_eq(ks_partition_read(p, 0, 1 << 20, &plan), 0);
 	ck_assert_int_eq(plan.error, 0);
 	ck_assert_int_eq(plan.n, 0);
-	ck_assert_int_eq(kaas_partition_read(p, 3, 1 << 20, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 3, 1 << 20, &plan), 0);
 	ck_assert_int_eq(plan.error, 0);
 	ck_assert_int_eq(plan.n, 0);
-	ck_assert_int_eq(kaas_partition_read(p, 6, 1 << 20, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 6, 1 << 20, &plan), 0);
 	ck_assert_int_eq(plan.error, KERR_OFFSET_OUT_OF_RANGE);
-	kaas_read_plan_release(&plan);
+	ks_read_plan_release(&plan);
 
 	int64_t durable;
-	ck_assert_int_eq(kaas_partition_flush(p, &durable), 0);
+	ck_assert_int_eq(ks_partition_flush(p, &durable), 0);
 	ck_assert_int_eq(durable, 5);
-	ck_assert_int_eq(kaas_partition_high_watermark(p), 5);
+	ck_assert_int_eq(ks_partition_high_watermark(p), 5);
 
 	uint8_t *log;
 	size_t len = h_read_all(p, 0, 1 << 20, &log);
@@ -66,65 +66,65 @@ START_TEST(append_flush_read_roundtrip)
 	free(log);
 
 	/* From the middle of the second batch: that whole batch. */
-	ck_assert_int_eq(kaas_partition_read(p, 4, 1 << 20, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 4, 1 << 20, &plan), 0);
 	ck_assert_int_eq(plan.n, 1);
-	kb_decode(b.buf, &h);
+	ks__kb_decode(b.buf, &h);
 	ck_assert_uint_eq(plan.r[0].pos, kb_size(&h));
 	ck_assert_uint_eq(plan.total, b.len - kb_size(&h));
-	kaas_read_plan_release(&plan);
-	kaas_read_plan_release(&plan); /* safe to repeat */
+	ks_read_plan_release(&plan);
+	ks_read_plan_release(&plan); /* safe to repeat */
 
 	/* Out of range both ways; at the HW: empty, no error. */
-	ck_assert_int_eq(kaas_partition_read(p, 6, 100, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 6, 100, &plan), 0);
 	ck_assert_int_eq(plan.error, KERR_OFFSET_OUT_OF_RANGE);
-	ck_assert_int_eq(kaas_partition_read(p, -1, 100, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, -1, 100, &plan), 0);
 	ck_assert_int_eq(plan.error, KERR_OFFSET_OUT_OF_RANGE);
-	ck_assert_int_eq(kaas_partition_read(p, 5, 100, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 5, 100, &plan), 0);
 	ck_assert_int_eq(plan.error, 0);
 	ck_assert_int_eq(plan.n, 0);
 	ck_assert_int_eq(plan.high_watermark, 5);
 
 	/* KIP-74: max_bytes smaller than the first batch still returns it. */
-	ck_assert_int_eq(kaas_partition_read(p, 0, 1, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 0, 1, &plan), 0);
 	ck_assert_int_eq(plan.n, 1);
 	ck_assert_uint_eq(plan.total, kb_size(&h));
-	kaas_read_plan_release(&plan);
+	ks_read_plan_release(&plan);
 
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	ck_assert_int_eq(kaas_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_FOLLOWER);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_NOT_LEADER_OR_FOLLOWER);
-	ck_assert_int_eq(kaas_partition_read(p, 0, 100, &plan), 0);
+	ck_assert_int_eq(ks_partition_read(p, 0, 100, &plan), 0);
 	ck_assert_int_eq(plan.error, KERR_NOT_LEADER_OR_FOLLOWER);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&b);
 }
 END_TEST
 
 START_TEST(takeover_by_another_instance_continues_the_log)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *a, *b;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/1", "0f6a4b8e-1111-4c3b-9a57-5a0d6f2a9c01", 1,
+	ks_log_config cfg = h_cfg();
+	ks_partition *a, *b;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/1", "0f6a4b8e-1111-4c3b-9a57-5a0d6f2a9c01", 1,
 					     &cfg, &a), 0);
-	ck_assert_int_eq(kaas_partition_take_over(a, 3), 0);
+	ck_assert_int_eq(ks_partition_take_over(a, 3), 0);
 	for (int i = 0; i < 10; i++)
 		ck_assert_int_eq(h_put(a, 4, "x", 50), i * 4);
-	ck_assert_int_eq(kaas_partition_relinquish(a), 0);
+	ck_assert_int_eq(ks_partition_relinquish(a), 0);
 	ck_assert_int_eq(h_count_files("t/1", ".log"), 1);
 
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/1", "0f6a4b8e-1111-4c3b-9a57-5a0d6f2a9c01", 0,
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/1", "0f6a4b8e-1111-4c3b-9a57-5a0d6f2a9c01", 0,
 					     &cfg, &b), 0);
 	/* Followers know the offsets from the manifest. */
-	ck_assert_int_eq(kaas_partition_high_watermark(b), 40);
+	ck_assert_int_eq(ks_partition_high_watermark(b), 40);
 	/* Lower and equal-but-older epochs are refused once 3 exists. */
-	ck_assert_int_eq(kaas_partition_take_over(b, 2), -ESTALE);
-	ck_assert_int_eq(kaas_partition_state_of(b, NULL), KAAS_PART_FOLLOWER);
-	ck_assert_int_eq(kaas_partition_take_over(b, 4), 0);
-	ck_assert_int_eq(kaas_partition_log_end(b), 40);
-	ck_assert_int_eq(kaas_partition_high_watermark(b), 40);
+	ck_assert_int_eq(ks_partition_take_over(b, 2), -ESTALE);
+	ck_assert_int_eq(ks_partition_state_of(b, NULL), KAAS_PART_FOLLOWER);
+	ck_assert_int_eq(ks_partition_take_over(b, 4), 0);
+	ck_assert_int_eq(ks_partition_log_end(b), 40);
+	ck_assert_int_eq(ks_partition_high_watermark(b), 40);
 	ck_assert_int_eq(h_put(b, 1, "y", 10), 40);
-	ck_assert_int_eq(kaas_partition_flush(b, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(b, NULL), 0);
 	/* A new segment named with the new epoch holds the new batch. */
 	char path[512];
 	snprintf(path, sizeof(path), "%s/t/1/0000000004-00000000000000000040.log", h_dir);
@@ -134,34 +134,34 @@ START_TEST(takeover_by_another_instance_continues_the_log)
 	ck_assert_int_eq(h_check_log(log, len, 0), 41);
 	free(log);
 	/* A different topic id: an older incarnation's directory. */
-	kaas_partition *c;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/1", "9a9a9a9a-1111-4c3b-9a57-5a0d6f2a9c01", 0,
+	ks_partition *c;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/1", "9a9a9a9a-1111-4c3b-9a57-5a0d6f2a9c01", 0,
 					     &cfg, &c), -ESTALE);
-	kaas_partition_close(a);
-	kaas_partition_close(b);
+	ks_partition_close(a);
+	ks_partition_close(b);
 }
 END_TEST
 
 START_TEST(roll_by_size_and_reads_across_segments)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 4096;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/2", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/2", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	kbuild all = KBUILD_INIT;
 	for (int i = 0; i < 200; i++) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		kbuild_simple(&b, -1, -1, -1, 1 + i % 3, 1700000000000LL + i, "r", 60 + i % 50, KBUILD_NONE);
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_int_eq(res.error, 0);
 		kbuild__put(&all.buf, &all.len, &all.cap, b.buf, b.len);
 		kbuild_free(&b);
 		if (i % 17 == 0)
-			ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+			ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	}
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	int nseg = h_count_files("t/2", ".log");
 	ck_assert_int_gt(nseg, 5);
 	ck_assert_int_eq(h_count_files("t/2", ".index"), nseg);
@@ -175,40 +175,40 @@ START_TEST(roll_by_size_and_reads_across_segments)
 	ck_assert_uint_eq(len, all.len);
 	free(log);
 	/* Every offset: the plan starts with the batch holding it. */
-	int64_t leo = kaas_partition_log_end(p);
+	int64_t leo = ks_partition_log_end(p);
 	for (int64_t off = 0; off < leo; off++) {
-		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-		ck_assert_int_eq(kaas_partition_read(p, off, 1, &plan), 0);
+		ks_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(ks_partition_read(p, off, 1, &plan), 0);
 		ck_assert_int_eq(plan.n, 1);
 		uint8_t hdr[KB_HDR];
 		ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
 		kb_hdr h;
-		kb_decode(hdr, &h);
+		ks__kb_decode(hdr, &h);
 		ck_assert_int_le(h.base_offset, off);
 		ck_assert_int_ge(kb_last_offset(&h), off);
 		ck_assert_uint_eq(plan.r[0].len, kb_size(&h));
-		kaas_read_plan_release(&plan);
+		ks_read_plan_release(&plan);
 	}
 	/* The same after a takeover (indexes loaded from their files). */
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 	for (int64_t off = 0; off < leo; off += 7) {
-		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-		ck_assert_int_eq(kaas_partition_read(p, off, 1, &plan), 0);
+		ks_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(ks_partition_read(p, off, 1, &plan), 0);
 		ck_assert_int_eq(plan.n, 1);
 		uint8_t hdr[KB_HDR];
 		ck_assert_int_eq(sub_pread_full(plan.r[0].file, hdr, KB_HDR, plan.r[0].pos), 0);
 		kb_hdr h;
-		kb_decode(hdr, &h);
+		ks__kb_decode(hdr, &h);
 		ck_assert_int_le(h.base_offset, off);
 		ck_assert_int_ge(kb_last_offset(&h), off);
-		kaas_read_plan_release(&plan);
+		ks_read_plan_release(&plan);
 	}
 	len = h_read_all(p, 0, 5000, &log);
 	ck_assert_uint_eq(len, all.len);
 	ck_assert_mem_eq(log, all.buf, len);
 	free(log);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
@@ -228,24 +228,24 @@ static void corrupt(kbuild *b, int what)
 	case 7: kb_put16(h + KB_OFF_ATTRS, 0x20); break;    /* control batch */
 	case 8: kb_put16(h + KB_OFF_ATTRS, 0x07); break;    /* unknown codec */
 	}
-	kb_put32(h + KB_OFF_CRC, kb_crc(h, b->len));
+	kb_put32(h + KB_OFF_CRC, ks__kb_crc(h, b->len));
 }
 
 START_TEST(invalid_batches_are_refused_whole)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.max_message_bytes = 2000;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/3", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
-	kaas_append_result res;
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/3", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
+	ks_append_result res;
 	for (int what = 0; what <= 8; what++) {
 		kbuild b = KBUILD_INIT;
 		kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL, "bad", 20, KBUILD_NONE);
 		corrupt(&b, what);
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_msg(res.error == KERR_CORRUPT_MESSAGE, "case %d: %s", what,
-			      kaas_kerr_name(res.error));
+			      kw_kerr_name(res.error));
 		ck_assert_ptr_nonnull(res.message);
 		kbuild_free(&b);
 	}
@@ -254,73 +254,73 @@ START_TEST(invalid_batches_are_refused_whole)
 	kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "ok", 20, KBUILD_NONE);
 	size_t second = kbuild_simple(&b, -1, -1, -1, 2, 1700000000000LL, "no", 20, KBUILD_NONE);
 	b.buf[second + KB_HDR + 3] ^= 1;
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_CORRUPT_MESSAGE);
 	ck_assert_int_eq(res.batch_index, 1);
-	ck_assert_int_eq(kaas_partition_log_end(p), 0);
+	ck_assert_int_eq(ks_partition_log_end(p), 0);
 	kbuild_free(&b);
 	/* Too large. */
 	kbuild_simple(&b, -1, -1, -1, 3, 1700000000000LL, "big", 1000, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_MESSAGE_TOO_LARGE);
 	kbuild_free(&b);
 	/* Transactional batches are refused until transactions exist. */
 	b.extra_attrs = 0x10;
 	kbuild_simple(&b, 7, 0, 0, 1, 1700000000000LL, "txn", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_INVALID_TXN_STATE);
 	kbuild_free(&b);
 	/* A length no request can have (positions are 32-bit): refused before
 	 * anything is read. */
 	kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL, "len", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, (size_t)INT32_MAX + 5, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, (size_t)INT32_MAX + 5, &res), 0);
 	ck_assert_int_eq(res.error, KERR_MESSAGE_TOO_LARGE);
 	kbuild_free(&b);
 	/* Empty and truncated requests. */
 	uint8_t junk[30] = {0};
-	ck_assert_int_eq(kaas_partition_append(p, junk, 0, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, junk, 0, &res), 0);
 	ck_assert_int_eq(res.error, KERR_CORRUPT_MESSAGE);
-	ck_assert_int_eq(kaas_partition_append(p, junk, sizeof(junk), &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, junk, sizeof(junk), &res), 0);
 	ck_assert_int_eq(res.error, KERR_CORRUPT_MESSAGE);
 	/* Timestamps: negative is refused; the difference limit when set. */
 	kbuild_simple(&b, -1, -1, -1, 1, -5, "neg", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_INVALID_TIMESTAMP);
 	kbuild_free(&b);
 	cfg.timestamp_difference_max_ms = 3600 * 1000;
-	kaas_partition_set_config(p, &cfg);
+	ks_partition_set_config(p, &cfg);
 	kbuild_simple(&b, -1, -1, -1, 1, 1000, "old", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, KERR_INVALID_TIMESTAMP);
 	kbuild_free(&b);
-	ck_assert_int_eq(kaas_partition_log_end(p), 0);
-	kaas_partition_close(p);
+	ck_assert_int_eq(ks_partition_log_end(p), 0);
+	ks_partition_close(p);
 }
 END_TEST
 
 START_TEST(compressed_batches_validated_and_stored_as_is)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/4", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/4", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	kbuild all = KBUILD_INIT;
 	for (int codec = KBUILD_GZIP; codec <= KBUILD_ZSTD; codec++) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		kbuild_simple(&b, -1, -1, -1, 20, 1700000000000LL + codec * 100, "z", 100, codec);
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_msg(res.error == 0, "codec %d: %s", codec, res.message);
 		kbuild__put(&all.buf, &all.len, &all.cap, b.buf, b.len);
 		/* The same with a payload byte broken and the CRC fixed up. */
 		b.buf[b.len - 3] ^= 0x55;
-		kb_put32(b.buf + KB_OFF_CRC, kb_crc(b.buf, b.len));
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		kb_put32(b.buf + KB_OFF_CRC, ks__kb_crc(b.buf, b.len));
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_msg(res.error == KERR_CORRUPT_MESSAGE, "codec %d corrupt: %s", codec,
-			      kaas_kerr_name(res.error));
+			      kw_kerr_name(res.error));
 		kbuild_free(&b);
 	}
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	uint8_t *log;
 	size_t len = h_read_all(p, 0, 1 << 20, &log);
 	ck_assert_uint_eq(len, all.len);
@@ -328,102 +328,102 @@ START_TEST(compressed_batches_validated_and_stored_as_is)
 	free(log);
 	/* ListOffsets finds a record inside a compressed batch. */
 	int64_t off, ts;
-	ck_assert_int_eq(kaas_partition_offset_for_time(p, 1700000000000LL + 305, &off, &ts), 0);
+	ck_assert_int_eq(ks_partition_offset_for_time(p, 1700000000000LL + 305, &off, &ts), 0);
 	ck_assert_int_eq(off, 45); /* zstd batch starts at 40, record 5 */
 	ck_assert_int_eq(ts, 1700000000000LL + 305);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	kbuild_free(&all);
 }
 END_TEST
 
 START_TEST(log_append_time_and_max_timestamp_fixup)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.timestamp_type = 1;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/5", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/5", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	kbuild b = KBUILD_INIT;
-	kaas_append_result res;
+	ks_append_result res;
 	kbuild_simple(&b, -1, -1, -1, 2, 1000, "lat", 10, KBUILD_NONE);
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, 0);
 	ck_assert_int_gt(res.log_append_time, 1600000000000LL);
 	kb_hdr h;
-	kb_decode(b.buf, &h);
+	ks__kb_decode(b.buf, &h);
 	ck_assert_int_eq(h.max_ts, res.log_append_time);
 	ck_assert_int_ne(h.attrs & KB_ATTR_LOG_APPEND_TIME, 0);
-	ck_assert_uint_eq(kb_crc(b.buf, b.len), h.crc);
+	ck_assert_uint_eq(ks__kb_crc(b.buf, b.len), h.crc);
 	kbuild_free(&b);
 	/* CreateTime: a wrong header maxTimestamp is corrected (CRC too). */
 	cfg.timestamp_type = 0;
-	kaas_partition_set_config(p, &cfg);
+	ks_partition_set_config(p, &cfg);
 	kbuild_simple(&b, -1, -1, -1, 3, 5000, "ct", 10, KBUILD_NONE);
 	kb_put64(b.buf + KB_OFF_MAX_TS, 1);
-	kb_put32(b.buf + KB_OFF_CRC, kb_crc(b.buf, b.len));
-	ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+	kb_put32(b.buf + KB_OFF_CRC, ks__kb_crc(b.buf, b.len));
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(res.error, 0);
-	kb_decode(b.buf, &h);
+	ks__kb_decode(b.buf, &h);
 	ck_assert_int_eq(h.max_ts, 5002);
-	ck_assert_uint_eq(kb_crc(b.buf, b.len), h.crc);
+	ck_assert_uint_eq(ks__kb_crc(b.buf, b.len), h.crc);
 	kbuild_free(&b);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
 START_TEST(list_offsets_by_time)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 2048;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/6", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/6", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	/* Batch i: 4 records with timestamps 10000 + 10*i + j. */
 	for (int i = 0; i < 100; i++) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		kbuild_simple(&b, -1, -1, -1, 4, 10000 + 10 * i, "t", 40, KBUILD_NONE);
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_int_eq(res.error, 0);
 		kbuild_free(&b);
 	}
 	int64_t off, ts;
 	/* Not durable yet: nothing found. */
-	ck_assert_int_eq(kaas_partition_offset_for_time(p, 10000, &off, &ts), 0);
+	ck_assert_int_eq(ks_partition_offset_for_time(p, 10000, &off, &ts), 0);
 	ck_assert_int_eq(off, -1);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	ck_assert_int_gt(h_count_files("t/6", ".log"), 3);
 	for (int rep = 0; rep < 2; rep++) {
 		for (int i = 0; i < 100; i += 3) {
 			for (int j = 0; j < 4; j++) {
-				ck_assert_int_eq(kaas_partition_offset_for_time(p, 10000 + 10 * i + j, &off, &ts), 0);
+				ck_assert_int_eq(ks_partition_offset_for_time(p, 10000 + 10 * i + j, &off, &ts), 0);
 				ck_assert_int_eq(off, 4 * i + j);
 				ck_assert_int_eq(ts, 10000 + 10 * i + j);
 			}
 			/* Between batches: the next batch's first record. */
-			ck_assert_int_eq(kaas_partition_offset_for_time(p, 10000 + 10 * i + 5, &off, &ts), 0);
+			ck_assert_int_eq(ks_partition_offset_for_time(p, 10000 + 10 * i + 5, &off, &ts), 0);
 			ck_assert_int_eq(off, i == 99 ? -1 : 4 * (i + 1));
 		}
-		ck_assert_int_eq(kaas_partition_offset_for_time(p, 1, &off, &ts), 0);
+		ck_assert_int_eq(ks_partition_offset_for_time(p, 1, &off, &ts), 0);
 		ck_assert_int_eq(off, 0);
-		ck_assert_int_eq(kaas_partition_offset_for_time(p, 99999, &off, &ts), 0);
+		ck_assert_int_eq(ks_partition_offset_for_time(p, 99999, &off, &ts), 0);
 		ck_assert_int_eq(off, -1);
-		ck_assert_int_eq(kaas_partition_offset_for_time(p, KAAS_TS_LATEST, &off, &ts), 0);
+		ck_assert_int_eq(ks_partition_offset_for_time(p, KAAS_TS_LATEST, &off, &ts), 0);
 		ck_assert_int_eq(off, 400);
-		ck_assert_int_eq(kaas_partition_offset_for_time(p, KAAS_TS_EARLIEST, &off, &ts), 0);
+		ck_assert_int_eq(ks_partition_offset_for_time(p, KAAS_TS_EARLIEST, &off, &ts), 0);
 		ck_assert_int_eq(off, 0);
 		/* Again from the index files of a new leader. */
-		ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-		ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+		ck_assert_int_eq(ks_partition_relinquish(p), 0);
+		ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 	}
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
 /* ---- group commit ---------------------------------------------------------------- */
 
 typedef struct gc_arg {
-	kaas_partition *p;
+	ks_partition *p;
 	int n;
 	int errors;
 } gc_arg;
@@ -433,12 +433,12 @@ static void *gc_worker(void *x)
 	gc_arg *a = x;
 	for (int i = 0; i < a->n; i++) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL, "gc", 30, KBUILD_NONE);
-		if (kaas_partition_append(a->p, b.buf, b.len, &res) || res.error)
+		if (ks_partition_append(a->p, b.buf, b.len, &res) || res.error)
 			a->errors++;
 		int64_t durable;
-		if (kaas_partition_flush(a->p, &durable) || durable <= res.last_offset)
+		if (ks_partition_flush(a->p, &durable) || durable <= res.last_offset)
 			a->errors++;
 		kbuild_free(&b);
 	}
@@ -447,7 +447,7 @@ static void *gc_worker(void *x)
 
 static int64_t listener_hw;
 static int listener_calls;
-static void on_hw(void *arg, kaas_partition *p, int64_t hw)
+static void on_hw(void *arg, ks_partition *p, int64_t hw)
 {
 	(void)arg;
 	(void)p;
@@ -457,12 +457,12 @@ static void on_hw(void *arg, kaas_partition *p, int64_t hw)
 
 START_TEST(group_commit_concurrent_appenders)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 8192;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/7", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
-	kaas_partition_set_listener(p, on_hw, NULL);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/7", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
+	ks_partition_set_listener(p, on_hw, NULL);
 	enum { T = 6, N = 60 };
 	pthread_t th[T];
 	gc_arg args[T];
@@ -474,7 +474,7 @@ START_TEST(group_commit_concurrent_appenders)
 		pthread_join(th[i], NULL);
 		ck_assert_int_eq(args[i].errors, 0);
 	}
-	ck_assert_int_eq(kaas_partition_high_watermark(p), T * N);
+	ck_assert_int_eq(ks_partition_high_watermark(p), T * N);
 	ck_assert_int_eq(__atomic_load_n(&listener_hw, __ATOMIC_RELAXED), T * N);
 	ck_assert_int_gt(listener_calls, 0);
 	ck_assert_int_le(listener_calls, T * N);
@@ -482,7 +482,7 @@ START_TEST(group_commit_concurrent_appenders)
 	size_t len = h_read_all(p, 0, 1 << 16, &log);
 	ck_assert_int_eq(h_check_log(log, len, 0), T * N);
 	free(log);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
@@ -497,7 +497,7 @@ typedef struct gate {
 	int open;           /* let it go */
 	int appended;       /* appenders done appending */
 	int fail_nth;       /* this .log fsync (1 = the held one) answers EIO; 0: none */
-	kaas_partition *p;
+	ks_partition *p;
 	int64_t hw_in_fsync; /* the high watermark while the first fsync runs */
 } gate;
 
@@ -520,7 +520,7 @@ static void gate_hook(void *arg, const char *op, const char *path, const char *t
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (first)
-		g->hw_in_fsync = kaas_partition_high_watermark(g->p);
+		g->hw_in_fsync = ks_partition_high_watermark(g->p);
 }
 
 static int gate_rc(void *arg, const char *path, int rc)
@@ -549,7 +549,7 @@ static void gate_wait(gate *g, int *flag, int want)
 
 /* Waits until the engine has taken in the end of group-commit ticket t
  * (white box: the ticket table, under the partition lock). */
-static void wait_ticket_done(kaas_partition *p, uint64_t t)
+static void wait_ticket_done(ks_partition *p, uint64_t t)
 {
 	struct timespec dl;
 	clock_gettime(CLOCK_REALTIME, &dl);
@@ -582,9 +582,9 @@ static void *gflush_main(void *x)
 	a->last = -1;
 	if (a->append) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		kbuild_simple(&b, -1, -1, -1, 1, 1700000000000LL, "gate", 30, KBUILD_NONE);
-		a->rc = kaas_partition_append(a->g->p, b.buf, b.len, &res);
+		a->rc = ks_partition_append(a->g->p, b.buf, b.len, &res);
 		if (a->rc == 0 && res.error)
 			a->rc = -EINVAL;
 		a->last = res.last_offset;
@@ -596,7 +596,7 @@ static void *gflush_main(void *x)
 		if (a->rc)
 			return NULL;
 	}
-	a->rc = kaas_partition_flush(a->g->p, &a->durable);
+	a->rc = ks_partition_flush(a->g->p, &a->durable);
 	return NULL;
 }
 
@@ -610,9 +610,9 @@ static void gate_start(gate *g, shim_vfs **sv, const char *dir, pthread_t *t0, g
 {
 	*sv = shim_wrap(h_vfs, gate_hook, g);
 	(*sv)->fsync_rc = gate_rc;
-	kaas_log_config cfg = h_cfg();
-	ck_assert_int_eq(kaas_partition_open(&(*sv)->base, dir, NULL, 1, &cfg, &g->p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(g->p, 1), 0);
+	ks_log_config cfg = h_cfg();
+	ck_assert_int_eq(ks_partition_open(&(*sv)->base, dir, NULL, 1, &cfg, &g->p), 0);
+	ck_assert_int_eq(ks_partition_take_over(g->p, 1), 0);
 	h_put(g->p, 1, "first", 30);
 	*f0 = (gflush){g, 0, 0, -1, -1};
 	pthread_create(t0, NULL, gflush_main, f0);
@@ -629,7 +629,7 @@ static void gate_start(gate *g, shim_vfs **sv, const char *dir, pthread_t *t0, g
 	 * ran one at a time). */
 	wait_ticket_done(g->p, 1);
 	if (g->fail_nth != 2) /* (else the appends after the failure were refused) */
-		ck_assert_int_eq(kaas_partition_log_end(g->p), 1 + GATE_K);
+		ck_assert_int_eq(ks_partition_log_end(g->p), 1 + GATE_K);
 	/* Two in flight at most: no third starts while the first is held. */
 	ck_assert_int_eq(g->log_fsyncs, 2);
 }
@@ -643,8 +643,8 @@ START_TEST(group_commit_appends_during_fsync_and_shares_it)
 	gate_start(&g, &sv, "t/gc", &t0, &f0, tk, fk);
 	/* The second fsync is done but the first is not: nothing is durable
 	 * yet as far as anybody is told, the high watermark advances in order. */
-	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
-	ck_assert_int_eq(kaas_partition_state_of(g.p, NULL), KAAS_PART_LEADER);
+	ck_assert_int_eq(ks_partition_high_watermark(g.p), 0);
+	ck_assert_int_eq(ks_partition_state_of(g.p, NULL), KAAS_PART_LEADER);
 	gate_release(&g);
 	pthread_join(t0, NULL);
 	for (int i = 0; i < GATE_K; i++)
@@ -662,8 +662,8 @@ START_TEST(group_commit_appends_during_fsync_and_shares_it)
 		ck_assert_int_eq(fk[i].rc, 0);
 		ck_assert_int_gt(fk[i].durable, fk[i].last);
 	}
-	ck_assert_int_eq(kaas_partition_high_watermark(g.p), 1 + GATE_K);
-	kaas_partition_close(g.p);
+	ck_assert_int_eq(ks_partition_high_watermark(g.p), 1 + GATE_K);
+	ks_partition_close(g.p);
 	sub_destroy(&sv->base);
 }
 END_TEST
@@ -685,16 +685,16 @@ START_TEST(pipelined_fsync_failure_acknowledges_nothing_after_it)
 		char dir[16];
 		snprintf(dir, sizeof(dir), "t/pf%d", fail);
 		gate_start(&g, &sv, dir, &t0, &f0, tk, fk);
-		ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
+		ck_assert_int_eq(ks_partition_high_watermark(g.p), 0);
 		/* fail 2: the later fsync failed while the earlier one runs;
 		 * fail 1: the later one succeeded, the earlier one will fail. */
 		int want = fail == 2 ? KAAS_PART_POISONED : KAAS_PART_LEADER;
-		ck_assert_int_eq(kaas_partition_state_of(g.p, NULL), want);
+		ck_assert_int_eq(ks_partition_state_of(g.p, NULL), want);
 		gate_release(&g);
 		pthread_join(t0, NULL);
 		for (int i = 0; i < GATE_K; i++)
 			pthread_join(tk[i], NULL);
-		ck_assert_int_eq(kaas_partition_state_of(g.p, NULL), KAAS_PART_POISONED);
+		ck_assert_int_eq(ks_partition_state_of(g.p, NULL), KAAS_PART_POISONED);
 		ck_assert_int_eq(f0.rc, -EIO);
 		ck_assert_int_eq(f0.durable, 0);
 		int appended = 1;
@@ -702,16 +702,16 @@ START_TEST(pipelined_fsync_failure_acknowledges_nothing_after_it)
 			ck_assert_int_eq(fk[i].rc, -EIO);
 			appended += fk[i].last >= 0;
 		}
-		ck_assert_int_eq(kaas_partition_high_watermark(g.p), 0);
-		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-		ck_assert_int_eq(kaas_partition_read(g.p, 0, 1 << 20, &plan), 0);
+		ck_assert_int_eq(ks_partition_high_watermark(g.p), 0);
+		ks_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(ks_partition_read(g.p, 0, 1 << 20, &plan), 0);
 		ck_assert_int_eq(plan.error, KERR_KAFKA_STORAGE_ERROR);
 		/* The failures were only reported: re-taken, the log holds
 		 * every batch whose append was accepted. */
 		g.fail_nth = 0;
-		ck_assert_int_eq(kaas_partition_take_over(g.p, 2), 0);
-		ck_assert_int_eq(kaas_partition_high_watermark(g.p), appended);
-		kaas_partition_close(g.p);
+		ck_assert_int_eq(ks_partition_take_over(g.p, 2), 0);
+		ck_assert_int_eq(ks_partition_high_watermark(g.p), appended);
+		ks_partition_close(g.p);
 		sub_destroy(&sv->base);
 	}
 }
@@ -721,7 +721,7 @@ END_TEST
  * deletes segments underneath them: every plan must hold whole, valid,
  * consecutive batches, and the log start only moves forward. */
 typedef struct mix_arg {
-	kaas_partition *p;
+	ks_partition *p;
 	int *stop;
 	int reads;
 	int bad;
@@ -731,10 +731,10 @@ static void *mix_reader(void *x)
 {
 	mix_arg *a = x;
 	while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
-		int64_t cur = kaas_partition_log_start(a->p);
+		int64_t cur = ks_partition_log_start(a->p);
 		for (int i = 0; i < 50 && !__atomic_load_n(a->stop, __ATOMIC_ACQUIRE); i++) {
-			kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-			if (kaas_partition_read(a->p, cur, 3000, &plan)) {
+			ks_read_plan plan = KAAS_READ_PLAN_INIT;
+			if (ks_partition_read(a->p, cur, 3000, &plan)) {
 				a->bad++;
 				break;
 			}
@@ -755,14 +755,14 @@ static void *mix_reader(void *x)
 						kb_hdr h;
 						size_t left = plan.r[r].len - pos;
 						if (left >= KB_HDR)
-							kb_decode(buf + pos, &h);
+							ks__kb_decode(buf + pos, &h);
 						if (left < KB_HDR || kb_size(&h) > left) {
 							/* Cut short: only the plan's very end may be. */
 							if (r != plan.n - 1)
 								a->bad++;
 							break;
 						}
-						if (h.magic != 2 || kb_crc(buf + pos, kb_size(&h)) != h.crc ||
+						if (h.magic != 2 || ks__kb_crc(buf + pos, kb_size(&h)) != h.crc ||
 						    (next != cur && h.base_offset != next) || kb_last_offset(&h) < cur)
 							a->bad++;
 						next = kb_last_offset(&h) + 1;
@@ -773,7 +773,7 @@ static void *mix_reader(void *x)
 			}
 			if (plan.n)
 				a->reads++;
-			kaas_read_plan_release(&plan);
+			ks_read_plan_release(&plan);
 			if (next == cur)
 				break;
 			cur = next;
@@ -787,16 +787,16 @@ static void *mix_keeper(void *x)
 	mix_arg *a = x;
 	int64_t last = 0;
 	for (int i = 0; !__atomic_load_n(a->stop, __ATOMIC_ACQUIRE); i++) {
-		if (kaas_partition_housekeep(a->p, kaas_wall_ms()) < 0)
+		if (ks_partition_housekeep(a->p, ku_wall_ms()) < 0)
 			a->bad++;
 		if (i % 5 == 0) {
 			int64_t low;
 			int16_t err;
-			int64_t hw = kaas_partition_high_watermark(a->p);
-			if (kaas_partition_delete_records(a->p, hw / 2, &low, &err) || err)
+			int64_t hw = ks_partition_high_watermark(a->p);
+			if (ks_partition_delete_records(a->p, hw / 2, &low, &err) || err)
 				a->bad++;
 		}
-		int64_t ls = kaas_partition_log_start(a->p);
+		int64_t ls = ks_partition_log_start(a->p);
 		if (ls < last)
 			a->bad++;
 		last = ls;
@@ -807,12 +807,12 @@ static void *mix_keeper(void *x)
 
 START_TEST(concurrent_readers_writers_and_retention)
 {
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 4096;
 	cfg.retention_bytes = 20000;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/9", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/9", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	int stop = 0;
 	enum { W = 3, R = 2 };
 	pthread_t wt[W], rt[R], kt;
@@ -839,14 +839,14 @@ START_TEST(concurrent_readers_writers_and_retention)
 	}
 	pthread_join(kt, NULL);
 	ck_assert_int_eq(ka.bad, 0);
-	ck_assert_int_eq(kaas_partition_high_watermark(p), W * 150);
-	ck_assert_int_gt(kaas_partition_log_start(p), 0);
+	ck_assert_int_eq(ks_partition_high_watermark(p), W * 150);
+	ck_assert_int_gt(ks_partition_log_start(p), 0);
 	uint8_t *log;
-	int64_t ls = kaas_partition_log_start(p);
+	int64_t ls = ks_partition_log_start(p);
 	size_t len = h_read_all(p, ls, 1 << 16, &log);
 	ck_assert_int_eq(h_check_log(log, len, -1), W * 150);
 	free(log);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 
@@ -907,11 +907,11 @@ START_TEST(read_plans_end_mid_batch)
 	cm = *cv->m;
 	cm.pread = cnt_pread;
 	cv->m = &cm;
-	kaas_log_config cfg = h_cfg();
+	ks_log_config cfg = h_cfg();
 	cfg.segment_bytes = 200 * 1024;
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(cv, "t/mid", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(cv, "t/mid", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	/* Large batches (12 x 4000 B) among small ones; the last N - HWB are
 	 * written but not durable. */
 	mid_batch t[N];
@@ -919,7 +919,7 @@ START_TEST(read_plans_end_mid_batch)
 	int seg = 0;
 	for (int i = 0; i < N; i++) {
 		kbuild b = KBUILD_INIT;
-		kaas_append_result res;
+		ks_append_result res;
 		if (i % 3 == 0)
 			kbuild_simple(&b, -1, -1, -1, 12, 1700000000000LL + i, "big", 4000, KBUILD_NONE);
 		else
@@ -928,41 +928,41 @@ START_TEST(read_plans_end_mid_batch)
 			seg++;
 			seg_pos = 0;
 		}
-		ck_assert_int_eq(kaas_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
 		ck_assert_int_eq(res.error, 0);
 		t[i] = (mid_batch){res.base_offset, res.last_offset, seg, seg_pos, (uint32_t)b.len, b.buf};
 		seg_pos += b.len;
 		b.buf = NULL;
 		kbuild_free(&b);
 		if (i == HWB - 1)
-			ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+			ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	}
 	ck_assert_int_ge(t[N - 1].seg, 2);
 	int64_t hw = t[HWB].base;
-	ck_assert_int_eq(kaas_partition_high_watermark(p), hw);
+	ck_assert_int_eq(ks_partition_high_watermark(p), hw);
 	uint8_t *want = malloc(2u << 20), *got = malloc(2u << 20);
 	static const uint32_t maxes[] = {1, 100, 5000, 49000, 60000, 130000, 250000, 1u << 20};
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1) {
 			/* Again without the tail ring, indexes from their files. */
-			ck_assert_int_eq(kaas_partition_relinquish(p), 0);
-			ck_assert_int_eq(kaas_partition_take_over(p, 2), 0);
+			ck_assert_int_eq(ks_partition_relinquish(p), 0);
+			ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 			hw = t[N - 1].last + 1;
-			ck_assert_int_eq(kaas_partition_high_watermark(p), hw);
+			ck_assert_int_eq(ks_partition_high_watermark(p), hw);
 			/* Load every segment's metadata before counting reads. */
 			for (int i = 0; i < N; i++) {
-				kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-				ck_assert_int_eq(kaas_partition_read(p, t[i].base, 1, &plan), 0);
-				kaas_read_plan_release(&plan);
+				ks_read_plan plan = KAAS_READ_PLAN_INIT;
+				ck_assert_int_eq(ks_partition_read(p, t[i].base, 1, &plan), 0);
+				ks_read_plan_release(&plan);
 			}
 		}
 		int hwb = pass == 0 ? HWB : N;
 		int cut = 0, kip74 = 0, at_hw = 0, multi = 0;
 		for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
 			for (int64_t off = 0; off < hw; off++) {
-				kaas_read_plan plan = KAAS_READ_PLAN_INIT;
+				ks_read_plan plan = KAAS_READ_PLAN_INIT;
 				int before = __atomic_load_n(&cnt_preads, __ATOMIC_RELAXED);
-				ck_assert_int_eq(kaas_partition_read(p, off, (int32_t)maxes[m], &plan), 0);
+				ck_assert_int_eq(ks_partition_read(p, off, (int32_t)maxes[m], &plan), 0);
 				int reads = __atomic_load_n(&cnt_preads, __ATOMIC_RELAXED) - before;
 				ck_assert_int_eq(plan.error, 0);
 				int nr;
@@ -989,7 +989,7 @@ START_TEST(read_plans_end_mid_batch)
 				at_hw += wlen < maxes[m];
 				cut += wlen == maxes[m] && wlen > t[k].size;
 				multi += plan.n > 1;
-				kaas_read_plan_release(&plan);
+				ks_read_plan_release(&plan);
 			}
 		}
 		/* Every kind of plan was met. */
@@ -1007,7 +1007,7 @@ START_TEST(read_plans_end_mid_batch)
 		free(t[i].bytes);
 	free(want);
 	free(got);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 	sub_destroy(cv);
 }
 END_TEST
@@ -1017,65 +1017,65 @@ END_TEST
 START_TEST(open_without_takeover_holds_no_descriptors)
 {
 	enum { N = 1000 };
-	kaas_log_config cfg = h_cfg();
-	static kaas_partition *ps[N];
+	ks_log_config cfg = h_cfg();
+	static ks_partition *ps[N];
 	/* Some of them have data already. */
 	for (int i = 0; i < 20; i++) {
 		char dir[64];
 		snprintf(dir, sizeof(dir), "fd/%d", i);
-		ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
-		ck_assert_int_eq(kaas_partition_take_over(ps[i], 1), 0);
+		ck_assert_int_eq(ks_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
+		ck_assert_int_eq(ks_partition_take_over(ps[i], 1), 0);
 		h_put(ps[i], 2, "fd", 10);
-		kaas_partition_close(ps[i]);
+		ks_partition_close(ps[i]);
 	}
 	int before = h_count_fds();
 	for (int i = 0; i < N; i++) {
 		char dir[64];
 		snprintf(dir, sizeof(dir), "fd/%d", i);
-		ck_assert_int_eq(kaas_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
+		ck_assert_int_eq(ks_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
 	}
 	ck_assert_int_eq(h_count_fds(), before);
 	for (int i = 0; i < 20; i++)
-		ck_assert_int_eq(kaas_partition_high_watermark(ps[i]), 2);
+		ck_assert_int_eq(ks_partition_high_watermark(ps[i]), 2);
 	/* Leaders hold descriptors; relinquish closes every one. */
 	for (int i = 0; i < 30; i++)
-		ck_assert_int_eq(kaas_partition_take_over(ps[i], 2), 0);
+		ck_assert_int_eq(ks_partition_take_over(ps[i], 2), 0);
 	ck_assert_int_gt(h_count_fds(), before);
 	for (int i = 0; i < 30; i++) {
-		kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-		ck_assert_int_eq(kaas_partition_read(ps[i], 0, 100, &plan), 0);
-		kaas_read_plan_release(&plan);
-		ck_assert_int_eq(kaas_partition_relinquish(ps[i]), 0);
+		ks_read_plan plan = KAAS_READ_PLAN_INIT;
+		ck_assert_int_eq(ks_partition_read(ps[i], 0, 100, &plan), 0);
+		ks_read_plan_release(&plan);
+		ck_assert_int_eq(ks_partition_relinquish(ps[i]), 0);
 	}
 	ck_assert_int_eq(h_count_fds(), before);
 	for (int i = 0; i < N; i++)
-		kaas_partition_close(ps[i]);
+		ks_partition_close(ps[i]);
 	ck_assert_int_eq(h_count_fds(), before);
 }
 END_TEST
 
 START_TEST(read_plan_keeps_file_after_relinquish)
 {
-	kaas_log_config cfg = h_cfg();
-	kaas_partition *p;
-	ck_assert_int_eq(kaas_partition_open(h_vfs, "t/8", NULL, 1, &cfg, &p), 0);
-	ck_assert_int_eq(kaas_partition_take_over(p, 1), 0);
+	ks_log_config cfg = h_cfg();
+	ks_partition *p;
+	ck_assert_int_eq(ks_partition_open(h_vfs, "t/8", NULL, 1, &cfg, &p), 0);
+	ck_assert_int_eq(ks_partition_take_over(p, 1), 0);
 	h_put(p, 3, "keep", 20);
-	ck_assert_int_eq(kaas_partition_flush(p, NULL), 0);
+	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	int before = h_count_fds();
-	kaas_read_plan plan = KAAS_READ_PLAN_INIT;
-	ck_assert_int_eq(kaas_partition_read(p, 0, 1000, &plan), 0);
+	ks_read_plan plan = KAAS_READ_PLAN_INIT;
+	ck_assert_int_eq(ks_partition_read(p, 0, 1000, &plan), 0);
 	ck_assert_int_eq(plan.n, 1);
-	ck_assert_int_eq(kaas_partition_relinquish(p), 0);
+	ck_assert_int_eq(ks_partition_relinquish(p), 0);
 	ck_assert_int_lt(h_count_fds(), before);
 	/* Still readable through the plan. */
 	uint8_t buf[KB_HDR];
 	ck_assert_int_eq(sub_pread_full(plan.r[0].file, buf, KB_HDR, plan.r[0].pos), 0);
 	ck_assert_int_eq(buf[KB_OFF_MAGIC], 2);
 	int held = h_count_fds();
-	kaas_read_plan_release(&plan);
+	ks_read_plan_release(&plan);
 	ck_assert_int_eq(h_count_fds(), held - 1);
-	kaas_partition_close(p);
+	ks_partition_close(p);
 }
 END_TEST
 

@@ -19,9 +19,9 @@
 #include "kaas/topics/test/volumes.h"
 #include "util/test/ktest.h"
 
-static kaas_topics *reg;
-static kaas_config bcfg, bdef;
-static kaas_admin_ctx ctx;
+static kt_topics *reg;
+static kb_config bcfg, bdef;
+static kt_admin_ctx ctx;
 
 /* DeleteRecords calls that reached the broker side. */
 static struct {
@@ -31,7 +31,7 @@ static struct {
 	int64_t offset;
 } dr;
 
-static int16_t fake_delete_records(void *arg, kaas_str topic, int32_t partition, int64_t offset, int64_t *low)
+static int16_t fake_delete_records(void *arg, kw_str topic, int32_t partition, int64_t offset, int64_t *low)
 {
 	(void)arg;
 	dr.calls++;
@@ -49,13 +49,13 @@ static int16_t fake_delete_records(void *arg, kaas_str topic, int32_t partition,
 static void setup(void)
 {
 	volumes_open("admin");
-	kaas_topics_options o;
-	kaas_topics_options_init(&o);
+	kt_topics_options o;
+	kt_topics_options_init(&o);
 	o.refresh_ms = 0;
 	o.cluster = cluster;
 	o.data = data;
 	o.num_partitions = 2;
-	ck_assert_int_eq(kaas_topics_open(&o, &reg), 0);
+	ck_assert_int_eq(kt_topics_open(&o, &reg), 0);
 
 	memset(&bdef, 0, sizeof(bdef));
 	bdef.broker_id = 1;
@@ -81,30 +81,30 @@ static void setup(void)
 
 static void teardown(void)
 {
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 	volumes_close();
 }
 
-typedef int (*admin_fn)(const kaas_admin_ctx *, int16_t, kaas_rd *, kaas_wr *);
+typedef int (*admin_fn)(const kt_admin_ctx *, int16_t, kw_rd *, kw_wr *);
 
 /* Runs a handler on the request in `req`; the response is left in resp and
  * a reader over it in rd. */
-static int call(admin_fn fn, int16_t v, kaas_wr *req, kaas_wr *resp, kaas_rd *rd)
+static int call(admin_fn fn, int16_t v, kw_wr *req, kw_wr *resp, kw_rd *rd)
 {
-	kaas_rd body;
-	kaas_rd_init(&body, req->buf, req->len);
+	kw_rd body;
+	kw_rd_init(&body, req->buf, req->len);
 	int rc = fn(&ctx, v, &body, resp);
 	if (rc == KAAS_HANDLED) {
 		ck_assert_int_eq(resp->oom, 0);
-		kaas_rd_init(rd, resp->buf, resp->len);
+		kw_rd_init(rd, resp->buf, resp->len);
 	}
 	return rc;
 }
 
 /* Reads a string into buf ("<null>" for null). */
-static const char *rdstr(kaas_rd *rd, char *buf, size_t len)
+static const char *rdstr(kw_rd *rd, char *buf, size_t len)
 {
-	kaas_str s = ckrd_str(rd, 0);
+	kw_str s = ckrd_str(rd, 0);
 	if (s.len < 0)
 		snprintf(buf, len, "<null>");
 	else
@@ -123,37 +123,37 @@ typedef struct ct_in {
 	const char *cfg_name, *cfg_value;
 } ct_in;
 
-static void ct_request(kaas_wr *w, int16_t v, const ct_in *t, int n, int validate_only)
+static void ct_request(kw_wr *w, int16_t v, const ct_in *t, int n, int validate_only)
 {
-	kaas_wr_i32(w, n);
+	kw_wr_i32(w, n);
 	for (int i = 0; i < n; i++) {
-		kaas_wr_str(w, 0, t[i].name);
-		kaas_wr_i32(w, t[i].parts);
-		kaas_wr_i16(w, t[i].rf);
-		kaas_wr_i32(w, t[i].nassign);
+		kw_wr_str(w, 0, t[i].name);
+		kw_wr_i32(w, t[i].parts);
+		kw_wr_i16(w, t[i].rf);
+		kw_wr_i32(w, t[i].nassign);
 		for (int a = 0; a < t[i].nassign; a++) {
-			kaas_wr_i32(w, a);
-			kaas_wr_i32(w, 1);
-			kaas_wr_i32(w, t[i].broker);
+			kw_wr_i32(w, a);
+			kw_wr_i32(w, 1);
+			kw_wr_i32(w, t[i].broker);
 		}
-		kaas_wr_i32(w, t[i].cfg_name ? 1 : 0);
+		kw_wr_i32(w, t[i].cfg_name ? 1 : 0);
 		if (t[i].cfg_name) {
-			kaas_wr_str(w, 0, t[i].cfg_name);
-			kaas_wr_str(w, 0, t[i].cfg_value);
+			kw_wr_str(w, 0, t[i].cfg_name);
+			kw_wr_str(w, 0, t[i].cfg_value);
 		}
 	}
-	kaas_wr_i32(w, 30000);
+	kw_wr_i32(w, 30000);
 	if (v >= 1)
-		kaas_wr_bool(w, validate_only);
+		kw_wr_bool(w, validate_only);
 }
 
 /* One CreateTopics round trip; results in err[]/msg[]; returns the count. */
 static int ct(int16_t v, const ct_in *t, int n, int validate_only, int16_t *err, char msg[][320], char names[][300])
 {
-	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-	kaas_rd rd;
+	kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kw_rd rd;
 	ct_request(&req, v, t, n, validate_only);
-	ck_assert_int_eq(call(kaas_admin_create_topics, v, &req, &resp, &rd), KAAS_HANDLED);
+	ck_assert_int_eq(call(kt_admin_create_topics, v, &req, &resp, &rd), KAAS_HANDLED);
 	if (v >= 2)
 		ck_assert_int_eq(ckrd_i32(&rd), 0);
 	int32_t cnt = ckrd_i32(&rd);
@@ -165,9 +165,9 @@ static int ct(int16_t v, const ct_in *t, int n, int validate_only, int16_t *err,
 		else
 			snprintf(msg[i], 320, "<none>");
 	}
-	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
-	kaas_wr_free(&req);
-	kaas_wr_free(&resp);
+	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+	kw_wr_free(&req);
+	kw_wr_free(&resp);
 	return cnt;
 }
 
@@ -183,8 +183,8 @@ START_TEST(create_topics_every_version)
 		ck_assert_int_eq(err[0], KERR_NONE);
 		if (v >= 1)
 			ck_assert_str_eq(msg[0], "<null>");
-		kaas_topic_info info;
-		ck_assert_int_eq(kaas_topics_lookup(reg, name, -1, &info), 0);
+		kt_topic_info info;
+		ck_assert_int_eq(kt_topics_lookup(reg, name, -1, &info), 0);
 		ck_assert_int_eq(info.partitions, 3);
 		ck_assert_int_eq(info.cfg.retention_ms, 60000);
 
@@ -224,9 +224,9 @@ START_TEST(create_topics_errors)
 	ck_assert_str_eq(names[5], "dup");
 	ck_assert_int_eq(err[5], KERR_INVALID_REQUEST);
 	ck_assert_int_eq(err[6], KERR_INVALID_REPLICA_ASSIGNMENT);
-	kaas_topic_info *all;
+	kt_topic_info *all;
 	size_t cnt;
-	ck_assert_int_eq(kaas_topics_list(reg, &all, &cnt), 0);
+	ck_assert_int_eq(kt_topics_list(reg, &all, &cnt), 0);
 	free(all);
 	ck_assert_uint_eq(cnt, 0);
 	char **dn;
@@ -246,8 +246,8 @@ START_TEST(create_topics_assignment_and_validate_only)
 	ct_in a = {"assigned", -1, -1, 3, 1, NULL, NULL};
 	ck_assert_int_eq(ct(4, &a, 1, 0, err, msg, names), 1);
 	ck_assert_int_eq(err[0], KERR_NONE);
-	kaas_topic_info info;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "assigned", -1, &info), 0);
+	kt_topic_info info;
+	ck_assert_int_eq(kt_topics_lookup(reg, "assigned", -1, &info), 0);
 	ck_assert_int_eq(info.partitions, 3);
 	/* Both a count and an assignment: refused. */
 	ct_in both = {"both", 3, 1, 3, 1, NULL, NULL};
@@ -257,13 +257,13 @@ START_TEST(create_topics_assignment_and_validate_only)
 	ct_in dflt = {"dflt", -1, -1, 0, 0, NULL, NULL};
 	ck_assert_int_eq(ct(4, &dflt, 1, 0, err, msg, names), 1);
 	ck_assert_int_eq(err[0], KERR_NONE);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "dflt", -1, &info), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "dflt", -1, &info), 0);
 	ck_assert_int_eq(info.partitions, 2);
 	/* validate_only: checked, not created. */
 	ct_in vo = {"vo", 4, 3, 0, 0, "retention.ms", "1"};
 	ck_assert_int_eq(ct(1, &vo, 1, 1, err, msg, names), 1);
 	ck_assert_int_eq(err[0], KERR_NONE);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "vo", -1, &info), -ENOENT);
+	ck_assert_int_eq(kt_topics_lookup(reg, "vo", -1, &info), -ENOENT);
 	ct_in vobad = {"vo", 4, 3, 0, 0, "retention.ms", "x"};
 	ck_assert_int_eq(ct(1, &vobad, 1, 1, err, msg, names), 1);
 	ck_assert_int_eq(err[0], KERR_INVALID_CONFIG);
@@ -273,27 +273,27 @@ END_TEST
 START_TEST(create_topics_malformed_changes_nothing)
 {
 	ct_in t[2] = {{"first", 1, 1, 0, 0, NULL, NULL}, {"second", 1, 1, 0, 0, NULL, NULL}};
-	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-	kaas_rd rd;
+	kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kw_rd rd;
 	ct_request(&req, 1, t, 2, 0);
 	/* Cut inside the second topic, then at every other length. */
 	for (size_t cut = 0; cut < req.len; cut++) {
-		kaas_wr part = KAAS_WR_INIT;
-		kaas_wr_raw(&part, req.buf, cut);
-		ck_assert_int_eq(call(kaas_admin_create_topics, 1, &part, &resp, &rd), -EBADMSG);
-		kaas_wr_free(&part);
+		kw_wr part = KAAS_WR_INIT;
+		kw_wr_raw(&part, req.buf, cut);
+		ck_assert_int_eq(call(kt_admin_create_topics, 1, &part, &resp, &rd), -EBADMSG);
+		kw_wr_free(&part);
 		resp.len = 0;
 	}
-	kaas_topic_info info;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "first", -1, &info), -ENOENT);
+	kt_topic_info info;
+	ck_assert_int_eq(kt_topics_lookup(reg, "first", -1, &info), -ENOENT);
 	/* A count far beyond the bytes present is refused before allocating. */
-	kaas_wr huge = KAAS_WR_INIT;
-	kaas_wr_i32(&huge, 0x7fffffff);
-	kaas_wr_i32(&huge, 0);
-	ck_assert_int_eq(call(kaas_admin_create_topics, 0, &huge, &resp, &rd), -EBADMSG);
-	kaas_wr_free(&huge);
-	kaas_wr_free(&req);
-	kaas_wr_free(&resp);
+	kw_wr huge = KAAS_WR_INIT;
+	kw_wr_i32(&huge, 0x7fffffff);
+	kw_wr_i32(&huge, 0);
+	ck_assert_int_eq(call(kt_admin_create_topics, 0, &huge, &resp, &rd), -EBADMSG);
+	kw_wr_free(&huge);
+	kw_wr_free(&req);
+	kw_wr_free(&resp);
 }
 END_TEST
 
@@ -303,17 +303,17 @@ START_TEST(delete_topics_every_version)
 {
 	for (int16_t v = 0; v <= 3; v++) {
 		char msg[256], buf[300];
-		kaas_topic_spec spec = {{"del", 3}, 1, 1, NULL, 0};
-		ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
-		kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-		kaas_rd rd;
-		kaas_wr_i32(&req, 4);
-		kaas_wr_str(&req, 0, "del");
-		kaas_wr_str(&req, 0, "missing");
-		kaas_wr_str(&req, 0, "bad/name");
-		kaas_wr_str(&req, 0, "del");
-		kaas_wr_i32(&req, 5000);
-		ck_assert_int_eq(call(kaas_admin_delete_topics, v, &req, &resp, &rd), KAAS_HANDLED);
+		kt_topic_spec spec = {{"del", 3}, 1, 1, NULL, 0};
+		ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+		kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+		kw_rd rd;
+		kw_wr_i32(&req, 4);
+		kw_wr_str(&req, 0, "del");
+		kw_wr_str(&req, 0, "missing");
+		kw_wr_str(&req, 0, "bad/name");
+		kw_wr_str(&req, 0, "del");
+		kw_wr_i32(&req, 5000);
+		ck_assert_int_eq(call(kt_admin_delete_topics, v, &req, &resp, &rd), KAAS_HANDLED);
 		if (v >= 1)
 			ck_assert_int_eq(ckrd_i32(&rd), 0);
 		ck_assert_int_eq(ckrd_i32(&rd), 3);
@@ -323,63 +323,63 @@ START_TEST(delete_topics_every_version)
 		ck_assert_int_eq(ckrd_i16(&rd), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "bad/name");
 		ck_assert_int_eq(ckrd_i16(&rd), KERR_INVALID_TOPIC_EXCEPTION);
-		ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
-		kaas_topic_info info;
-		ck_assert_int_eq(kaas_topics_lookup(reg, "del", -1, &info), -ENOENT);
-		kaas_wr_free(&req);
-		kaas_wr_free(&resp);
+		ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+		kt_topic_info info;
+		ck_assert_int_eq(kt_topics_lookup(reg, "del", -1, &info), -ENOENT);
+		kw_wr_free(&req);
+		kw_wr_free(&resp);
 	}
 }
 END_TEST
 
 /* ---- CreatePartitions --------------------------------------------------------------------- */
 
-static void cp_request(kaas_wr *w, const char *name, int32_t count, int32_t nassign, int validate_only)
+static void cp_request(kw_wr *w, const char *name, int32_t count, int32_t nassign, int validate_only)
 {
-	kaas_wr_i32(w, 1);
-	kaas_wr_str(w, 0, name);
-	kaas_wr_i32(w, count);
-	kaas_wr_i32(w, nassign);
+	kw_wr_i32(w, 1);
+	kw_wr_str(w, 0, name);
+	kw_wr_i32(w, count);
+	kw_wr_i32(w, nassign);
 	for (int32_t a = 0; a < nassign; a++) {
-		kaas_wr_i32(w, 1);
-		kaas_wr_i32(w, 1);
+		kw_wr_i32(w, 1);
+		kw_wr_i32(w, 1);
 	}
-	kaas_wr_i32(w, 5000);
-	kaas_wr_bool(w, validate_only);
+	kw_wr_i32(w, 5000);
+	kw_wr_bool(w, validate_only);
 }
 
 static int16_t cp(int16_t v, const char *name, int32_t count, int32_t nassign, int validate_only, char *msg)
 {
-	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-	kaas_rd rd;
+	kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kw_rd rd;
 	char buf[300];
 	cp_request(&req, name, count, nassign, validate_only);
-	ck_assert_int_eq(call(kaas_admin_create_partitions, v, &req, &resp, &rd), KAAS_HANDLED);
+	ck_assert_int_eq(call(kt_admin_create_partitions, v, &req, &resp, &rd), KAAS_HANDLED);
 	ck_assert_int_eq(ckrd_i32(&rd), 0);
 	ck_assert_int_eq(ckrd_i32(&rd), 1);
 	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
 	int16_t err = ckrd_i16(&rd);
 	rdstr(&rd, msg, 320);
-	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
-	kaas_wr_free(&req);
-	kaas_wr_free(&resp);
+	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+	kw_wr_free(&req);
+	kw_wr_free(&resp);
 	return err;
 }
 
 START_TEST(create_partitions_every_version)
 {
 	char msg[320];
-	kaas_topic_spec spec = {{"cp", 2}, 2, 1, NULL, 0};
-	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
-	kaas_topic_info info;
+	kt_topic_spec spec = {{"cp", 2}, 2, 1, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	kt_topic_info info;
 	for (int16_t v = 0; v <= 1; v++) {
 		int32_t now = 2 + 2 * v;
 		ck_assert_int_eq(cp(v, "cp", now + 2, -1, 1, msg), KERR_NONE); /* validate only */
-		ck_assert_int_eq(kaas_topics_lookup(reg, "cp", -1, &info), 0);
+		ck_assert_int_eq(kt_topics_lookup(reg, "cp", -1, &info), 0);
 		ck_assert_int_eq(info.partitions, now);
 		ck_assert_int_eq(cp(v, "cp", now + 2, -1, 0, msg), KERR_NONE);
 		ck_assert_str_eq(msg, "<null>");
-		ck_assert_int_eq(kaas_topics_lookup(reg, "cp", -1, &info), 0);
+		ck_assert_int_eq(kt_topics_lookup(reg, "cp", -1, &info), 0);
 		ck_assert_int_eq(info.partitions, now + 2);
 		ck_assert_int_eq(cp(v, "cp", now + 2, -1, 0, msg), KERR_INVALID_PARTITIONS);
 		ck_assert_ptr_nonnull(strstr(msg, "already has"));
@@ -389,7 +389,7 @@ START_TEST(create_partitions_every_version)
 	/* An assignment must cover exactly the new partitions. */
 	ck_assert_int_eq(cp(1, "cp", 8, 1, 0, msg), KERR_INVALID_REPLICA_ASSIGNMENT);
 	ck_assert_int_eq(cp(1, "cp", 8, 2, 0, msg), KERR_NONE);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "cp", -1, &info), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "cp", -1, &info), 0);
 	ck_assert_int_eq(info.partitions, 8);
 }
 END_TEST
@@ -412,26 +412,26 @@ typedef struct dc_result {
 	dc_entry e[40];
 } dc_result;
 
-static void dc_request(kaas_wr *w, int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys,
+static void dc_request(kw_wr *w, int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys,
 		       int synonyms)
 {
-	kaas_wr_i32(w, 1);
-	kaas_wr_i8(w, type);
-	kaas_wr_str(w, 0, name);
-	kaas_wr_i32(w, keys ? nkeys : -1);
+	kw_wr_i32(w, 1);
+	kw_wr_i8(w, type);
+	kw_wr_str(w, 0, name);
+	kw_wr_i32(w, keys ? nkeys : -1);
 	for (int i = 0; keys && i < nkeys; i++)
-		kaas_wr_str(w, 0, keys[i]);
+		kw_wr_str(w, 0, keys[i]);
 	if (v >= 1)
-		kaas_wr_bool(w, synonyms);
+		kw_wr_bool(w, synonyms);
 }
 
 static void dc(int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys, int synonyms,
 	       dc_result *r)
 {
-	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-	kaas_rd rd;
+	kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kw_rd rd;
 	dc_request(&req, v, type, name, keys, nkeys, synonyms);
-	ck_assert_int_eq(call(kaas_admin_describe_configs, v, &req, &resp, &rd), KAAS_HANDLED);
+	ck_assert_int_eq(call(kt_admin_describe_configs, v, &req, &resp, &rd), KAAS_HANDLED);
 	ck_assert_int_eq(ckrd_i32(&rd), 0);
 	ck_assert_int_eq(ckrd_i32(&rd), 1);
 	memset(r, 0, sizeof(*r));
@@ -461,9 +461,9 @@ static void dc(int16_t v, int8_t type, const char *name, const char *const *keys
 			}
 		}
 	}
-	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
-	kaas_wr_free(&req);
-	kaas_wr_free(&resp);
+	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+	kw_wr_free(&req);
+	kw_wr_free(&resp);
 }
 
 static const dc_entry *find(const dc_result *r, const char *name)
@@ -477,9 +477,9 @@ static const dc_entry *find(const dc_result *r, const char *name)
 START_TEST(describe_configs_every_version)
 {
 	char msg[256];
-	kaas_config_kv kv = {{"retention.ms", 12}, {"3600000", 7}};
-	kaas_topic_spec spec = {{"dc", 2}, 1, 1, &kv, 1};
-	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	kt_config_kv kv = {{"retention.ms", 12}, {"3600000", 7}};
+	kt_topic_spec spec = {{"dc", 2}, 1, 1, &kv, 1};
+	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
 	dc_result *r = malloc(sizeof(*r));
 	for (int16_t v = 0; v <= 2; v++) {
 		dc(v, 2, "dc", NULL, 0, 1, r);
@@ -564,44 +564,44 @@ END_TEST
 static int16_t ac(int16_t v, int8_t type, const char *name, const char *k, const char *val, int validate_only,
 		  char *msg)
 {
-	kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-	kaas_rd rd;
+	kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kw_rd rd;
 	char buf[300];
-	kaas_wr_i32(&req, 1);
-	kaas_wr_i8(&req, type);
-	kaas_wr_str(&req, 0, name);
-	kaas_wr_i32(&req, k ? 1 : 0);
+	kw_wr_i32(&req, 1);
+	kw_wr_i8(&req, type);
+	kw_wr_str(&req, 0, name);
+	kw_wr_i32(&req, k ? 1 : 0);
 	if (k) {
-		kaas_wr_str(&req, 0, k);
-		kaas_wr_str(&req, 0, val);
+		kw_wr_str(&req, 0, k);
+		kw_wr_str(&req, 0, val);
 	}
-	kaas_wr_bool(&req, validate_only);
-	ck_assert_int_eq(call(kaas_admin_alter_configs, v, &req, &resp, &rd), KAAS_HANDLED);
+	kw_wr_bool(&req, validate_only);
+	ck_assert_int_eq(call(kt_admin_alter_configs, v, &req, &resp, &rd), KAAS_HANDLED);
 	ck_assert_int_eq(ckrd_i32(&rd), 0);
 	ck_assert_int_eq(ckrd_i32(&rd), 1);
 	int16_t err = ckrd_i16(&rd);
 	rdstr(&rd, msg, 320);
 	ck_assert_int_eq(ckrd_i8(&rd), type);
 	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
-	ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
-	kaas_wr_free(&req);
-	kaas_wr_free(&resp);
+	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+	kw_wr_free(&req);
+	kw_wr_free(&resp);
 	return err;
 }
 
 START_TEST(alter_configs_every_version)
 {
 	char msg[320];
-	kaas_topic_spec spec = {{"ac", 2}, 1, 1, NULL, 0};
-	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
-	kaas_topic_info info;
+	kt_topic_spec spec = {{"ac", 2}, 1, 1, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	kt_topic_info info;
 	for (int16_t v = 0; v <= 1; v++) {
 		ck_assert_int_eq(ac(v, 2, "ac", "retention.ms", "123", 0, msg), KERR_NONE);
 		ck_assert_str_eq(msg, "<null>");
-		ck_assert_int_eq(kaas_topics_lookup(reg, "ac", -1, &info), 0);
+		ck_assert_int_eq(kt_topics_lookup(reg, "ac", -1, &info), 0);
 		ck_assert_int_eq(info.cfg.retention_ms, 123);
 		ck_assert_int_eq(ac(v, 2, "ac", "retention.bytes", "1000", 1, msg), KERR_NONE);
-		ck_assert_int_eq(kaas_topics_lookup(reg, "ac", -1, &info), 0);
+		ck_assert_int_eq(kt_topics_lookup(reg, "ac", -1, &info), 0);
 		ck_assert_int_eq(info.cfg.retention_bytes, -1); /* validate only */
 		ck_assert_int_eq(info.cfg.retention_ms, 123);
 		ck_assert_int_eq(ac(v, 2, "ac", "cleanup.policy", "compact", 0, msg), KERR_INVALID_CONFIG);
@@ -611,7 +611,7 @@ START_TEST(alter_configs_every_version)
 		ck_assert_int_eq(ac(v, 4, "1", "log.retention.ms", "1", 0, msg), KERR_INVALID_REQUEST);
 		/* Non-incremental: an empty set reverts everything to defaults. */
 		ck_assert_int_eq(ac(v, 2, "ac", NULL, NULL, 0, msg), KERR_NONE);
-		ck_assert_int_eq(kaas_topics_lookup(reg, "ac", -1, &info), 0);
+		ck_assert_int_eq(kt_topics_lookup(reg, "ac", -1, &info), 0);
 		ck_assert_int_eq(info.cfg.retention_ms, 604800000);
 		ck_assert_uint_eq(info.overrides, 0);
 	}
@@ -623,21 +623,21 @@ END_TEST
 START_TEST(delete_records_every_version)
 {
 	for (int16_t v = 0; v <= 1; v++) {
-		kaas_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
-		kaas_rd rd;
+		kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+		kw_rd rd;
 		char buf[300];
 		memset(&dr, 0, sizeof(dr));
-		kaas_wr_i32(&req, 1);
-		kaas_wr_str(&req, 0, "recs");
-		kaas_wr_i32(&req, 5);
+		kw_wr_i32(&req, 1);
+		kw_wr_str(&req, 0, "recs");
+		kw_wr_i32(&req, 5);
 		int32_t parts[5] = {0, 1, 9, 2, 3};
 		int64_t offs[5] = {42, -1, 5, -2, 5000};
 		for (int i = 0; i < 5; i++) {
-			kaas_wr_i32(&req, parts[i]);
-			kaas_wr_i64(&req, offs[i]);
+			kw_wr_i32(&req, parts[i]);
+			kw_wr_i64(&req, offs[i]);
 		}
-		kaas_wr_i32(&req, 1000);
-		ck_assert_int_eq(call(kaas_admin_delete_records, v, &req, &resp, &rd), KAAS_HANDLED);
+		kw_wr_i32(&req, 1000);
+		ck_assert_int_eq(call(kt_admin_delete_records, v, &req, &resp, &rd), KAAS_HANDLED);
 		ck_assert_int_eq(ckrd_i32(&rd), 0);
 		ck_assert_int_eq(ckrd_i32(&rd), 1);
 		ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), "recs");
@@ -650,18 +650,18 @@ START_TEST(delete_records_every_version)
 			ck_assert_int_eq(ckrd_i64(&rd), want_low[i]);
 			ck_assert_int_eq(ckrd_i16(&rd), want_err[i]);
 		}
-		ck_assert_uint_eq(kaas_rd_remain(&rd), 0);
+		ck_assert_uint_eq(kw_rd_remain(&rd), 0);
 		ck_assert_int_eq(dr.calls, 4); /* offset -2 never reached the partition */
 		ck_assert_str_eq(dr.topic, "recs");
-		kaas_wr_free(&req);
-		kaas_wr_free(&resp);
+		kw_wr_free(&req);
+		kw_wr_free(&resp);
 	}
 }
 END_TEST
 
 int main(void)
 {
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	return ktest_main((struct ktest){ .suite = "topics-admin", .tcase = "core", .timeout = 60, .setup = setup, .teardown = teardown },
 			  KTEST_LIST(create_topics_every_version,
 				     create_topics_errors,

@@ -30,16 +30,16 @@
 #include "util/log.h"
 #include "util/test/ktest.h"
 
-static kaas_str S(const char *s)
+static kw_str S(const char *s)
 {
-	kaas_str x = {s, (int32_t)strlen(s)};
+	kw_str x = {s, (int32_t)strlen(s)};
 	return x;
 }
 
-static kaas_topics *open_reg(sub_vfs *v)
+static kt_topics *open_reg(sub_vfs *v)
 {
-	kaas_topics_options o;
-	kaas_topics_options_init(&o);
+	kt_topics_options o;
+	kt_topics_options_init(&o);
 	o.refresh_ms = 0;
 	/* One volume for both roles, as with the default DATA/__cluster layout
 	 * (here the registry sits at the volume's top: topics/, deleted-topics/). */
@@ -47,8 +47,8 @@ static kaas_topics *open_reg(sub_vfs *v)
 	o.data = v;
 	o.claim_grace_ms = 0;
 	o.miss_ttl_ms = 0;
-	kaas_topics *reg = NULL;
-	if (kaas_topics_open(&o, &reg))
+	kt_topics *reg = NULL;
+	if (kt_topics_open(&o, &reg))
 		return NULL;
 	return reg;
 }
@@ -62,26 +62,26 @@ typedef struct ids {
 static void workload(sub_vfs *v, ids *out)
 {
 	char msg[256];
-	kaas_topic_info t;
-	kaas_topics *reg = open_reg(v);
+	kt_topic_info t;
+	kt_topics *reg = open_reg(v);
 	if (!reg)
 		return;
-	kaas_topic_spec spec = {S("t"), 2, 1, NULL, 0};
-	if (kaas_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE)
+	kt_topic_spec spec = {S("t"), 2, 1, NULL, 0};
+	if (kt_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE)
 		snprintf(out->first, sizeof(out->first), "%s", t.id);
 	sub_mkdirs(v, "t/0", 0755);
 	sub_write_atomic(v, "t/0/old-incarnation.log", "records", 7);
-	kaas_topics_delete(reg, S("t"), msg, sizeof(msg));
-	if (kaas_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE)
+	kt_topics_delete(reg, S("t"), msg, sizeof(msg));
+	if (kt_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE)
 		snprintf(out->second, sizeof(out->second), "%s", t.id);
-	kaas_config_kv kv = {S("retention.ms"), S("1000")};
-	kaas_topics_alter_configs(reg, S("t"), &kv, 1, 0, msg, sizeof(msg));
-	kaas_topics_add_partitions(reg, S("t"), 3, 0, msg, sizeof(msg));
-	kaas_topic_spec spec2 = {S("u"), 1, 1, NULL, 0};
-	kaas_topics_create(reg, &spec2, 0, &t, msg, sizeof(msg));
-	kaas_topics_delete(reg, S("u"), msg, sizeof(msg));
-	kaas_topics_tick(reg);
-	kaas_topics_close(reg);
+	kt_config_kv kv = {S("retention.ms"), S("1000")};
+	kt_topics_alter_configs(reg, S("t"), &kv, 1, 0, msg, sizeof(msg));
+	kt_topics_add_partitions(reg, S("t"), 3, 0, msg, sizeof(msg));
+	kt_topic_spec spec2 = {S("u"), 1, 1, NULL, 0};
+	kt_topics_create(reg, &spec2, 0, &t, msg, sizeof(msg));
+	kt_topics_delete(reg, S("u"), msg, sizeof(msg));
+	kt_topics_tick(reg);
+	kt_topics_close(reg);
 }
 
 static int count_prefix(sub_vfs *v, const char *dir, const char *prefix)
@@ -114,9 +114,9 @@ static void stamp_of(sub_vfs *v, const char *topic, char id[64])
 
 static void check_recovered(sub_vfs *v, const ids *run, uint64_t n)
 {
-	kaas_topics *reg = open_reg(v);
+	kt_topics *reg = open_reg(v);
 	ck_assert_msg(reg != NULL, "crash_after=%llu: registry does not open", (unsigned long long)n);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 
 	ck_assert_msg(count_prefix(v, "", "~trash-") == 0, "crash_after=%llu: trash left", (unsigned long long)n);
 	ck_assert_msg(count_prefix(v, "topics", "~") == 0, "crash_after=%llu: claim left", (unsigned long long)n);
@@ -129,10 +129,10 @@ static void check_recovered(sub_vfs *v, const ids *run, uint64_t n)
 
 	const char *topics[] = {"t", "u"};
 	for (int i = 0; i < 2; i++) {
-		kaas_topic_info info;
+		kt_topic_info info;
 		char sid[64], msg[256];
 		sub_stat st;
-		int rc = kaas_topics_lookup(reg, topics[i], -1, &info);
+		int rc = kt_topics_lookup(reg, topics[i], -1, &info);
 		if (rc == 0) {
 			stamp_of(v, topics[i], sid);
 			ck_assert_msg(strcmp(sid, info.id) == 0, "crash_after=%llu: %s registered as %s, stamp %s",
@@ -141,15 +141,15 @@ static void check_recovered(sub_vfs *v, const ids *run, uint64_t n)
 				ck_assert_msg(sub_stat_path(v, "t/0/old-incarnation.log", &st) == -ENOENT,
 					      "crash_after=%llu: new incarnation %s inherited old data",
 					      (unsigned long long)n, info.id);
-			ck_assert_int_eq(kaas_topics_delete(reg, S(topics[i]), msg, sizeof(msg)), KERR_NONE);
+			ck_assert_int_eq(kt_topics_delete(reg, S(topics[i]), msg, sizeof(msg)), KERR_NONE);
 		}
-		kaas_topic_spec spec = {S(topics[i]), 1, 1, NULL, 0};
-		ck_assert_msg(kaas_topics_create(reg, &spec, 0, &info, msg, sizeof(msg)) == KERR_NONE,
+		kt_topic_spec spec = {S(topics[i]), 1, 1, NULL, 0};
+		ck_assert_msg(kt_topics_create(reg, &spec, 0, &info, msg, sizeof(msg)) == KERR_NONE,
 			      "crash_after=%llu: %s not usable: %s", (unsigned long long)n, topics[i], msg);
 		ck_assert_msg(sub_stat_path(v, "t/0/old-incarnation.log", &st) == -ENOENT || i != 0,
 			      "crash_after=%llu: recreated t inherited old data", (unsigned long long)n);
 	}
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 
 static void mkroot(char *dir, size_t len)
@@ -206,9 +206,9 @@ int main(void)
 {
 	/* Hundreds of simulated crashes log thousands of expected errors:
 	 * quiet unless KAAS_LOG_LEVEL asks for them. */
-	kaas_log_level = -1;
+	ku_log_level = -1;
 	if (getenv("KAAS_LOG_LEVEL"))
-		kaas_log_init_from_env();
+		ku_log_init_from_env();
 	return ktest_main((struct ktest){ .suite = "topics-crash", .tcase = "core", .timeout = 300 },
 			  KTEST_LIST(crash_anywhere_in_the_life_cycle));
 }

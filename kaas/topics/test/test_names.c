@@ -16,7 +16,7 @@
 static int16_t check_name(const char *s)
 {
 	char msg[256];
-	return kaas_topic_name_check(s, s ? (int32_t)strlen(s) : -1, msg, sizeof(msg));
+	return kt_topic_name_check(s, s ? (int32_t)strlen(s) : -1, msg, sizeof(msg));
 }
 
 START_TEST(names_kafka_rules)
@@ -43,23 +43,23 @@ START_TEST(names_kafka_rules)
 
 	/* A NUL inside the slice is not a legal character either. */
 	char msg[128];
-	ck_assert_int_eq(kaas_topic_name_check("ab\0cd", 5, msg, sizeof(msg)), KERR_INVALID_TOPIC_EXCEPTION);
+	ck_assert_int_eq(kt_topic_name_check("ab\0cd", 5, msg, sizeof(msg)), KERR_INVALID_TOPIC_EXCEPTION);
 
 	char name[300];
 	memset(name, 'x', sizeof(name));
-	ck_assert_int_eq(kaas_topic_name_check(name, 249, msg, sizeof(msg)), KERR_NONE);
-	ck_assert_int_eq(kaas_topic_name_check(name, 250, msg, sizeof(msg)), KERR_INVALID_TOPIC_EXCEPTION);
+	ck_assert_int_eq(kt_topic_name_check(name, 249, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topic_name_check(name, 250, msg, sizeof(msg)), KERR_INVALID_TOPIC_EXCEPTION);
 	ck_assert_ptr_nonnull(strstr(msg, "249"));
 }
 END_TEST
 
 START_TEST(name_collisions)
 {
-	ck_assert(kaas_topic_names_collide("a.b", "a_b"));
-	ck_assert(kaas_topic_names_collide("a_b", "a.b"));
-	ck_assert(kaas_topic_names_collide("x", "x"));
-	ck_assert(!kaas_topic_names_collide("a.b", "a-b"));
-	ck_assert(!kaas_topic_names_collide("a.b", "a.bc"));
+	ck_assert(kt_topic_names_collide("a.b", "a_b"));
+	ck_assert(kt_topic_names_collide("a_b", "a.b"));
+	ck_assert(kt_topic_names_collide("x", "x"));
+	ck_assert(!kt_topic_names_collide("a.b", "a-b"));
+	ck_assert(!kt_topic_names_collide("a.b", "a.bc"));
 }
 END_TEST
 
@@ -67,31 +67,31 @@ START_TEST(topic_ids)
 {
 	char a[KAAS_TOPIC_ID_LEN + 1], b[KAAS_TOPIC_ID_LEN + 1], c[KAAS_TOPIC_ID_LEN + 1];
 	uint8_t ab[16], bb[16], cb[16];
-	ck_assert_int_eq(kaas_topic_id_new(a, ab), 0);
-	ck_assert_int_eq(kaas_topic_id_new(b, bb), 0);
+	ck_assert_int_eq(kt_topic_id_new(a, ab), 0);
+	ck_assert_int_eq(kt_topic_id_new(b, bb), 0);
 	ck_assert_str_ne(a, b);
 	ck_assert_uint_eq(strlen(a), 36);
 	ck_assert_int_eq(a[14], '4'); /* version 4 */
 	ck_assert(strchr("89ab", a[19]) != NULL);
-	ck_assert_int_eq(kaas_topic_id_parse(a, c, cb), 0);
+	ck_assert_int_eq(kt_topic_id_parse(a, c, cb), 0);
 	ck_assert_str_eq(a, c);
 	ck_assert_mem_eq(ab, cb, 16);
 	/* Upper case is accepted and normalised. */
 	char up[KAAS_TOPIC_ID_LEN + 1];
 	for (int i = 0; i <= KAAS_TOPIC_ID_LEN; i++)
 		up[i] = (char)((a[i] >= 'a' && a[i] <= 'f') ? a[i] - 32 : a[i]);
-	ck_assert_int_eq(kaas_topic_id_parse(up, c, NULL), 0);
+	ck_assert_int_eq(kt_topic_id_parse(up, c, NULL), 0);
 	ck_assert_str_eq(a, c);
-	ck_assert_int_eq(kaas_topic_id_parse("00000000-0000-0000-0000-000000000000", c, NULL), -EINVAL);
-	ck_assert_int_eq(kaas_topic_id_parse("not-a-uuid", c, NULL), -EINVAL);
-	ck_assert_int_eq(kaas_topic_id_parse("0123456789abcdef0123456789abcdef0123", c, NULL), -EINVAL);
-	ck_assert_int_eq(kaas_topic_id_parse("g1234567-89ab-4def-8123-456789abcdef", c, NULL), -EINVAL);
+	ck_assert_int_eq(kt_topic_id_parse("00000000-0000-0000-0000-000000000000", c, NULL), -EINVAL);
+	ck_assert_int_eq(kt_topic_id_parse("not-a-uuid", c, NULL), -EINVAL);
+	ck_assert_int_eq(kt_topic_id_parse("0123456789abcdef0123456789abcdef0123", c, NULL), -EINVAL);
+	ck_assert_int_eq(kt_topic_id_parse("g1234567-89ab-4def-8123-456789abcdef", c, NULL), -EINVAL);
 }
 END_TEST
 
-static kaas_config_kv kv(const char *n, const char *v)
+static kt_config_kv kv(const char *n, const char *v)
 {
-	kaas_config_kv x;
+	kt_config_kv x;
 	x.name.s = n;
 	x.name.len = (int32_t)strlen(n);
 	x.value.s = v;
@@ -101,8 +101,8 @@ static kaas_config_kv kv(const char *n, const char *v)
 
 static int16_t check1(const char *n, const char *v, char *msg, size_t msglen)
 {
-	kaas_config_kv x = kv(n, v);
-	return kaas_topic_configs_check(&x, 1, msg, msglen);
+	kt_config_kv x = kv(n, v);
+	return kt_topic_configs_check(&x, 1, msg, msglen);
 }
 
 /* key=value, the answer it gets, and (when set) what the message names. */
@@ -165,44 +165,44 @@ START_TEST(config_validation)
 	}
 
 	/* The same key twice. */
-	kaas_config_kv two[2] = {kv("retention.ms", "1"), kv("retention.ms", "2")};
-	ck_assert_int_eq(kaas_topic_configs_check(two, 2, msg, sizeof(msg)), KERR_INVALID_CONFIG);
+	kt_config_kv two[2] = {kv("retention.ms", "1"), kv("retention.ms", "2")};
+	ck_assert_int_eq(kt_topic_configs_check(two, 2, msg, sizeof(msg)), KERR_INVALID_CONFIG);
 }
 END_TEST
 
 START_TEST(config_apply_and_json_roundtrip)
 {
 	char msg[256];
-	kaas_config_kv set[3] = {kv("retention.ms", "1000"), kv("segment.bytes", " 4096"),
+	kt_config_kv set[3] = {kv("retention.ms", "1000"), kv("segment.bytes", " 4096"),
 				 kv("message.timestamp.type", "LogAppendTime")};
-	kaas_tcfg_set s = KAAS_TCFG_SET_INIT, back = KAAS_TCFG_SET_INIT;
-	ck_assert_int_eq(kaas_tcfg_set_from_kv(&s, set, 3, msg, sizeof(msg)), KERR_NONE);
-	kaas_log_config def, eff;
-	kaas_tcfg_kafka_defaults(&def);
+	kt_tcfg_set s = KAAS_TCFG_SET_INIT, back = KAAS_TCFG_SET_INIT;
+	ck_assert_int_eq(kt_tcfg_set_from_kv(&s, set, 3, msg, sizeof(msg)), KERR_NONE);
+	ks_log_config def, eff;
+	kt_tcfg_kafka_defaults(&def);
 	def.retention_bytes = 555; /* a broker-level setting survives where not overridden */
-	kaas_tcfg_apply(&s, &def, &eff);
+	kt_tcfg_apply(&s, &def, &eff);
 	ck_assert_int_eq(eff.retention_ms, 1000);
 	ck_assert_int_eq(eff.segment_bytes, 4096);
 	ck_assert_int_eq(eff.timestamp_type, 1);
 	ck_assert_int_eq(eff.retention_bytes, 555);
 	ck_assert_int_eq(eff.max_message_bytes, 1048588);
 
-	json_t *j = kaas_tcfg_set_to_json(&s);
+	json_t *j = kt_tcfg_set_to_json(&s);
 	ck_assert_ptr_nonnull(j);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "segment.bytes")), "4096"); /* canonical */
 	json_object_set_new(j, "bogus.key", json_string("1"));
 	json_object_set_new(j, "segment.ms", json_string("nope"));
-	ck_assert_int_eq(kaas_tcfg_set_from_json(&back, j, "t"), 0);
+	ck_assert_int_eq(kt_tcfg_set_from_json(&back, j, "t"), 0);
 	json_decref(j);
 	ck_assert_uint_eq(back.set, s.set); /* invalid entries from a file are skipped */
 	ck_assert_str_eq(back.val[KAAS_TC_RETENTION_MS], "1000");
 
-	kaas_config_list l = KAAS_CONFIG_LIST_INIT;
-	ck_assert_int_eq(kaas_tcfg_describe(&back, &def, &l), 0);
+	kt_config_list l = KAAS_CONFIG_LIST_INIT;
+	ck_assert_int_eq(kt_tcfg_describe(&back, &def, &l), 0);
 	ck_assert_uint_eq(l.n, KAAS_TC_COUNT);
 	int seen = 0;
 	for (size_t i = 0; i < l.n; i++) {
-		kaas_config_entry *e = &l.v[i];
+		kt_config_entry *e = &l.v[i];
 		if (strcmp(e->name, "retention.ms") == 0) {
 			seen++;
 			ck_assert_str_eq(e->value, "1000");
@@ -225,15 +225,15 @@ START_TEST(config_apply_and_json_roundtrip)
 		}
 	}
 	ck_assert_int_eq(seen, 3);
-	kaas_config_list_free(&l);
-	kaas_tcfg_set_free(&s);
-	kaas_tcfg_set_free(&back);
+	kt_config_list_free(&l);
+	kt_tcfg_set_free(&s);
+	kt_tcfg_set_free(&back);
 }
 END_TEST
 
 int main(void)
 {
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	return ktest_main((struct ktest){ .suite = "topics-names", .tcase = "core" },
 			  KTEST_LIST(names_kafka_rules,
 				     name_collisions,

@@ -27,13 +27,13 @@
 /* What the hooks saw. */
 static struct {
 	int changed, dropped;
-	kaas_topic_info last;
+	kt_topic_info last;
 	char dropped_name[256], dropped_id[64];
 	int dir_existed_at_drop;
 	int fail_changed;
 } hk;
 
-static int on_changed(void *arg, const kaas_topic_info *t)
+static int on_changed(void *arg, const kt_topic_info *t)
 {
 	(void)arg;
 	hk.changed++;
@@ -63,10 +63,10 @@ static void teardown(void)
 	volumes_close();
 }
 
-static kaas_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
+static kt_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
 {
-	kaas_topics_options o;
-	kaas_topics_options_init(&o);
+	kt_topics_options o;
+	kt_topics_options_init(&o);
 	o.refresh_ms = 0;
 	o.cluster = c;
 	o.data = d;
@@ -75,36 +75,36 @@ static kaas_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
 	o.miss_ttl_ms = 0;
 	o.hooks.topic_changed = on_changed;
 	o.hooks.topic_dropped = on_dropped;
-	kaas_topics *reg;
-	ck_assert_int_eq(kaas_topics_open(&o, &reg), 0);
+	kt_topics *reg;
+	ck_assert_int_eq(kt_topics_open(&o, &reg), 0);
 	return reg;
 }
 
-static kaas_topics *open_reg(void) { return open_reg_on(cluster, data, 30000); }
+static kt_topics *open_reg(void) { return open_reg_on(cluster, data, 30000); }
 
-static kaas_str S(const char *s)
+static kw_str S(const char *s)
 {
-	kaas_str x = {s, s ? (int32_t)strlen(s) : -1};
+	kw_str x = {s, s ? (int32_t)strlen(s) : -1};
 	return x;
 }
 
-static kaas_config_kv KV(const char *n, const char *v)
+static kt_config_kv KV(const char *n, const char *v)
 {
-	kaas_config_kv x = {S(n), S(v)};
+	kt_config_kv x = {S(n), S(v)};
 	return x;
 }
 
-static int16_t create(kaas_topics *reg, const char *name, int32_t parts, kaas_topic_info *out)
+static int16_t create(kt_topics *reg, const char *name, int32_t parts, kt_topic_info *out)
 {
 	char msg[256];
-	kaas_topic_spec spec = {S(name), parts, 1, NULL, 0};
-	return kaas_topics_create(reg, &spec, 0, out, msg, sizeof(msg));
+	kt_topic_spec spec = {S(name), parts, 1, NULL, 0};
+	return kt_topics_create(reg, &spec, 0, out, msg, sizeof(msg));
 }
 
-static int16_t del(kaas_topics *reg, const char *name)
+static int16_t del(kt_topics *reg, const char *name)
 {
 	char msg[256];
-	return kaas_topics_delete(reg, S(name), msg, sizeof(msg));
+	return kt_topics_delete(reg, S(name), msg, sizeof(msg));
 }
 
 static int exists(sub_vfs *v, const char *path)
@@ -172,8 +172,8 @@ static void put_file(sub_vfs *v, const char *path, const char *content)
 
 START_TEST(create_lookup_and_stamp)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t, l;
+	kt_topics *reg = open_reg();
+	kt_topic_info t, l;
 	ck_assert_int_eq(create(reg, "orders", 4, &t), KERR_NONE);
 	ck_assert_str_eq(t.name, "orders");
 	ck_assert_int_eq(t.partitions, 4);
@@ -185,7 +185,7 @@ START_TEST(create_lookup_and_stamp)
 	read_stamp("orders", sid);
 	ck_assert_str_eq(sid, t.id);
 
-	ck_assert_int_eq(kaas_topics_lookup(reg, "orders", 6, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "orders", 6, &l), 0);
 	ck_assert_str_eq(l.id, t.id);
 	ck_assert_int_eq(l.partitions, 4);
 	ck_assert_int_eq(l.cfg.segment_bytes, 1073741824);
@@ -199,26 +199,26 @@ START_TEST(create_lookup_and_stamp)
 	ck_assert_int_eq(t.partitions, 3);
 	ck_assert_int_eq(create(reg, "orders", 1, NULL), KERR_TOPIC_ALREADY_EXISTS);
 
-	kaas_topic_info *all;
+	kt_topic_info *all;
 	size_t n;
-	ck_assert_int_eq(kaas_topics_list(reg, &all, &n), 0);
+	ck_assert_int_eq(kt_topics_list(reg, &all, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(all[0].name, "dflt");
 	ck_assert_str_eq(all[1].name, "orders");
 	free(all);
 
 	/* A new registry instance (a restart) reads the same state. */
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 	reg = open_reg();
-	ck_assert_int_eq(kaas_topics_lookup(reg, "orders", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "orders", -1, &l), 0);
 	ck_assert_int_eq(l.partitions, 4);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(invalid_requests_touch_nothing)
 {
-	kaas_topics *reg = open_reg();
+	kt_topics *reg = open_reg();
 	int c0 = count(cluster, "topics"), d0 = count(data, "");
 	const char *bad[] = {"../x", "", ".", "..", "a/b", "caf\xc3\xa9", "x y"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -232,43 +232,43 @@ START_TEST(invalid_requests_touch_nothing)
 	longname[249] = '\0';
 	ck_assert_int_eq(create(reg, longname, 1, NULL), KERR_NONE); /* 249 is fine */
 	ck_assert_int_eq(del(reg, longname), KERR_NONE);
-	kaas_topics_tick(reg);
+	kt_topics_tick(reg);
 
 	ck_assert_int_eq(create(reg, "__cluster", 1, NULL), KERR_INVALID_TOPIC_EXCEPTION);
 	ck_assert_int_eq(create(reg, "p0", 0, NULL), KERR_INVALID_PARTITIONS);
 	ck_assert_int_eq(create(reg, "p0", -2, NULL), KERR_INVALID_PARTITIONS);
 	ck_assert_int_eq(create(reg, "p0", KAAS_TOPIC_PARTITIONS_MAX + 1, NULL), KERR_INVALID_PARTITIONS);
 	char msg[256];
-	kaas_topic_spec rf0 = {S("rf"), 1, 0, NULL, 0};
-	ck_assert_int_eq(kaas_topics_create(reg, &rf0, 0, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
-	kaas_config_kv cfg = KV("cleanup.policy", "compact");
-	kaas_topic_spec comp = {S("comp"), 1, 3, &cfg, 1};
-	ck_assert_int_eq(kaas_topics_create(reg, &comp, 0, NULL, msg, sizeof(msg)), KERR_INVALID_CONFIG);
+	kt_topic_spec rf0 = {S("rf"), 1, 0, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &rf0, 0, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
+	kt_config_kv cfg = KV("cleanup.policy", "compact");
+	kt_topic_spec comp = {S("comp"), 1, 3, &cfg, 1};
+	ck_assert_int_eq(kt_topics_create(reg, &comp, 0, NULL, msg, sizeof(msg)), KERR_INVALID_CONFIG);
 	ck_assert_ptr_nonnull(strstr(msg, "compact"));
 	/* validate_only: everything checked, nothing written. */
-	kaas_topic_spec vo = {S("vo"), 2, 3, NULL, 0};
-	ck_assert_int_eq(kaas_topics_create(reg, &vo, 1, NULL, msg, sizeof(msg)), KERR_NONE);
+	kt_topic_spec vo = {S("vo"), 2, 3, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &vo, 1, NULL, msg, sizeof(msg)), KERR_NONE);
 
 	ck_assert_int_eq(count(cluster, "topics"), c0);
 	ck_assert_int_eq(count(data, ""), d0);
 	ck_assert_int_eq(hk.changed, 1); /* only the 249-character topic */
 
 	/* Replication factor 3 is accepted and reported as 1. */
-	kaas_topic_info t;
-	kaas_topic_spec rf3 = {S("rf3"), 1, 3, NULL, 0};
-	ck_assert_int_eq(kaas_topics_create(reg, &rf3, 0, &t, msg, sizeof(msg)), KERR_NONE);
+	kt_topic_info t;
+	kt_topic_spec rf3 = {S("rf3"), 1, 3, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &rf3, 0, &t, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(t.replication_factor, 1);
 	/* Names that differ only in '.' and '_' collide, as in Kafka. */
 	ck_assert_int_eq(create(reg, "a.b", 1, NULL), KERR_NONE);
 	ck_assert_int_eq(create(reg, "a_b", 1, NULL), KERR_INVALID_TOPIC_EXCEPTION);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(delete_and_recreate_gives_new_id_and_empty_dir)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t1, t2;
+	kt_topics *reg = open_reg();
+	kt_topic_info t1, t2;
 	for (int round = 0; round < 3; round++) {
 		ck_assert_int_eq(create(reg, "events", 2, &t1), KERR_NONE);
 		/* What a broker would leave behind: partition data. */
@@ -286,8 +286,8 @@ START_TEST(delete_and_recreate_gives_new_id_and_empty_dir)
 		ck_assert(!exists(data, "events"));
 		ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
 		ck_assert_int_eq(count(cluster, "deleted-topics"), 0);
-		kaas_topic_info l;
-		ck_assert_int_eq(kaas_topics_lookup(reg, "events", -1, &l), -ENOENT);
+		kt_topic_info l;
+		ck_assert_int_eq(kt_topics_lookup(reg, "events", -1, &l), -ENOENT);
 		ck_assert_int_eq(del(reg, "events"), KERR_UNKNOWN_TOPIC_OR_PARTITION);
 
 		ck_assert_int_eq(create(reg, "events", 1, &t2), KERR_NONE);
@@ -298,7 +298,7 @@ START_TEST(delete_and_recreate_gives_new_id_and_empty_dir)
 		ck_assert_str_eq(sid, t2.id);
 		ck_assert_int_eq(del(reg, "events"), KERR_NONE);
 	}
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
@@ -316,14 +316,14 @@ START_TEST(old_incarnation_is_reclaimed_unstamped_is_adopted)
 	put_file(data, "bad/.topic-id.json", "garbage");
 	put_file(data, "bad/keep", "x");
 
-	kaas_topics *reg = open_reg();
+	kt_topics *reg = open_reg();
 	/* Opening the registry deletes none of them: none is registered. */
 	ck_assert(exists(data, "old/0/0000000001-00000000000000000000.log"));
 	ck_assert(exists(data, "loose/0/keep.log"));
-	kaas_topics_tick(reg);
+	kt_topics_tick(reg);
 	ck_assert(exists(data, "old/0/0000000001-00000000000000000000.log"));
 
-	kaas_topic_info t;
+	kt_topic_info t;
 	char sid[64];
 	ck_assert_int_eq(create(reg, "old", 1, &t), KERR_NONE);
 	ck_assert_int_eq(count(data, "old"), 1);
@@ -346,14 +346,14 @@ START_TEST(old_incarnation_is_reclaimed_unstamped_is_adopted)
 	put_file(data, "afile", "x");
 	ck_assert_int_eq(create(reg, "afile", 1, &t), KERR_NONE);
 	ck_assert(exists(data, "afile"));
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(delete_leaves_other_identities_alone)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t;
+	kt_topics *reg = open_reg();
+	kt_topic_info t;
 	/* Deleted while its directory carries no stamp: the directory stays. */
 	ck_assert_int_eq(create(reg, "u", 1, &t), KERR_NONE);
 	ck_assert_int_eq(sub_unlink(data, "u/.topic-id.json"), 0);
@@ -366,13 +366,13 @@ START_TEST(delete_leaves_other_identities_alone)
 	ck_assert_int_eq(del(reg, "v"), KERR_NONE);
 	ck_assert(exists(data, "v/.topic-id.json"));
 	ck_assert_int_eq(count(cluster, "deleted-topics"), 0);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 /* Two registries on two vfs handles race to create the same names. */
 typedef struct racer {
-	kaas_topics *reg;
+	kt_topics *reg;
 	pthread_barrier_t *bar;
 	int rounds;
 	int wins, exists;
@@ -385,10 +385,10 @@ static void *race_main(void *arg)
 	for (int i = 0; i < r->rounds; i++) {
 		char name[32], msg[256];
 		snprintf(name, sizeof(name), "race-%d", i);
-		kaas_topic_spec spec = {S(name), 2, 1, NULL, 0};
-		kaas_topic_info t;
+		kt_topic_spec spec = {S(name), 2, 1, NULL, 0};
+		kt_topic_info t;
 		pthread_barrier_wait(r->bar);
-		int16_t err = kaas_topics_create(r->reg, &spec, 0, &t, msg, sizeof(msg));
+		int16_t err = kt_topics_create(r->reg, &spec, 0, &t, msg, sizeof(msg));
 		if (err == KERR_NONE) {
 			r->wins++;
 			snprintf(r->ids[i], sizeof(r->ids[i]), "%s", t.id);
@@ -423,14 +423,14 @@ START_TEST(racing_creators_exactly_one_wins)
 		snprintf(name, sizeof(name), "race-%d", i);
 		read_stamp(name, sid);
 		ck_assert_str_eq(sid, id); /* the directory carries the winner's ID */
-		kaas_topic_info la, lb;
-		ck_assert_int_eq(kaas_topics_lookup(a.reg, name, -1, &la), 0);
-		ck_assert_int_eq(kaas_topics_lookup(b.reg, name, -1, &lb), 0);
+		kt_topic_info la, lb;
+		ck_assert_int_eq(kt_topics_lookup(a.reg, name, -1, &la), 0);
+		ck_assert_int_eq(kt_topics_lookup(b.reg, name, -1, &lb), 0);
 		ck_assert_str_eq(la.id, id);
 		ck_assert_str_eq(lb.id, id);
 	}
-	kaas_topics_close(a.reg);
-	kaas_topics_close(b.reg);
+	kt_topics_close(a.reg);
+	kt_topics_close(b.reg);
 	pthread_barrier_destroy(&bar);
 	sub_destroy(c2);
 	sub_destroy(d2);
@@ -442,43 +442,43 @@ START_TEST(incomplete_claim_blocks_until_abandoned)
 	/* A creator that died between the exclusive create and its write. */
 	put_file(cluster, "topics/half.json", "");
 	put_file(cluster, "topics/short.json", "{\"version\":1,\"na");
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "half", -1, &t), -ENOENT);
+	kt_topics *reg = open_reg();
+	kt_topic_info t;
+	ck_assert_int_eq(kt_topics_lookup(reg, "half", -1, &t), -ENOENT);
 	char msg[256];
-	kaas_topic_spec spec = {S("half"), 1, 1, NULL, 0};
-	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_TOPIC_ALREADY_EXISTS);
+	kt_topic_spec spec = {S("half"), 1, 1, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_TOPIC_ALREADY_EXISTS);
 	ck_assert_ptr_nonnull(strstr(msg, "being created"));
-	ck_assert_int_eq(kaas_topics_auto_create(reg, S("half"), &t), KERR_LEADER_NOT_AVAILABLE);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_auto_create(reg, S("half"), &t), KERR_LEADER_NOT_AVAILABLE);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert(exists(cluster, "topics/half.json")); /* within the grace period: untouched */
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 
 	/* Once abandoned (grace 0 here), the next creator reclaims the name. */
 	reg = open_reg_on(cluster, data, 0);
 	ck_assert_int_eq(create(reg, "half", 1, &t), KERR_NONE);
-	kaas_topic_info l;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "half", -1, &l), 0);
+	kt_topic_info l;
+	ck_assert_int_eq(kt_topics_lookup(reg, "half", -1, &l), 0);
 	ck_assert_str_eq(l.id, t.id);
 	/* ... and the tick reclaims the other one. */
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert(!exists(cluster, "topics/short.json"));
 	ck_assert_int_eq(count_prefix(cluster, "topics", "~"), 0);
 	ck_assert_int_eq(create(reg, "short", 1, &t), KERR_NONE);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(corrupt_entry_is_never_reclaimed)
 {
 	put_file(cluster, "topics/weird.json", "{\"version\":1,\"name\":\"weird\",\"topic_id\":\"x\"}");
-	kaas_topics *reg = open_reg_on(cluster, data, 0);
-	kaas_topic_info t;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "weird", -1, &t), -ENOENT);
+	kt_topics *reg = open_reg_on(cluster, data, 0);
+	kt_topic_info t;
+	ck_assert_int_eq(kt_topics_lookup(reg, "weird", -1, &t), -ENOENT);
 	ck_assert_int_eq(create(reg, "weird", 1, NULL), KERR_TOPIC_ALREADY_EXISTS);
-	kaas_topics_tick(reg);
+	kt_topics_tick(reg);
 	ck_assert(exists(cluster, "topics/weird.json"));
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
@@ -486,30 +486,30 @@ START_TEST(abandoned_aside_file_is_settled)
 {
 	/* A reclaimer crashed after moving a claim aside that turned out to be
 	 * complete: the tick puts it back under its name. */
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t;
+	kt_topics *reg = open_reg();
+	kt_topic_info t;
 	ck_assert_int_eq(create(reg, "back", 2, &t), KERR_NONE);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 	ck_assert_int_eq(sub_rename(cluster, "topics/back.json", "topics/~abandoned-0123456789abcdef"), 0);
 	put_file(cluster, "topics/~abandoned-fedcba9876543210", "");
 	reg = open_reg_on(cluster, data, 0);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert_int_eq(count_prefix(cluster, "topics", "~"), 0);
-	kaas_topic_info l;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "back", -1, &l), 0);
+	kt_topic_info l;
+	ck_assert_int_eq(kt_topics_lookup(reg, "back", -1, &l), 0);
 	ck_assert_str_eq(l.id, t.id);
 	ck_assert_int_eq(l.partitions, 2);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(interrupted_delete_is_redriven)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t;
+	kt_topics *reg = open_reg();
+	kt_topic_info t;
 	ck_assert_int_eq(create(reg, "gone", 1, &t), KERR_NONE);
 	put_file(data, "gone/seg", "x");
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 	/* A broker wrote the tombstone and died before anything else. */
 	char path[256], buf[256];
 	snprintf(path, sizeof(path), "deleted-topics/%s.json", t.id);
@@ -520,24 +520,24 @@ START_TEST(interrupted_delete_is_redriven)
 	ck_assert(!exists(cluster, "topics/gone.json"));
 	ck_assert(!exists(data, "gone"));
 	ck_assert(!exists(cluster, path));
-	kaas_topic_info l;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "gone", -1, &l), -ENOENT);
+	kt_topic_info l;
+	ck_assert_int_eq(kt_topics_lookup(reg, "gone", -1, &l), -ENOENT);
 	/* The renamed directory is removed by the first tick. */
 	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 1);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
 
 	/* A tombstone of an older incarnation must not touch the new one. */
-	kaas_topic_info t2;
+	kt_topic_info t2;
 	ck_assert_int_eq(create(reg, "gone", 1, &t2), KERR_NONE);
 	put_file(cluster, path, buf); /* tombstone of t, not t2 */
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert(exists(cluster, "topics/gone.json"));
 	char sid[64];
 	read_stamp("gone", sid);
 	ck_assert_str_eq(sid, t2.id);
 	ck_assert(!exists(cluster, path));
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
@@ -547,35 +547,35 @@ START_TEST(orphaned_stamped_dir_is_kept)
 	write_stamp("orphan", "99999999-2222-4333-8444-555555555555");
 	put_file(data, "orphan/0/x.log", "x");
 	ck_assert_int_eq(sub_mkdirs(data, "__cluster", 0755), 0);
-	kaas_topics *reg = open_reg();
-	kaas_topics_tick(reg);
+	kt_topics *reg = open_reg();
+	kt_topics_tick(reg);
 	ck_assert(exists(data, "orphan/0/x.log"));
 	ck_assert(exists(data, "__cluster"));
-	kaas_topic_info t;
-	ck_assert_int_eq(kaas_topics_lookup(reg, "orphan", -1, &t), -ENOENT);
-	kaas_topics_close(reg);
+	kt_topic_info t;
+	ck_assert_int_eq(kt_topics_lookup(reg, "orphan", -1, &t), -ENOENT);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(partitions_only_grow)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t, l;
+	kt_topics *reg = open_reg();
+	kt_topic_info t, l;
 	char msg[256];
 	ck_assert_int_eq(create(reg, "g", 2, &t), KERR_NONE);
-	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 2, 0, msg, sizeof(msg)), KERR_INVALID_PARTITIONS);
-	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 1, 0, msg, sizeof(msg)), KERR_INVALID_PARTITIONS);
-	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 5, 1, msg, sizeof(msg)), KERR_NONE);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_add_partitions(reg, S("g"), 2, 0, msg, sizeof(msg)), KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(kt_topics_add_partitions(reg, S("g"), 1, 0, msg, sizeof(msg)), KERR_INVALID_PARTITIONS);
+	ck_assert_int_eq(kt_topics_add_partitions(reg, S("g"), 5, 1, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_lookup(reg, "g", -1, &l), 0);
 	ck_assert_int_eq(l.partitions, 2); /* validate_only */
 	hk.changed = 0;
-	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("g"), 5, 0, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_add_partitions(reg, S("g"), 5, 0, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(hk.changed, 1);
 	ck_assert_int_eq(hk.last.partitions, 5);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "g", -1, &l), 0);
 	ck_assert_int_eq(l.partitions, 5);
 	ck_assert_str_eq(l.id, t.id);
-	ck_assert_int_eq(kaas_topics_add_partitions(reg, S("nope"), 5, 0, msg, sizeof(msg)),
+	ck_assert_int_eq(kt_topics_add_partitions(reg, S("nope"), 5, 0, msg, sizeof(msg)),
 			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
 
 	/* A stale rewrite elsewhere shows fewer partitions: never shrink. */
@@ -583,38 +583,38 @@ START_TEST(partitions_only_grow)
 	snprintf(buf, sizeof(buf), "{\"version\":1,\"name\":\"g\",\"topic_id\":\"%s\",\"partitions\":2,"
 		 "\"created_ms\":1,\"generation\":9,\"configs\":{}}", t.id);
 	put_file(cluster, "topics/g.json", buf);
-	kaas_topics_tick(reg);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	kt_topics_tick(reg);
+	ck_assert_int_eq(kt_topics_lookup(reg, "g", -1, &l), 0);
 	ck_assert_int_eq(l.partitions, 5);
 	/* ... and the next rewrite from here restores the count on the volume. */
-	kaas_config_kv c = KV("retention.ms", "5");
-	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("g"), &c, 1, 0, msg, sizeof(msg)), KERR_NONE);
-	kaas_topics_close(reg);
+	kt_config_kv c = KV("retention.ms", "5");
+	ck_assert_int_eq(kt_topics_alter_configs(reg, S("g"), &c, 1, 0, msg, sizeof(msg)), KERR_NONE);
+	kt_topics_close(reg);
 	reg = open_reg();
-	ck_assert_int_eq(kaas_topics_lookup(reg, "g", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "g", -1, &l), 0);
 	ck_assert_int_eq(l.partitions, 5);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(alter_configs_replaces_the_whole_set)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t, l;
+	kt_topics *reg = open_reg();
+	kt_topic_info t, l;
 	char msg[256];
-	kaas_config_kv cfg[2] = {KV("retention.ms", "1000"), KV("segment.bytes", "100000")};
-	kaas_topic_spec spec = {S("c"), 1, 1, cfg, 2};
-	ck_assert_int_eq(kaas_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)), KERR_NONE);
+	kt_config_kv cfg[2] = {KV("retention.ms", "1000"), KV("segment.bytes", "100000")};
+	kt_topic_spec spec = {S("c"), 1, 1, cfg, 2};
+	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(t.cfg.retention_ms, 1000);
 	ck_assert_int_eq(t.cfg.segment_bytes, 100000);
 	ck_assert_uint_eq(t.overrides, (1u << KAAS_TC_RETENTION_MS) | (1u << KAAS_TC_SEGMENT_BYTES));
 
-	kaas_config_kv alt = KV("segment.ms", "60000");
+	kt_config_kv alt = KV("segment.ms", "60000");
 	hk.changed = 0;
-	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("c"), &alt, 1, 0, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_alter_configs(reg, S("c"), &alt, 1, 0, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(hk.changed, 1);
 	ck_assert_int_eq(hk.last.cfg.segment_ms, 60000);
-	ck_assert_int_eq(kaas_topics_lookup(reg, "c", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(reg, "c", -1, &l), 0);
 	ck_assert_int_eq(l.cfg.segment_ms, 60000);
 	ck_assert_int_eq(l.cfg.retention_ms, 604800000); /* reverted to the default */
 	ck_assert_int_eq(l.cfg.segment_bytes, 1073741824);
@@ -624,20 +624,20 @@ START_TEST(alter_configs_replaces_the_whole_set)
 	char *before, *after;
 	size_t blen, alen;
 	ck_assert_int_eq(sub_read_file(cluster, "topics/c.json", 65536, &before, &blen), 0);
-	kaas_config_kv bad = KV("cleanup.policy", "compact");
-	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("c"), &bad, 1, 0, msg, sizeof(msg)), KERR_INVALID_CONFIG);
-	kaas_config_kv vo = KV("retention.ms", "1");
-	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("c"), &vo, 1, 1, msg, sizeof(msg)), KERR_NONE);
+	kt_config_kv bad = KV("cleanup.policy", "compact");
+	ck_assert_int_eq(kt_topics_alter_configs(reg, S("c"), &bad, 1, 0, msg, sizeof(msg)), KERR_INVALID_CONFIG);
+	kt_config_kv vo = KV("retention.ms", "1");
+	ck_assert_int_eq(kt_topics_alter_configs(reg, S("c"), &vo, 1, 1, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(sub_read_file(cluster, "topics/c.json", 65536, &after, &alen), 0);
 	ck_assert_str_eq(before, after);
 	free(before);
 	free(after);
-	ck_assert_int_eq(kaas_topics_alter_configs(reg, S("none"), &vo, 1, 0, msg, sizeof(msg)),
+	ck_assert_int_eq(kt_topics_alter_configs(reg, S("none"), &vo, 1, 0, msg, sizeof(msg)),
 			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
 
 	/* Describe shows the override with its synonyms. */
-	kaas_config_list list = KAAS_CONFIG_LIST_INIT;
-	ck_assert_int_eq(kaas_topics_describe_configs(reg, S("c"), &list, msg, sizeof(msg)), KERR_NONE);
+	kt_config_list list = KAAS_CONFIG_LIST_INIT;
+	ck_assert_int_eq(kt_topics_describe_configs(reg, S("c"), &list, msg, sizeof(msg)), KERR_NONE);
 	int found = 0;
 	for (size_t i = 0; i < list.n; i++) {
 		if (strcmp(list.v[i].name, "segment.ms") == 0) {
@@ -649,10 +649,10 @@ START_TEST(alter_configs_replaces_the_whole_set)
 			ck_assert_int_eq(list.v[i].source, KAAS_CFG_SRC_DEFAULT);
 	}
 	ck_assert(found);
-	kaas_config_list_free(&list);
-	ck_assert_int_eq(kaas_topics_describe_configs(reg, S("none"), &list, msg, sizeof(msg)),
+	kt_config_list_free(&list);
+	ck_assert_int_eq(kt_topics_describe_configs(reg, S("none"), &list, msg, sizeof(msg)),
 			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
@@ -661,38 +661,38 @@ START_TEST(other_registries_changes_are_seen)
 	sub_vfs *c2, *d2;
 	open_vfs("cluster", &c2);
 	open_vfs("data", &d2);
-	kaas_topics *a = open_reg();
-	kaas_topics *b = open_reg_on(c2, d2, 30000);
-	kaas_topic_info t, l;
+	kt_topics *a = open_reg();
+	kt_topics *b = open_reg_on(c2, d2, 30000);
+	kt_topic_info t, l;
 	char msg[256];
-	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), -ENOENT);
+	ck_assert_int_eq(kt_topics_lookup(b, "shared", -1, &l), -ENOENT);
 	ck_assert_int_eq(create(a, "shared", 2, &t), KERR_NONE);
 	/* b finds it on a miss (miss_ttl 0 here), and its tick syncs it. */
-	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(b, "shared", -1, &l), 0);
 	ck_assert_str_eq(l.id, t.id);
 	hk.changed = 0;
-	ck_assert_int_eq(kaas_topics_tick(b), 0);
+	ck_assert_int_eq(kt_topics_tick(b), 0);
 	ck_assert_int_eq(hk.changed, 1);
 
-	kaas_config_kv c = KV("retention.ms", "42");
-	ck_assert_int_eq(kaas_topics_alter_configs(a, S("shared"), &c, 1, 0, msg, sizeof(msg)), KERR_NONE);
-	ck_assert_int_eq(kaas_topics_add_partitions(a, S("shared"), 4, 0, msg, sizeof(msg)), KERR_NONE);
+	kt_config_kv c = KV("retention.ms", "42");
+	ck_assert_int_eq(kt_topics_alter_configs(a, S("shared"), &c, 1, 0, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_add_partitions(a, S("shared"), 4, 0, msg, sizeof(msg)), KERR_NONE);
 	hk.changed = 0;
-	ck_assert_int_eq(kaas_topics_tick(b), 0);
+	ck_assert_int_eq(kt_topics_tick(b), 0);
 	ck_assert_int_eq(hk.changed, 1);
-	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), 0);
+	ck_assert_int_eq(kt_topics_lookup(b, "shared", -1, &l), 0);
 	ck_assert_int_eq(l.cfg.retention_ms, 42);
 	ck_assert_int_eq(l.partitions, 4);
 
 	/* Deleted by a: b's tick drops it. */
 	ck_assert_int_eq(del(a, "shared"), KERR_NONE);
 	hk.dropped = 0;
-	ck_assert_int_eq(kaas_topics_tick(b), 0);
+	ck_assert_int_eq(kt_topics_tick(b), 0);
 	ck_assert_int_eq(hk.dropped, 1);
 	ck_assert_str_eq(hk.dropped_id, t.id);
-	ck_assert_int_eq(kaas_topics_lookup(b, "shared", -1, &l), -ENOENT);
-	kaas_topics_close(a);
-	kaas_topics_close(b);
+	ck_assert_int_eq(kt_topics_lookup(b, "shared", -1, &l), -ENOENT);
+	kt_topics_close(a);
+	kt_topics_close(b);
 	sub_destroy(c2);
 	sub_destroy(d2);
 }
@@ -700,53 +700,53 @@ END_TEST
 
 START_TEST(failed_hook_is_retried_by_tick)
 {
-	kaas_topics *reg = open_reg();
+	kt_topics *reg = open_reg();
 	hk.fail_changed = 1;
-	kaas_topic_info t;
+	kt_topic_info t;
 	ck_assert_int_eq(create(reg, "h", 1, &t), KERR_NONE);
 	ck_assert_int_eq(hk.changed, 1);
-	ck_assert_int_ne(kaas_topics_tick(reg), 0);
+	ck_assert_int_ne(kt_topics_tick(reg), 0);
 	ck_assert_int_eq(hk.changed, 2);
 	hk.fail_changed = 0;
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert_int_eq(hk.changed, 3);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	ck_assert_int_eq(hk.changed, 3); /* settled: not called again */
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 START_TEST(auto_create_uses_defaults)
 {
-	kaas_topics *reg = open_reg();
-	kaas_topic_info t, l;
-	ck_assert_int_eq(kaas_topics_auto_create(reg, S("auto"), &t), KERR_NONE);
+	kt_topics *reg = open_reg();
+	kt_topic_info t, l;
+	ck_assert_int_eq(kt_topics_auto_create(reg, S("auto"), &t), KERR_NONE);
 	ck_assert_int_eq(t.partitions, 3);
-	ck_assert_int_eq(kaas_topics_auto_create(reg, S("auto"), &l), KERR_NONE);
+	ck_assert_int_eq(kt_topics_auto_create(reg, S("auto"), &l), KERR_NONE);
 	ck_assert_str_eq(l.id, t.id);
-	ck_assert_int_eq(kaas_topics_auto_create(reg, S("../x"), &l), KERR_INVALID_TOPIC_EXCEPTION);
+	ck_assert_int_eq(kt_topics_auto_create(reg, S("../x"), &l), KERR_INVALID_TOPIC_EXCEPTION);
 	ck_assert(!exists(data, "x"));
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 
 START_TEST(tick_works_at_most_every_refresh_ms)
 {
-	kaas_topics_options o;
-	kaas_topics_options_init(&o);
+	kt_topics_options o;
+	kt_topics_options_init(&o);
 	o.cluster = cluster;
 	o.data = data;
 	o.refresh_ms = 3600 * 1000;
-	kaas_topics *reg;
-	ck_assert_int_eq(kaas_topics_open(&o, &reg), 0);
+	kt_topics *reg;
+	ck_assert_int_eq(kt_topics_open(&o, &reg), 0);
 	ck_assert_int_eq(sub_mkdirs(data, "~trash-x/0", 0755), 0);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0); /* the first tick works */
+	ck_assert_int_eq(kt_topics_tick(reg), 0); /* the first tick works */
 	ck_assert(!exists(data, "~trash-x"));
 	ck_assert_int_eq(sub_mkdirs(data, "~trash-y/0", 0755), 0);
-	ck_assert_int_eq(kaas_topics_tick(reg), 0); /* too soon: nothing done */
+	ck_assert_int_eq(kt_topics_tick(reg), 0); /* too soon: nothing done */
 	ck_assert(exists(data, "~trash-y"));
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
@@ -755,26 +755,26 @@ START_TEST(move_aside_puts_back_a_directory_that_changed_identity)
 	/* The stamp was read as one ID, but by the time of the rename the
 	 * directory is another topic's (a broker replaced it in between): the
 	 * move is undone, nothing is removed. */
-	kaas_topics *reg = open_reg();
+	kt_topics *reg = open_reg();
 	ck_assert_int_eq(sub_mkdirs(data, "x/0", 0755), 0);
 	write_stamp("x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee");
 	put_file(data, "x/0/keep.log", "new topic's data");
 	trash_list tl = {0};
-	ck_assert_int_eq(kt_move_to_trash(reg, "x", "11111111-2222-4333-8444-555555555555", &tl), -EAGAIN);
+	ck_assert_int_eq(kt__move_to_trash(reg, "x", "11111111-2222-4333-8444-555555555555", &tl), -EAGAIN);
 	ck_assert(exists(data, "x/0/keep.log"));
 	ck_assert_int_eq(count_prefix(data, "", "~"), 0);
 	ck_assert_uint_eq(tl.n, 0);
 	/* With the right ID it moves. */
-	ck_assert_int_eq(kt_move_to_trash(reg, "x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", &tl), 0);
+	ck_assert_int_eq(kt__move_to_trash(reg, "x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", &tl), 0);
 	ck_assert(!exists(data, "x"));
 	ck_assert_uint_eq(tl.n, 1);
-	kaas_topics_close(reg);
+	kt_topics_close(reg);
 }
 END_TEST
 
 int main(void)
 {
-	kaas_log_init_from_env();
+	ku_log_init_from_env();
 	return ktest_main((struct ktest){ .suite = "topics-registry", .tcase = "core", .timeout = 60, .setup = setup, .teardown = teardown },
 			  KTEST_LIST(create_lookup_and_stamp,
 				     invalid_requests_touch_nothing,
