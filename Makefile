@@ -9,6 +9,7 @@
 #   make bench      benchmarks (results/), ratios against limits measured in the same run
 #   make matrix     the real-substrate conformance matrix (results/)
 #   make fuzz       run the fuzz targets for a while
+#   make chaos      a long seeded fault campaign judged by the history checker
 #   make deps       install the missing Debian packages (build + run)
 #   make deps-test  the same, plus what the tests need
 
