@@ -6,7 +6,8 @@ public symbols are named <prefix>_..., its link-visible internals
 <prefix>__... (libuv's uv_ / uv__).  This runs nm over each module's static
 library and fails on any defined global symbol without its module's prefix,
 and on two modules declaring the same prefix.  Static functions are not
-link-visible and are not checked.
+link-visible and are not checked, nor are the sanitizers' per-global
+symbols (__odr_asan.*).
 
 Usage: python3 ci/layout/check_symbols.py BUILD_DIR   (e.g. build/rel)
 """
@@ -43,6 +44,8 @@ def main():
             if len(parts) != 3 or parts[1] not in 'TDBRCGSV':
                 continue
             sym = parts[2]
+            if sym.startswith('__odr_asan') or sym.startswith('__asan') or sym.startswith('__ubsan'):
+                continue  # the sanitizers' own per-global symbols
             nsyms += 1
             if not sym.startswith(pref + '_'):
                 errors.append('%s: %s does not carry the module prefix %s_ (or %s__ for an internal)'
