@@ -32,10 +32,14 @@ void kcl_lease_destroy(kcl_lease *l)
 	pthread_mutex_destroy(&l->mu);
 }
 
-/* mu held: VALID whose end has passed becomes LAPSED. */
+/* mu held.  The window in which a renewal may still be credited closes
+ * S - D after the issue of the anchor (the last write known to have reached
+ * the server, or before any such, the first write that may have); past it
+ * the lease has lapsed for good. */
 static void settle(kcl_lease *l, int64_t now_ns)
 {
-	if (l->state == KCL_LEASE_VALID && now_ns >= l->valid_until_ns) {
+	if ((l->state == KCL_LEASE_VALID || l->state == KCL_LEASE_NONE) && l->has_anchor &&
+	    now_ns >= l->anchor_ns + l->session_ns - l->drift_ns) {
 		l->state = KCL_LEASE_LAPSED;
 		snprintf(l->why, sizeof(l->why), "no heartbeat write confirmed in time");
 	}
@@ -66,24 +70,28 @@ int kcl_lease_renew_end(kcl_lease *l, int wrc, int64_t now_ns)
 	if (l->state == KCL_LEASE_GIVEN_UP) {
 		rc = -ECANCELED;
 	} else if (wrc) {
+		/* It may have reached the server all the same (the reply was
+		 * lost): observers may be timing it from now on. */
+		if (!l->has_anchor) {
+			l->has_anchor = 1;
+			l->anchor_ns = l->issue_ns;
+		}
 		rc = wrc;
 	} else if (l->state == KCL_LEASE_LAPSED) {
 		/* Too late: an observer may have judged us expired meanwhile. */
 		rc = -ETIME;
 	} else {
-		/* NONE (first renewal of a term) or VALID and still holding. */
+		l->has_anchor = 1;
+		l->anchor_ns = l->issue_ns;
 		int64_t until = l->issue_ns + l->session_ns - l->drift_ns;
 		if (until > now_ns) {
-			if (l->state != KCL_LEASE_VALID || until > l->valid_until_ns)
-				l->valid_until_ns = until;
+			l->valid_until_ns = until;
 			l->state = KCL_LEASE_VALID;
 			rc = 0;
 		} else {
 			/* The write itself took longer than the lease it would give. */
-			if (l->state == KCL_LEASE_VALID) {
-				l->state = KCL_LEASE_LAPSED;
-				snprintf(l->why, sizeof(l->why), "heartbeat write took longer than the lease");
-			}
+			l->state = KCL_LEASE_LAPSED;
+			snprintf(l->why, sizeof(l->why), "heartbeat write took longer than the lease");
 			rc = -ETIME;
 		}
 	}
@@ -132,6 +140,7 @@ int kcl_lease_restart(kcl_lease *l)
 	else {
 		l->state = KCL_LEASE_NONE;
 		l->valid_until_ns = 0;
+		l->has_anchor = 0;
 		l->term++;
 		l->why[0] = '\0';
 	}

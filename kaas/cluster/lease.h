@@ -8,10 +8,14 @@
  *
  *   issue   = monotonic time taken before the heartbeat write is issued
  *   renewal = the write returned 0 (temp, fsync, rename, directory fsync:
- *             the server has it) *while the current lease still held*
+ *             the server has it) before the window closed
+ *   window  = closes session timeout - drift margin after the issue of the
+ *             anchor: the last write known to have reached the server
+ *             (credited or not), or, before any such, the first write that
+ *             may have (a failed write may have landed all the same)
  *   valid until issue + session timeout - drift margin
  *
- * A renewal confirmed after the lease ran out is not credited: the lease has
+ * A renewal confirmed after the window closed is not credited: the lease has
  * lapsed, and it stays lapsed for this incarnation's leadership — a peer may
  * already have decided it expired and taken its partitions over.  Peers
  * that judged an incarnation expired never trust it again, so the owner must
@@ -19,8 +23,9 @@
  * incarnation gone (member.h, by "self"), take a new incarnation and only
  * then call kcl_lease_restart() to lead again.  That rule is
  * what makes the argument in docs/cluster.md go through: every credited
- * renewal reached the server before any observer could have judged the
- * previous one expired.
+ * renewal reached the server before any observer could have judged an
+ * earlier write expired.  (Volume calls are assumed to have taken effect,
+ * if ever, by the time they return: hard mounts, not soft ones.)
  *
  * The stall watchdog: every fsync, heartbeat write or other volume call that
  * the ack path depends on is registered while outstanding; one outstanding
@@ -59,6 +64,8 @@ typedef struct kcl_lease {
 	int64_t session_ns, drift_ns;
 	int64_t valid_until_ns;
 	int64_t issue_ns;      /* of the outstanding renewal */
+	int64_t anchor_ns;     /* issue of the last write that reached the server */
+	int has_anchor;
 	int outstanding;       /* a renewal is in flight */
 	int state;             /* enum kcl_lease_st, as of the last transition */
 	uint64_t term;         /* +1 at every restart: leadership taken under an older term is void */
