@@ -26,6 +26,7 @@ typedef struct pool {
 	size_t *target;
 	size_t *gcount;      /* slots of the current group per broker */
 	size_t *grack;       /* slots of the current group per rack */
+	int keep_all;        /* nobody eligible: leave every slot on its live holder */
 } pool;
 
 static int cmp_broker(const void *a, const void *b)
@@ -64,6 +65,13 @@ static long find_broker(const pool *p, int32_t id)
  * the most (then lowest id): the fewest moves. */
 static int set_targets(pool *p, const item *it, size_t n)
 {
+	if (p->nb == 0)
+		return 0;
+	if (p->keep_all) {
+		for (size_t i = 0; i < p->nb; i++)
+			p->target[i] = (size_t)-1;
+		return 0;
+	}
 	size_t *held = calloc(p->nb, sizeof(*held));
 	size_t *order = calloc(p->nb, sizeof(*order));
 	if (!held || !order) {
@@ -76,18 +84,34 @@ static int set_targets(pool *p, const item *it, size_t n)
 		if (k >= 0)
 			held[k]++;
 	}
+	/* rank of each broker within its rack (brokers are by id): the extras
+	 * of a tie go round the racks, not all to the first one */
+	size_t *rank = calloc(p->nb, sizeof(*rank));
+	if (!rank) {
+		free(held);
+		free(order);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->nb; i++)
+		for (size_t j = 0; j < i; j++)
+			rank[i] += p->rack[j] == p->rack[i];
 	for (size_t i = 0; i < p->nb; i++)
 		order[i] = i;
-	/* insertion sort by (held desc, id asc): nb is small */
+	/* insertion sort by (held desc, rank asc, id asc): nb is small */
 	for (size_t i = 1; i < p->nb; i++) {
 		size_t x = order[i], j = i;
-		while (j > 0 && (held[order[j - 1]] < held[x] ||
-				 (held[order[j - 1]] == held[x] && order[j - 1] > x))) {
-			order[j] = order[j - 1];
+		while (j > 0) {
+			size_t y = order[j - 1];
+			int after = held[y] < held[x] ||
+				    (held[y] == held[x] && (rank[y] > rank[x] || (rank[y] == rank[x] && y > x)));
+			if (!after)
+				break;
+			order[j] = y;
 			j--;
 		}
 		order[j] = x;
 	}
+	free(rank);
 	size_t base = n / p->nb, extra = n % p->nb;
 	for (size_t i = 0; i < p->nb; i++)
 		p->target[order[i]] = base + (i < extra ? 1 : 0);
@@ -257,9 +281,11 @@ int kcl_balance(const kcl_binput *in, kcl_assign *out, kcl_bstats *stats)
 	for (size_t i = 0; i < in->nbrokers; i++)
 		if (!all[i]->draining)
 			p.b[p.nb++] = all[i];
-	if (p.nb == 0)
+	if (p.nb == 0) {
 		for (size_t i = 0; i < in->nbrokers; i++)
 			p.b[p.nb++] = all[i];
+		p.keep_all = 1;
+	}
 	for (size_t i = 0; i < p.nb; i++) {
 		size_t r = 0;
 		while (r < p.nracks && strcmp(racks[r], rack_of(p.b[i])) != 0)
