@@ -61,18 +61,21 @@ void kb__put_entry(kb_ptable *t, kb_pentry *e)
 	pthread_mutex_unlock(&t->mu);
 }
 
-static void flush_entry(kb_ptable *t, kb_pentry *e)
+/* Answers the waiters of e that `hw` (or a failure) completes.  Calls may
+ * arrive out of order (storage calls its listener after dropping the
+ * partition lock, and a flush's own answer may be older than a listener
+ * call): the durable offset only ever grows here. */
+static void settle(kb_pentry *e, int failed, int64_t hw)
 {
-	int64_t durable = -1;
-	int rc = ks_partition_flush(e->p, &durable);
+	kb_ptable *t = e->t;
 	dwaiter *done = NULL, **tail = &done;
 	pthread_mutex_lock(&t->mu);
-	if (!rc && durable > e->durable)
-		e->durable = durable;
+	if (!failed && hw > e->durable)
+		e->durable = hw;
 	dwaiter **pp = &e->waiters;
 	while (*pp) {
 		dwaiter *w = *pp;
-		if (rc || w->offset <= e->durable) {
+		if (failed || w->offset <= e->durable) {
 			*pp = w->next;
 			w->next = NULL;
 			*tail = w;
@@ -81,18 +84,39 @@ static void flush_entry(kb_ptable *t, kb_pentry *e)
 			pp = &w->next;
 		}
 	}
-	kb__fire_watches(e, rc != 0);
-	int64_t hw = e->durable;
+	kb__fire_watches(e, failed);
+	hw = e->durable;
 	pthread_mutex_unlock(&t->mu);
-	if (rc)
-		KLOG_ERR("ptable", "%s/%d: flush failed: %s (partition poisoned)", e->topic->name, e->index,
-			 sub_strerror(rc));
 	while (done) {
 		dwaiter *w = done;
 		done = w->next;
-		w->fn(w->arg, rc ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE, rc ? -1 : hw);
+		w->fn(w->arg, failed ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE, failed ? -1 : hw);
 		free(w);
 	}
+}
+
+/* Storage's high-watermark listener (ks_partition_set_listener): the one
+ * way an advance of the durable offset reaches waiters and watches, from
+ * whichever thread's flush retired it (a flusher, housekeeping, a
+ * relinquish's final flush). */
+void kb__on_durable(void *arg, ks_partition *p, int64_t hw)
+{
+	(void)p;
+	settle(arg, 0, hw);
+}
+
+static void flush_entry(kb_ptable *t, kb_pentry *e)
+{
+	(void)t;
+	int64_t durable = -1;
+	int rc = ks_partition_flush(e->p, &durable);
+	if (rc)
+		KLOG_ERR("ptable", "%s/%d: flush failed: %s (partition poisoned)", e->topic->name, e->index,
+			 sub_strerror(rc));
+	/* Success was announced by the listener; the flush's answer matters
+	 * only when the leadership it flushed for has ended (no retire, so
+	 * no listener call) or when it failed. */
+	settle(e, rc != 0, rc ? -1 : durable);
 }
 
 void *kb__flusher_main(void *arg)

@@ -74,9 +74,12 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 						 &e->p);
 		if (rc)
 			e->p = NULL;
+		else
+			ks_partition_set_listener(e->p, kb__on_durable, e);
 	}
 	if (!rc)
 		rc = ks_partition_take_over(e->p, epoch);
+	int64_t hw = rc ? -1 : ks_partition_high_watermark(e->p);
 	pthread_mutex_lock(&t->mu);
 	if (rc) {
 		e->state = PE_FAILED;
@@ -90,7 +93,8 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 		e->err = 0;
 		e->epoch = epoch;
 		e->retry_delay_ms = 0;
-		e->durable = ks_partition_high_watermark(e->p);
+		if (hw > e->durable) /* the listener may have been faster */
+			e->durable = hw;
 	}
 	pthread_mutex_unlock(&t->mu);
 	if (rc)
@@ -126,14 +130,9 @@ static void *par_worker(void *arg)
 		}
 		int r = 0;
 		if (e->state == PE_LEADER) {
-			/* acks=0/1 data becomes durable before the manifest is written. */
-			int64_t d;
-			if (ks_partition_flush(e->p, &d) == 0) {
-				pthread_mutex_lock(&j->t->mu);
-				if (d > e->durable)
-					e->durable = d;
-				pthread_mutex_unlock(&j->t->mu);
-			}
+			/* acks=0/1 data becomes durable before the manifest is
+			 * written (waiters hear of it through the listener). */
+			ks_partition_flush(e->p, NULL);
 			r = ks_partition_relinquish(e->p);
 		}
 		if (r) {

@@ -60,7 +60,7 @@ struct kb_pentry {
 	int64_t retry_at_ms;   /* monotonic */
 	int64_t retry_delay_ms;
 	int refs;
-	int64_t durable;       /* last durable offset the flusher saw */
+	int64_t durable;       /* the highest durable offset storage announced (mu) */
 	dwaiter *waiters;
 	struct kb_watch *watches;
 	int queued;            /* in the dirty queue (fmu) */
@@ -120,5 +120,6 @@ void kb__fail_waiters(kb_pentry *e, int16_t err);      /* mu held */
 void kb__enqueue_dirty(kb_ptable *t, kb_pentry *e);
 void kb__put_entry(kb_ptable *t, kb_pentry *e);
 void *kb__flusher_main(void *arg);
+void kb__on_durable(void *arg, ks_partition *p, int64_t hw); /* ks_hw_listener */
 
 #endif
