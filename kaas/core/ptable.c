@@ -45,11 +45,23 @@ static void unlink_topic(kb_ptable *t, ptopic *tp)
 		*pp = tp->next;
 }
 
+/* ---- allocation (with fault injection for the tests) ---------------------- */
+
+int kb__alloc_fail_at;
+
+void *kb__calloc(size_t n, size_t size)
+{
+	if (__atomic_load_n(&kb__alloc_fail_at, __ATOMIC_RELAXED) > 0 &&
+	    __atomic_sub_fetch(&kb__alloc_fail_at, 1, __ATOMIC_RELAXED) == 0)
+		return NULL;
+	return calloc(n, size);
+}
+
 /* ---- opening and taking over ------------------------------------------------------------ */
 
 static kb_pentry *entry_new(kb_ptable *t, ptopic *tp, int32_t index)
 {
-	kb_pentry *e = calloc(1, sizeof(*e));
+	kb_pentry *e = kb__calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
 	e->t = t;
@@ -163,10 +175,13 @@ static int par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
 
 static ptopic *topic_new(const kb_topic_desc *d)
 {
-	ptopic *tp = calloc(1, sizeof(*tp));
+	ptopic *tp = kb__calloc(1, sizeof(*tp));
 	if (!tp)
 		return NULL;
-	tp->name = strdup(d->name);
+	size_t len = strlen(d->name);
+	tp->name = kb__calloc(1, len + 1);
+	if (tp->name)
+		memcpy(tp->name, d->name, len);
 	if (!tp->name) {
 		free(tp);
 		return NULL;
@@ -272,13 +287,9 @@ int kb_ptable_create(kb_broker *b, kb_ptable **out)
 	return 0;
 }
 
-int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
+/* Forgets the assignment.json entries of topics that no longer exist. */
+static void prune_assignment(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 {
-	pthread_mutex_lock(&t->ctl);
-	int rc = kb__assign_load(t);
-	if (rc)
-		goto out;
-	/* Forget partitions of topics that no longer exist. */
 	json_t *parts = kb__assign_partitions(t);
 	const char *key;
 	json_t *val;
@@ -289,91 +300,109 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 		int32_t p;
 		int keep = 0;
 		if (kb_partition_key_parse(key, topic, sizeof(topic), &p) == 0)
-			for (size_t i = 0; i < n; i++)
-				if (strcmp(topics[i].name, topic) == 0 && p < topics[i].partitions)
-					keep = 1;
+			for (size_t i = 0; i < n && !keep; i++)
+				keep = strcmp(topics[i].name, topic) == 0 && p < topics[i].partitions;
 		if (!keep)
 			json_object_del(parts, key);
 	}
-	/* Fresh epochs for everything, recorded in one write before any take-over. */
-	ptopic **tps = calloc(n ? n : 1, sizeof(*tps));
-	int32_t **epochs = calloc(n ? n : 1, sizeof(*epochs));
-	if (!tps || !epochs) {
-		free(tps);
-		free(epochs);
-		rc = -ENOMEM;
+}
+
+/* What start-up takes over: the topics (chained in their own buckets until
+ * published) and every entry with its new epoch. */
+typedef struct start_plan {
+	ptopic **buckets;  /* NBUCKETS chains */
+	kb_pentry **all;
+	int32_t *epoch;
+	size_t nall;
+} start_plan;
+
+static void plan_free(start_plan *pl, int with_topics)
+{
+	for (size_t b = 0; with_topics && pl->buckets && b < NBUCKETS; b++)
+		for (ptopic *tp = pl->buckets[b], *nx; tp; tp = nx) {
+			nx = tp->next;
+			topic_free(tp);
+		}
+	free(pl->buckets);
+	free(pl->all);
+	free(pl->epoch);
+	*pl = (start_plan){0};
+}
+
+/* Builds every topic and entry and picks every epoch (in memory), or fails
+ * whole: a topic is never published with part of its partitions. */
+static int plan_build(kb_ptable *t, const kb_topic_desc *topics, size_t n, start_plan *pl)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++)
+		cap += topics[i].partitions > 0 ? (size_t)topics[i].partitions : 0;
+	pl->buckets = kb__calloc(NBUCKETS, sizeof(*pl->buckets));
+	pl->all = kb__calloc(cap ? cap : 1, sizeof(*pl->all));
+	pl->epoch = kb__calloc(cap ? cap : 1, sizeof(*pl->epoch));
+	if (!pl->buckets || !pl->all || !pl->epoch)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const kb_topic_desc *d = &topics[i];
+		if (d->partitions <= 0)
+			continue;
+		uint32_t h = kb__hash_name(d->name, strlen(d->name));
+		int dup = 0;
+		for (ptopic *q = pl->buckets[h]; q && !dup; q = q->next)
+			dup = strcmp(q->name, d->name) == 0;
+		if (dup) {
+			KLOG_WARN("ptable", "topic %s listed twice at start-up", d->name);
+			continue;
+		}
+		ptopic *tp = topic_new(d);
+		if (!tp)
+			return -ENOMEM;
+		tp->next = pl->buckets[h];
+		pl->buckets[h] = tp;
+		tp->parts = kb__calloc((size_t)d->partitions, sizeof(*tp->parts));
+		if (!tp->parts)
+			return -ENOMEM;
+		for (int32_t p = 0; p < d->partitions; p++) {
+			if (!(tp->parts[p] = entry_new(t, tp, p)))
+				return -ENOMEM;
+			tp->n = p + 1;
+			pl->all[pl->nall] = tp->parts[p];
+			pl->epoch[pl->nall++] = kb__next_epoch(t, d->name, p, 0);
+		}
+	}
+	return 0;
+}
+
+int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
+{
+	start_plan pl = {0};
+	pthread_mutex_lock(&t->ctl);
+	int rc = kb__assign_load(t);
+	if (rc)
+		goto out;
+	prune_assignment(t, topics, n);
+	rc = plan_build(t, topics, n, &pl);
+	if (rc) {
+		KLOG_ERR("ptable", "start-up: out of memory building the table of %zu topic(s); nothing taken over",
+			 n);
 		goto out;
 	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		if (topics[i].partitions <= 0)
-			continue;
-		tps[i] = topic_new(&topics[i]);
-		epochs[i] = calloc((size_t)topics[i].partitions, sizeof(int32_t));
-		if (!tps[i] || !epochs[i]) {
-			rc = -ENOMEM;
-			break;
-		}
-		for (int32_t p = 0; p < topics[i].partitions; p++)
-			epochs[i][p] = kb__next_epoch(t, topics[i].name, p, 0);
-	}
-	if (!rc)
-		rc = kb__assign_write(t);
-	/* Build every entry, take them all over (in parallel), then publish. */
-	kb_pentry **all = NULL;
-	int32_t *all_ep = NULL;
-	size_t nall = 0;
-	if (!rc) {
-		size_t cap = 0;
-		for (size_t i = 0; i < n; i++)
-			cap += tps[i] ? (size_t)topics[i].partitions : 0;
-		all = calloc(cap ? cap : 1, sizeof(*all));
-		all_ep = calloc(cap ? cap : 1, sizeof(*all_ep));
-		if (!all || !all_ep)
-			rc = -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		ptopic *tp = tps[i];
-		if (!tp)
-			continue;
-		int dup = 0;
-		for (size_t k = 0; k < i; k++)
-			dup |= tps[k] && strcmp(tps[k]->name, tp->name) == 0;
-		if (rc || dup) {
-			if (dup)
-				KLOG_WARN("ptable", "topic %s listed twice at start-up", tp->name);
-			topic_free(tp);
-			tps[i] = NULL;
-			continue;
-		}
-		tp->parts = calloc((size_t)topics[i].partitions, sizeof(*tp->parts));
-		for (int32_t p = 0; tp->parts && p < topics[i].partitions; p++) {
-			tp->parts[p] = entry_new(t, tp, p);
-			if (!tp->parts[p])
-				break;
-			tp->n = p + 1;
-			all[nall] = tp->parts[p];
-			all_ep[nall++] = epochs[i][p];
-		}
-	}
-	if (!rc)
-		par_run(t, all, all_ep, nall);
+	/* Fresh epochs for everything, recorded in one write before any take-over. */
+	rc = kb__assign_write(t);
+	if (rc)
+		goto out;
+	par_run(t, pl.all, pl.epoch, pl.nall);
 	pthread_mutex_lock(&t->mu);
-	for (size_t i = 0; i < n; i++) {
-		ptopic *tp = tps[i];
-		if (!tp)
-			continue;
-		uint32_t h = kb__hash_name(tp->name, strlen(tp->name));
-		tp->next = t->buckets[h];
-		t->buckets[h] = tp;
-	}
+	for (size_t b = 0; b < NBUCKETS; b++)
+		for (ptopic *tp = pl.buckets[b], *nx; tp; tp = nx) {
+			nx = tp->next;
+			uint32_t h = kb__hash_name(tp->name, strlen(tp->name));
+			tp->next = t->buckets[h];
+			t->buckets[h] = tp;
+		}
 	pthread_mutex_unlock(&t->mu);
-	for (size_t i = 0; i < n; i++)
-		free(epochs[i]);
-	free(all);
-	free(all_ep);
-	free(tps);
-	free(epochs);
+	plan_free(&pl, 0);
 out:
+	plan_free(&pl, rc != 0);
 	pthread_mutex_unlock(&t->ctl);
 	return rc;
 }

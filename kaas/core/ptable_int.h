@@ -99,6 +99,11 @@ struct kb_ptable {
 };
 
 /* ptable.c */
+/* calloc(3), failing on purpose for the tests as SQLite's fault simulation
+ * does: while kb__alloc_fail_at is > 0 it counts down, and the call that
+ * takes it to 0 returns NULL.  Start-up, topic and entry allocations use it. */
+extern int kb__alloc_fail_at;
+void *kb__calloc(size_t n, size_t size);
 uint32_t kb__hash_name(const char *s, size_t n);
 ptopic *kb__find_topic(kb_ptable *t, const char *name, size_t n); /* mu held */
 

@@ -400,6 +400,51 @@ START_TEST(durability_comes_from_the_storage_listener)
 }
 END_TEST
 
+/* An allocation failing anywhere in start-up fails the start whole: no topic
+ * is published with part of its partitions (or none), nothing is taken
+ * over, nothing leaks; once allocations succeed the same start leads all. */
+START_TEST(start_fails_whole_when_an_allocation_fails)
+{
+	kb_topic_desc d[2] = {desc("alpha", 3), desc("beta", 2)};
+	int failures = 0;
+	for (int k = 1; k < 200; k++) {
+		kb_ptable *t;
+		ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+		kb__alloc_fail_at = k;
+		int rc = kb_ptable_start(t, d, 2);
+		int missed = kb__alloc_fail_at != 0; /* fewer than k allocations: all succeeded */
+		kb__alloc_fail_at = 0;
+		kb_pref r;
+		int32_t leader, epoch;
+		if (rc) {
+			ck_assert_int_eq(rc, -ENOMEM);
+			failures++;
+			for (int i = 0; i < 2; i++) {
+				ck_assert_int_eq(kb_ptable_get(t, S(d[i].name), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+				ck_assert_int_eq(kb_ptable_leader(t, d[i].name, 0, &leader, &epoch),
+						 KERR_UNKNOWN_TOPIC_OR_PARTITION);
+			}
+			char dir[300];
+			snprintf(dir, sizeof(dir), "%s/data/", root);
+			ck_assert_int_eq(open_fds_under(dir), 0); /* nothing was opened */
+		} else {
+			ck_assert(missed);
+			for (int i = 0; i < 2; i++)
+				for (int32_t p = 0; p < d[i].partitions; p++) {
+					ck_assert_int_eq(kb_ptable_get(t, S(d[i].name), p, &r), KERR_NONE);
+					kb_pref_put(&r);
+				}
+		}
+		ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+		kb_ptable_destroy(t);
+		if (!rc)
+			break;
+	}
+	/* buckets, two arrays, per topic: topic, name, parts, per partition: entry */
+	ck_assert_int_ge(failures, 3 + 2 * 3 + 5);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ptable");
@@ -411,6 +456,7 @@ int main(void)
 	tcase_add_test(tc, group_commit_wakes_waiters_and_watches);
 	tcase_add_test(tc, drop_closes_every_descriptor);
 	tcase_add_test(tc, durability_comes_from_the_storage_listener);
+	tcase_add_test(tc, start_fails_whole_when_an_allocation_fails);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
