@@ -2,7 +2,8 @@
  * scratch directory: leadership epochs recorded in assignment.json before
  * take-over and growing at every start (also when assignment.json is lost),
  * lookups and their errors, group commit waking acks=all waiters and long-poll
- * watches, growing a topic, and dropping one closing every descriptor. */
+ * watches (through storage's listener, whoever flushes, keeping the
+ * maximum), growing a topic, and dropping one closing every descriptor. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include "kaas/core/broker.h"
 #include "kaas/core/ptable.h"
+#include "kaas/core/ptable_int.h"
 #include "kaas/proto/kerr.h"
 
 static char root[256];
@@ -356,6 +358,93 @@ START_TEST(drop_closes_every_descriptor)
 }
 END_TEST
 
+/* The durable offset has one owner, storage, and one way into the table:
+ * its listener.  A flush run by somebody else than the table's flushers
+ * (housekeeping does that) wakes a long poll at once, on the flushing
+ * thread; announcements arriving out of order never move it back. */
+START_TEST(durability_comes_from_the_storage_listener)
+{
+	kb_ptable *t;
+	kb_topic_desc d = desc("lis", 1);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("lis"), 0, &r), KERR_NONE);
+	durable_calls = watch_calls = 0;
+
+	kb_watch *w = kb_ptable_watch(&r, 0, on_watch, NULL);
+	kw_wr b = KAAS_WR_INIT;
+	batch(&b, "one");
+	ks_append_result res;
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	kw_wr_free(&b);
+	ck_assert_int_eq(watch_calls, 0);
+	int64_t dur = -1;
+	ck_assert_int_eq(ks_partition_flush(r.p, &dur), 0); /* not the table's flusher */
+	ck_assert_int_eq(dur, 1);
+	ck_assert_int_eq(watch_calls, 1); /* called synchronously by the listener */
+	kb_ptable_unwatch(t, w);
+
+	/* Out of order: 12 then 11; the table keeps 12. */
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 10, on_durable, NULL), 0);
+	kb__on_durable(r.e, r.p, 12);
+	wait_for(&durable_calls, 1);
+	ck_assert_int_eq(durable_hw, 12);
+	kb__on_durable(r.e, r.p, 11);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 12, on_durable, NULL), 0);
+	ck_assert_int_eq(durable_calls, 2); /* answered at once: 12 is durable */
+	ck_assert_int_eq(durable_hw, 12);
+	kb_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
+/* An allocation failing anywhere in start-up fails the start whole: no topic
+ * is published with part of its partitions (or none), nothing is taken
+ * over, nothing leaks; once allocations succeed the same start leads all. */
+START_TEST(start_fails_whole_when_an_allocation_fails)
+{
+	kb_topic_desc d[2] = {desc("alpha", 3), desc("beta", 2)};
+	int failures = 0;
+	for (int k = 1; k < 200; k++) {
+		kb_ptable *t;
+		ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+		kb__alloc_fail_at = k;
+		int rc = kb_ptable_start(t, d, 2);
+		int missed = kb__alloc_fail_at != 0; /* fewer than k allocations: all succeeded */
+		kb__alloc_fail_at = 0;
+		kb_pref r;
+		int32_t leader, epoch;
+		if (rc) {
+			ck_assert_int_eq(rc, -ENOMEM);
+			failures++;
+			for (int i = 0; i < 2; i++) {
+				ck_assert_int_eq(kb_ptable_get(t, S(d[i].name), 0, &r), KERR_UNKNOWN_TOPIC_OR_PARTITION);
+				ck_assert_int_eq(kb_ptable_leader(t, d[i].name, 0, &leader, &epoch),
+						 KERR_UNKNOWN_TOPIC_OR_PARTITION);
+			}
+			char dir[300];
+			snprintf(dir, sizeof(dir), "%s/data/", root);
+			ck_assert_int_eq(open_fds_under(dir), 0); /* nothing was opened */
+		} else {
+			ck_assert(missed);
+			for (int i = 0; i < 2; i++)
+				for (int32_t p = 0; p < d[i].partitions; p++) {
+					ck_assert_int_eq(kb_ptable_get(t, S(d[i].name), p, &r), KERR_NONE);
+					kb_pref_put(&r);
+				}
+		}
+		ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+		kb_ptable_destroy(t);
+		if (!rc)
+			break;
+	}
+	/* buckets, two arrays, per topic: topic, name, parts, per partition: entry */
+	ck_assert_int_ge(failures, 3 + 2 * 3 + 5);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ptable");
@@ -366,6 +455,8 @@ int main(void)
 	tcase_add_test(tc, lookups_and_errors);
 	tcase_add_test(tc, group_commit_wakes_waiters_and_watches);
 	tcase_add_test(tc, drop_closes_every_descriptor);
+	tcase_add_test(tc, durability_comes_from_the_storage_listener);
+	tcase_add_test(tc, start_fails_whole_when_an_allocation_fails);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

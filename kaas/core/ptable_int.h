@@ -1,0 +1,130 @@
+/*
+ * ptable_int.h — what the partition table's files share: its structures, its
+ * lock order and the internals one file calls in another (kb__*).
+ *   ptable.c   the table itself: topics, entries, references, take-over and
+ *              relinquish, housekeeping, shutdown
+ *   epoch.c    leadership epochs on the volume (CLUSTER/assignment.json)
+ *   durable.c  durability: the flushers, acks=all waiters, long-poll watches
+ *
+ * Locks, always taken in this order:
+ *   ctl  serialises the control operations (start, ensure, drop, re-drive,
+ *        shutdown) and owns the assignment document; held across volume I/O
+ *   mu   the topic map, entry states, reference counts, durability waiters
+ *        and long-poll watches; never held across volume I/O
+ *   fmu  the flusher's dirty queue
+ * A partition is used through references (kb_pref); dropping a topic waits
+ * for them under mu/refs_cv, after which nobody can reach its partitions.
+ */
+#ifndef KAAS_CORE_PTABLE_INT_H
+#define KAAS_CORE_PTABLE_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kaas/core/ptable.h"
+
+#define ASSIGNMENT_FILE "assignment.json"
+#define ASSIGNMENT_MAX (64u << 20)
+#define RETRY_MIN_MS 1000
+#define RETRY_MAX_MS 60000
+
+enum { PE_LEADER = 1, PE_FAILED = 2 };
+
+typedef struct dwaiter {
+	struct dwaiter *next;
+	int64_t offset;
+	kb_durable_fn fn;
+	void *arg;
+} dwaiter;
+
+struct kb_watch {
+	kb_pentry *e; /* NULL once fired or detached */
+	struct kb_watch *prev, *next;
+	int64_t offset;
+	kb_watch_fn fn;
+	void *arg;
+};
+
+typedef struct ptopic ptopic;
+
+struct kb_pentry {
+	kb_ptable *t;
+	ptopic *topic;
+	int32_t index;
+	ks_partition *p;
+	int32_t epoch;
+	int state;
+	int err;               /* -errno of the last failed open/take-over */
+	int64_t retry_at_ms;   /* monotonic */
+	int64_t retry_delay_ms;
+	int refs;
+	int64_t durable;       /* the highest durable offset storage announced (mu) */
+	dwaiter *waiters;
+	struct kb_watch *watches;
+	int queued;            /* in the dirty queue (fmu) */
+	kb_pentry *dnext;
+};
+
+struct ptopic {
+	ptopic *next;          /* hash chain */
+	char *name;
+	char topic_id[40];
+	int has_id;
+	ks_log_config cfg;
+	int32_t n;
+	kb_pentry **parts;
+	int dropping;
+};
+
+#define NBUCKETS 1024
+
+struct kb_ptable {
+	kb_broker *b;
+	pthread_mutex_t ctl;
+	pthread_mutex_t mu;
+	pthread_cond_t refs_cv;
+	ptopic *buckets[NBUCKETS];
+	json_t *assign;        /* {"version","controller_epoch","partitions":{}} (ctl) */
+	int64_t last_retention_ms;
+	int stopped;
+
+	pthread_mutex_t fmu;
+	pthread_cond_t fcv;
+	kb_pentry *dhead, *dtail;
+	int fstop;
+	int nflushers;
+	pthread_t *flushers;
+};
+
+/* ptable.c */
+/* calloc(3), failing on purpose for the tests as SQLite's fault simulation
+ * does: while kb__alloc_fail_at is > 0 it counts down, and the call that
+ * takes it to 0 returns NULL.  Start-up, topic and entry allocations use it. */
+extern int kb__alloc_fail_at;
+void *kb__calloc(size_t n, size_t size);
+uint32_t kb__hash_name(const char *s, size_t n);
+ptopic *kb__find_topic(kb_ptable *t, const char *name, size_t n); /* mu held */
+
+/* epoch.c: assignment.json (ctl held) */
+void kb__part_key(char *dst, size_t len, const char *topic, int32_t partition);
+void kb__part_dir(char *dst, size_t len, const char *topic, int32_t partition);
+json_t *kb__assign_partitions(kb_ptable *t);
+void kb__assign_reset(kb_ptable *t);
+int kb__assign_load(kb_ptable *t);
+int kb__assign_write(kb_ptable *t);
+void kb__assign_del_topic(kb_ptable *t, const char *topic, int32_t n);
+/* Picks and records (in memory) the next epoch of a partition: one more than
+ * the larger of assignment.json's, the partition's files' and at_least. */
+int32_t kb__next_epoch(kb_ptable *t, const char *topic, int32_t partition, int32_t at_least);
+
+/* durable.c */
+void kb__fire_watches(kb_pentry *e, int all);          /* mu held */
+void kb__fail_waiters(kb_pentry *e, int16_t err);      /* mu held */
+void kb__enqueue_dirty(kb_ptable *t, kb_pentry *e);
+void kb__put_entry(kb_ptable *t, kb_pentry *e);
+void *kb__flusher_main(void *arg);
+void kb__on_durable(void *arg, ks_partition *p, int64_t hw); /* ks_hw_listener */
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * listen.c — the listening socket and the limits on accepting: at
+ * max.connections the listening socket is not polled (new connections wait
+ * in the kernel's backlog, as Kafka's acceptor leaves them); over
+ * max.connections.per.ip a new connection is closed at once; out of
+ * descriptors, accepting pauses for a moment instead of spinning.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kaas/net/server_int.h"
+#include "util/log.h"
+
+void kn__conn_open_ended(kn_server *s)
+{
+	s->nopen--;
+	if (s->accept_full && s->nopen < s->b->cfg.max_connections && !s->draining && !s->stopped &&
+	    s->lpoll_active) {
+		s->accept_full = 0;
+		uv_timer_start(&s->accept_pause, kn__on_accept_resume, 0, 0);
+	}
+}
+
+/* ---- accepting ------------------------------------------------------------------------------- */
+
+
+void kn__on_accept_resume(uv_timer_t *t)
+{
+	kn_server *s = t->data;
+	if (!s->draining && s->lpoll_active && !s->accept_full) {
+		uv_poll_start(&s->lpoll, UV_READABLE, kn__on_accept);
+		kn__on_accept(&s->lpoll, 0, UV_READABLE); /* also learns that the backlog is empty */
+	}
+}
+
+static int same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return 0;
+}
+
+static void host_text(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	snprintf(out, len, "?");
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)len);
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, out, (socklen_t)len);
+}
+
+/* max.connections.per.ip: like Kafka, a connection over the limit is closed
+ * as soon as it is accepted.  Counting walks the open connections, and only
+ * when the limit is set. */
+static int ip_over_limit(kn_server *s, const struct sockaddr_storage *ss)
+{
+	int32_t lim = s->b->cfg.max_connections_per_ip;
+	if (lim == INT32_MAX)
+		return 0;
+	int n = 0;
+	for (conn *c = s->conns; c; c = c->next)
+		if (!c->closed && same_host(&c->addr, ss))
+			n++;
+	char host[INET6_ADDRSTRLEN];
+	if (n < lim) {
+		if (s->ip_refusing && same_host(&s->ip_refused, ss)) {
+			host_text(ss, host, sizeof(host));
+			KLOG_INFO("server", "%s is below max.connections.per.ip again (%llu connection(s) refused)", host,
+				  (unsigned long long)s->ip_refused_n);
+			s->ip_refusing = 0;
+		}
+		return 0;
+	}
+	if (!s->ip_refusing || !same_host(&s->ip_refused, ss)) {
+		host_text(ss, host, sizeof(host));
+		KLOG_WARN("server", "%s has %d connection(s) open, max.connections.per.ip is %d: closing its new "
+			  "connections until one closes", host, n, lim);
+		s->ip_refusing = 1;
+		s->ip_refused = *ss;
+		s->ip_refused_n = 0;
+	}
+	s->ip_refused_n++;
+	return 1;
+}
+
+void kn__on_accept(uv_poll_t *h, int status, int events)
+{
+	(void)events;
+	kn_server *s = h->data;
+	if (status < 0)
+		return;
+	for (int i = 0; i < MAX_ACCEPT_PER_CB; i++) {
+		if (s->nopen >= s->b->cfg.max_connections) {
+			/* As Kafka's acceptor: leave the rest in the listen backlog.
+			 * Logged once until the backlog has been emptied. */
+			if (!s->accept_episode)
+				KLOG_WARN("server", "max.connections (%d) connections open: new connections wait in the "
+					  "listen backlog until one closes", s->b->cfg.max_connections);
+			s->accept_episode = 1;
+			s->accept_full = 1;
+			uv_poll_stop(&s->lpoll);
+			return;
+		}
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				KLOG_WARN("server", "accept: %s; pausing new connections for 100 ms", strerror(errno));
+				uv_poll_stop(&s->lpoll);
+				uv_timer_start(&s->accept_pause, kn__on_accept_resume, 100, 0);
+			} else if (errno == EAGAIN && s->accept_episode) {
+				KLOG_INFO("server", "below max.connections (%d) with no connection left waiting in the "
+					  "backlog", s->b->cfg.max_connections);
+				s->accept_episode = 0;
+			}
+			return;
+		}
+		if (ip_over_limit(s, &ss)) {
+			close(fd);
+			continue;
+		}
+		kn__conn_new(s, fd, &ss);
+	}
+}
+
+int kn__listen_on(kn_server *s, const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	char ps[16];
+	snprintf(ps, sizeof(ps), "%d", port);
+	int rc = getaddrinfo(*host ? host : NULL, ps, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "--listen %s:%d: %s", host, port, gai_strerror(rc));
+		return -EINVAL;
+	}
+	int fd = -1, e = 0;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			e = errno;
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+			break;
+		e = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "--listen %s:%d: %s", host, port, strerror(e));
+		return -e;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	s->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+					   : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	s->lfd = fd;
+	return 0;
+}
+

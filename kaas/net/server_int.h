@@ -1,0 +1,173 @@
+/*
+ * server_int.h — what the network server's files share: the connection, the
+ * request and the server structures, and the internals one file calls in
+ * another (kn__*).  server.c has the design (loop discipline, ordering,
+ * backpressure, broker-wide limits, the drain); conn.c connections and
+ * framing; listen.c the listening socket and the accept limits.
+ *
+ * Everything here is loop-thread only unless a field says otherwise.
+ */
+#ifndef KAAS_NET_SERVER_INT_H
+#define KAAS_NET_SERVER_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "kaas/net/budget.h"
+#include "kaas/net/pool.h"
+#include "kaas/net/server.h"
+#include "kaas/proto/header.h"
+
+#define SCRATCH_SIZE (64 * 1024)
+#define MAX_READ_PER_CB (1 << 20)
+#define MAX_SEND_PER_CB (4 << 20)
+#define MAX_ACCEPT_PER_CB 64
+#define MAX_IOV 64
+#define MAX_EVENTS_PER_CB 4096
+#define HOUSEKEEP_MS 1000
+#define LINGER_MS 5000
+
+typedef struct ev {
+	struct ev *next;
+	struct sreq *r;
+	int kind;
+} ev;
+enum { EV_DONE = 1, EV_RESP = 2 };
+
+typedef struct part {
+	const uint8_t *mem; /* NULL: a file range */
+	int fd;
+	uint64_t pos;
+	size_t len;
+} part;
+
+typedef struct conn conn;
+
+typedef struct sreq {
+	kb_req pub; /* first: handlers get &pub */
+	conn *c;
+	struct sreq *next;
+	uint8_t *frame;
+	size_t frame_len;
+	const kw_api *api;
+	kw_rd body;
+	int unsupported;
+	int result; /* handler's return value, set before EV_DONE */
+	/* the response, built by a worker or completer before it posts */
+	uint8_t hdr[9];
+	uint8_t *body_buf;
+	size_t body_len;
+	part *parts;
+	int nparts;
+	int cur;
+	size_t cur_off;
+	size_t resp_mem;
+	int resp_bad;
+	/* loop-side state */
+	int handler_done, ready, counted;
+	ev ev_done, ev_resp;
+} sreq;
+
+struct conn {
+	kn_server *s;
+	int fd;
+	uint64_t id;
+	char peer[64];
+	uv_poll_t poll;
+	uv_timer_t idle;
+	int poll_events;
+	int closed;
+	int lingering; /* draining: answers sent, FIN sent, discarding input */
+	int handles_open;
+	uint64_t last_active;
+	/* input */
+	uint8_t carry[4];
+	size_t carry_len;
+	uint8_t *big;
+	size_t big_len, big_have;
+	sreq *pend_head, *pend_tail;
+	sreq *fl_head, *fl_tail;
+	sreq *running;
+	size_t buffered;   /* frames held + response memory not yet sent */
+	size_t out_mem;    /* response memory not yet sent */
+	int nreqs;
+	int want_write;
+	/* queued.max.request.bytes: a frame waiting for room keeps what was read
+	 * of it (its size, and in a whole-chunk read what followed) in stash */
+	kn_budget_waiter bw;
+	uint8_t *stash;
+	size_t stash_len;
+	struct sockaddr_storage addr;
+	conn *prev, *next;
+};
+
+#define CONN_OF_WAITER(w) ((conn *)((char *)(w) - offsetof(conn, bw)))
+
+struct kn_server {
+	kb_broker *b;
+	uv_loop_t loop;
+	int lfd;
+	int port;
+	uv_poll_t lpoll;
+	int lpoll_active;
+	uv_timer_t accept_pause;
+	uv_async_t async;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t drain_deadline;
+	kn_pool *pool;
+	pthread_mutex_t evmu;
+	ev *evhead, *evtail;
+	int async_alive;
+	conn *conns;
+	int nconns;
+	int nopen;        /* connections not closed yet: max.connections */
+	int accept_full;  /* at max.connections: the listening socket is not polled */
+	int accept_episode; /* max.connections was reached; logged until the backlog is empty */
+	int ip_refusing;  /* at max.connections.per.ip for ip_refused (logged once) */
+	struct sockaddr_storage ip_refused;
+	uint64_t ip_refused_n;
+	kn_budget budget;      /* queued.max.request.bytes */
+	uv_timer_t budget_timer; /* resumes the connections the budget granted */
+	int budget_episode;      /* a pause was logged; its end is logged once */
+	uint64_t budget_waited;
+	uint64_t next_conn_id;
+	int draining;
+	int stopped;
+	uint8_t scratch[SCRATCH_SIZE];
+	kb_server_ops ops;
+	kb_timer *hk_timer;
+	pthread_mutex_t hkmu;
+	int hk_stop;
+};
+
+
+/* conn.c: connections and framing */
+void kn__conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss);
+void kn__conn_close(conn *c, const char *why);
+void kn__conn_linger(conn *c);
+void kn__conn_reap(conn *c);
+int kn__conn_idle(const conn *c);
+void kn__conn_drop_budget(conn *c);
+void kn__budget_release(kn_server *s, size_t n);
+void kn__update_poll(conn *c);
+void kn__after_progress(conn *c);
+
+/* listen.c: the listening socket and the accept limits */
+int kn__listen_on(kn_server *s, const char *host, int port, char *err, size_t errlen);
+void kn__on_accept(uv_poll_t *h, int status, int events);
+void kn__on_accept_resume(uv_timer_t *t);
+void kn__conn_open_ended(kn_server *s);
+
+/* server.c: requests, responses, the event queue, shutdown */
+void kn__req_free(sreq *r);
+int kn__req_finished(const sreq *r);
+int kn__req_silent(const sreq *r);
+void kn__try_dispatch(conn *c);
+void kn__try_send(conn *c);
+void kn__check_drained(kn_server *s);
+
+#endif
