@@ -1,6 +1,7 @@
 /*
  * internal.h — what the storage engine's files share: the segment and
- * partition structures, segment naming, the batch walker, the manifest.
+ * partition structures, segment naming, the batch walker, the manifest,
+ * and the functions one file of the partition offers the others.
  * Not for use outside kaas/storage/.
  */
 #ifndef KAAS_STORAGE_INTERNAL_H
@@ -33,7 +34,7 @@ typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entr
 #define IDX_ENTRY 8
 #define TIDX_ENTRY 12
 
-/* Group commit runs up to this many fsyncs per partition at once (append.c).
+/* Group commit runs up to this many fsyncs per partition at once (commit.c).
  * Each pipeline slot fsyncs through its own descriptor of a segment: an
  * error is reported to every open file description but only once to each,
  * so two fsyncs overlapping on one descriptor could see one of them answer
@@ -186,6 +187,28 @@ struct ks_partition {
 };
 
 /* ---- shared by the partition's files (caller holds p->mu) ------------------ */
+/* listing.c: the directory's segments, and the list a partition adopts. */
+typedef struct seglist {
+	kseg **v;
+	size_t n, cap;
+} seglist;
+
+void ks__seglist_free(seglist *l);
+int ks__seglist_push(seglist *l, kseg *s);
+/* Every .log segment in the directory, sorted by (base, epoch desc);
+ * *max_epoch the highest epoch of any segment file. */
+int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch);
+/* The live segments of `all` (sorted) become p's list; the zombies go.
+ * Takes over `all` whatever the outcome. */
+int ks__p_adopt_live(ks_partition *p, seglist *all);
+/* Lets go of every segment in p's list. */
+void ks__p_drop_segs(ks_partition *p);
+/* The follower's view: names, sizes, manifest; no descriptors. */
+int ks__p_load_view(ks_partition *p);
+/* partition.c: closes every handle and forgets leader state; `why` is what
+ * flushes of the leadership being dropped answer. */
+void ks__p_drop_leadership(ks_partition *p, int why);
+
 void ks__p_poison(ks_partition *p, const char *what, int rc);
 /* Lists the directory: -ESTALE (and fences us) when a newer epoch wrote a
  * segment; 0 otherwise. */
