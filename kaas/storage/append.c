@@ -3,7 +3,7 @@
  * offsets, one pwrite per request, sparse index entries; segment roll.
  * What was written becomes durable in the group commit (commit.c).
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
  * running, and a failed fsync poisons the partition so that no ticket
  * completing after it is acknowledged.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

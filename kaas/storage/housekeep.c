@@ -5,7 +5,7 @@
  * leader, the only holder of descriptors, so deletes free space on NFS
  * instead of leaving .nfsXXXX files behind.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * zombie's and ignored; a live segment's valid batches end where the next
  * live segment begins.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

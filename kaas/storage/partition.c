@@ -8,7 +8,7 @@
  * segload.c (lazy segment metadata), recover.c (take-over), append.c
  * (the write path), commit.c (the group commit), read.c, housekeep.c.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

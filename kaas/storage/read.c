@@ -12,7 +12,7 @@
  * than max_bytes (KIP-74); the last one may be cut short, which every client
  * skips (Kafka sends such plans too).
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * name of the segment the new leader rolls is what records where the old
  * one's valid data ends.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

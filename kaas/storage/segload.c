@@ -4,7 +4,7 @@
  * last trusted entry to the end of its valid batches, and the sparse index
  * entries appends and walks add.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

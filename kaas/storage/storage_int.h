@@ -1,11 +1,11 @@
 /*
- * internal.h — what the storage engine's files share: the segment and
+ * storage_int.h — what the storage engine's files share: the segment and
  * partition structures, segment naming, the batch walker, the manifest,
  * and the functions one file of the partition offers the others.
  * Not for use outside kaas/storage/.
  */
-#ifndef KAAS_STORAGE_INTERNAL_H
-#define KAAS_STORAGE_INTERNAL_H
+#ifndef KAAS_STORAGE_STORAGE_INT_H
+#define KAAS_STORAGE_STORAGE_INT_H
 
 #include <pthread.h>
 #include <stdint.h>
