@@ -151,14 +151,12 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 
 	pthread_mutex_lock(&p->mu);
 	res->log_start_offset = p->log_start;
-	if (p->state != KAAS_PART_LEADER) {
-		if (p->state == KAAS_PART_POISONED && !p->fenced) {
-			res->error = KERR_KAFKA_STORAGE_ERROR;
+	if ((rc = ks__p_unfit(p))) {
+		res->error = ks__p_kerr(rc);
+		if (rc == -EIO)
 			res->message = "partition poisoned by an earlier I/O failure";
-			rc = -EIO;
-		} else {
-			res->error = KERR_NOT_LEADER_OR_FOLLOWER;
-		}
+		else
+			rc = 0; /* not the leader: the client's to retry elsewhere */
 		goto unlock;
 	}
 
@@ -199,13 +197,9 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 	     (cfg.segment_ms >= 0 && s->first_append_ms && now - s->first_append_ms >= cfg.segment_ms) ||
 	     p->leo + count - s->base > INT32_MAX)) {
 		if ((rc = ks__p_roll(p, now))) {
-			if (rc == -ESTALE) {
-				res->error = KERR_NOT_LEADER_OR_FOLLOWER;
-				rc = 0;
-			} else {
-				ks__p_poison(p, "segment roll", rc);
-				res->error = KERR_KAFKA_STORAGE_ERROR;
-			}
+			res->error = ks__p_fail(p, "segment roll", rc);
+			if (rc == -ESTALE)
+				rc = 0; /* fenced: not the leader any more */
 			goto unlock;
 		}
 		s = p->segs[p->nsegs - 1];

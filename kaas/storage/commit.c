@@ -83,8 +83,8 @@ int ks_partition_flush(ks_partition *p, int64_t *durable)
 			}
 			break;
 		}
-		if (p->state == KAAS_PART_POISONED) {
-			rc = p->fenced ? -ESTALE : -EIO;
+		if (ks__p_failed(p)) {
+			rc = ks__p_unfit(p);
 			break;
 		}
 		if (p->hw >= target)

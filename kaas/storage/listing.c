@@ -203,8 +203,7 @@ int ks__p_fence_check(ks_partition *p)
 	if (maxe > p->epoch) {
 		KLOG_WARN("storage", "%s: a segment of epoch %d exists, we lead at %d: fenced", p->dir,
 			  (int)maxe, (int)p->epoch);
-		p->fenced = 1;
-		p->state = KAAS_PART_POISONED;
+		ks__p_fence(p);
 		return -ESTALE;
 	}
 	return 0;

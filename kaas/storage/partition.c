@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "util/clock.h"
+#include "kaas/proto/kerr.h"
 #include "util/log.h"
 
 void ks_log_config_defaults(ks_log_config *c)
@@ -71,15 +72,50 @@ void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg)
 }
 /* ---- shared helpers ---------------------------------------------------------------- */
 
+int ks__p_unfit(const ks_partition *p)
+{
+	switch (p->state) {
+	case KAAS_PART_LEADER:
+		return 0;
+	case KAAS_PART_POISONED:
+		return -EIO;
+	case KS__PART_FENCED:
+		return -ESTALE;
+	default:
+		return -EPERM;
+	}
+}
+
+int16_t ks__p_kerr(int rc)
+{
+	if (rc == 0)
+		return KERR_NONE;
+	return rc == -ESTALE || rc == -EPERM ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
+}
+
 void ks__p_poison(ks_partition *p, const char *what, int rc)
 {
-	if (p->state != KAAS_PART_POISONED)
+	if (!ks__p_failed(p))
 		KLOG_ERR("storage", "%s: %s failed: %s; partition poisoned until taken over again",
 			 p->dir, what, sub_strerror(rc));
-	p->state = KAAS_PART_POISONED;
 	if (rc == -ESTALE)
-		p->fenced = 1;
+		p->state = KS__PART_FENCED;
+	else if (p->state != KS__PART_FENCED)
+		p->state = KAAS_PART_POISONED;
 	pthread_cond_broadcast(&p->cv);
+}
+
+void ks__p_fence(ks_partition *p)
+{
+	p->state = KS__PART_FENCED;
+	pthread_cond_broadcast(&p->cv);
+}
+
+int16_t ks__p_fail(ks_partition *p, const char *what, int rc)
+{
+	if (rc != -ESTALE)
+		ks__p_poison(p, what, rc);
+	return ks__p_kerr(rc);
 }
 int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start)
 {
@@ -227,8 +263,8 @@ void ks__p_drop_leadership(ks_partition *p, int why)
 	while (p->flushing)
 		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->state != KAAS_PART_FOLLOWER) {
-		if (p->state == KAAS_PART_POISONED)
-			why = p->fenced ? -ESTALE : -EIO;
+		if (ks__p_failed(p))
+			why = ks__p_unfit(p);
 		p->ended_gen = p->lead_gen;
 		p->ended_rc = why;
 		p->ended_durable = p->hw;
@@ -240,7 +276,6 @@ void ks__p_drop_leadership(ks_partition *p, int why)
 	p->snap_len = 0;
 	p->ring_n = p->ring_head = 0;
 	p->dir_dirty = 0;
-	p->fenced = 0;
 	p->state = KAAS_PART_FOLLOWER;
 }
 
@@ -309,8 +344,8 @@ int ks_partition_relinquish(ks_partition *p)
 				 sub_strerror(rc));
 	} else {
 		KLOG_WARN("storage", "%s: relinquishing a %s partition: nothing persisted", p->dir,
-			  p->fenced ? "fenced" : "poisoned");
-		if (p->fenced)
+			  p->state == KS__PART_FENCED ? "fenced" : "poisoned");
+		if (p->state == KS__PART_FENCED)
 			rc = -ESTALE;
 	}
 	ks__p_drop_leadership(p, rc);
@@ -350,7 +385,7 @@ int64_t ks_partition_high_watermark(ks_partition *p)
 int ks_partition_state_of(ks_partition *p, int32_t *epoch)
 {
 	pthread_mutex_lock(&p->mu);
-	int st = p->state;
+	int st = ks__p_failed(p) ? KAAS_PART_POISONED : p->state;
 	if (epoch)
 		*epoch = p->epoch;
 	pthread_mutex_unlock(&p->mu);
