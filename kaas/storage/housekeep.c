@@ -5,7 +5,7 @@
  * leader, the only holder of descriptors, so deletes free space on NFS
  * instead of leaving .nfsXXXX files behind.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,8 +23,7 @@ int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_wa
 	pthread_mutex_lock(&p->mu);
 	*low_watermark = p->log_start;
 	if (p->state != KAAS_PART_LEADER) {
-		*error = (p->state == KAAS_PART_POISONED && !p->fenced) ? KERR_KAFKA_STORAGE_ERROR
-								       : KERR_NOT_LEADER_OR_FOLLOWER;
+		*error = ks__p_kerr(ks__p_unfit(p));
 		goto out;
 	}
 	if (offset == -1)
@@ -38,9 +37,7 @@ int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_wa
 	/* Persisted before it is acknowledged; a newer leader's existence
 	 * means this write must not happen. */
 	if ((rc = ks__p_fence_check(p))) {
-		*error = rc == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
-		if (rc != -ESTALE)
-			ks__p_poison(p, "directory listing", rc);
+		*error = ks__p_fail(p, "directory listing", rc);
 		goto out;
 	}
 	if ((rc = ks__p_write_manifest(p, p->hw, offset))) {
@@ -76,8 +73,7 @@ static int sweep(ks_partition *p)
 			continue;
 		if (e > p->epoch) {
 			KLOG_WARN("storage", "%s: %s belongs to a newer leader: fenced", p->dir, names[i]);
-			p->fenced = 1;
-			p->state = KAAS_PART_POISONED;
+			ks__p_fence(p);
 			rc = -ESTALE;
 			break;
 		}
@@ -129,8 +125,7 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 	if (c->segment_ms >= 0 && act->end_pos > 0 && act->first_append_ms &&
 	    now_ms - act->first_append_ms >= c->segment_ms) {
 		if ((rc = ks__p_roll(p, now_ms))) {
-			if (rc != -ESTALE)
-				ks__p_poison(p, "segment roll", rc);
+			ks__p_fail(p, "segment roll", rc);
 			goto out;
 		}
 	}

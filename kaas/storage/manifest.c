@@ -5,7 +5,7 @@
  * A file another host wrote is outside input: every field is checked, and
  * an unreadable manifest is treated as absent rather than trusted.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <jansson.h>

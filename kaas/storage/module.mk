@@ -1,8 +1,9 @@
 # kaas/storage/ — the partition log on the shared volume (docs/storage.md).
 MODULES += storage
 storage_SRCS := kaas/storage/batch.c kaas/storage/codec.c kaas/storage/producer.c \
-	kaas/storage/segment.c kaas/storage/manifest.c kaas/storage/partition.c \
-	kaas/storage/append.c kaas/storage/read.c kaas/storage/housekeep.c
+	kaas/storage/segment.c kaas/storage/manifest.c kaas/storage/listing.c \
+	kaas/storage/segload.c kaas/storage/partition.c kaas/storage/recover.c \
+	kaas/storage/append.c kaas/storage/commit.c kaas/storage/read.c kaas/storage/housekeep.c
 storage_USES := proto sub util
 storage_PREFIX := ks
 storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recovery.c \

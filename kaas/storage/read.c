@@ -12,7 +12,7 @@
  * than max_bytes (KIP-74); the last one may be cut short, which every client
  * skips (Kafka sends such plans too).
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -90,8 +90,7 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 	plan->high_watermark = plan->log_start_offset = plan->last_stable_offset = -1;
 	pthread_mutex_lock(&p->mu);
 	if (p->state != KAAS_PART_LEADER) {
-		plan->error = (p->state == KAAS_PART_POISONED && !p->fenced) ? KERR_KAFKA_STORAGE_ERROR
-									      : KERR_NOT_LEADER_OR_FOLLOWER;
+		plan->error = ks__p_kerr(ks__p_unfit(p));
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}
@@ -255,7 +254,9 @@ int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, i
 	pthread_mutex_lock(&p->mu);
 	int rc = 0;
 	if (p->state != KAAS_PART_LEADER) {
-		rc = (p->state == KAAS_PART_POISONED && !p->fenced) ? -EIO : -EPERM;
+		/* Only a storage failure is this call's error; otherwise
+		 * there is no leader here to answer. */
+		rc = ks__p_unfit(p) == -EIO ? -EIO : -EPERM;
 	} else if (ts == KAAS_TS_LATEST) {
 		*offset = p->hw;
 	} else if (ts == KAAS_TS_EARLIEST) {

@@ -3,7 +3,7 @@
  * indexes, reference counting (read plans keep a segment's file open after
  * retention unlinked it), and the walker that steps from batch to batch.
  */
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 
 #include <errno.h>
 #include <stdio.h>

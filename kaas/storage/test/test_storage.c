@@ -8,7 +8,7 @@
 
 #include "util/clock.h"
 
-#include "kaas/storage/internal.h"
+#include "kaas/storage/storage_int.h"
 #include "kaas/storage/test/harness.h"
 #include "kaas/storage/test/shim.h"
 

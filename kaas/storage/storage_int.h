@@ -1,10 +1,11 @@
 /*
- * internal.h — what the storage engine's files share: the segment and
- * partition structures, segment naming, the batch walker, the manifest.
+ * storage_int.h — what the storage engine's files share: the segment and
+ * partition structures, segment naming, the batch walker, the manifest,
+ * and the functions one file of the partition offers the others.
  * Not for use outside kaas/storage/.
  */
-#ifndef KAAS_STORAGE_INTERNAL_H
-#define KAAS_STORAGE_INTERNAL_H
+#ifndef KAAS_STORAGE_STORAGE_INT_H
+#define KAAS_STORAGE_STORAGE_INT_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -33,7 +34,7 @@ typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entr
 #define IDX_ENTRY 8
 #define TIDX_ENTRY 12
 
-/* Group commit runs up to this many fsyncs per partition at once (append.c).
+/* Group commit runs up to this many fsyncs per partition at once (commit.c).
  * Each pipeline slot fsyncs through its own descriptor of a segment: an
  * error is reported to every open file description but only once to each,
  * so two fsyncs overlapping on one descriptor could see one of them answer
@@ -119,6 +120,17 @@ int ks__manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m);
 int ks__manifest_encode(const kmanifest *m, char **out, size_t *len);
 
 /* ---- the partition ------------------------------------------------------------ */
+/* p->state holds the public states (storage.h) and one more: FENCED, a
+ * leader that found a newer leader's files.  It is poisoned as far as the
+ * API says (ks_partition_state_of answers KAAS_PART_POISONED: nothing is
+ * served or acknowledged, only a take-over ends it), but its answers say
+ * "not the leader" rather than "storage error", so that clients look for
+ * the new leader instead of retrying here.  Fenced wins over poisoned:
+ * once fenced, a later I/O failure does not turn it back.  Read it through
+ * ks__p_unfit() and ks__p_kerr(), change it through ks__p_poison() and
+ * ks__p_fence(), never by hand. */
+enum { KS__PART_FENCED = KAAS_PART_POISONED + 1 };
+
 #define RING 512 /* recent batches of the active segment, for tail reads */
 
 typedef struct kring {
@@ -136,8 +148,7 @@ struct ks_partition {
 	char topic_id[40];
 	ks_log_config cfg;
 
-	int state;          /* enum ks_partition_state */
-	int fenced;         /* poisoned because a newer leader exists */
+	int state;          /* enum ks_partition_state, or KS__PART_FENCED */
 	int32_t epoch;
 	kseg **segs;        /* live segments by base offset (leader); listed ones (follower) */
 	size_t nsegs, capsegs;
@@ -186,7 +197,49 @@ struct ks_partition {
 };
 
 /* ---- shared by the partition's files (caller holds p->mu) ------------------ */
+/* listing.c: the directory's segments, and the list a partition adopts. */
+typedef struct seglist {
+	kseg **v;
+	size_t n, cap;
+} seglist;
+
+void ks__seglist_free(seglist *l);
+int ks__seglist_push(seglist *l, kseg *s);
+/* Every .log segment in the directory, sorted by (base, epoch desc);
+ * *max_epoch the highest epoch of any segment file. */
+int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch);
+/* The live segments of `all` (sorted) become p's list; the zombies go.
+ * Takes over `all` whatever the outcome. */
+int ks__p_adopt_live(ks_partition *p, seglist *all);
+/* Lets go of every segment in p's list. */
+void ks__p_drop_segs(ks_partition *p);
+/* The follower's view: names, sizes, manifest; no descriptors. */
+int ks__p_load_view(ks_partition *p);
+/* partition.c: closes every handle and forgets leader state; `why` is what
+ * flushes of the leadership being dropped answer. */
+void ks__p_drop_leadership(ks_partition *p, int why);
+
+/* Why p cannot do leader work: 0 it leads; -EIO poisoned by an I/O failure;
+ * -ESTALE fenced by a newer leader; -EPERM a follower. */
+int ks__p_unfit(const ks_partition *p);
+/* Poisoned or fenced: a leadership that failed and awaits a take-over. */
+static inline int ks__p_failed(const ks_partition *p)
+{
+	return p->state == KAAS_PART_POISONED || p->state == KS__PART_FENCED;
+}
+/* The Kafka error answering a reason from ks__p_unfit() or a failed
+ * operation's errno: NOT_LEADER_OR_FOLLOWER for -ESTALE and -EPERM (the
+ * client looks for the leader), KAFKA_STORAGE_ERROR for any other. */
+int16_t ks__p_kerr(int rc);
+/* `what` failed with rc: logs it (the first failure only) and poisons p;
+ * -ESTALE fences it instead.  Wakes every waiter. */
 void ks__p_poison(ks_partition *p, const char *what, int rc);
+/* A newer leader's files were found (the caller logged which): fences p. */
+void ks__p_fence(ks_partition *p);
+/* A leader's operation failed with rc: poisons p unless rc is -ESTALE
+ * (a fencing check found a newer leader and fenced p already); returns the
+ * Kafka error to answer. */
+int16_t ks__p_fail(ks_partition *p, const char *what, int rc);
 /* Lists the directory: -ESTALE (and fences us) when a newer epoch wrote a
  * segment; 0 otherwise. */
 int ks__p_fence_check(ks_partition *p);

@@ -1,0 +1,210 @@
+/*
+ * listing.c — which segments a partition has: the directory listed and
+ * sorted, live segments told from zombies by epoch, the list a partition
+ * adopts (and lets go of), the follower's view, and the fencing check that
+ * a newer epoch's segment triggers.
+ *
+ * Epoch fencing (docs/storage.md): segments are sorted by base offset; one
+ * whose epoch is lower than that of a segment at or before its base is a
+ * zombie's and ignored; a live segment's valid batches end where the next
+ * live segment begins.
+ */
+#include "kaas/storage/storage_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/grow.h"
+#include "util/log.h"
+
+void ks__seglist_free(seglist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		ks__seg_unref(l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+int ks__seglist_push(seglist *l, kseg *s)
+{
+	if (KAAS_GROW(l->v, l->n, l->cap, 16))
+		return -ENOMEM;
+	l->v[l->n++] = s;
+	return 0;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const kseg *x = *(kseg *const *)a, *y = *(kseg *const *)b;
+	if (x->base != y->base)
+		return x->base < y->base ? -1 : 1;
+	return x->epoch > y->epoch ? -1 : x->epoch < y->epoch; /* higher epoch first */
+}
+
+/* Every .log segment in the directory, sorted by (base, epoch desc);
+ * *max_epoch the highest epoch of any segment file. */
+int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch)
+{
+	char **names = NULL;
+	size_t n = 0;
+	*max_epoch = -1;
+	int rc = sub_list(p->vfs, p->dir, &names, &n);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		int32_t e;
+		int64_t b;
+		int kind = ks__seg_parse_name(names[i], &e, &b);
+		if (kind < 0)
+			continue;
+		if (e > *max_epoch)
+			*max_epoch = e;
+		if (kind != SEG_LOG)
+			continue;
+		kseg *s = ks__seg_new(e, b);
+		if (!s || (rc = ks__seglist_push(out, s))) {
+			ks__seg_unref(s);
+			rc = rc ? rc : -ENOMEM;
+			break;
+		}
+		if (stat_sizes) {
+			char path[SUB_PATH_MAX];
+			sub_stat st;
+			if (ks__seg_path(path, sizeof(path), p->dir, e, b, SEG_LOG) == 0 &&
+			    sub_stat_path(p->vfs, path, &st) == 0)
+				s->disk_size = st.size;
+		}
+	}
+	sub_names_free(names, n);
+	if (rc) {
+		ks__seglist_free(out);
+		return rc;
+	}
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(out->v[0]), cmp_seg);
+	return 0;
+}
+
+/* Splits `all` (sorted) into live segments and zombies. */
+static int split_live(seglist *all, seglist *live, seglist *zombies)
+{
+	int32_t maxe = -1;
+	int rc = 0;
+	for (size_t i = 0; i < all->n && !rc; i++) {
+		kseg *s = all->v[i];
+		if (s->epoch < maxe) {
+			rc = ks__seglist_push(zombies, s);
+		} else {
+			maxe = s->epoch;
+			rc = ks__seglist_push(live, s);
+		}
+		if (rc == 0)
+			all->v[i] = NULL;
+	}
+	for (size_t i = 0; i < all->n; i++)
+		ks__seg_unref(all->v[i]);
+	free(all->v);
+	memset(all, 0, sizeof(*all));
+	return rc;
+}
+
+/* Read plans may hold a segment after the partition let go of it; they only
+ * need the log, so the index handles close now (a flusher still syncing
+ * them closes them when it is done). */
+void ks__seg_detach(kseg *s)
+{
+	s->detached = 1;
+	if (!s->flush_pins) {
+		ks__seg_close_sync(s);
+		sub_close(s->idx);
+		sub_close(s->tidx);
+		s->idx = s->tidx = NULL;
+	}
+	ks__seg_unref(s);
+}
+
+void ks__p_drop_segs(ks_partition *p)
+{
+	for (size_t i = 0; i < p->nsegs; i++)
+		ks__seg_detach(p->segs[i]);
+	free(p->segs);
+	p->segs = NULL;
+	p->nsegs = p->capsegs = 0;
+}
+
+static void adopt_list(ks_partition *p, seglist *l)
+{
+	ks__p_drop_segs(p);
+	p->segs = l->v;
+	p->nsegs = l->n;
+	p->capsegs = l->cap;
+	memset(l, 0, sizeof(*l));
+}
+
+/* The live segments of `all` (sorted) become p's list; the zombies go.
+ * Takes over `all` whatever the outcome. */
+int ks__p_adopt_live(ks_partition *p, seglist *all)
+{
+	seglist live = {0}, zombies = {0};
+	int rc = split_live(all, &live, &zombies);
+	ks__seglist_free(&zombies);
+	if (rc) {
+		ks__seglist_free(&live);
+		return rc;
+	}
+	adopt_list(p, &live);
+	return 0;
+}
+
+size_t ks__p_seg_find(const ks_partition *p, int64_t off)
+{
+	size_t lo = 0, hi = p->nsegs; /* first with base > off */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->segs[mid]->base <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : 0;
+}
+
+/* The follower's view: names, sizes, manifest; no descriptors. */
+int ks__p_load_view(ks_partition *p)
+{
+	seglist all = {0};
+	int32_t maxe;
+	int rc = ks__manifest_read(p->vfs, p->dir, &p->man);
+	if (rc)
+		return rc;
+	if ((rc = ks__p_list_segments(p, 1, &all, &maxe)))
+		return rc;
+	if ((rc = ks__p_adopt_live(p, &all)))
+		return rc;
+	p->log_start = p->man.valid ? p->man.log_start : 0;
+	if (p->nsegs && p->segs[0]->base > p->log_start)
+		p->log_start = p->segs[0]->base;
+	p->hw = p->man.valid ? p->man.hw : p->log_start;
+	if (p->hw < p->log_start)
+		p->hw = p->log_start;
+	p->leo = p->hw;
+	return 0;
+}
+
+int ks__p_fence_check(ks_partition *p)
+{
+	seglist all = {0};
+	int32_t maxe;
+	int rc = ks__p_list_segments(p, 0, &all, &maxe);
+	ks__seglist_free(&all);
+	if (rc)
+		return rc;
+	if (maxe > p->epoch) {
+		KLOG_WARN("storage", "%s: a segment of epoch %d exists, we lead at %d: fenced", p->dir,
+			  (int)maxe, (int)p->epoch);
+		ks__p_fence(p);
+		return -ESTALE;
+	}
+	return 0;
+}
