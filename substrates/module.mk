@@ -1,6 +1,8 @@
 # substrates/ — the filesystem interface, its backends and helpers.
 MODULES += sub
-sub_SRCS := substrates/sub_util.c substrates/sub_posix.c substrates/sub_fault.c \
+sub_SRCS := substrates/sub_util.c substrates/sub_posix.c substrates/sub_fault.c substrates/sub_fault_file.c \
+	substrates/sub_fault_inject.c substrates/sub_fault_crash.c substrates/sub_fault_quirks.c \
+	substrates/sub_fault_opts.c \
 	substrates/sub_nfs.c substrates/sub_nfs_rpc.c substrates/sub_nfs_url.c \
 	substrates/sub_nfs_state.c
 sub_USES := util
