@@ -45,8 +45,8 @@ pa=$!
 # way: on a loaded machine one producer can run far ahead of the other, and
 # the crash must still land while both are sending.
 for _ in $(seq 1 600); do
-	ki=$(cat "$T/ki.p" 2>/dev/null | wc -l)
-	ka=$(cat "$T/ka.p" 2>/dev/null | wc -l)
+	ki=$( (wc -l < "$T/ki.p") 2>/dev/null || echo 0)
+	ka=$( (wc -l < "$T/ka.p") 2>/dev/null || echo 0)
 	{ [ "$ki" -ge 3000 ] && [ "$ka" -ge 3000 ]; } && break
 	{ [ "$ki" -ge $((K / 2)) ] || [ "$ka" -ge $((K / 2)) ]; } && break
 	kill -0 $pi 2>/dev/null && kill -0 $pa 2>/dev/null || break
