@@ -47,6 +47,7 @@ static kt_topics *open_reg(sub_vfs *v)
 	o.data = v;
 	o.claim_grace_ms = 0;
 	o.miss_ttl_ms = 0;
+	o.trash_retention_ms = 0; /* removal is part of what must complete */
 	kt_topics *reg = NULL;
 	if (kt_topics_open(&o, &reg))
 		return NULL;
