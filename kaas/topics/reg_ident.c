@@ -300,6 +300,25 @@ int kt__adopt_from_volume(kt_topics *reg, const char *name)
 	}
 	e->info.partitions = v.partitions;
 	e->info.created_ms = stamp_created(reg, name);
+	/* This broker may still know the entry (it went bad while we ran):
+	 * then its configs and partition count are not lost. */
+	int from_memory = 0;
+	rc = 0;
+	pthread_rwlock_rdlock(&reg->lock);
+	topic_ent *m = kt__mem_find(reg, name);
+	if (m && strcmp(m->info.id, e->info.id) == 0) {
+		rc = kt_tcfg_set_copy(&e->ov, &m->ov);
+		if (m->info.partitions > e->info.partitions)
+			e->info.partitions = m->info.partitions;
+		e->info.created_ms = m->info.created_ms;
+		e->generation = m->generation + 1;
+		from_memory = 1;
+	}
+	pthread_rwlock_unlock(&reg->lock);
+	if (rc) {
+		kt__ent_free(e);
+		return rc;
+	}
 	kt__ent_fill_info(reg, e);
 	char *json = kt__ent_json(e);
 	if (!json) {
@@ -320,7 +339,11 @@ int kt__adopt_from_volume(kt_topics *reg, const char *name)
 		kt__ent_free(e);
 		return rs < 0 ? rs : -EAGAIN;
 	}
-	if (rc == 0)
+	if (rc == 0 && from_memory)
+		KLOG_WARN("topics", "topic %s: no readable registry entry, but DATA/%s holds records of topic id %s; "
+			  "re-adopted it from the volume, rewriting the entry from what this broker knew (%d "
+			  "partition(s), its config overrides)", name, name, e->info.id, e->info.partitions);
+	else if (rc == 0)
 		KLOG_WARN("topics", "topic %s: no readable registry entry, but DATA/%s holds records of topic id %s; "
 			  "re-adopted it from the volume (%d partition(s) from its directories; config overrides, if "
 			  "any, were only in the lost entry and are back to the broker defaults)",

@@ -148,6 +148,15 @@ static int refresh_locked(kt_topics *reg, drop_list *drops)
 				first_err = r;
 			continue;
 		}
+		if (r == RF_INCOMPLETE || r == RF_CORRUPT) {
+			/* Records under DATA/<name> outrank a bad entry: rebuild it
+			 * from the volume (the bad file is kept as ~lost-). */
+			int arc = kt__adopt_from_volume(reg, name);
+			if (arc > 0)
+				continue;
+			if (arc < 0 && !first_err)
+				first_err = arc;
+		}
 		if (r == RF_INCOMPLETE) {
 			if (kt__claim_abandoned(reg, path, &st)) {
 				int crc = kt__reclaim_claim(reg, name);

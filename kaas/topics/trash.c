@@ -61,10 +61,10 @@ static void entry_parse(const char *rest, kt_trash_entry *e)
 		ms = ms * 10 + (*p++ - '0');
 		digits++;
 	}
-	if (digits > 0 && *p == '-') {
+	if (digits > 0 && *p == '-' && strlen(p + 1) >= KAAS_TOPIC_ID_LEN && p[1 + 8] == '-') {
 		p++;
 	} else {
-		p = rest; /* no time: maybe the old form */
+		p = rest; /* no time: maybe the old form, whose ID may start with digits */
 		digits = 0;
 	}
 	char buf[KAAS_TOPIC_ID_LEN + 1];

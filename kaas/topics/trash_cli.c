@@ -113,9 +113,12 @@ int kt_trash_main(int argc, char **argv)
 	const char *data_url = getenv("KAAS_DATA");
 	int64_t older = -1;
 	int c;
-	optind = 2;
+	/* The options after the command; optind 0 resets getopt completely. */
+	int ac = argc - 1;
+	char **av = argv + 1;
+	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(ac, av, "", opts, NULL)) != -1) {
 		switch (c) {
 		case O_DATA:
 			data_url = optarg;
@@ -136,12 +139,12 @@ int kt_trash_main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "kaas trash: bad option %s (see kaas trash --help)\n", argv[optind - 1]);
+			fprintf(stderr, "kaas trash: bad option %s (see kaas trash --help)\n", av[optind - 1]);
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "kaas trash: unexpected argument '%s'\n", argv[optind]);
+	if (optind < ac) {
+		fprintf(stderr, "kaas trash: unexpected argument '%s'\n", av[optind]);
 		return 2;
 	}
 	if (!data_url || !*data_url) {
