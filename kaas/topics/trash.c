@@ -196,7 +196,7 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(((const kt_trash_entry *)a)->dir, ((const kt_trash_entry *)b)->dir);
 }
 
-int kt_trash_list(sub_vfs *data, kt_trash_entry **out, size_t *n)
+static int list_entries(sub_vfs *data, int with_meta, kt_trash_entry **out, size_t *n)
 {
 	char **names = NULL;
 	size_t nn = 0, k = 0;
@@ -220,7 +220,8 @@ int kt_trash_list(sub_vfs *data, kt_trash_entry **out, size_t *n)
 			snprintf(e->dir, sizeof(e->dir), "%s", names[i]);
 			e->kind = kinds[j];
 			entry_parse(names[i] + strlen(pre), e);
-			meta_read(data, e);
+			if (with_meta)
+				meta_read(data, e);
 			break;
 		}
 	}
@@ -231,11 +232,18 @@ int kt_trash_list(sub_vfs *data, kt_trash_entry **out, size_t *n)
 	return 0;
 }
 
+int kt_trash_list(sub_vfs *data, kt_trash_entry **out, size_t *n)
+{
+	return list_entries(data, 1, out, n);
+}
+
 int kt_trash_empty(sub_vfs *data, int64_t older_than_ms, int64_t now_ms, size_t *removed)
 {
 	kt_trash_entry *v = NULL;
 	size_t n = 0, done = 0;
-	int rc = kt_trash_list(data, &v, &n);
+	/* The decision rests on the entry names alone; .trash.json is read
+	 * only for what is removed (the log line), not at every upkeep. */
+	int rc = list_entries(data, 0, &v, &n);
 	if (rc)
 		return rc;
 	int first_err = 0;
@@ -245,6 +253,7 @@ int kt_trash_empty(sub_vfs *data, int64_t older_than_ms, int64_t now_ms, size_t 
 		if (older_than_ms >= 0 && (v[i].moved_ms < 0 || v[i].moved_ms > now_ms ||
 					   now_ms - v[i].moved_ms < older_than_ms))
 			continue;
+		meta_read(data, &v[i]);
 		int r = sub_remove_tree(data, v[i].dir);
 		if (r) {
 			KLOG_WARN("topics", "removing DATA/%s: %s (retried later)", v[i].dir, sub_strerror(r));
