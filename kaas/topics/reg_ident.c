@@ -174,11 +174,14 @@ int kt__deleted_record(kt_topics *reg, const char *name, const char *id)
 }
 
 /* 1 when `id` is recorded as deleted (a tombstone or a deleted-ids record),
- * 0 when not, -errno when the cluster volume cannot say. */
+ * 0 when not, -errno when the cluster volume cannot say.  The tombstone is
+ * looked at first: a delete writes its deleted-ids record before it removes
+ * the tombstone, so a delete that finishes between the two looks is still
+ * seen (the other order could miss both). */
 int kt__is_deleted(kt_topics *reg, const char *id)
 {
 	char path[SUB_PATH_MAX];
-	const char *dirs[] = {DELETED_DIR, TOMB_DIR};
+	const char *dirs[] = {TOMB_DIR, DELETED_DIR};
 	for (size_t i = 0; i < 2; i++) {
 		sub_stat st;
 		snprintf(path, sizeof(path), "%s/%s.json", dirs[i], id);

@@ -181,7 +181,11 @@ static int refresh_locked(kt_topics *reg, drop_list *drops)
 		if (r < 0 && !first_err)
 			first_err = r;
 	}
-	/* Topics whose file is gone were deleted by someone else. */
+	/* Topics whose file is gone were deleted by someone else — if the
+	 * delete is on record.  A delete writes its tombstone before it removes
+	 * the entry, so an entry gone without one (a lost cluster directory, a
+	 * file removed by hand) while DATA/<name> holds records is rewritten
+	 * from what this broker knows instead of dropping the topic. */
 	for (size_t j = 0; j < nm; j++) {
 		if (present[j])
 			continue;
@@ -190,6 +194,14 @@ static int refresh_locked(kt_topics *reg, drop_list *drops)
 		sub_stat st;
 		if (sub_stat_path(reg->o.cluster, path, &st) != -ENOENT)
 			continue; /* listing raced with a create: keep it */
+		int arc = kt__adopt_from_volume(reg, seen_names[j]);
+		if (arc > 0)
+			continue;
+		if (arc < 0) {
+			if (!first_err)
+				first_err = arc;
+			continue; /* cannot tell: keep it, look again next time */
+		}
 		pthread_rwlock_wrlock(&reg->lock);
 		topic_ent *m = kt__mem_find(reg, seen_names[j]);
 		if (m) {

@@ -446,27 +446,59 @@ START_TEST(lost_cluster_dir_then_auto_create_keeps_the_data)
 	ck_assert_int_eq(a.partitions, 2);
 	kt_topics_close(reg);
 
-	/* While a broker runs: the registry goes, the tick drops the topic, and
-	 * the next Metadata auto-create re-adopts it rather than recreating. */
+	/* While a broker runs: the registry goes (no tombstone: not a delete).
+	 * The upkeep rewrites the entries from what it knows — configs too —
+	 * instead of dropping the topics. */
 	reg = open_reg();
+	char msg[256];
+	kt_config_kv kv = {S("retention.ms"), S("777")};
+	ck_assert_int_eq(kt_topics_alter_configs(reg, S("lost2"), &kv, 1, 0, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(sub_remove_tree(cluster, "topics"), 0);
 	ck_assert_int_eq(sub_mkdirs(cluster, "topics", 0755), 0);
 	ck_assert_int_eq(kt_topics_tick(reg), 0);
 	kt_topic_info l;
-	ck_assert_int_eq(kt_topics_lookup(reg, "lost2", -1, &l), -ENOENT);
-	ck_assert_int_eq(kt_topics_auto_create(reg, S("lost2"), &a), KERR_NONE);
-	ck_assert_str_eq(a.id, u.id);
+	ck_assert_int_eq(kt_topics_lookup(reg, "lost2", -1, &l), 0);
+	ck_assert_str_eq(l.id, u.id);
+	ck_assert_int_eq(l.cfg.retention_ms, 777);
+	ck_assert(exists(cluster, "topics/lost2.json"));
+	ck_assert(exists(cluster, "topics/lost.json"));
 	assert_records_kept("lost2", 1, "lost2");
-	/* An explicit CreateTopics of such a name: the topic exists. */
-	char msg[256];
-	kt_topic_spec spec = {S("lost"), 5, 1, NULL, 0};
-	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_TOPIC_ALREADY_EXISTS);
-	ck_assert_ptr_nonnull(strstr(msg, "rebuilt"));
-	ck_assert_int_eq(kt_topics_lookup(reg, "lost", -1, &l), 0);
-	ck_assert_str_eq(l.id, t.id);
-	ck_assert_int_eq(l.partitions, 2);
-	assert_records_kept("lost", 2, "lost");
 	kt_topics_close(reg);
+	reg = open_reg();
+	ck_assert_int_eq(kt_topics_lookup(reg, "lost2", -1, &l), 0);
+	ck_assert_int_eq(l.cfg.retention_ms, 777);
+	kt_topics_close(reg);
+}
+END_TEST
+
+START_TEST(auto_create_readopts_a_topic_this_broker_never_knew)
+{
+	/* Another broker made the topic and wrote records; its registry entry
+	 * is then lost.  This broker's first sight of the name is a client's
+	 * Metadata with auto-create: the topic is re-adopted, not recreated. */
+	kt_topics *here = open_reg();
+	kt_topic_info t = topic_with_records("far", 2);
+	ck_assert_int_eq(sub_unlink(cluster, "topics/far.json"), 0);
+	kt_topic_info a;
+	ck_assert_int_eq(kt_topics_auto_create(here, S("far"), &a), KERR_NONE);
+	ck_assert_str_eq(a.id, t.id);
+	ck_assert_int_eq(a.partitions, 2);
+	assert_records_kept("far", 2, "far");
+	ck_assert_int_eq(count_prefix(data, "", "~"), 0);
+	ck_assert(logged("WARN", "re-adopted it from the volume"));
+	/* And an explicit CreateTopics of such a name: the topic exists. */
+	kt_topic_info u = topic_with_records("far2", 1);
+	ck_assert_int_eq(sub_unlink(cluster, "topics/far2.json"), 0);
+	char msg[256];
+	kt_topic_spec spec = {S("far2"), 5, 1, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(here, &spec, 0, NULL, msg, sizeof(msg)), KERR_TOPIC_ALREADY_EXISTS);
+	ck_assert_ptr_nonnull(strstr(msg, "rebuilt"));
+	kt_topic_info l;
+	ck_assert_int_eq(kt_topics_lookup(here, "far2", -1, &l), 0);
+	ck_assert_str_eq(l.id, u.id);
+	ck_assert_int_eq(l.partitions, 1);
+	assert_records_kept("far2", 1, "far2");
+	kt_topics_close(here);
 }
 END_TEST
 
@@ -697,6 +729,7 @@ int main(void)
 				     garbage_registry_file_is_rebuilt_from_the_volume,
 				     invalid_registry_entry_is_rebuilt_from_the_volume,
 				     lost_cluster_dir_then_auto_create_keeps_the_data,
+				     auto_create_readopts_a_topic_this_broker_never_knew,
 				     garbage_entry_while_running_keeps_the_data,
 				     recorded_delete_is_not_readopted,
 				     deleted_topic_stays_in_the_trash_until_its_retention,
