@@ -244,24 +244,35 @@ static int64_t stamp_created(kt_topics *reg, const char *name)
 }
 
 /* Is DATA/<name> a directory that must be re-adopted: it holds records,
- * its stamp is a valid ID that every manifest naming an ID agrees with, and
- * that ID is not recorded as deleted.  1 yes (v filled), 0 no, -errno. */
-static int adoptable(kt_topics *reg, const char *name, kt__vol *v)
+ * its ID is not recorded as deleted, and the evidence names one ID — the
+ * stamp's, which every manifest naming an ID agrees with, or (no readable
+ * stamp) the one ID all such manifests name.  1 yes (v and id filled), 0
+ * no, -errno. */
+static int adoptable(kt_topics *reg, const char *name, kt__vol *v, char id[KAAS_TOPIC_ID_LEN + 1])
 {
 	int rc = kt__vol_scan(reg, name, v);
 	if (rc)
 		return rc;
-	if (!v->exists || v->stamp_rc != 0 || !v->holds_data || v->partitions < 1)
+	if (!v->exists || !v->holds_data || v->partitions < 1)
 		return 0;
-	if (v->ids_overflow || v->bad_manifests || v->nids > 1 || (v->nids == 1 && strcmp(v->ids[0].id, v->stamp)))
+	if (v->ids_overflow || v->bad_manifests || v->nids > 1)
 		return 0; /* contradicting evidence: left for an operator */
-	rc = kt__is_deleted(reg, v->stamp);
+	if (v->stamp_rc == 0) {
+		if (v->nids == 1 && strcmp(v->ids[0].id, v->stamp) != 0)
+			return 0;
+		snprintf(id, KAAS_TOPIC_ID_LEN + 1, "%s", v->stamp);
+	} else if (v->nids == 1) {
+		snprintf(id, KAAS_TOPIC_ID_LEN + 1, "%s", v->ids[0].id);
+	} else {
+		return 0; /* no ID anywhere: adopted by a create, as any unstamped directory */
+	}
+	rc = kt__is_deleted(reg, id);
 	return rc < 0 ? rc : !rc;
 }
 
-/* Re-creates CLUSTER/topics/<name>.json from DATA/<name>: the stamp's ID,
- * as many partitions as the directory has, no config overrides (those were
- * only in the lost entry).  An unreadable entry in the way is kept as
+/* Re-creates CLUSTER/topics/<name>.json from DATA/<name>: its ID (see
+ * adoptable()), as many partitions as the directory has, no config
+ * overrides (those were only in the lost entry).  An unreadable entry in the way is kept as
  * CLUSTER/topics/~lost-<hex>.  1 when the entry now exists (made here or by
  * a racing broker; memory updated), 0 when there was nothing to adopt,
  * -errno.  Called with reg->op held. */
@@ -277,7 +288,8 @@ int kt__adopt_from_volume(kt_topics *reg, const char *name)
 	if (rs == RF_OK)
 		return 0; /* registered: the normal rules apply */
 	kt__vol v;
-	int rc = adoptable(reg, name, &v);
+	char id[KAAS_TOPIC_ID_LEN + 1];
+	int rc = adoptable(reg, name, &v, id);
 	if (rc <= 0)
 		return rc;
 	kt__reg_path(path, sizeof(path), name);
@@ -297,7 +309,7 @@ int kt__adopt_from_volume(kt_topics *reg, const char *name)
 	if (!e)
 		return -ENOMEM;
 	snprintf(e->info.name, sizeof(e->info.name), "%s", name);
-	if (kt_topic_id_parse(v.stamp, e->info.id, e->info.id_bytes)) {
+	if (kt_topic_id_parse(id, e->info.id, e->info.id_bytes)) {
 		kt__ent_free(e);
 		return -EBADMSG;
 	}
@@ -351,7 +363,7 @@ int kt__adopt_from_volume(kt_topics *reg, const char *name)
 			  "re-adopted it from the volume (%d partition(s) from its directories; config overrides, if "
 			  "any, were only in the lost entry and are back to the broker defaults)",
 			  name, name, e->info.id, e->info.partitions);
-	e->dir_ready = strcmp(e->info.id, v.stamp) == 0;
+	e->dir_ready = v.stamp_rc == 0 && strcmp(e->info.id, v.stamp) == 0; /* else stamped by prepare_dir */
 	pthread_rwlock_wrlock(&reg->lock);
 	e->unsynced = 1;
 	rc = kt__mem_merge(reg, e);
@@ -377,8 +389,9 @@ void kt__adopt_orphans(kt_topics *reg)
 		pthread_rwlock_rdlock(&reg->lock);
 		int known = kt__mem_find(reg, names[i]) != NULL;
 		pthread_rwlock_unlock(&reg->lock);
-		if (known || kt__stamp_read(reg, names[i], sid) != 0)
+		if (known)
 			continue;
+		int stamped = kt__stamp_read(reg, names[i], sid) == 0;
 		pthread_mutex_lock(&reg->op);
 		int rc = kt__adopt_from_volume(reg, names[i]);
 		pthread_mutex_unlock(&reg->op);
@@ -389,6 +402,8 @@ void kt__adopt_orphans(kt_topics *reg)
 				 sub_strerror(rc));
 			continue;
 		}
+		if (!stamped)
+			continue; /* not a topic directory kaas can name */
 		int del = kt__is_deleted(reg, sid);
 		KLOG_WARN("topics", "DATA/%s is stamped with topic id %s but no topic of that name is registered "
 			  "(%s); left in place, never deleted by kaas", names[i], sid,

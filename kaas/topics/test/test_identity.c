@@ -531,6 +531,21 @@ START_TEST(garbage_entry_while_running_keeps_the_data)
 }
 END_TEST
 
+START_TEST(unstamped_directory_is_readopted_under_its_manifests_id)
+{
+	/* The stamp is gone too; the manifests still agree on the ID. */
+	kt_topic_info t = topic_with_records("bare", 2);
+	ck_assert_int_eq(sub_unlink(cluster, "topics/bare.json"), 0);
+	ck_assert_int_eq(sub_unlink(data, "bare/.topic-id.json"), 0);
+	kt_topics *reg = open_reg();
+	check_readopted(reg, &t, "bare", 2);
+	char sid[64];
+	stamp_of("bare", sid);
+	ck_assert_str_eq(sid, t.id); /* restamped with the manifests' ID */
+	kt_topics_close(reg);
+}
+END_TEST
+
 START_TEST(recorded_delete_is_not_readopted)
 {
 	/* A directory whose ID is recorded as deleted (its move failed) is not
@@ -731,6 +746,7 @@ int main(void)
 				     lost_cluster_dir_then_auto_create_keeps_the_data,
 				     auto_create_readopts_a_topic_this_broker_never_knew,
 				     garbage_entry_while_running_keeps_the_data,
+				     unstamped_directory_is_readopted_under_its_manifests_id,
 				     recorded_delete_is_not_readopted,
 				     deleted_topic_stays_in_the_trash_until_its_retention,
 				     trash_is_kept_for_a_day_by_default,
