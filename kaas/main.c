@@ -30,6 +30,7 @@
 #include "kaas/net/server.h"
 #include "kaas/topics/admin.h"
 #include "kaas/topics/topics.h"
+#include "kaas/topics/trash.h"
 #include "util/log.h"
 
 #define EXIT_USAGE 2
@@ -42,6 +43,7 @@ static void usage(FILE *out)
 		"usage: kaas --data DIR [--cluster-dir DIR] [--listen HOST:PORT] [--advertise HOST:PORT]\n"
 		"            [--broker-id N] [--config FILE] [--override KEY=VALUE ...] [--trust-unqualified]\n"
 		"       kaas --apis | --help\n"
+		"       kaas trash list|empty --data DIR [--older-than DURATION]  (kaas trash --help)\n"
 		"\n"
 		"A Kafka-compatible broker that keeps every partition on one shared volume.\n"
 		"\n"
@@ -225,6 +227,8 @@ int main(int argc, char **argv)
 {
 	ku_log_init_from_env();
 	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "trash") == 0)
+		return kt_trash_main(argc - 1, argv + 1);
 
 	static kb_broker broker;
 	kb_broker *b = &broker;

@@ -1,8 +1,9 @@
 /*
  * reg_dirs.c — the registry's work on the volumes outside its own entries:
  * registry claims whose creator never completed them, and the topic
- * directories on the data volume (stamps, reclaim of old incarnations,
- * adoption of unstamped directories, removal of reclaimed ones).
+ * directories on the data volume (stamps; what to do with a directory whose
+ * stamp is not the registered ID, decided in reg_ident.c; adoption of
+ * unstamped directories).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "kaas/topics/registry_int.h"
+#include "kaas/topics/trash.h"
 #include "util/clock.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
@@ -184,42 +186,46 @@ int kt__stamp_write(kt_topics *reg, const kt_topic_info *t)
 	return sub_write_atomic(reg->o.data, path, buf, (size_t)n);
 }
 
-/* Renames DATA/<name> to DATA/~trash-<id>-<hex>: one atomic step frees the
- * name; removing the renamed tree is idempotent and re-driven (tick). */
-int kt__move_to_trash(kt_topics *reg, const char *name, const char *old_id, trash_list *tl)
+/* DATA/<t->name> is stamped with another ID than the registered t->id.
+ * Whether that is an earlier incarnation is decided on the whole evidence
+ * (reg_ident.c, docs/topics.md "Identity"), never on the stamp alone:
+ * reclaimed to the trash only when stamp and manifests agree on an ID that
+ * is recorded as deleted; adopted when manifests name the registered ID
+ * (the stamp is the odd one out: it is kept aside and rewritten);
+ * quarantined otherwise.  1 adopted, 0 moved aside, -errno. */
+static int foreign_stamp(kt_topics *reg, const kt_topic_info *t, trash_list *tl)
 {
-	char hex[9], trash[128], moved[SUB_PATH_MAX], sid[KAAS_TOPIC_ID_LEN + 1];
-	int rc = kt__rand_hex(hex, 8);
+	kt__vol v;
+	char why[256];
+	int rc = kt__vol_scan(reg, t->name, &v);
 	if (rc)
 		return rc;
-	snprintf(trash, sizeof(trash), TRASH_PREFIX "%s-%s", old_id, hex);
-	rc = sub_rename(reg->o.data, name, trash);
-	if (rc)
-		return rc;
-	rc = sub_fsync_dir(reg->o.data, "");
-	/* The stamp was read before the rename: check what was moved.  If
-	 * another broker replaced the directory in between (a newer topic of
-	 * this name), put it back; if that is impossible, keep it under a name
-	 * the sweep never removes.  Never destroy what is not the old ID. */
-	snprintf(moved, sizeof(moved), "%s", trash);
-	if (kt__stamp_read(reg, moved, sid) != 0 || strcmp(sid, old_id) != 0) {
-		int brc = sub_rename(reg->o.data, trash, name);
-		if (brc) {
-			char kept[128];
-			snprintf(kept, sizeof(kept), KEPT_PREFIX "%s", trash + strlen(TRASH_PREFIX));
-			brc = sub_rename(reg->o.data, trash, kept);
-			KLOG_ERR("topics", "topic %s: the directory changed identity while it was being moved aside; "
-				 "kept as DATA/%s (%s) for an operator", name, kept, brc ? sub_strerror(brc) : "moved");
-		} else {
-			KLOG_WARN("topics", "topic %s: the directory changed identity while it was being moved aside; "
-				  "put back", name);
-		}
-		sub_fsync_dir(reg->o.data, "");
-		return -EAGAIN;
+	if (!v.exists || v.stamp_rc != 0)
+		return -EAGAIN; /* changed under us: look again */
+	int verdict = kt__judge_foreign_stamp(reg, t, &v, why, sizeof(why));
+	if (verdict < 0)
+		return verdict;
+	if (verdict == KT_VERDICT_RECLAIM) {
+		KLOG_INFO("topics", "topic %s: directory belongs to an earlier, deleted incarnation (%s); reclaiming it "
+			  "for id %s", t->name, why, t->id);
+		return kt__move_aside(reg, t->name, v.stamp, KT_TRASH, "reclaimed", tl);
 	}
-	if (tl && tl->n < TRASH_LIST_MAX)
-		snprintf(tl->v[tl->n++], sizeof(tl->v[0]), "%s", trash);
-	return rc;
+	if (verdict == KT_VERDICT_QUARANTINE) {
+		KLOG_ERR("topics", "topic %s (id %s): conflicting identity of DATA/%s (%s); quarantining it, a fresh "
+			 "directory is made for the registered topic", t->name, t->id, t->name, why);
+		return kt__move_aside(reg, t->name, v.stamp, KT_QUARANTINE, "conflict", tl);
+	}
+	/* Adopt: keep the contradicting stamp for the operator, then restamp. */
+	char from[SUB_PATH_MAX], to[SUB_PATH_MAX];
+	snprintf(from, sizeof(from), "%s/" STAMP_NAME, t->name);
+	snprintf(to, sizeof(to), "%s/.topic-id.conflict-%" PRId64 ".json", t->name, ku_wall_ms());
+	rc = sub_rename(reg->o.data, from, to);
+	if (rc && rc != -ENOENT)
+		return rc;
+	KLOG_WARN("topics", "topic %s: conflicting identity of DATA/%s: %s; keeping the data and restamping it "
+		  "with the registered id %s (the old stamp is kept as DATA/%s)", t->name, t->name, why, t->id, to);
+	rc = kt__stamp_write(reg, t);
+	return rc ? rc : 1;
 }
 
 static void mark_dir_ready(kt_topics *reg, const kt_topic_info *t, int ready)
@@ -268,12 +274,13 @@ int kt__prepare_dir_locked(kt_topics *reg, const kt_topic_info *t, trash_list *t
 		if (rc == 0 && strcmp(sid, t->id) == 0)
 			break; /* ours already */
 		if (rc == 0) {
-			/* An earlier incarnation of this name: reclaim. */
-			KLOG_INFO("topics", "topic %s: directory belongs to an earlier topic (id %s); reclaiming it for id %s",
-				  t->name, sid, t->id);
-			rc = kt__move_to_trash(reg, t->name, sid, tl);
-			if (rc == 0 || rc == -ENOENT)
-				continue; /* the name is free now: make the new one */
+			rc = foreign_stamp(reg, t, tl);
+			if (rc == 1) {
+				rc = 0; /* adopted */
+				break;
+			}
+			if (rc == 0 || rc == -ENOENT || rc == -EAGAIN)
+				continue; /* moved aside (the name is free now) or changed: look again */
 			break;
 		}
 		if (rc == -ENOENT || rc == -EBADMSG) {
@@ -300,14 +307,4 @@ int kt_topics_prepare_dir(kt_topics *reg, const kt_topic_info *t)
 	pthread_mutex_unlock(&reg->op);
 	kt__trash_remove(reg, &tl);
 	return rc;
-}
-
-void kt__trash_remove(kt_topics *reg, trash_list *tl)
-{
-	for (size_t i = 0; i < tl->n; i++) {
-		int rc = sub_remove_tree(reg->o.data, tl->v[i]);
-		if (rc)
-			KLOG_WARN("topics", "removing DATA/%s: %s (retried by the next tick)", tl->v[i], sub_strerror(rc));
-	}
-	tl->n = 0;
 }

@@ -79,6 +79,28 @@ static int16_t create_locked(kt_topics *reg, const char *name, int32_t partition
 	}
 	pthread_rwlock_unlock(&reg->lock);
 
+	/* A directory holding records that no readable registry entry names
+	 * (the entry was lost or damaged) is that topic: it is re-adopted, never
+	 * replaced by a new incarnation that would reclaim its data. */
+	int arc = validate_only ? 0 : kt__adopt_from_volume(reg, name);
+	if (arc < 0)
+		return kt__storage_fail(msg, msglen, "checking DATA/<topic> for a topic to re-adopt", arc);
+	if (arc > 0) {
+		kt_topic_info info;
+		int have = 0;
+		pthread_rwlock_rdlock(&reg->lock);
+		topic_ent *m = kt__mem_find(reg, name);
+		if (m) {
+			info = m->info;
+			have = 1;
+		}
+		pthread_rwlock_unlock(&reg->lock);
+		if (have && kt__prepare_dir_locked(reg, &info, tl) == 0)
+			kt__hook_changed(reg, name); /* else the tick re-drives both */
+		snprintf(msg, msglen, "Topic '%s' already exists (its registry entry was rebuilt from its data "
+			 "directory).", name);
+		return KERR_TOPIC_ALREADY_EXISTS;
+	}
 	int16_t err = name_free_for_create(reg, name, msg, msglen);
 	if (err != KERR_NONE || validate_only)
 		return err;
@@ -250,8 +272,8 @@ static int tomb_remove(kt_topics *reg, const char *id)
 }
 
 /* The part of a delete after the registry entry is gone: close the
- * partitions, move the directory aside when (and only when) its stamp is the
- * deleted ID, drop the tombstone.  Idempotent; the tick re-drives it from the
+ * partitions, record the ID as deleted, move the directory to the trash when
+ * (and only when) its stamp is the deleted ID, drop the tombstone.  Idempotent; the tick re-drives it from the
  * tombstone until it completes. */
 int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl)
 {
@@ -269,10 +291,18 @@ int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call
 			  sub_strerror(rc));
 		return rc;
 	}
+	/* The lasting record that this incarnation is gone: the evidence a
+	 * later reclaim of a directory stamped with it needs (reg_ident.c). */
+	rc = kt__deleted_record(reg, name, id);
+	if (rc) {
+		KLOG_WARN("topics", "topic %s: recording the deleted id failed (%s); retried by the tick", name,
+			  sub_strerror(rc));
+		return rc;
+	}
 	char sid[KAAS_TOPIC_ID_LEN + 1];
 	rc = kt__stamp_read(reg, name, sid);
 	if (rc == 0 && strcmp(sid, id) == 0) {
-		rc = kt__move_to_trash(reg, name, id, tl);
+		rc = kt__move_to_trash(reg, name, id, "deleted", tl);
 		if (rc == -ENOENT)
 			rc = 0;
 	} else if (rc == 0) {

@@ -1,7 +1,7 @@
 /*
  * reg_upkeep.c — the registry's re-drivers: re-reading CLUSTER/topics/
  * (changes made by other brokers), finishing interrupted deletes from their
- * tombstones, removing reclaimed directories, and the periodic tick.
+ * tombstones, emptying the trash after its retention, and the periodic tick.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +148,15 @@ static int refresh_locked(kt_topics *reg, drop_list *drops)
 				first_err = r;
 			continue;
 		}
+		if (r == RF_INCOMPLETE || r == RF_CORRUPT) {
+			/* Records under DATA/<name> outrank a bad entry: rebuild it
+			 * from the volume (the bad file is kept as ~lost-). */
+			int arc = kt__adopt_from_volume(reg, name);
+			if (arc > 0)
+				continue;
+			if (arc < 0 && !first_err)
+				first_err = arc;
+		}
 		if (r == RF_INCOMPLETE) {
 			if (kt__claim_abandoned(reg, path, &st)) {
 				int crc = kt__reclaim_claim(reg, name);
@@ -172,7 +181,11 @@ static int refresh_locked(kt_topics *reg, drop_list *drops)
 		if (r < 0 && !first_err)
 			first_err = r;
 	}
-	/* Topics whose file is gone were deleted by someone else. */
+	/* Topics whose file is gone were deleted by someone else — if the
+	 * delete is on record.  A delete writes its tombstone before it removes
+	 * the entry, so an entry gone without one (a lost cluster directory, a
+	 * file removed by hand) while DATA/<name> holds records is rewritten
+	 * from what this broker knows instead of dropping the topic. */
 	for (size_t j = 0; j < nm; j++) {
 		if (present[j])
 			continue;
@@ -181,6 +194,14 @@ static int refresh_locked(kt_topics *reg, drop_list *drops)
 		sub_stat st;
 		if (sub_stat_path(reg->o.cluster, path, &st) != -ENOENT)
 			continue; /* listing raced with a create: keep it */
+		int arc = kt__adopt_from_volume(reg, seen_names[j]);
+		if (arc > 0)
+			continue;
+		if (arc < 0) {
+			if (!first_err)
+				first_err = arc;
+			continue; /* cannot tell: keep it, look again next time */
+		}
 		pthread_rwlock_wrlock(&reg->lock);
 		topic_ent *m = kt__mem_find(reg, seen_names[j]);
 		if (m) {
@@ -281,56 +302,6 @@ int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, tra
 	return first_err;
 }
 
-/* Stamped directories with no registry entry and no tombstone: logged, never
- * deleted — the registry may have been lost, and unknown identity must not
- * be destructive.  (Creating the topic again reclaims such a directory.) */
-void kt__warn_orphans(kt_topics *reg)
-{
-	char **names = NULL;
-	size_t n = 0;
-	if (sub_list(reg->o.data, "", &names, &n))
-		return;
-	for (size_t i = 0; i < n; i++) {
-		char msg[160], sid[KAAS_TOPIC_ID_LEN + 1];
-		if (kt_topic_name_check(names[i], (int32_t)strlen(names[i]), msg, sizeof(msg)))
-			continue;
-		if (reg->reserved[0] && strcmp(names[i], reg->reserved) == 0)
-			continue;
-		pthread_rwlock_rdlock(&reg->lock);
-		int known = kt__mem_find(reg, names[i]) != NULL;
-		pthread_rwlock_unlock(&reg->lock);
-		if (known || kt__stamp_read(reg, names[i], sid) != 0)
-			continue;
-		KLOG_WARN("topics", "DATA/%s is stamped with topic id %s but no topic of that name is registered; "
-			  "left in place (delete it by hand, or create the topic again to reclaim it)", names[i], sid);
-	}
-	sub_names_free(names, n);
-}
-
-/* Removes every DATA/~trash-* directory.  They exist only because a rename
- * moved a deleted or reclaimed topic there, so all of them are garbage. */
-static int sweep_trash(kt_topics *reg)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int rc = sub_list(reg->o.data, "", &names, &n);
-	if (rc)
-		return rc;
-	int first_err = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!has_prefix(names[i], TRASH_PREFIX))
-			continue;
-		int r = sub_remove_tree(reg->o.data, names[i]);
-		if (r) {
-			KLOG_WARN("topics", "removing DATA/%s: %s (retried by the next tick)", names[i], sub_strerror(r));
-			if (!first_err)
-				first_err = r;
-		}
-	}
-	sub_names_free(names, n);
-	return first_err;
-}
-
 int kt_topics_tick(kt_topics *reg)
 {
 	drop_list drops = {0};
@@ -380,7 +351,7 @@ int kt_topics_tick(kt_topics *reg)
 	pthread_mutex_unlock(&reg->op);
 	free(drops.v);
 	kt__trash_remove(reg, &tl);
-	rc = sweep_trash(reg);
+	rc = kt__trash_sweep(reg);
 	if (rc && !first_err)
 		first_err = rc;
 	return first_err;

@@ -14,7 +14,9 @@
  *   CLUSTER/topics/~lost-<hex>            a claim that could not be put back (operator)
  *   CLUSTER/deleted-topics/<id>.json      a delete in progress (tombstone)
  *   DATA/<name>/.topic-id.json            the directory's stamp
- *   DATA/~trash-<id>-<hex>                a reclaimed or deleted directory being removed
+ *   CLUSTER/deleted-ids/<id>.json         an incarnation that was deleted (kept)
+ *   DATA/~trash-<ms>-<id>-<hex>-<name>    a deleted or reclaimed directory (trash.h)
+ *   DATA/~quarantine-...                  a directory of unknown identity (kept)
  * '~' is not in Kafka's topic alphabet, so these never collide with a topic.
  */
 #include <errno.h>
@@ -323,6 +325,7 @@ void kt_topics_options_init(kt_topics_options *o)
 	o->miss_ttl_ms = 1000;
 	o->refresh_ms = 5000;
 	o->claim_grace_ms = 30000;
+	o->trash_retention_ms = 24LL * 3600 * 1000;
 }
 
 const ks_log_config *kt_topics_defaults(const kt_topics *reg)
@@ -363,11 +366,16 @@ int kt_topics_open(const kt_topics_options *o, kt_topics **out)
 		return rc;
 	}
 	/* Start-up re-drive: finish interrupted deletes (nothing is open yet,
-	 * so no hooks), then make every registered topic's directory carry its
-	 * stamp, reclaiming old incarnations before any partition opens. */
+	 * so no hooks), re-adopt directories holding records whose registry
+	 * entry is lost or unreadable, then make every registered topic's
+	 * directory carry its stamp (moving proven old incarnations to the
+	 * trash) before any partition opens. */
 	trash_list tl = {0};
 	pthread_mutex_lock(&reg->op);
 	kt__redrive_tombstones(reg, 0, NULL, &tl);
+	pthread_mutex_unlock(&reg->op);
+	kt__adopt_orphans(reg);
+	pthread_mutex_lock(&reg->op);
 	for (size_t i = 0; i < reg->n; i++) {
 		kt_topic_info info = reg->ents[i]->info;
 		int prc = kt__prepare_dir_locked(reg, &info, &tl);
@@ -377,8 +385,7 @@ int kt_topics_open(const kt_topics_options *o, kt_topics **out)
 		reg->ents[i]->unsynced = 0; /* the partition table starts from kt_topics_list() */
 	}
 	pthread_mutex_unlock(&reg->op);
-	kt__warn_orphans(reg);
-	(void)tl; /* trash is removed by the first tick, not while the broker starts */
+	(void)tl; /* the trash is emptied by the tick, after its retention, never while the broker starts */
 	*out = reg;
 	return 0;
 }

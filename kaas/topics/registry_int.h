@@ -35,7 +35,7 @@ typedef struct claim_seen {
 
 #define TRASH_LIST_MAX 8
 typedef struct trash_list {
-	char v[TRASH_LIST_MAX][128];
+	char v[TRASH_LIST_MAX][256];
 	size_t n;
 } trash_list;
 
@@ -97,12 +97,41 @@ int kt__settle_aside(kt_topics *reg, const char *aside);
 int kt__reclaim_claim(kt_topics *reg, const char *name);
 int kt__stamp_read(kt_topics *reg, const char *name, char id[KAAS_TOPIC_ID_LEN + 1]);
 int kt__stamp_write(kt_topics *reg, const kt_topic_info *t);
-int kt__move_to_trash(kt_topics *reg, const char *name, const char *old_id, trash_list *tl);
+int kt__move_to_trash(kt_topics *reg, const char *name, const char *old_id, const char *reason, trash_list *tl);
+/* Renames DATA/<name> aside as a trash.h entry of `kind` (KT_TRASH or
+ * KT_QUARANTINE) after checking its stamp is expect_id; -EAGAIN (and put
+ * back) when the directory changed identity meanwhile. */
+int kt__move_aside(kt_topics *reg, const char *name, const char *expect_id, int kind, const char *reason,
+		   trash_list *tl);
+int kt__trash_sweep(kt_topics *reg);
+
+/* What DATA/<name>/ says about its identity (reg_ident.c). */
+#define KT_VOL_IDS 4
+typedef struct kt__vol {
+	int exists, not_dir;
+	int stamp_rc;                        /* 0, -ENOENT (unstamped), -EBADMSG (unreadable) */
+	char stamp[KAAS_TOPIC_ID_LEN + 1];
+	int32_t partitions;                  /* highest partition directory + 1 */
+	int holds_data;                      /* a segment log with bytes in it */
+	struct {
+		char id[KAAS_TOPIC_ID_LEN + 1];
+		int n;
+	} ids[KT_VOL_IDS];                   /* topic ids named by manifests, with counts */
+	int nids, ids_overflow;
+	int bad_manifests;                   /* manifests whose topic_id is not a UUID */
+} kt__vol;
+enum { KT_VERDICT_ADOPT = 1, KT_VERDICT_RECLAIM = 2, KT_VERDICT_QUARANTINE = 3 };
+int kt__vol_scan(kt_topics *reg, const char *name, kt__vol *v);
+int kt__vol_manifests(const kt__vol *v, const char *id);
+int kt__deleted_record(kt_topics *reg, const char *name, const char *id);
+int kt__is_deleted(kt_topics *reg, const char *id);
+int kt__judge_foreign_stamp(kt_topics *reg, const kt_topic_info *t, const kt__vol *v, char *why, size_t whylen);
+int kt__adopt_from_volume(kt_topics *reg, const char *name);
+void kt__adopt_orphans(kt_topics *reg);
 int kt__prepare_dir_locked(kt_topics *reg, const kt_topic_info *t, trash_list *tl);
 void kt__trash_remove(kt_topics *reg, trash_list *tl);
 int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl);
 int kt__load_all(kt_topics *reg);
 int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, trash_list *tl);
-void kt__warn_orphans(kt_topics *reg);
 
 #endif

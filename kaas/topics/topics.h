@@ -7,8 +7,9 @@
  * any hosts: exactly one wins) and rewritten with sub_write_atomic.  Each
  * topic directory on the data volume is stamped with the topic's ID in
  * DATA/<topic>/.topic-id.json, so a directory left over from an earlier topic
- * of the same name is recognised and reclaimed instead of being inherited
- * (names are not identities).  docs/topics.md describes the life cycle and
+ * of the same name is recognised instead of being inherited (names are not
+ * identities) — and reclaimed only on consistent evidence, into a trash that
+ * keeps it for a grace period.  docs/topics.md describes the life cycle and
  * what is guaranteed; docs/formats.md the files.
  *
  * Lookups are served from memory and cheap (one read lock, a hash probe).
@@ -126,6 +127,9 @@ typedef struct kt_topics_options {
 	int64_t refresh_ms;            /* kt_topics_tick() works at most this often (5000) */
 	int64_t claim_grace_ms;        /* an incomplete registry file unchanged this long
 	                                  is abandoned and reclaimed (30000) */
+	int64_t trash_retention_ms;    /* kaas.trash.retention.ms: a deleted or reclaimed
+	                                  directory stays in DATA/~trash-* this long (24 h);
+	                                  0: removed at once; -1: kept until `kaas trash empty` */
 	kt_topics_hooks hooks;       /* may be left zero (no partitions: tests, tools) */
 } kt_topics_options;
 
@@ -133,8 +137,10 @@ typedef struct kt_topics_options {
 void kt_topics_options_init(kt_topics_options *o);
 
 /* Reads the registry, then runs the start-up sweep: finishes interrupted
- * deletes, removes reclaimed directories, warns about orphaned ones (never
- * deleting a directory it cannot prove belongs to a deleted topic).  Does not
+ * deletes, re-adopts directories holding records that no readable registry
+ * entry names (rebuilding the entry from the volume), warns about other
+ * orphaned ones (never deleting a directory it cannot prove belongs to a
+ * deleted topic).  Does not
  * call topic_changed for the existing topics: list them and start the
  * partition table with them.  0 or -errno (the cluster volume unreadable). */
 int kt_topics_open(const kt_topics_options *o, kt_topics **out);
@@ -241,9 +247,11 @@ int16_t kt_topics_describe_configs(kt_topics *reg, kw_str name, kt_config_list *
 
 /* ---- upkeep --------------------------------------------------------------------------- */
 
-/* Makes DATA/<name>/ exist and carry this topic's stamp: reclaims a
- * directory stamped with another topic ID (an earlier incarnation), adopts an
- * unstamped one.  Idempotent and cheap once done (remembered per topic ID).
+/* Makes DATA/<name>/ exist and carry this topic's stamp.  A directory
+ * stamped with another topic ID is moved to the trash only when it is proven
+ * to be an earlier, deleted incarnation, adopted when its manifests name this
+ * topic, quarantined otherwise (docs/topics.md "Identity"); an unstamped one
+ * is adopted.  Idempotent and cheap once done (remembered per topic ID).
  * Create does it already; the partition table may call it before opening
  * partitions to re-drive a create whose stamping failed. */
 int kt_topics_prepare_dir(kt_topics *reg, const kt_topic_info *t);
@@ -253,7 +261,8 @@ int kt_topics_prepare_dir(kt_topics *reg, const kt_topic_info *t);
  * otherwise.  The work: re-reads the
  * registry directory (topics created/changed/deleted elsewhere reach the
  * hooks), re-drives interrupted creates and deletes, removes reclaimed
- * directories, reclaims abandoned registry claims.  0 or the first -errno
+ * directories, empties trash older than trash_retention_ms, reclaims
+ * abandoned registry claims.  0 or the first -errno
  * (everything is still attempted). */
 int kt_topics_tick(kt_topics *reg);
 

@@ -14,6 +14,8 @@
  *   - a directory of a topic that is registered under a NEW ID holds none of
  *     the old incarnation's files (delete + recreate starts empty);
  *   - every name is usable again: created (or deleted, then created).
+ * A second workload (a damaged registry entry, re-adoption, delete) checks
+ * that records made durable are never gone before the trash is emptied.
  */
 #include <check.h>
 #include <errno.h>
@@ -47,6 +49,7 @@ static kt_topics *open_reg(sub_vfs *v)
 	o.data = v;
 	o.claim_grace_ms = 0;
 	o.miss_ttl_ms = 0;
+	o.trash_retention_ms = 0; /* removal is part of what must complete */
 	kt_topics *reg = NULL;
 	if (kt_topics_open(&o, &reg))
 		return NULL;
@@ -202,6 +205,132 @@ START_TEST(crash_anywhere_in_the_life_cycle)
 }
 END_TEST
 
+/* ---- records survive every crash until the trash is emptied --------------------------------
+ * A topic with records; its registry entry is then damaged (garbage), a
+ * restarted broker re-adopts it from the volume, a client deletes it.  A
+ * crash anywhere in that, followed by a restart with the default trash
+ * retention, must leave the records somewhere: in the topic's directory
+ * (registered under its original ID, or an orphan that will be re-adopted)
+ * or in a trash entry.  Nothing is gone before the retention is over. */
+
+static kt_topics *open_reg_keep(sub_vfs *v)
+{
+	kt_topics_options o;
+	kt_topics_options_init(&o);
+	o.refresh_ms = 0;
+	o.cluster = v;
+	o.data = v;
+	o.claim_grace_ms = 0;
+	o.miss_ttl_ms = 0; /* trash_retention_ms: the default day */
+	kt_topics *reg = NULL;
+	if (kt_topics_open(&o, &reg))
+		return NULL;
+	return reg;
+}
+
+#define RECORDS "acknowledged records"
+
+/* Returns 1 once the records are durable on the volume (the point after
+ * which losing them is a failure), 0 if the crash came first. */
+static int workload_keep(sub_vfs *v, char id[40])
+{
+	char msg[256], buf[200];
+	kt_topic_info t;
+	int durable = 0;
+	kt_topics *reg = open_reg_keep(v);
+	if (!reg)
+		return 0;
+	kt_topic_spec spec = {S("k"), 1, 1, NULL, 0};
+	if (kt_topics_create(reg, &spec, 0, &t, msg, sizeof(msg)) == KERR_NONE) {
+		snprintf(id, 40, "%s", t.id);
+		int n = snprintf(buf, sizeof(buf),
+				 "{\"version\":1,\"topic_id\":\"%s\",\"epoch\":1,\"high_watermark\":2,"
+				 "\"log_start_offset\":0}", t.id);
+		if (sub_mkdirs(v, "k/0", 0755) == 0 && sub_write_atomic(v, "k/0/manifest.json", buf, (size_t)n) == 0 &&
+		    sub_write_atomic(v, "k/0/00000000000000000001-0.log", RECORDS, strlen(RECORDS)) == 0)
+			durable = 1;
+	}
+	kt_topics_close(reg);
+	if (!durable)
+		return 0;
+	sub_write_atomic(v, "topics/k.json", "garbage", 7);
+	reg = open_reg_keep(v); /* re-adopts k from the volume */
+	if (reg) {
+		kt_topics_delete(reg, S("k"), msg, sizeof(msg));
+		kt_topics_tick(reg);
+		kt_topics_close(reg);
+	}
+	return 1;
+}
+
+static int records_in(sub_vfs *v, const char *dir)
+{
+	char path[600], *buf = NULL;
+	size_t len;
+	snprintf(path, sizeof(path), "%s/0/00000000000000000001-0.log", dir);
+	if (sub_read_file(v, path, 4096, &buf, &len))
+		return 0;
+	int ok = len == strlen(RECORDS) && memcmp(buf, RECORDS, len) == 0;
+	free(buf);
+	return ok;
+}
+
+static void check_kept(sub_vfs *v, int durable, const char *id, uint64_t n)
+{
+	kt_topics *reg = open_reg_keep(v);
+	ck_assert_msg(reg != NULL, "crash_after=%llu: registry does not open", (unsigned long long)n);
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
+	int found = records_in(v, "k");
+	kt_topic_info info;
+	if (found && kt_topics_lookup(reg, "k", -1, &info) == 0)
+		ck_assert_msg(strcmp(info.id, id) == 0, "crash_after=%llu: k re-registered as %s, not %s",
+			      (unsigned long long)n, info.id, id);
+	char **names;
+	size_t cnt;
+	ck_assert_int_eq(sub_list(v, "", &names, &cnt), 0);
+	for (size_t i = 0; i < cnt; i++)
+		if (strncmp(names[i], "~trash-", 7) == 0)
+			found += records_in(v, names[i]);
+	sub_names_free(names, cnt);
+	if (durable)
+		ck_assert_msg(found >= 1, "crash_after=%llu: the records are gone", (unsigned long long)n);
+	kt_topics_close(reg);
+}
+
+START_TEST(crash_never_loses_records_before_the_trash_is_emptied)
+{
+	char dir[256], url[512], err[256], id[40] = "";
+	sub_vfs *v;
+	mkroot(dir, sizeof(dir));
+	snprintf(url, sizeof(url), "fault:%s?seed=3", dir);
+	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
+	ck_assert_int_eq(workload_keep(v, id), 1);
+	uint64_t total = sub_fault_mutations(v);
+	sub_destroy(v);
+	/* Without a crash: deleted, and the records are in the trash. */
+	ck_assert_int_eq(sub_open_url(dir, &v, err, sizeof(err)), 0);
+	ck_assert_int_eq(count_prefix(v, "", "~trash-"), 1);
+	check_kept(v, 1, id, total);
+	sub_destroy(v);
+	rmroot(dir);
+	ck_assert_uint_gt(total, 10);
+
+	for (uint64_t n = 0; n <= total; n++) {
+		mkroot(dir, sizeof(dir));
+		snprintf(url, sizeof(url), "fault:%s?seed=%llu&crash_after=%llu", dir, (unsigned long long)n + 11,
+			 (unsigned long long)n);
+		ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
+		id[0] = '\0';
+		int durable = workload_keep(v, id);
+		sub_destroy(v);
+		ck_assert_int_eq(sub_open_url(dir, &v, err, sizeof(err)), 0);
+		check_kept(v, durable, id, n);
+		sub_destroy(v);
+		rmroot(dir);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	/* Hundreds of simulated crashes log thousands of expected errors:
@@ -210,5 +339,6 @@ int main(void)
 	if (getenv("KAAS_LOG_LEVEL"))
 		ku_log_init_from_env();
 	return ktest_main((struct ktest){ .suite = "topics-crash", .tcase = "core", .timeout = 300 },
-			  KTEST_LIST(crash_anywhere_in_the_life_cycle));
+			  KTEST_LIST(crash_anywhere_in_the_life_cycle,
+				     crash_never_loses_records_before_the_trash_is_emptied));
 }

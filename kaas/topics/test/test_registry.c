@@ -73,6 +73,7 @@ static kt_topics *open_reg_on(sub_vfs *c, sub_vfs *d, int64_t grace)
 	o.num_partitions = 3;
 	o.claim_grace_ms = grace;
 	o.miss_ttl_ms = 0;
+	o.trash_retention_ms = 0; /* these tests check the removal itself; test_identity.c the retention */
 	o.hooks.topic_changed = on_changed;
 	o.hooks.topic_dropped = on_dropped;
 	kt_topics *reg;
@@ -304,10 +305,13 @@ END_TEST
 
 START_TEST(old_incarnation_is_reclaimed_unstamped_is_adopted)
 {
-	/* DATA/old: stamped by an earlier topic of that name, with data. */
+	/* DATA/old: stamped by an earlier topic of that name, with data, and
+	 * that topic's delete is on record (its tick never got to the move). */
 	ck_assert_int_eq(sub_mkdirs(data, "old/0", 0755), 0);
 	write_stamp("old", "11111111-2222-4333-8444-555555555555");
 	put_file(data, "old/0/0000000001-00000000000000000000.log", "stale records");
+	put_file(cluster, "deleted-ids/11111111-2222-4333-8444-555555555555.json",
+		 "{\"version\":1,\"name\":\"old\",\"topic_id\":\"11111111-2222-4333-8444-555555555555\"}");
 	/* DATA/loose: no stamp at all (copied in by hand, or pre-dating stamps). */
 	ck_assert_int_eq(sub_mkdirs(data, "loose/0", 0755), 0);
 	put_file(data, "loose/0/keep.log", "precious");
@@ -543,16 +547,25 @@ END_TEST
 
 START_TEST(orphaned_stamped_dir_is_kept)
 {
+	/* Stamped, no registry entry, but recorded as deleted: not re-adopted,
+	 * not deleted either (the delete's own move did not happen). */
 	ck_assert_int_eq(sub_mkdirs(data, "orphan/0", 0755), 0);
 	write_stamp("orphan", "99999999-2222-4333-8444-555555555555");
 	put_file(data, "orphan/0/x.log", "x");
+	put_file(cluster, "deleted-ids/99999999-2222-4333-8444-555555555555.json", "{}");
+	/* Stamped and empty (no records): nothing to re-adopt, kept. */
+	ck_assert_int_eq(sub_mkdirs(data, "empty/0", 0755), 0);
+	write_stamp("empty", "88888888-2222-4333-8444-555555555555");
 	ck_assert_int_eq(sub_mkdirs(data, "__cluster", 0755), 0);
 	kt_topics *reg = open_reg();
 	kt_topics_tick(reg);
 	ck_assert(exists(data, "orphan/0/x.log"));
+	ck_assert(exists(data, "empty/0"));
 	ck_assert(exists(data, "__cluster"));
 	kt_topic_info t;
 	ck_assert_int_eq(kt_topics_lookup(reg, "orphan", -1, &t), -ENOENT);
+	ck_assert_int_eq(kt_topics_lookup(reg, "empty", -1, &t), -ENOENT);
+	ck_assert_int_eq(kt_topics_lookup(reg, "__cluster", -1, &t), -ENOENT);
 	kt_topics_close(reg);
 }
 END_TEST
@@ -738,14 +751,17 @@ START_TEST(tick_works_at_most_every_refresh_ms)
 	o.cluster = cluster;
 	o.data = data;
 	o.refresh_ms = 3600 * 1000;
+	o.trash_retention_ms = 0;
 	kt_topics *reg;
 	ck_assert_int_eq(kt_topics_open(&o, &reg), 0);
-	ck_assert_int_eq(sub_mkdirs(data, "~trash-x/0", 0755), 0);
+#define TX "~trash-1-11111111-2222-4333-8444-555555555555-0123abcd-x"
+#define TY "~trash-1-11111111-2222-4333-8444-555555555555-0123abcd-y"
+	ck_assert_int_eq(sub_mkdirs(data, TX "/0", 0755), 0);
 	ck_assert_int_eq(kt_topics_tick(reg), 0); /* the first tick works */
-	ck_assert(!exists(data, "~trash-x"));
-	ck_assert_int_eq(sub_mkdirs(data, "~trash-y/0", 0755), 0);
+	ck_assert(!exists(data, TX));
+	ck_assert_int_eq(sub_mkdirs(data, TY "/0", 0755), 0);
 	ck_assert_int_eq(kt_topics_tick(reg), 0); /* too soon: nothing done */
-	ck_assert(exists(data, "~trash-y"));
+	ck_assert(exists(data, TY));
 	kt_topics_close(reg);
 }
 END_TEST
@@ -760,12 +776,12 @@ START_TEST(move_aside_puts_back_a_directory_that_changed_identity)
 	write_stamp("x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee");
 	put_file(data, "x/0/keep.log", "new topic's data");
 	trash_list tl = {0};
-	ck_assert_int_eq(kt__move_to_trash(reg, "x", "11111111-2222-4333-8444-555555555555", &tl), -EAGAIN);
+	ck_assert_int_eq(kt__move_to_trash(reg, "x", "11111111-2222-4333-8444-555555555555", "test", &tl), -EAGAIN);
 	ck_assert(exists(data, "x/0/keep.log"));
 	ck_assert_int_eq(count_prefix(data, "", "~"), 0);
 	ck_assert_uint_eq(tl.n, 0);
 	/* With the right ID it moves. */
-	ck_assert_int_eq(kt__move_to_trash(reg, "x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", &tl), 0);
+	ck_assert_int_eq(kt__move_to_trash(reg, "x", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "test", &tl), 0);
 	ck_assert(!exists(data, "x"));
 	ck_assert_uint_eq(tl.n, 1);
 	kt_topics_close(reg);
