@@ -4,7 +4,7 @@ MODULES += conform
 conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/actor.c conformance/steps_basic.c conformance/steps_loop.c \
 	conformance/steps_fsync.c conformance/driver.c conformance/result.c \
-	conformance/judge.c conformance/preflight.c conformance/opts.c \
+	conformance/judge.c conformance/layers.c conformance/preflight.c conformance/opts.c \
 	conformance/check_util.c conformance/check_preflight.c conformance/check_rename.c \
 	conformance/check_excl.c conformance/check_cto.c conformance/check_unlink.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
