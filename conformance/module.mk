@@ -12,6 +12,7 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 conform_USES := qualify sub util
 conform_PREFIX := kc
 conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c \
+	conformance/test/test_layers.c \
 	conformance/test/test_agent.c
 
 BINS += kaas-conform
