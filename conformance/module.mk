@@ -22,6 +22,6 @@ kaas-conform_USES := conform qualify sub util
 E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_environment.sh conformance/test/e2e_stamp.sh \
 	conformance/test/e2e_bad_input.sh conformance/test/e2e_crash.sh \
-	conformance/test/e2e_cleanup.sh
+	conformance/test/e2e_cleanup.sh conformance/test/e2e_layers.sh
 # NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
 E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh

@@ -36,7 +36,7 @@ assert left in r["error"] and "scratch directory" in r["error"], r["error"]
 # The checks' own results are all there, untouched.
 assert [c["name"] for c in r["checks"]] == ["preflight", "rename", "excl", "cto", "unlink-open",
                                              "fsync", "rename-copy"], r["checks"]
-assert all(c["verdict"] == "PASS" for c in r["checks"]), [(c["name"], c["verdict"]) for c in r["checks"]]
+assert all(c["verdict"] == ("UNPROVEN" if c["name"] == "fsync" else "PASS") for c in r["checks"]), [(c["name"], c["verdict"]) for c in r["checks"]]
 PY
 "$PY" - j.xml "$left" <<'PY' || fail "the JUnit file does not report the clean-up"
 import sys, xml.etree.ElementTree as ET
