@@ -498,6 +498,8 @@ void kc_report_final(const kc_run *r, int status, const char *why, FILE *out)
 	if (status != kc_run_exit_code(r) && why && *why)
 		fprintf(out, ": %s", why);
 	fprintf(out, ")");
+	if (r->report_path[0])
+		fprintf(out, "  report: %s", r->report_path);
 	if (r->res[KC_CHK_FSYNC].ran && r->verdict != KC_ERROR) {
 		json_t *d = kc_run_durability(r);
 		fprintf(out, "  durability: %s%s", json_string_value(json_object_get(d, "statement")),
@@ -506,8 +508,6 @@ void kc_report_final(const kc_run *r, int status, const char *why, FILE *out)
 				: "");
 		json_decref(d);
 	}
-	if (r->report_path[0])
-		fprintf(out, "  report: %s", r->report_path);
 	fprintf(out, "\n");
 	fflush(out);
 }
