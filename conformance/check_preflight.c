@@ -5,9 +5,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conformance/layers.h"
 #include "conformance/preflight.h"
 #include "conformance/run.h"
 #include "qualify/stamp.h"
+
+/* A directory on this host whose layers an actor did not report (an agent
+ * of an older version): said, not guessed. */
+static void add_unresolved(json_t *f, const char *url)
+{
+	char e[1200];
+	snprintf(e, sizeof(e),
+		 "the actor did not report the layers below its mount; what stores the bytes of %.1000s was not resolved",
+		 url);
+	json_array_append_new(f, json_pack("{s:s,s:s,s:s}", "level", "INFO", "code", "layers-unknown",
+					   "explain", e));
+}
 
 int kc_check_preflight(kc_run *r, kc_result *res, const char *dir)
 {
@@ -43,9 +56,40 @@ int kc_check_preflight(kc_run *r, kc_result *res, const char *dir)
 		json_t *f = json_array();
 		char summary[768];
 		kc_verdict iv = kc_preflight_classify(&id, f, summary, sizeof(summary));
+		/* What stores the bytes, as the host of this mount sees it: the
+		 * driver resolves its own URL, an actor says it in its hello. */
+		json_t *layers = NULL;
+		if (i >= 0)
+			layers = json_incref(json_object_get(r->drv.a[i].hello, "layers"));
+		else if (id.root[0] == '/')
+			layers = kc_layers_resolve(id.root);
+		char decided[1200] = "";
+		kc_verdict lv = KC_PASS;
+		if (layers)
+			lv = kc_preflight_layers(layers, f, decided, sizeof(decided));
+		else if (id.root[0] == '/')
+			add_unresolved(f, url);
+		if (lv > iv) {
+			/* A layer decided: its first finding at that level says why. */
+			size_t k;
+			json_t *fi;
+			json_array_foreach(f, k, fi)
+			{
+				const char *lvl = json_string_value(json_object_get(fi, "level"));
+				if (lvl && strcmp(lvl, kc_verdict_name(lv)) == 0) {
+					snprintf(summary, sizeof(summary), "%s",
+						 json_string_value(json_object_get(fi, "explain")));
+					break;
+				}
+			}
+			iv = lv;
+		}
 		json_t *ij = kq_identity_json(&id);
 		json_object_set_new(ij, "url", json_string(url));
 		json_object_set_new(ij, "verdict", json_string(kc_verdict_name(iv)));
+		json_object_set_new(ij, "layers", layers ? layers : json_array());
+		json_object_set_new(ij, "decided_by",
+				    json_string(lv >= iv && decided[0] ? decided : iv == KC_PASS ? "" : "mount"));
 		json_array_append_new(ids, ij);
 		size_t k;
 		json_t *fi;

@@ -238,12 +238,32 @@ kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len)
 			sb_add(&b, "%ssuspicious: libc fsync (%.1f us) is much faster than the system call (%.1f us)",
 			       C("fast_fsync") > 0 ? "; " : "", C("libc_fsync_ns") / 1000.0,
 			       C("raw_fsync_ns") / 1000.0);
+		sb_add(&b, "; %s", C("power_loss_cmd") > 0 ? "survived a power loss"
+							   : "fsync not disproven: no power-loss hook");
 		return KC_WARN;
 	}
-	sb_add(&b, "fsync %.1f us vs one round trip %.1f us; %lld bytes survived %s",
-	       C("raw_fsync_ns") / 1000.0, C("round_trip_ns") / 1000.0, C("crash_bytes"),
-	       C("crash_cmd") > 0 ? "the writer's kill and the crash command" : "the writer's kill");
-	return KC_PASS;
+	if (C("power_loss_cmd") > 0) {
+		sb_add(&b, "survived a power loss: %lld bytes fsynced, the writer killed and the storage's unsynced state dropped (--power-loss-cmd); fsync %.1f us vs one round trip %.1f us",
+		       C("crash_bytes"), C("raw_fsync_ns") / 1000.0, C("round_trip_ns") / 1000.0);
+		return KC_PASS;
+	}
+	sb_add(&b, "fsync not disproven: no power-loss hook; %lld bytes survived %s; fsync %.1f us vs one round trip %.1f us",
+	       C("crash_bytes"),
+	       C("crash_cmd") > 0 ? "the writer's kill and a crash of the server side (--crash-cmd)"
+				  : "the writer's kill",
+	       C("raw_fsync_ns") / 1000.0, C("round_trip_ns") / 1000.0);
+	return KC_UNPROVEN;
+}
+
+json_t *kc_durability_json(int lost, int proven, int hook_ran)
+{
+	const char *by = proven ? "power-loss-cmd" : hook_ran ? "crash-cmd" : "writer-kill";
+	const char *st = lost ? "lost: data fsync acknowledged was gone after the crash"
+			 : proven ? "survived a power loss"
+			 : hook_ran
+				 ? "fsync not disproven: no power-loss hook (survived the writer's kill and a crash of the server side)"
+				 : "fsync not disproven: no power-loss hook (survived the writer's kill)";
+	return json_pack("{s:b,s:s,s:s}", "proven", proven && !lost, "by", by, "statement", st);
 }
 
 kc_verdict kc_judge_rcopy(const json_t *counts, char *summary, size_t len)

@@ -22,6 +22,12 @@ kc_verdict kc_judge_unlink(const json_t *counts, char *summary, size_t len);
 kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len);
 kc_verdict kc_judge_rcopy(const json_t *counts, char *summary, size_t len);
 
+/* The fsync check's durability in words, for the report and the stamp:
+ * {"proven": bool, "by": "power-loss-cmd"|"crash-cmd"|"writer-kill",
+ *  "statement": "survived a power loss" | "fsync not disproven: no
+ *  power-loss hook (...)" | "lost after fsync (...)"}. */
+json_t *kc_durability_json(int lost, int proven, int hook_ran);
+
 /* The worst verdict of the checks that ran (PASS when none ran). */
 kc_verdict kc_judge_overall(const kc_result *res, int n);
 

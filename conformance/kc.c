@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const verdict_names[] = {"PASS", "WARN", "REFUSED", "FAIL", "ERROR"};
+static const char *const verdict_names[] = {"PASS", "UNPROVEN", "WARN", "REFUSED", "FAIL", "ERROR"};
 
 const char *kc_verdict_name(kc_verdict v)
 {
@@ -36,6 +36,7 @@ int kc_verdict_exit_code(kc_verdict v)
 {
 	switch (v) {
 	case KC_PASS:
+	case KC_UNPROVEN:
 	case KC_WARN:
 		return KC_EXIT_OK;
 	case KC_FAIL:

@@ -11,11 +11,14 @@
 
 #define KC_VERSION "0.1.0"
 #define KC_PROTOCOL_VERSION 2 /* driver <-> actor messages (conformance/chan.h); 2: reopen */
-#define KC_REPORT_SCHEMA 1    /* JSON report, docs/formats.md */
+#define KC_REPORT_SCHEMA 2    /* JSON report, docs/formats.md; 2: UNPROVEN, layers, durability */
 
 /* Ordered by severity: the overall verdict is the worst of the checks'. */
 typedef enum kc_verdict {
 	KC_PASS = 0,
+	/* fsync only: nothing was lost, but no power-loss hook ran, so
+	 * durability is not disproven rather than proven (docs/conformance.md) */
+	KC_UNPROVEN,
 	KC_WARN,
 	KC_REFUSED,
 	KC_FAIL,
@@ -25,7 +28,9 @@ typedef enum kc_verdict {
 const char *kc_verdict_name(kc_verdict v);
 int kc_verdict_parse(const char *s, kc_verdict *out); /* 0 or -EINVAL */
 kc_verdict kc_verdict_worst(kc_verdict a, kc_verdict b);
-/* 0 pass/warn, 1 fail, 2 error, 3 refused (docs/conformance.md). */
+/* 0 pass/unproven/warn, 1 fail, 2 error, 3 refused (docs/conformance.md);
+ * 4, KC_EXIT_UNPROVEN, is the run's status for UNPROVEN when the proven
+ * form was required (--require-power-loss), decided by the run. */
 int kc_verdict_exit_code(kc_verdict v);
 
 enum {
@@ -33,6 +38,7 @@ enum {
 	KC_EXIT_FAIL = 1,
 	KC_EXIT_ERROR = 2,
 	KC_EXIT_REFUSED = 3,
+	KC_EXIT_UNPROVEN = 4,
 };
 
 /* The checks, in the order they run and are reported. */

@@ -4,7 +4,7 @@ MODULES += conform
 conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/actor.c conformance/steps_basic.c conformance/steps_loop.c \
 	conformance/steps_fsync.c conformance/driver.c conformance/result.c \
-	conformance/judge.c conformance/preflight.c conformance/opts.c \
+	conformance/judge.c conformance/layers.c conformance/preflight.c conformance/opts.c \
 	conformance/check_util.c conformance/check_preflight.c conformance/check_rename.c \
 	conformance/check_excl.c conformance/check_cto.c conformance/check_unlink.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/report.c \
@@ -12,6 +12,7 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 conform_USES := qualify sub util
 conform_PREFIX := kc
 conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c \
+	conformance/test/test_layers.c \
 	conformance/test/test_agent.c
 
 BINS += kaas-conform
@@ -21,6 +22,6 @@ kaas-conform_USES := conform qualify sub util
 E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_environment.sh conformance/test/e2e_stamp.sh \
 	conformance/test/e2e_bad_input.sh conformance/test/e2e_crash.sh \
-	conformance/test/e2e_cleanup.sh
+	conformance/test/e2e_cleanup.sh conformance/test/e2e_layers.sh
 # NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
 E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh

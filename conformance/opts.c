@@ -13,7 +13,9 @@
 const char kc_usage[] =
 	"usage: kaas-conform check URL [--mount URL ...] [--actors N] [--iterations N]\n"
 	"                          [--seed S] [--checks LIST] [--json FILE] [--junit FILE]\n"
-	"                          [--stamp [--cluster-dir DIR]] [--crash-cmd CMD]\n"
+	"                          [--stamp [--cluster-dir DIR]]\n"
+	"                          [--crash-cmd CMD | --power-loss-cmd CMD]\n"
+	"                          [--require-power-loss]\n"
 	"                          [--timeout SECONDS] [--progress|--no-progress]\n"
 	"                          [--agent HOST:PORT --agent HOST:PORT ...]\n"
 	"       kaas-conform agent --listen ADDR:PORT --root URL [--keepalive SECONDS]\n"
@@ -22,8 +24,10 @@ const char kc_usage[] =
 	"\n"
 	"URL is a directory (path or posix:PATH), nfs://server/export?version=3|4,\n"
 	"or fault:<url>?<options>.  Checks: preflight, rename, excl, cto, unlink-open,\n"
-	"fsync, rename-copy (default: all).  Exit: 0 pass (or warn), 1 fail,\n"
-	"2 usage or internal error, 3 refused.  See docs/conformance.md.\n";
+	"fsync, rename-copy (default: all).  Exit: 0 pass (or warn, or unproven:\n"
+	"fsync not disproven, no power-loss hook), 1 fail, 2 usage or internal\n"
+	"error, 3 refused, 4 unproven with --require-power-loss.\n"
+	"See docs/conformance.md.\n";
 
 int kc_parse_checks(const char *list, unsigned *mask, char *err, size_t errlen)
 {
@@ -185,6 +189,12 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			if (bad || nonempty("--crash-cmd", v, "empty command", err, errlen))
 				return -EINVAL;
 			o->crash_cmd = v;
+		} else if (take(argc, argv, &i, "--power-loss-cmd", &v, err, errlen, &bad)) {
+			if (bad || nonempty("--power-loss-cmd", v, "empty command", err, errlen))
+				return -EINVAL;
+			o->power_loss_cmd = v;
+		} else if (strcmp(a, "--require-power-loss") == 0) {
+			o->require_power_loss = 1;
 		} else if (take(argc, argv, &i, "--timeout", &v, err, errlen, &bad)) {
 			if (bad || parse_u64("--timeout", v, 1, 86400, &u, err, errlen))
 				return -EINVAL;
@@ -227,6 +237,15 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			return -EINVAL;
 		}
 		o->actors = o->nagents;
+	}
+	if (o->crash_cmd && o->power_loss_cmd) {
+		snprintf(err, errlen,
+			 "--crash-cmd and --power-loss-cmd: give one (a power-loss hook is a crash hook that also models the loss of unsynced storage)");
+		return -EINVAL;
+	}
+	if (o->require_power_loss && !(o->checks & (1u << KC_CHK_FSYNC))) {
+		snprintf(err, errlen, "--require-power-loss needs the fsync check");
+		return -EINVAL;
 	}
 	if (o->cluster_dir && !o->stamp) {
 		snprintf(err, errlen, "--cluster-dir only makes sense with --stamp");

@@ -31,7 +31,9 @@ typedef struct kc_opts {
 	const char *junit;
 	int stamp;
 	const char *cluster_dir; /* NULL: <URL>/__cluster */
-	const char *crash_cmd;
+	const char *crash_cmd;      /* a crash of the server side: restart, remount */
+	const char *power_loss_cmd; /* a power cut of the storage (docs/conformance.md) */
+	int require_power_loss;     /* UNPROVEN fsync ends the run with exit 4 */
 	int timeout_s;
 	int progress; /* -1 auto (a TTY), 0 off, 1 on */
 	int help;

@@ -4,6 +4,8 @@
  */
 #include "conformance/preflight.h"
 
+#include "conformance/layers.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,30 +95,9 @@ static void add(json_t *f, const char *level, const char *code, const char *fmt,
 	json_array_append_new(f, json_pack("{s:s,s:s,s:s}", "level", level, "code", code, "explain", buf));
 }
 
-/* Looks up option `name` in a comma-separated list: 1 and its value (or "")
- * when present. */
 static int find_opt(const char *opts, const char *name, char *val, size_t vlen)
 {
-	size_t n = strlen(name);
-	const char *p = opts;
-	int found = 0;
-	while (p && *p) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (l >= n && strncmp(p, name, n) == 0 && (l == n || p[n] == '=')) {
-			found = 1;
-			if (val && vlen) {
-				size_t vl = l > n ? l - n - 1 : 0;
-				if (vl >= vlen)
-					vl = vlen - 1;
-				memcpy(val, p + n + (l > n ? 1 : 0), vl);
-				val[vl] = '\0';
-			}
-			/* Later occurrences (superblock options) win. */
-		}
-		p = e ? e + 1 : NULL;
-	}
-	return found;
+	return kc_find_option(opts, name, val, vlen);
 }
 
 static void explain_nfs(const sub_identity *id, json_t *f)
@@ -228,5 +209,246 @@ kc_verdict kc_preflight_classify(const sub_identity *id, json_t *findings, char 
 			 id->mountpoint[0] ? " on " : "", id->mountpoint);
 	else
 		snprintf(summary, len, "%s", first ? first : kind);
+	return v;
+}
+
+/* ---- mount options that make fsync a promise about nothing -------------
+ *
+ * Per filesystem family: the option (with a value, or any value when NULL)
+ * and what it means for the contract.  KC_OPT_BARRIER is decided by the
+ * device below: a volatile write cache ("write back" in sysfs) without the
+ * cache flushes the option suppresses loses what fsync acknowledged at a
+ * power cut, so it is REFUSED; with a write-through or unknown cache the
+ * option is dangerous (move the volume to another disk and it bites) and a
+ * WARN. */
+enum { KC_OPT_INFO, KC_OPT_WARN, KC_OPT_REFUSED, KC_OPT_BARRIER };
+
+typedef struct kc_opt_rule {
+	const char *fs; /* space-separated fstypes; "*" any */
+	const char *opt; /* NULL: the filesystem itself (no option) */
+	const char *val; /* NULL: any value (or none) */
+	int level;
+	const char *code;
+	const char *explain;
+} kc_opt_rule;
+
+static const char barrier_why[] =
+	"write barriers off: the filesystem no longer asks the device to flush its write cache, so fsync returns once the data is in that cache, and a power cut loses it";
+
+static const kc_opt_rule opt_rules[] = {
+	{"ext2 ext3 ext4", "barrier", "0", KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"ext2 ext3 ext4", "nobarrier", NULL, KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"xfs", "nobarrier", NULL, KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"xfs", "barrier", "0", KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"btrfs", "nobarrier", NULL, KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"f2fs", "nobarrier", NULL, KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"f2fs", "fsync_mode", "nobarrier", KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"reiserfs", "barrier", "none", KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"nilfs2", "nobarrier", NULL, KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"gfs2 ocfs2", "nobarrier", NULL, KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"ocfs2", "barrier", "0", KC_OPT_BARRIER, "no-barrier", barrier_why},
+	{"ext3 ext4", "journal_async_commit", NULL, KC_OPT_WARN, "journal-async-commit",
+	 "journal_async_commit: the commit block is written without waiting for the blocks before it; a power cut can leave a commit that the journal replay discards, taking fsynced data with it"},
+	{"ext3 ext4 xfs", "norecovery", NULL, KC_OPT_WARN, "no-recovery",
+	 "norecovery: the journal is not replayed at mount, so what fsync made durable in the journal before a crash is not applied"},
+	{"ext3 ext4", "noload", NULL, KC_OPT_WARN, "no-recovery",
+	 "noload: the journal is not loaded or replayed, so what fsync made durable in the journal before a crash is not applied"},
+	{"ext3 ext4", "data", "writeback", KC_OPT_INFO, "data-writeback",
+	 "data=writeback: only metadata is journalled; fsync still writes the data first, but after a crash a file that was not fsynced may show old blocks (kaas fsyncs everything it acknowledges)"},
+	{"overlay", "volatile", NULL, KC_OPT_REFUSED, "overlay-volatile",
+	 "overlay volatile: fsync and syncfs are ignored for the upper layer, so nothing written through this mount is ever forced to storage"},
+	{"overlay", "fsync", "volatile", KC_OPT_REFUSED, "overlay-volatile",
+	 "overlay fsync=volatile: fsync and syncfs are ignored for the upper layer, so nothing written through this mount is ever forced to storage"},
+	{"nfs nfs4", "async", NULL, KC_OPT_INFO, "nfs-async",
+	 "async (the client default): writes are buffered until close or fsync, and fsync still waits for the server's COMMIT; whether the server exports with async (acknowledging COMMIT from memory) cannot be seen from a client"},
+	{"nfs nfs4", "softreval", NULL, KC_OPT_INFO, "nfs-softreval",
+	 "softreval: while the server is unreachable, cached attributes are used instead of failing; close-to-open checks are skipped for that time"},
+	{"9p", "cache", "loose", KC_OPT_WARN, "9p-cache",
+	 "cache=loose: no coherence with the server for data, attributes or names; another client's rename or write may not be seen at open"},
+	{"9p", "cache", "fscache", KC_OPT_WARN, "9p-cache",
+	 "cache=fscache: like cache=loose, with a local persistent cache; no coherence with other clients"},
+	{"virtiofs", NULL, NULL, KC_OPT_INFO, "virtiofs",
+	 "virtiofs: whether fsync reaches stable storage is decided on the host (virtiofsd's cache and writeback settings and the host's filesystem), none of which a guest can see; only a power-loss hook proves it"},
+	{"ceph", "recover_session", "clean", KC_OPT_WARN, "ceph-recover-session",
+	 "recover_session=clean: after the cluster blocklists this client, it reconnects and silently drops its dirty data and capabilities; writes the application saw succeed can vanish"},
+	{"fuse.ceph-fuse fuse.ceph", NULL, NULL, KC_OPT_INFO, "ceph-fuse",
+	 "ceph-fuse: client settings (client_oc, fuse_disable_pagecache) live in ceph.conf, not in the mount options, and are not seen here"},
+	{"zfs", NULL, NULL, KC_OPT_INFO, "zfs-sync",
+	 "ZFS: the dataset property sync=disabled makes fsync return without writing; it is not a mount option and is not seen here (zfs get sync)"},
+	{"*", "sync", NULL, KC_OPT_INFO, "sync", "sync: every write is synchronous (correct, slower)"},
+	{NULL, NULL, NULL, 0, NULL, NULL}};
+
+static int word_in(const char *word, const char *list)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ' ');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if ((l == 1 && *p == '*') || (l == n && strncmp(p, word, n) == 0))
+			return 1;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return 0;
+}
+
+static const char *level_name(int level)
+{
+	return level == KC_OPT_REFUSED ? "REFUSED" : level == KC_OPT_INFO ? "INFO" : "WARN";
+}
+
+int kc_option_findings(const char *fstype, const char *options, const char *write_cache,
+		       const char *where, json_t *findings)
+{
+	int worst = 0; /* 0 info, 1 warn, 2 refused */
+	const char *last_code = "";
+	for (const kc_opt_rule *r = opt_rules; r->fs; r++) {
+		if (!word_in(fstype, r->fs))
+			continue;
+		char v[256] = "";
+		if (r->opt && !kc_find_option(options, r->opt, v, sizeof(v)))
+			continue;
+		if (r->opt && r->val && strcmp(v, r->val) != 0)
+			continue;
+		/* "barrier=0" and "nobarrier" in one list are one finding. */
+		if (strcmp(last_code, r->code) == 0)
+			continue;
+		int level = r->level;
+		const char *dev = "";
+		if (level == KC_OPT_BARRIER) {
+			if (write_cache && strcmp(write_cache, "write back") == 0) {
+				level = KC_OPT_REFUSED;
+				dev = "; the device below has a volatile write cache (write back), so fsynced data is lost at a power cut";
+			} else {
+				level = KC_OPT_WARN;
+				dev = write_cache && *write_cache
+					      ? "; the device below reports a write-through cache today, but the option makes fsync depend on that"
+					      : "; whether the device below has a volatile write cache is unknown";
+			}
+		}
+		char opt[300];
+		if (r->opt)
+			snprintf(opt, sizeof(opt), "%s%s%s", r->opt, v[0] ? "=" : "", v);
+		else
+			snprintf(opt, sizeof(opt), "%s", fstype);
+		add(findings, level_name(level), r->code, "%s%s%s (option %s)%s", where ? where : "",
+		    where && *where ? ": " : "", r->explain, opt, dev);
+		json_t *last = json_array_get(findings, json_array_size(findings) - 1);
+		json_object_set_new(last, "option", json_string(opt));
+		last_code = r->code;
+		int w = level == KC_OPT_REFUSED ? 2 : level == KC_OPT_WARN ? 1 : 0;
+		if (w > worst)
+			worst = w;
+	}
+	return worst;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+/* The write cache of the block device right below layer i, or NULL. */
+static const char *device_cache_below(const json_t *layers, size_t i)
+{
+	json_int_t d = json_integer_value(json_object_get(json_array_get(layers, i), "depth"));
+	for (size_t k = i + 1; k < json_array_size(layers); k++) {
+		const json_t *l = json_array_get(layers, k);
+		json_int_t dk = json_integer_value(json_object_get(l, "depth"));
+		if (dk <= d)
+			break;
+		if (dk == d + 1 && strcmp(jstr(l, "role"), "block device") == 0)
+			return jstr(l, "write_cache");
+	}
+	return NULL;
+}
+
+static int layer_in_memory(const json_t *l)
+{
+	uint64_t magic = strtoull(jstr(l, "fs_magic"), NULL, 0);
+	const char *t = jstr(l, "fstype");
+	return magic == KC_MAGIC_TMPFS || magic == KC_MAGIC_RAMFS || strcmp(t, "tmpfs") == 0 ||
+	       strcmp(t, "ramfs") == 0;
+}
+
+/* "overlay upperdir /x/upper (tmpfs on /x)" */
+static void describe_layer(const json_t *l, char *buf, size_t len)
+{
+	if (strcmp(jstr(l, "role"), "block device") == 0) {
+		snprintf(buf, len, "block device %s (%s) below %s", jstr(l, "device"), jstr(l, "kind"),
+			 jstr(l, "path"));
+		return;
+	}
+	int bind = json_is_true(json_object_get(l, "bind"));
+	snprintf(buf, len, "%s %s (%s%s%s on %s%s%s)", jstr(l, "role"), jstr(l, "path"),
+		 jstr(l, "fstype"), jstr(l, "source")[0] ? " from " : "", jstr(l, "source"),
+		 jstr(l, "mountpoint"), bind ? ", a bind mount of " : "", bind ? jstr(l, "mount_root") : "");
+}
+
+kc_verdict kc_preflight_layers(const json_t *layers, json_t *findings, char *decided, size_t dlen)
+{
+	kc_verdict v = KC_PASS;
+	if (decided && dlen)
+		decided[0] = '\0';
+	for (size_t i = 0; i < json_array_size(layers); i++) {
+		const json_t *l = json_array_get(layers, i);
+		size_t before = json_array_size(findings);
+		char where[1200];
+		describe_layer(l, where, sizeof(where));
+		kc_verdict lv = KC_PASS;
+		const char *role = jstr(l, "role");
+		int is_dev = strcmp(role, "block device") == 0;
+		if (json_object_get(l, "error")) {
+			add(findings, "INFO", "layer-unknown", "%s: cannot be resolved (%s)", where,
+			    jstr(l, "error"));
+		} else if (is_dev) {
+			const char *k = jstr(l, "kind");
+			if (strcmp(k, "ram") == 0 || strcmp(k, "zram") == 0 || strcmp(k, "null") == 0) {
+				add(findings, "REFUSED", "ram-device",
+				    "%s: a %s device keeps its blocks in memory (or nowhere): nothing survives a reboot, so fsync promises nothing",
+				    where, strcmp(k, "null") == 0 ? "null_blk" : k);
+				lv = KC_REFUSED;
+			} else if (strcmp(k, "pmem") == 0) {
+				add(findings, "INFO", "pmem",
+				    "%s: persistent memory is durable only when it is real NVDIMM; memory reserved with memmap= looks the same and is RAM",
+				    where);
+			} else if (strcmp(k, "nbd") == 0 || strcmp(k, "rbd") == 0) {
+				add(findings, "INFO", "network-device",
+				    "%s: a network block device; its server's storage cannot be seen from here", where);
+			}
+		} else {
+			if (i > 0 && layer_in_memory(l)) {
+				add(findings, "REFUSED", "not-durable",
+				    "%s: that layer keeps files in memory only, so what is written through the mount above lives in RAM: nothing survives a reboot, so fsync promises nothing",
+				    where);
+				lv = KC_REFUSED;
+			}
+			if (strcmp(jstr(l, "fstype"), "overlay") == 0 && i == 0)
+				add(findings, "INFO", "overlay",
+				    "%s: writes land in its upperdir; the layers below decide durability (lowerdir %s is read-only here)",
+				    where, jstr(l, "lowerdir")[0] ? jstr(l, "lowerdir") : "none");
+			if (json_is_true(json_object_get(l, "bind")) && i == 0)
+				add(findings, "INFO", "bind-mount",
+				    "%s: the filesystem's own type and options decide, as for its other mounts", where);
+			/* The top mount's options are explained by identity
+			 * (NFS, Ceph) as well; the table adds the others. */
+			int w = kc_option_findings(jstr(l, "fstype"), jstr(l, "options"),
+						   device_cache_below(layers, i), where, findings);
+			if (w == 2)
+				lv = KC_REFUSED;
+			else if (w == 1 && lv == KC_PASS)
+				lv = KC_WARN;
+		}
+		for (size_t k = before; k < json_array_size(findings); k++) {
+			json_t *f = json_array_get(findings, k);
+			json_object_set_new(f, "layer", json_integer((json_int_t)i));
+			json_object_set_new(f, "layer_role", json_string(role));
+		}
+		if (lv > v && decided && dlen)
+			snprintf(decided, dlen, "%s", where);
+		v = kc_verdict_worst(v, lv);
+	}
 	return v;
 }

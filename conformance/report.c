@@ -78,12 +78,13 @@ json_t *kc_report_json(const kc_run *r)
 	json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:i,s:o,s:o,s:I,s:I,s:s,s:I,s:o}", "schema_version",
 			      KC_REPORT_SCHEMA, "tool", "kaas-conform", "tool_version", KC_VERSION,
 			      "verdict", kc_verdict_name(r->verdict), "exit_code",
-			      kc_verdict_exit_code(r->verdict), "substrate", sub, "actors",
+			      kc_run_exit_code(r), "substrate", sub, "actors",
 			      r->actors ? json_incref(r->actors) : kc_report_actors(r), "seed", (json_int_t)r->seed, "iterations",
 			      (json_int_t)r->o->iterations, "started_at", r->started_at, "duration_ms",
 			      (json_int_t)r->duration_ms, "checks", checks);
 	if (r->verdict == KC_ERROR)
 		json_object_set_new(j, "error", json_string(r->error));
+	json_object_set_new(j, "durability", kc_run_durability(r));
 	json_t *cleanup = json_pack("{s:b}", "ok", !r->scratch_left[0]);
 	if (r->scratch_left[0]) {
 		json_object_set_new(cleanup, "left", json_string(r->scratch_left));
@@ -298,6 +299,10 @@ char *kc_reproduce_command(const kc_run *r, const kc_result *res)
 		shell_word(&b, "--crash-cmd");
 		shell_word(&b, o->crash_cmd);
 	}
+	if (o->power_loss_cmd && res->check == KC_CHK_FSYNC) {
+		shell_word(&b, "--power-loss-cmd");
+		shell_word(&b, o->power_loss_cmd);
+	}
 	if (b.oom) {
 		free(b.p);
 		return NULL;
@@ -368,11 +373,11 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
 			continue;
 		}
 		xraw(&b, ">\n");
-		const char *tag = res->verdict == KC_ERROR ? "error"
-				  : res->verdict == KC_WARN ? "system-out"
-							    : "failure";
+		const char *tag = res->verdict == KC_ERROR					 ? "error"
+				  : res->verdict == KC_WARN || res->verdict == KC_UNPROVEN ? "system-out"
+											   : "failure";
 		if (strcmp(tag, "system-out") == 0) {
-			xraw(&b, "      <system-out>WARN: ");
+			xfmt(&b, "      <system-out>%s: ", kc_verdict_name(res->verdict));
 			xesc(&b, res->summary);
 			xraw(&b, "\n");
 			anomalies_text(&b, res);
@@ -490,11 +495,19 @@ void kc_report_table(const kc_run *r, FILE *out)
 void kc_report_final(const kc_run *r, int status, const char *why, FILE *out)
 {
 	fprintf(out, "\nVERDICT %s (exit %d", kc_verdict_name(r->verdict), status);
-	if (status != kc_verdict_exit_code(r->verdict) && why && *why)
+	if (status != kc_run_exit_code(r) && why && *why)
 		fprintf(out, ": %s", why);
 	fprintf(out, ")");
 	if (r->report_path[0])
 		fprintf(out, "  report: %s", r->report_path);
+	if (r->res[KC_CHK_FSYNC].ran && r->verdict != KC_ERROR) {
+		json_t *d = kc_run_durability(r);
+		fprintf(out, "  durability: %s%s", json_string_value(json_object_get(d, "statement")),
+			r->o->require_power_loss && !json_is_true(json_object_get(d, "proven"))
+				? " (--require-power-loss: not qualified)"
+				: "");
+		json_decref(d);
+	}
 	fprintf(out, "\n");
 	fflush(out);
 }

@@ -130,6 +130,27 @@ static void now_rfc3339(char *buf, size_t len)
 	snprintf(buf, len, "%.20s.%03dZ", base, (int)(ts.tv_nsec / 1000000));
 }
 
+int kc_run_exit_code(const kc_run *r)
+{
+	if (r->verdict == KC_UNPROVEN && r->o->require_power_loss)
+		return KC_EXIT_UNPROVEN;
+	return kc_verdict_exit_code(r->verdict);
+}
+
+json_t *kc_run_durability(const kc_run *r)
+{
+	const kc_result *f = &r->res[KC_CHK_FSYNC];
+	json_t *d = NULL;
+	if (f->ran && f->profile)
+		d = json_deep_copy(json_object_get(f->profile, "durability"));
+	if (!d)
+		d = json_pack("{s:b,s:s,s:s}", "proven", 0, "by", "none", "statement",
+			      f->ran ? "not established: the fsync check did not complete"
+				     : "not checked: the fsync check did not run");
+	json_object_set_new(d, "required", json_boolean(r->o->require_power_loss));
+	return d;
+}
+
 json_t *kc_stamp_build(const kc_run *r)
 {
 	json_t *checks = json_array();
@@ -146,10 +167,11 @@ json_t *kc_stamp_build(const kc_run *r)
 	/* The actors as the report records them (kind, per-actor list), taken
 	 * while they were alive. */
 	json_t *actors = r->actors ? json_deep_copy(r->actors) : kc_report_actors(r);
-	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
+	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
 			 "kind", KC_STAMP_KIND, "schema_version", KC_STAMP_SCHEMA, "tool", "kaas-conform",
 			 "tool_version", KC_VERSION, "verdict", kc_verdict_name(r->verdict), "volume",
-			 kq_identity_json(&r->ident), "actors", actors, "checks", checks, "seed",
+			 kq_identity_json(&r->ident), "durability", kc_run_durability(r), "actors", actors,
+			 "checks", checks, "seed",
 			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
 			 "qualified_at", at, "qualified_at_ms", (json_int_t)ku_wall_ms(), "host", host,
 			 "url", r->o->url);
@@ -539,6 +561,11 @@ int kc_cmd_check(int argc, char **argv)
 	r->scratch[0] = '\0';
 
 	r->verdict = r->error[0] ? KC_ERROR : kc_judge_overall(r->res, KC_NCHECKS);
+	/* Required proof: an unproven fsync is the run's verdict even where a
+	 * warning would otherwise outrank it, so that the exit status says it. */
+	if (o.require_power_loss && r->res[KC_CHK_FSYNC].ran &&
+	    r->res[KC_CHK_FSYNC].verdict == KC_UNPROVEN && r->verdict <= KC_WARN)
+		r->verdict = KC_UNPROVEN;
 	if (r->verdict == KC_ERROR && !r->error[0])
 		snprintf(r->error, sizeof(r->error), "a check could not complete");
 	if (r->scratch_left[0]) {
@@ -547,7 +574,7 @@ int kc_cmd_check(int argc, char **argv)
 				 r->scratch_left, r->cleanup_error);
 		r->verdict = KC_ERROR;
 	}
-	status = kc_verdict_exit_code(r->verdict);
+	status = kc_run_exit_code(r);
 
 	/* Everything that can still change the exit status happens before the
 	 * final line, so that the line tells the status the process ends with;
@@ -574,7 +601,9 @@ int kc_cmd_check(int argc, char **argv)
 		fprintf(stderr, "kaas-conform: %s\n", r->error);
 
 	if (o.stamp) {
-		if (r->verdict == KC_PASS) {
+		/* UNPROVEN qualifies (no production server can be powered off
+		 * for a test); the stamp says in words what was proven. */
+		if (r->verdict == KC_PASS || (r->verdict == KC_UNPROVEN && !o.require_power_loss)) {
 			char where[4200] = "";
 			if (write_stamp(r, where, sizeof(where), rerr, sizeof(rerr)) != 0) {
 				fprintf(stderr, "kaas-conform: %s\n", rerr);
@@ -585,8 +614,9 @@ int kc_cmd_check(int argc, char **argv)
 				fprintf(r->out, "stamp written: %s\n", where);
 			}
 		} else {
-			fprintf(r->out, "no stamp written: the verdict is %s, a stamp needs PASS\n",
-				kc_verdict_name(r->verdict));
+			fprintf(r->out, "no stamp written: the verdict is %s, a stamp needs PASS or UNPROVEN%s\n",
+				kc_verdict_name(r->verdict),
+				o.require_power_loss ? " (PASS with --require-power-loss)" : "");
 		}
 	}
 	kc_report_final(r, status, why, r->out);
@@ -665,7 +695,15 @@ int kc_cmd_stamp_verify(int argc, char **argv)
 	} else {
 		char key[1200];
 		kq_volume_key(&id, key, sizeof(key));
+		json_t *stamp = NULL;
+		char w2[256] = "";
+		const char *st = NULL;
+		if (o.cluster_dir ? kq_stamp_read(cv, "", &stamp, w2, sizeof(w2)) == 0
+				  : kq_stamp_read(v, "__cluster", &stamp, w2, sizeof(w2)) == 0)
+			st = json_string_value(json_object_get(json_object_get(stamp, "durability"), "statement"));
 		printf("qualified: a passing stamp for volume %s\n", key);
+		printf("durability: %s\n", st ? st : "not recorded (a stamp of schema 1)");
+		json_decref(stamp);
 		status = 0;
 	}
 out:

@@ -103,5 +103,11 @@ json_t *kc_report_actors(const kc_run *r);
  * reproduce hint (or out of memory). */
 char *kc_reproduce_command(const kc_run *r, const kc_result *res);
 json_t *kc_stamp_build(const kc_run *r);
+/* The exit status the run's verdict stands for: kc_verdict_exit_code, and
+ * KC_EXIT_UNPROVEN for UNPROVEN under --require-power-loss. */
+int kc_run_exit_code(const kc_run *r);
+/* The run's durability in words (the fsync check's, or "not checked"):
+ * {"proven", "by", "statement", "required"}. */
+json_t *kc_run_durability(const kc_run *r);
 
 #endif

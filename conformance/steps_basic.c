@@ -18,6 +18,7 @@
 #include "conformance/actor.h"
 #include "conformance/agent.h"
 #include "conformance/kc.h"
+#include "conformance/layers.h"
 #include "conformance/payload.h"
 #include "qualify/stamp.h"
 #include "util/clock.h"
@@ -63,6 +64,12 @@ int kc_step_hello(kc_step *st)
 	json_object_set_new(st->result, "url", json_string(as->url));
 	json_object_set_new(st->result, "client", json_string(client));
 	json_object_set_new(st->result, "identity", kq_identity_json(&id));
+	/* Only this host can see what stores the bytes of its mount. */
+	if (id.root[0] == '/') {
+		json_t *layers = kc_layers_resolve(id.root);
+		if (layers)
+			json_object_set_new(st->result, "layers", layers);
+	}
 	return 0;
 }
 

@@ -11,6 +11,8 @@
  *         -ENOENT   no stamp
  *         -EBADMSG  unreadable, malformed or of an unknown schema
  *         -EPERM    the stamp does not record a full passing qualification
+ *                   (every check PASS; fsync, and with it the verdict, may be
+ *                   UNPROVEN: durability not disproven, no power-loss hook)
  *         -EXDEV    the stamp is for another volume
  *   kq_selfcheck(vfs, scratch_dir, why, sizeof why)
  *       a sub-second probe of the two atomic primitives (an O_EXCL race of two
@@ -28,7 +30,7 @@
 
 #define KC_STAMP_FILE "qualification.json"
 #define KC_STAMP_KIND "kaas-qualification"
-#define KC_STAMP_SCHEMA 1
+#define KC_STAMP_SCHEMA 2 /* 2: "durability", verdict UNPROVEN; 1 is still read */
 
 /* The key a stamp binds to: "nfs:<server>:<export>", "<fstype>:<source>" for a
  * specific device or network source, "<fstype>:fsid:<fsid>@<host>" otherwise.

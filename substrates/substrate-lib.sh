@@ -10,8 +10,16 @@
 #        SUB_URL=...        the URL (or path) the conformance tool checks
 #        SUB_MOUNTS=...     further URLs of the same share, one per extra
 #                           client, space separated (may be empty)
-#        SUB_CRASH_CMD=...  a command that simulates a crash of the storage
-#                           (empty when the substrate has none)
+#        SUB_CRASH_CMD=...  a command that simulates a crash of the server
+#                           side: a daemon killed and started again (empty
+#                           when the substrate has none); kaas-conform
+#                           --crash-cmd, which cannot prove durability
+#        SUB_POWER_LOSS_CMD=...  a command that simulates a power cut of
+#                           the storage: whatever had not reached stable
+#                           storage is gone afterwards (empty when none);
+#                           kaas-conform --power-loss-cmd, the only hook
+#                           that proves durability (docs/conformance.md says
+#                           what a faithful one must do)
 #        SUB_WRAP=...       a prefix to run the tool under (empty, eatmydata)
 #        SUB_INFO=...       one line: what was started (versions, options)
 #   substrates/<name>/stop.sh STATE    tear down whatever start managed to set
@@ -45,7 +53,7 @@ sub_init() {
 	[ -d "$STATE" ] || sub_die "state directory $STATE does not exist"
 	STATE=$(cd "$STATE" && pwd)
 	: >>"$STATE/resources"
-	SUB_URL= SUB_MOUNTS= SUB_CRASH_CMD= SUB_WRAP= SUB_INFO=
+	SUB_URL= SUB_MOUNTS= SUB_CRASH_CMD= SUB_POWER_LOSS_CMD= SUB_WRAP= SUB_INFO=
 }
 
 # Used by start.sh: on any failure, undo everything recorded so far.
@@ -62,6 +70,7 @@ sub_publish() {
 		printf 'SUB_URL=%q\n' "$SUB_URL"
 		printf 'SUB_MOUNTS=%q\n' "$SUB_MOUNTS"
 		printf 'SUB_CRASH_CMD=%q\n' "$SUB_CRASH_CMD"
+		printf 'SUB_POWER_LOSS_CMD=%q\n' "${SUB_POWER_LOSS_CMD:-}"
 		printf 'SUB_WRAP=%q\n' "$SUB_WRAP"
 		printf 'SUB_INFO=%q\n' "$SUB_INFO"
 	} >"$STATE/env.tmp"

@@ -41,10 +41,10 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 v = sys.argv[2]
 checks = {c["name"]: c for c in r["checks"]}
-assert r["verdict"] in ("PASS", "WARN"), r["verdict"]
+assert r["verdict"] in ("PASS", "UNPROVEN", "WARN"), r["verdict"]
 for name in ("preflight", "rename", "excl", "cto", "unlink-open", "rename-copy"):
     assert checks[name]["verdict"] == "PASS", (name, checks[name]["verdict"], checks[name]["summary"])
-assert checks["fsync"]["verdict"] in ("PASS", "WARN"), checks["fsync"]["summary"]
+assert checks["fsync"]["verdict"] in ("UNPROVEN", "WARN"), checks["fsync"]["summary"]
 a = r["actors"]
 assert a["count"] == 3 and a["clients"] == 3 and a["distinct_clients"], a
 assert all(x["backend"] == "nfs" for x in a["list"]), a["list"]

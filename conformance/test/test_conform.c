@@ -24,6 +24,11 @@ START_TEST(verdicts_order_and_exit_codes)
 {
 	kc_verdict v;
 	ck_assert_int_eq(kc_verdict_worst(KC_PASS, KC_WARN), KC_WARN);
+	/* Unproven durability outranks PASS, a warning outranks it. */
+	ck_assert_int_eq(kc_verdict_worst(KC_PASS, KC_UNPROVEN), KC_UNPROVEN);
+	ck_assert_int_eq(kc_verdict_worst(KC_UNPROVEN, KC_WARN), KC_WARN);
+	ck_assert_int_eq(kc_verdict_exit_code(KC_UNPROVEN), 0);
+	ck_assert_str_eq(kc_verdict_name(KC_UNPROVEN), "UNPROVEN");
 	ck_assert_int_eq(kc_verdict_worst(KC_REFUSED, KC_WARN), KC_REFUSED);
 	ck_assert_int_eq(kc_verdict_worst(KC_REFUSED, KC_FAIL), KC_FAIL);
 	ck_assert_int_eq(kc_verdict_worst(KC_ERROR, KC_FAIL), KC_ERROR);
@@ -177,7 +182,17 @@ START_TEST(judges_decide_from_counts)
 	JUDGE(kc_judge_unlink, "rmdir_after_close_failed=1 hidden_after_close=1", KC_FAIL,
 	      "could not be removed");
 
-	JUDGE(kc_judge_fsync, "raw_fsync_ns=200000 open_ns=3000 crash_bytes=100", KC_PASS, "survived");
+	/* Without a power-loss hook a clean read-back is not a proof. */
+	JUDGE(kc_judge_fsync, "raw_fsync_ns=200000 open_ns=3000 crash_bytes=100", KC_UNPROVEN,
+	      "fsync not disproven: no power-loss hook; 100 bytes survived the writer's kill");
+	JUDGE(kc_judge_fsync, "raw_fsync_ns=200000 crash_bytes=100 crash_cmd=1", KC_UNPROVEN,
+	      "a crash of the server side (--crash-cmd)");
+	JUDGE(kc_judge_fsync, "raw_fsync_ns=200000 crash_bytes=100 crash_cmd=1 power_loss_cmd=1",
+	      KC_PASS, "survived a power loss");
+	JUDGE(kc_judge_fsync, "crash_lost=1 crash_bytes=100 crash_bytes_lost=7 crash_cmd=1 power_loss_cmd=1",
+	      KC_FAIL, "7 of 100 bytes lost");
+	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_ns=1000 round_trip_ns=5000", KC_WARN,
+	      "fsync not disproven: no power-loss hook");
 	JUDGE(kc_judge_fsync, "interposed_actors=2", KC_FAIL, "interposed");
 	JUDGE(kc_judge_fsync, "crash_lost=1 crash_bytes=100 crash_bytes_lost=100", KC_FAIL,
 	      "100 of 100 bytes lost");
@@ -240,7 +255,7 @@ START_TEST(fsync_timing_reference)
 
 	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_ns=190 round_trip_ns=480", KC_WARN,
 	      "faster than one round trip to the filesystem (0.5 us)");
-	JUDGE(kc_judge_fsync, "raw_fsync_ns=398802 round_trip_ns=97375 crash_bytes=100", KC_PASS,
+	JUDGE(kc_judge_fsync, "raw_fsync_ns=398802 round_trip_ns=97375 crash_bytes=100", KC_UNPROVEN,
 	      "fsync 398.8 us vs one round trip 97.4 us");
 }
 END_TEST

@@ -11,8 +11,18 @@ import json
 import shlex
 import sys
 
-VERDICTS = ["PASS", "WARN", "REFUSED", "FAIL", "ERROR"]
-EXIT = {"PASS": 0, "WARN": 0, "FAIL": 1, "ERROR": 2, "REFUSED": 3}
+VERDICTS = ["PASS", "UNPROVEN", "WARN", "REFUSED", "FAIL", "ERROR"]
+EXIT = {"PASS": 0, "UNPROVEN": 0, "WARN": 0, "FAIL": 1, "ERROR": 2, "REFUSED": 3}
+BY = ("power-loss-cmd", "crash-cmd", "writer-kill", "none")
+
+
+def durability(d, where):
+    need(d, "proven", bool, where)
+    if need(d, "by", str, where) not in BY:
+        raise SystemExit(f"{where}.by: {d['by']!r}")
+    need(d, "statement", str, where)
+    if d["proven"] and d["by"] != "power-loss-cmd":
+        raise SystemExit(f"{where}: proven without a power-loss hook")
 CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy"]
 # The counters formats.md lists per check, present in every report of a
 # check that ran to the end ({v}: each variant).
@@ -35,7 +45,7 @@ COUNTS = {
     "fsync": ["interposed_actors", "raw_fsync_ns", "libc_fsync_ns", "open_ns", "create_ns",
               "lookup_ns", "getattr_ns", "round_trip_ns",
               "samples", "fast_fsync", "libc_faster", "crash_bytes", "crash_lost",
-              "crash_bytes_lost", "crash_cmd"],
+              "crash_bytes_lost", "crash_cmd", "power_loss_cmd", "unproven"],
     "rename-copy": ["ratio_x100", "time_grows", "inode_changed", "old_fd_broken",
                     "content_mismatch", "rename_errors"],
 }
@@ -99,14 +109,18 @@ def actors(act, where):
 
 
 def report(r):
-    if need(r, "schema_version", int, "report") != 1:
+    if need(r, "schema_version", int, "report") != 2:
         raise SystemExit("report: unknown schema_version")
     need(r, "tool", str, "report")
     need(r, "tool_version", str, "report")
     verdict = need(r, "verdict", str, "report")
     if verdict not in VERDICTS:
         raise SystemExit(f"report: bad verdict {verdict}")
-    if need(r, "exit_code", int, "report") != EXIT[verdict]:
+    dur = need(r, "durability", dict, "report")
+    durability(dur, "durability")
+    required = need(dur, "required", bool, "durability")
+    want_exit = 4 if verdict == "UNPROVEN" and required else EXIT[verdict]
+    if need(r, "exit_code", int, "report") != want_exit:
         raise SystemExit("report: exit_code does not follow the verdict")
     if verdict == "ERROR":
         need(r, "error", str, "report")
@@ -172,7 +186,21 @@ def report(r):
         for nt in need(c, "notes", list, w):
             if not isinstance(nt, str):
                 raise SystemExit(f"{w}.notes: not strings")
-        need(c, "profile", dict, w)
+        prof = need(c, "profile", dict, w)
+        if v == "UNPROVEN" and name != "fsync":
+            raise SystemExit(f"{w}: only fsync can be UNPROVEN")
+        if name == "fsync" and v in ("PASS", "UNPROVEN"):
+            durability(need(prof, "durability", dict, f"{w}.profile"), f"{w}.profile.durability")
+            if (v == "PASS") != prof["durability"]["proven"]:
+                raise SystemExit(f"{w}: PASS exactly when durability was proven")
+        if name == "preflight":
+            for k, ident in enumerate(need(prof, "identities", list, f"{w}.profile")):
+                iw = f"{w}.profile.identities[{k}]"
+                need(ident, "decided_by", str, iw)
+                for li, layer in enumerate(need(ident, "layers", list, iw)):
+                    need(layer, "role", str, f"{iw}.layers[{li}]")
+                    need(layer, "depth", int, f"{iw}.layers[{li}]")
+                    need(layer, "path", str, f"{iw}.layers[{li}]")
         if v in ("FAIL", "WARN") and name != "preflight":
             need(c, "reproduce", str, w)
         if "reproduce" in c:
@@ -200,6 +228,9 @@ def report(r):
         need(cl, "error", str, "cleanup")
         if verdict != "ERROR":
             raise SystemExit(f"report: the scratch directory was left behind, but the verdict is {verdict}")
+    # --require-power-loss: an unproven fsync is the verdict over warnings
+    if verdict == "UNPROVEN" and required and worst in ("UNPROVEN", "WARN"):
+        worst = verdict
     if verdict != "ERROR" and worst != verdict:
         raise SystemExit(f"report: verdict {verdict} but the worst check is {worst}")
 
@@ -207,19 +238,21 @@ def report(r):
 def stamp(s):
     if need(s, "kind", str, "stamp") != "kaas-qualification":
         raise SystemExit("stamp: wrong kind")
-    if need(s, "schema_version", int, "stamp") != 1:
+    if need(s, "schema_version", int, "stamp") != 2:
         raise SystemExit("stamp: unknown schema_version")
+    durability(need(s, "durability", dict, "stamp"), "stamp.durability")
     need(s, "tool", str, "stamp")
     need(s, "tool_version", str, "stamp")
-    if need(s, "verdict", str, "stamp") != "PASS":
-        raise SystemExit("stamp: a stamp is only written on PASS")
+    if need(s, "verdict", str, "stamp") not in ("PASS", "UNPROVEN"):
+        raise SystemExit("stamp: a stamp is only written on PASS or UNPROVEN")
     identity(need(s, "volume", dict, "stamp"), "stamp.volume")
     actors(need(s, "actors", dict, "stamp"), "stamp.actors")
     got = [need(c, "name", str, "stamp.checks") for c in need(s, "checks", list, "stamp")]
     if sorted(got) != sorted(CHECKS):
         raise SystemExit("stamp: not every check recorded")
     for c in s["checks"]:
-        if need(c, "verdict", str, "stamp.checks") != "PASS":
+        cv = need(c, "verdict", str, "stamp.checks")
+        if cv != "PASS" and not (c["name"] == "fsync" and cv == "UNPROVEN"):
             raise SystemExit("stamp: a check is not PASS")
         need(c, "summary", str, "stamp.checks")
     need(s, "seed", int, "stamp")

@@ -117,9 +117,30 @@ START_TEST(stamp_check_rules)
 	s = passing_stamp(&vol);
 	json_object_set_new(s, "schema_version", json_integer(KC_STAMP_SCHEMA + 1));
 	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
+	json_object_set_new(s, "schema_version", json_integer(0));
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
+	/* Stamps of schema 1 (before durability was recorded) still qualify. */
+	json_object_set_new(s, "schema_version", json_integer(1));
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), 0);
 	json_object_set_new(s, "schema_version", json_integer(KC_STAMP_SCHEMA));
 	json_object_set_new(s, "kind", json_string("something-else"));
 	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EBADMSG);
+	json_decref(s);
+
+	/* Durability not disproven (no power-loss hook) qualifies; UNPROVEN
+	 * is accepted from the fsync check only. */
+	s = passing_stamp(&vol);
+	json_object_set_new(s, "verdict", json_string("UNPROVEN"));
+	checks = json_object_get(s, "checks");
+	size_t i;
+	json_t *c;
+	json_array_foreach(checks, i, c)
+		if (strcmp(json_string_value(json_object_get(c, "name")), "fsync") == 0)
+			json_object_set_new(c, "verdict", json_string("UNPROVEN"));
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), 0);
+	json_object_set_new(json_array_get(checks, 1), "verdict", json_string("UNPROVEN"));
+	ck_assert_int_eq(kq_stamp_check(s, &vol, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "rename"));
 	json_decref(s);
 }
 END_TEST

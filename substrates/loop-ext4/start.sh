@@ -13,6 +13,14 @@
 # fdatasync, syncfs, sync and sync_file_range system call with 0 without
 # letting the kernel see it: a lie no interposition check can see, which
 # only the power cut can catch (the negative control of crash.sh).
+#
+# MOUNT_OPTS=... adds mount options (MOUNT_OPTS=barrier=0: write barriers
+# off, which preflight must refuse: the loop device has a volatile write
+# cache, so fsync would no longer reach the image).
+#
+# crash.sh models a power cut, so it is published as SUB_POWER_LOSS_CMD
+# (kaas-conform --power-loss-cmd); SUB_CRASH_CMD names it too, for callers
+# that only want a crash.
 set -euo pipefail
 SUB_NAME=loop-ext4
 . "$(dirname "$0")/../substrate-lib.sh"
@@ -27,11 +35,13 @@ sub_record loop "$dev"
 sub_record mount "$STATE/mnt"
 # noauto_da_alloc: no implicit flush on rename-over-existing, so only an
 # explicit fsync makes data durable (as on most filesystems).
-mount -o noauto_da_alloc "$dev" "$STATE/mnt"
+extra=${MOUNT_OPTS:-}
+mount -o "noauto_da_alloc${extra:+,$extra}" "$dev" "$STATE/mnt"
 mkdir -p "$STATE/mnt/data"
 sync -f "$STATE/mnt/data"   # the empty starting point is durable
 SUB_URL=$STATE/mnt/data
 SUB_CRASH_CMD="bash $(cd "$(dirname "$0")" && pwd)/crash.sh $STATE"
+SUB_POWER_LOSS_CMD=$SUB_CRASH_CMD
 how=
 if [ "${EATMYDATA:-0}" = 1 ]; then
 	command -v eatmydata >/dev/null || sub_die "eatmydata is not installed"
@@ -42,5 +52,5 @@ elif [ "${DROP_FSYNC:-0}" = 1 ]; then
 	SUB_WRAP="strace -f -qq --seccomp-bpf -o /dev/null -e trace=$calls -e inject=$calls:retval=0"
 	how=", every fsync system call of the tool answered 0 by strace and never run"
 fi
-SUB_INFO="ext4 on $dev (${size} MiB image, noauto_da_alloc)$how"
+SUB_INFO="ext4 on $dev (${size} MiB image, noauto_da_alloc${extra:+,$extra})$how"
 sub_publish

@@ -8,7 +8,9 @@ STATE=$1
 { read -r bin; read -r mode; } <"$STATE/lyingfs.conf"
 flag=; [ "$mode" = 1 ] && flag=--lying
 for m in mA mB; do
-	setsid "$bin" $flag "$STATE/back" "$STATE/$m" -f -o fsname=lyingfs-$m \
+	# the backing directory as mount source, as passthrough daemons
+	# (bindfs) do: it is how preflight finds what stores the bytes
+	setsid "$bin" $flag "$STATE/back" "$STATE/$m" -f -o "fsname=$STATE/back" \
 		</dev/null >>"$STATE/lyingfs-$m.log" 2>&1 &
 	# teardown goes newest first: SIGTERM (the daemon unmounts and exits),
 	# then make sure the mount is gone

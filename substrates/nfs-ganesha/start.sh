@@ -14,6 +14,19 @@
 #   --lease  NFSv4 lease lifetime (default 10 s; short so that dead clients'
 #         state goes away quickly).
 #
+# NFS_EXPORT_ON says what stores a FSAL_VFS export (STATEDIR/export):
+#   dir    a directory on the local filesystem (the default);
+#   tmpfs  a tmpfs of its own: the server's storage is RAM, which no client
+#          can see (preflight on the client says "NFS"), and which survives
+#          a restart of ganesha (crash-restart.sh) but not a power cut;
+#   loop   ext4 on a loop device over a sparse image in STATEDIR: a disk
+#          whose power cut can be modelled.
+# With tmpfs and loop, SUB_POWER_LOSS_CMD is powerloss.sh STATEDIR: a
+# faithful model of a power cut of the server (ganesha killed, the export's
+# storage reduced to what had reached stable storage, ganesha started
+# again); with dir there is none (a directory on the root filesystem cannot
+# lose its page cache alone).
+#
 # The environment may preset the FSAL (NFS_FSAL=vfs|mem, for callers of the
 # common substrate contract that pass only STATEDIR) and the NFS version of
 # SUB_URL (NFS_VERSION=3|4); arguments win over NFS_FSAL.
@@ -68,6 +81,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || die "usage: start.sh STATEDIR [vfs|mem] [--lease SECONDS]"
 D=$1; shift
 FSAL=${NFS_FSAL:-vfs}
+EXPORT_ON=${NFS_EXPORT_ON:-dir}
+case $EXPORT_ON in dir|tmpfs|loop) ;; *) die "NFS_EXPORT_ON must be dir, tmpfs or loop" ;; esac
 SUBVER=${NFS_VERSION:-3}
 case $SUBVER in 3|4) ;; *) die "NFS_VERSION must be 3 or 4" ;; esac
 LEASE=10
@@ -99,9 +114,24 @@ rm -rf "${D:?}/recov/"*
 NS=kaasnfs-$(od -An -N4 -tx4 /dev/urandom | tr -d ' \n')
 state_set "$D" ns "$NS"
 state_set "$D" fsal "$FSAL"
+state_set "$D" export_on "$EXPORT_ON"
 
 # From here on a failure undoes everything.
 trap 'rc=$?; if [ $rc != 0 ]; then "$HERE/stop.sh" "$D" >/dev/null 2>&1 || true; fi; exit $rc' EXIT
+
+if [ "$FSAL" = vfs ] && [ "$EXPORT_ON" = tmpfs ]; then
+	state_set "$D" export_mount "$D/export"
+	mount -t tmpfs -o size=512m,mode=0755 "kaas-ganesha-ram" "$D/export"
+elif [ "$FSAL" = vfs ] && [ "$EXPORT_ON" = loop ]; then
+	truncate -s 256M "$D/export.img"
+	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$D/export.img"
+	dev=$(losetup -f --show "$D/export.img")
+	state_set "$D" export_loop "$dev"
+	state_set "$D" export_mount "$D/export"
+	# noauto_da_alloc: only an explicit fsync (COMMIT) makes data durable
+	mount -o noauto_da_alloc "$dev" "$D/export"
+	sync -f "$D/export"   # the empty export is durable
+fi
 
 if [ "$FSAL" = vfs ]; then
 	EXPORT_PATH=$D/export
@@ -181,8 +211,13 @@ suburl=$url3; [ "$SUBVER" = 4 ] && suburl=$url4
 	printf 'SUB_URL=%q\n' "$suburl"
 	printf 'SUB_MOUNTS=%q\n' ""
 	printf 'SUB_CRASH_CMD=%q\n' "$HERE/crash-restart.sh $D"
+	if [ "$FSAL" = vfs ] && [ "$EXPORT_ON" != dir ]; then
+		printf 'SUB_POWER_LOSS_CMD=%q\n' "$HERE/powerloss.sh $D"
+	else
+		printf 'SUB_POWER_LOSS_CMD=%q\n' ""
+	fi
 	printf 'SUB_WRAP=%q\n' "nsenter --net=/run/netns/$NS"
-	printf 'SUB_INFO=%q\n' "$(ganesha.nfsd -v 2>/dev/null | sed -n 's/.*Release = //p' | head -1 | sed 's/^/nfs-ganesha /') FSAL_${FSAL^^}, NFSv$SUBVER via libnfs, lease ${LEASE}s, netns $NS"
+	printf 'SUB_INFO=%q\n' "$(ganesha.nfsd -v 2>/dev/null | sed -n 's/.*Release = //p' | head -1 | sed 's/^/nfs-ganesha /') FSAL_${FSAL^^}$([ "$FSAL" = vfs ] && echo " (export on $EXPORT_ON)"), NFSv$SUBVER via libnfs, lease ${LEASE}s, netns $NS"
 } >"$D/env.tmp"
 mv -f "$D/env.tmp" "$D/env"
 cat "$D/env"

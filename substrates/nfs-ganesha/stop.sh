@@ -29,6 +29,18 @@ if is_pid_of "$rp" rpcbind; then
 	kill -KILL "$rp" 2>/dev/null
 	wait_for 5 eval "! alive $rp"
 fi
+# The export's own storage (NFS_EXPORT_ON=tmpfs or loop), once ganesha
+# has let go of it.
+em=$(state_get "$D" export_mount)
+if [ -n "$em" ] && grep -qs " $em " /proc/self/mountinfo; then
+	umount "$em" 2>/dev/null || umount -l "$em" 2>/dev/null || true
+fi
+el=$(state_get "$D" export_loop)
+if [ -n "$el" ] && losetup "$el" 2>/dev/null | grep -qF "$D/"; then
+	losetup -d "$el" 2>/dev/null || true
+fi
+state_set "$D" export_mount ""
+state_set "$D" export_loop ""
 ns=$(state_get "$D" ns)
 if [ -n "$ns" ] && [ -e "/run/netns/$ns" ]; then
 	# Clients the caller left inside keep the namespace itself alive until

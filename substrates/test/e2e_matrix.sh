@@ -94,7 +94,7 @@ differs absent t-fail "check cto: absent, expected FAIL"
 report only FAIL preflight=PASS:0 rename=PASS:0 cto=WARN:0 fsync=FAIL:1
 matches only t-only
 report only2 FAIL preflight=PASS:0 rename=FAIL:4 fsync=FAIL:1
-differs only2 t-only "check rename: FAIL, expected PASS or WARN"
+differs only2 t-only "check rename: FAIL, expected PASS, UNPROVEN or WARN"
 report only3 FAIL preflight=PASS:0 fsync=FAIL:0
 differs only3 t-only "check fsync: FAIL without evidence"
 report ref REFUSED preflight=REFUSED:1 rename=PASS:0 fsync=WARN:0
@@ -113,8 +113,13 @@ for c in $(awk '!/^#/ && NF { print $1 }' "$ROOT/ci/matrix.expect"); do
 	grep -q "\"$c|" "$MATRIX" || fail "ci/matrix.expect names $c, which ci/matrix does not run"
 done
 rc=0
-"$MATRIX" --judge ok.json local >/dev/null 2>&1 || rc=$?
+# (a local directory without a power-loss hook: every guarantee held, fsync unproven)
+report unproven UNPROVEN preflight=PASS:0 rename=PASS:0 fsync=UNPROVEN:0
+"$MATRIX" --judge unproven.json local >/dev/null 2>&1 || rc=$?
 [ "$rc" = 0 ] || fail "ci/matrix.expect does not parse, or a passing report does not match 'local' (exit $rc)"
+rc=0
+"$MATRIX" --judge ok.json local >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "a PASS without a power-loss hook matched 'local', which expects UNPROVEN (exit $rc)"
 echo "ok: the judge wants the verdict, the named failures with evidence, and with 'pass' nothing else"
 
 # ---- the pipeline on real runs -------------------------------------------------------
