@@ -49,7 +49,22 @@ for ev in "KAAS_LOG_LEVEL=loud|KAAS_LOG_LEVEL: invalid value 'loud'" \
 done
 printf '# settings\nnum.partitions=3\nauto.create.topics.enable=maybe\n' > "$T/bad.properties"
 expect 2 "bad.properties:3: auto.create.topics.enable: invalid value 'maybe'" -- --data "$T/d" --config "$T/bad.properties"
-expect 2 "no-such.properties: No such file" -- --data "$T/d" --config "$T/no-such.properties"
+expect 2 "no-such.properties: cannot open the settings file: No such file" -- --data "$T/d" --config "$T/no-such.properties"
+# Every source of a settings file names the file and why, before anything
+# else is judged (a directory used to read as an empty file: "--data is
+# required").
+expect 2 "--config $T/d: is a directory, not a settings file" -- --config "$T/d"
+expect 2 "--config $T/d: is a directory" -- --data "$T/d" --config "$T/d"
+rc=0; KAAS_CONFIG="$T/d" "$BIN/kaas" --listen 127.0.0.1:0 2>"$T/err" </dev/null || rc=$?
+[ "$rc" = 2 ] && grep -q "KAAS_CONFIG $T/d: is a directory" "$T/err" || { cat "$T/err"; fail "KAAS_CONFIG=<dir>: exit $rc"; }
+echo "ok exit 2: KAAS_CONFIG=<a directory> -> $(head -1 "$T/err")"
+printf 'num.partitions=3\n' > "$T/nodata.properties"
+expect 2 "the settings file $T/nodata.properties (--config) has no log.dirs" -- --config "$T/nodata.properties"
+if [ "$(id -u)" != 0 ]; then
+	printf 'num.partitions=3\n' > "$T/locked.properties"
+	chmod 000 "$T/locked.properties"
+	expect 2 "locked.properties: cannot open the settings file: Permission denied" -- --config "$T/locked.properties"
+fi
 expect 2 "log.segment.bytes: invalid value '12'" -- --data "$T/d" --override log.segment.bytes=12
 expect 2 "connections.max.idle.ms: invalid value 'soon'" -- --data "$T/d" --override connections.max.idle.ms=soon
 expect 2 "unknown substrate URL scheme" -- --data "smb://x/y"

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define OFF(f) offsetof(kb_config, f)
 
@@ -291,8 +292,17 @@ int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(err, errlen, "%s: cannot open the settings file: %s", path, strerror(e));
+		return -e;
+	}
+	/* fopen(3) opens a directory; reading it would then fail and look like
+	 * an empty file. */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory, not a settings file (key=value lines)", path);
+		fclose(f);
+		return -EISDIR;
 	}
 	char line[8192];
 	int lineno = 0, rc = 0;
@@ -341,6 +351,12 @@ int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen
 				have[i] = 1;
 				pval[i] = i < 3 ? c->log.retention_ms : c->log.segment_ms;
 			}
+	}
+	if (ferror(f)) {
+		int e = errno ? errno : EIO;
+		snprintf(err, errlen, "%s: reading the settings file after line %d: %s", path, lineno, strerror(e));
+		rc = -e;
+		goto out;
 	}
 	for (int i = 2; i >= 0; i--) /* lowest priority first, so the highest is applied last */
 		if (have[i])
