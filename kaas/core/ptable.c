@@ -205,10 +205,30 @@ static void topic_free(ptopic *tp)
 	free(tp);
 }
 
-/* Adds partitions [tp->n, want) to a topic (ctl held): epochs are recorded
- * first, then each is taken over. */
-static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked)
+/* The first take-over error among e[0..n), with how many failed. */
+static int lead_failures(kb_ptable *t, kb_pentry **e, size_t n, size_t *failed)
 {
+	int first = 0;
+	*failed = 0;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < n; i++)
+		if (e[i]->state != PE_LEADER) {
+			(*failed)++;
+			if (!first)
+				first = e[i]->err ? e[i]->err : -EIO;
+		}
+	pthread_mutex_unlock(&t->mu);
+	return first;
+}
+
+/* Adds partitions [tp->n, want) to a topic (ctl held): epochs are recorded
+ * first, then each is taken over.  Returns -errno when nothing was added
+ * (out of memory, assignment.json not written); otherwise the partitions
+ * are in the table (and tp linked) and *lead_err is the first take-over
+ * error among them, 0 when every one is led. */
+static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *lead_err)
+{
+	*lead_err = 0;
 	if (want <= tp->n)
 		return 0;
 	kb_pentry **np = calloc((size_t)want, sizeof(*np));
@@ -240,6 +260,13 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked)
 	}
 	par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
 	free(epochs);
+	size_t failed;
+	*lead_err = lead_failures(t, np + tp->n, (size_t)(want - tp->n), &failed);
+	if (*lead_err)
+		KLOG_ERR("ptable", "topic %s: %zu of %d new partition(s) could not be led: %s%s; they are retried, "
+			 "and answer KAFKA_STORAGE_ERROR until then", tp->name, failed, want - tp->n,
+			 sub_strerror(*lead_err),
+			 *lead_err == -EMFILE || *lead_err == -ENFILE ? " (the descriptor limit: raise ulimit -n)" : "");
 	pthread_mutex_lock(&t->mu);
 	for (int32_t i = 0; i < tp->n; i++)
 		np[i] = tp->parts[i];
@@ -412,7 +439,7 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 	if (!d->name || !*d->name || d->partitions < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&t->ctl);
-	int rc = 0;
+	int rc = 0, lead_err = 0;
 	if (t->stopped) {
 		rc = -ESHUTDOWN;
 		goto out;
@@ -438,7 +465,7 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = grow_topic(t, tp, d->partitions, 0);
+		rc = grow_topic(t, tp, d->partitions, 0, &lead_err);
 		if (rc || tp->n == 0) {
 			if (!rc) { /* zero partitions: keep it known anyway */
 				pthread_mutex_lock(&t->mu);
@@ -467,8 +494,10 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 	if (d->partitions < have)
 		KLOG_WARN("ptable", "topic %s: cannot shrink from %d to %d partitions", d->name, have,
 			  d->partitions);
-	rc = grow_topic(t, tp, d->partitions, 1);
+	rc = grow_topic(t, tp, d->partitions, 1, &lead_err);
 out:
+	if (!rc)
+		rc = lead_err;
 	pthread_mutex_unlock(&t->ctl);
 	return rc;
 }
