@@ -48,6 +48,9 @@ static void unlink_topic(kb_ptable *t, ptopic *tp)
 /* ---- allocation (with fault injection for the tests) ---------------------- */
 
 int kb__alloc_fail_at;
+#ifdef KAAS_ASSERTS
+__thread unsigned kb__held;
+#endif
 
 void *kb__calloc(size_t n, size_t size)
 {
@@ -92,7 +95,7 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 	if (!rc)
 		rc = ks_partition_take_over(e->p, epoch);
 	int64_t hw = rc ? -1 : ks_partition_high_watermark(e->p);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	if (rc) {
 		e->state = PE_FAILED;
 		e->err = rc;
@@ -108,7 +111,7 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 		if (hw > e->durable) /* the listener may have been faster */
 			e->durable = hw;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	if (rc)
 		KLOG_ERR("ptable", "%s: taking over at epoch %d failed: %s%s; will retry", dir, epoch,
 			 sub_strerror(rc),
@@ -198,8 +201,13 @@ static void topic_free(ptopic *tp)
 {
 	if (!tp)
 		return;
-	for (int32_t i = 0; i < tp->n; i++)
-		free(tp->parts[i]);
+	for (int32_t i = 0; i < tp->n; i++) {
+		kb_pentry *e = tp->parts[i];
+		/* Nobody can reach it any more: no reference, flush, waiter or
+		 * watch may be left (each would touch freed memory). */
+		KAAS_ASSERT(!e || (e->refs == 0 && !e->queued && !e->waiters && !e->watches));
+		free(e);
+	}
 	free(tp->parts);
 	free(tp->name);
 	free(tp);
@@ -210,14 +218,14 @@ static int lead_failures(kb_ptable *t, kb_pentry **e, size_t n, size_t *failed)
 {
 	int first = 0;
 	*failed = 0;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (size_t i = 0; i < n; i++)
 		if (e[i]->state != PE_LEADER) {
 			(*failed)++;
 			if (!first)
 				first = e[i]->err ? e[i]->err : -EIO;
 		}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return first;
 }
 
@@ -267,7 +275,7 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *l
 			 "and answer KAFKA_STORAGE_ERROR until then", tp->name, failed, want - tp->n,
 			 sub_strerror(*lead_err),
 			 *lead_err == -EMFILE || *lead_err == -ENFILE ? " (the descriptor limit: raise ulimit -n)" : "");
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (int32_t i = 0; i < tp->n; i++)
 		np[i] = tp->parts[i];
 	free(tp->parts);
@@ -278,7 +286,7 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *l
 		tp->next = t->buckets[h];
 		t->buckets[h] = tp;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return 0;
 }
 
@@ -402,7 +410,7 @@ static int plan_build(kb_ptable *t, const kb_topic_desc *topics, size_t n, start
 int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 {
 	start_plan pl = {0};
-	pthread_mutex_lock(&t->ctl);
+	kb__lock(&t->ctl, KB_CTL);
 	int rc = kb__assign_load(t);
 	if (rc)
 		goto out;
@@ -418,7 +426,7 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 	if (rc)
 		goto out;
 	par_run(t, pl.all, pl.epoch, pl.nall);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (size_t b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = pl.buckets[b], *nx; tp; tp = nx) {
 			nx = tp->next;
@@ -426,11 +434,11 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 			tp->next = t->buckets[h];
 			t->buckets[h] = tp;
 		}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	plan_free(&pl, 0);
 out:
 	plan_free(&pl, rc != 0);
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
@@ -438,26 +446,26 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 {
 	if (!d->name || !*d->name || d->partitions < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&t->ctl);
+	kb__lock(&t->ctl, KB_CTL);
 	int rc = 0, lead_err = 0;
 	if (t->stopped) {
 		rc = -ESHUTDOWN;
 		goto out;
 	}
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, d->name, strlen(d->name));
 	int same_id = tp && (!d->topic_id || !tp->has_id || strcmp(tp->topic_id, d->topic_id) == 0);
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	if (tp && !same_id) {
 		/* A new incarnation under the same name: let go of the old one first. */
-		pthread_mutex_unlock(&t->ctl);
+		kb__unlock(&t->ctl, KB_CTL);
 		rc = kb_ptable_drop_topic(t, d->name);
-		pthread_mutex_lock(&t->ctl);
+		kb__lock(&t->ctl, KB_CTL);
 		if (rc)
 			goto out;
-		pthread_mutex_lock(&t->mu);
+		kb__lock(&t->mu, KB_MU);
 		tp = kb__find_topic(t, d->name, strlen(d->name));
-		pthread_mutex_unlock(&t->mu);
+		kb__unlock(&t->mu, KB_MU);
 	}
 	if (!tp) {
 		tp = topic_new(d);
@@ -468,11 +476,11 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 		rc = grow_topic(t, tp, d->partitions, 0, &lead_err);
 		if (rc || tp->n == 0) {
 			if (!rc) { /* zero partitions: keep it known anyway */
-				pthread_mutex_lock(&t->mu);
+				kb__lock(&t->mu, KB_MU);
 				uint32_t h = kb__hash_name(tp->name, strlen(tp->name));
 				tp->next = t->buckets[h];
 				t->buckets[h] = tp;
-				pthread_mutex_unlock(&t->mu);
+				kb__unlock(&t->mu, KB_MU);
 			} else {
 				topic_free(tp);
 			}
@@ -480,14 +488,14 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 		goto out;
 	}
 	/* Known topic: new config, maybe more partitions. */
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	tp->cfg = d->cfg;
 	if (d->topic_id && !tp->has_id && strlen(d->topic_id) < sizeof(tp->topic_id)) {
 		snprintf(tp->topic_id, sizeof(tp->topic_id), "%s", d->topic_id);
 		tp->has_id = 1;
 	}
 	int32_t have = tp->n;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	for (int32_t i = 0; i < have; i++)
 		if (tp->parts[i]->p)
 			ks_partition_set_config(tp->parts[i]->p, &d->cfg);
@@ -498,33 +506,33 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 out:
 	if (!rc)
 		rc = lead_err;
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
 int kb_ptable_set_config(kb_ptable *t, const char *topic, const ks_log_config *cfg)
 {
-	pthread_mutex_lock(&t->ctl);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
 	if (tp)
 		tp->cfg = *cfg;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	for (int32_t i = 0; tp && i < tp->n; i++)
 		if (tp->parts[i]->p)
 			ks_partition_set_config(tp->parts[i]->p, cfg);
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return tp ? 0 : -ENOENT;
 }
 
 int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 {
-	pthread_mutex_lock(&t->ctl);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
 	if (!tp) {
-		pthread_mutex_unlock(&t->mu);
-		pthread_mutex_unlock(&t->ctl);
+		kb__unlock(&t->mu, KB_MU);
+		kb__unlock(&t->ctl, KB_CTL);
 		return 0;
 	}
 	tp->dropping = 1;
@@ -540,7 +548,7 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 		pthread_cond_wait(&t->refs_cv, &t->mu);
 	}
 	unlink_topic(t, tp);
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	/* Relinquish (manifest + snapshot) and close, partitions in parallel.
 	 * A failed relinquish is logged; the handles are closed regardless,
 	 * which is what the caller needs before removing the directory. */
@@ -566,7 +574,7 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 			  topic, ASSIGNMENT_FILE);
 	KLOG_INFO("ptable", "topic %s: %d partition(s) relinquished and closed", topic, tp->n);
 	topic_free(tp);
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
@@ -578,7 +586,7 @@ int16_t kb_ptable_get(kb_ptable *t, kw_str topic, int32_t partition, kb_pref *re
 	if (topic.len <= 0)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	int16_t err = KERR_NONE;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic.s, (size_t)topic.len);
 	if (!tp || tp->dropping || partition < 0 || partition >= tp->n) {
 		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -587,13 +595,14 @@ int16_t kb_ptable_get(kb_ptable *t, kw_str topic, int32_t partition, kb_pref *re
 		if (e->state != PE_LEADER) {
 			err = e->err == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
 		} else {
+			KAAS_ASSERT(e->p && e->epoch > 0 && e->refs >= 0); /* a leader has its partition */
 			e->refs++;
 			ref->e = e;
 			ref->p = e->p;
 			ref->epoch = e->epoch;
 		}
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return err;
 }
 
@@ -611,7 +620,7 @@ int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int
 	int16_t err = KERR_NONE;
 	*leader = -1;
 	*epoch = -1;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
 	if (!tp || tp->dropping || partition < 0 || partition >= tp->n) {
 		err = tp ? KERR_LEADER_NOT_AVAILABLE : KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -621,7 +630,7 @@ int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int
 		*leader = t->b->id;
 		*epoch = tp->parts[partition]->epoch;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return err;
 }
 
@@ -635,7 +644,7 @@ static kb_pentry **ref_leaders(kb_ptable *t, size_t *n)
 {
 	kb_pentry **v = NULL;
 	size_t nv = 0, cap = 0;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
 		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next) {
 			if (tp->dropping)
@@ -651,7 +660,7 @@ static kb_pentry **ref_leaders(kb_ptable *t, size_t *n)
 			}
 		}
 out:
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	*n = nv;
 	return v;
 }
@@ -664,7 +673,7 @@ void kb_ptable_housekeep(kb_ptable *t)
 	for (size_t i = 0; i < nl; i++) {
 		int32_t ep;
 		if (ks_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
-			pthread_mutex_lock(&t->mu);
+			kb__lock(&t->mu, KB_MU);
 			if (lead[i]->state == PE_LEADER) {
 				lead[i]->state = PE_FAILED;
 				lead[i]->err = -EIO;
@@ -672,19 +681,19 @@ void kb_ptable_housekeep(kb_ptable *t)
 				KLOG_WARN("ptable", "%s/%d: poisoned by a failed write; taking it over again",
 					  lead[i]->topic->name, lead[i]->index);
 			}
-			pthread_mutex_unlock(&t->mu);
+			kb__unlock(&t->mu, KB_MU);
 		}
 		kb__put_entry(t, lead[i]);
 	}
 	free(lead);
 
 	/* Re-drive failed and poisoned partitions with a new epoch (Rule 2). */
-	if (pthread_mutex_trylock(&t->ctl) == 0) {
+	if (kb__trylock(&t->ctl, KB_CTL)) {
 		if (!t->stopped) {
 			int changed = 0;
 			kb_pentry **todo = NULL;
 			size_t nt = 0, cap = 0;
-			pthread_mutex_lock(&t->mu);
+			kb__lock(&t->mu, KB_MU);
 			for (int b = 0; b < NBUCKETS; b++)
 				for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 					for (int32_t i = 0; i < tp->n; i++) {
@@ -695,7 +704,7 @@ void kb_ptable_housekeep(kb_ptable *t)
 							todo[nt++] = e;
 						}
 					}
-			pthread_mutex_unlock(&t->mu);
+			kb__unlock(&t->mu, KB_MU);
 			int32_t *eps = nt ? calloc(nt, sizeof(int32_t)) : NULL;
 			for (size_t i = 0; eps && i < nt; i++) {
 				eps[i] = kb__next_epoch(t, todo[i]->topic->name, todo[i]->index, todo[i]->epoch);
@@ -711,7 +720,7 @@ void kb_ptable_housekeep(kb_ptable *t)
 			free(eps);
 			free(todo);
 		}
-		pthread_mutex_unlock(&t->ctl);
+		kb__unlock(&t->ctl, KB_CTL);
 	}
 	/* Retention and age-based rolls, without holding ctl. */
 	if (now - t->last_retention_ms < t->b->cfg.retention_check_interval_ms)
@@ -737,15 +746,15 @@ void kb_ptable_housekeep(kb_ptable *t)
 
 int kb_ptable_shutdown(kb_ptable *t)
 {
-	pthread_mutex_lock(&t->ctl);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
 	t->stopped = 1;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	/* Let the flushers finish the queue, then stop them. */
-	pthread_mutex_lock(&t->fmu);
+	kb__lock(&t->fmu, KB_FMU);
 	t->fstop = 1;
 	pthread_cond_broadcast(&t->fcv);
-	pthread_mutex_unlock(&t->fmu);
+	kb__unlock(&t->fmu, KB_FMU);
 	for (int i = 0; i < t->nflushers; i++)
 		pthread_join(t->flushers[i], NULL);
 	t->nflushers = 0;
@@ -754,7 +763,7 @@ int kb_ptable_shutdown(kb_ptable *t)
 	int rc = 0, n = 0;
 	size_t cap = 0, nall = 0;
 	kb_pentry **all = NULL;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (int b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 			for (int32_t i = 0; i < tp->n; i++) {
@@ -771,19 +780,19 @@ int kb_ptable_shutdown(kb_ptable *t)
 				all[nall++] = e;
 				n += e->state == PE_LEADER;
 			}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	int r = par_run(t, all, NULL, nall);
 	if (!rc)
 		rc = r;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (size_t i = 0; i < nall; i++) {
 		all[i]->state = PE_FAILED;
 		kb__fail_waiters(all[i], KERR_NOT_LEADER_OR_FOLLOWER);
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	free(all);
 	KLOG_INFO("ptable", "relinquished %d partition(s)%s", n, rc ? " (with errors)" : "");
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
@@ -791,10 +800,10 @@ void kb_ptable_destroy(kb_ptable *t)
 {
 	if (!t)
 		return;
-	pthread_mutex_lock(&t->fmu);
+	kb__lock(&t->fmu, KB_FMU);
 	t->fstop = 1;
 	pthread_cond_broadcast(&t->fcv);
-	pthread_mutex_unlock(&t->fmu);
+	kb__unlock(&t->fmu, KB_FMU);
 	for (int i = 0; i < t->nflushers; i++)
 		pthread_join(t->flushers[i], NULL);
 	for (int b = 0; b < NBUCKETS; b++) {
@@ -806,12 +815,14 @@ void kb_ptable_destroy(kb_ptable *t)
 				struct kb_watch *w = tp->parts[i]->watches;
 				for (; w; w = w->next)
 					w->e = NULL;
+				tp->parts[i]->watches = NULL;
 				dwaiter *d = tp->parts[i]->waiters;
 				while (d) {
 					dwaiter *dn = d->next;
 					free(d);
 					d = dn;
 				}
+				tp->parts[i]->waiters = NULL;
 			}
 			topic_free(tp);
 			tp = nx;

@@ -6,12 +6,14 @@
  *   epoch.c    leadership epochs on the volume (CLUSTER/assignment.json)
  *   durable.c  durability: the flushers, acks=all waiters, long-poll watches
  *
- * Locks, always taken in this order:
+ * Locks, always taken in this order (kb__lock asserts it):
  *   ctl  serialises the control operations (start, ensure, drop, re-drive,
  *        shutdown) and owns the assignment document; held across volume I/O
+ *   fmu  the flusher's dirty queue (queueing an entry takes a reference
+ *        under mu while holding it)
  *   mu   the topic map, entry states, reference counts, durability waiters
- *        and long-poll watches; never held across volume I/O
- *   fmu  the flusher's dirty queue
+ *        and long-poll watches; never held across volume I/O, and storage's
+ *        partition locks are never taken under it
  * A partition is used through references (kb_pref); dropping a topic waits
  * for them under mu/refs_cv, after which nobody can reach its partitions.
  */
@@ -24,6 +26,7 @@
 #include <stdint.h>
 
 #include "kaas/core/ptable.h"
+#include "util/assert.h"
 
 #define ASSIGNMENT_FILE "assignment.json"
 #define ASSIGNMENT_MAX (64u << 20)
@@ -97,6 +100,56 @@ struct kb_ptable {
 	int nflushers;
 	pthread_t *flushers;
 };
+
+/* The lock order, asserted: a thread takes a lock only while it holds
+ * none that comes after it, and never one twice. */
+enum { KB_CTL = 1, KB_FMU = 2, KB_MU = 4 };
+#ifdef KAAS_ASSERTS
+extern __thread unsigned kb__held;
+#endif
+static inline void kb__take(unsigned which)
+{
+#ifdef KAAS_ASSERTS
+	KAAS_ASSERT((kb__held & ~(which - 1u)) == 0);
+	kb__held |= which;
+#else
+	(void)which;
+#endif
+}
+static inline void kb__drop(unsigned which)
+{
+#ifdef KAAS_ASSERTS
+	KAAS_ASSERT(kb__held & which);
+	kb__held &= ~which;
+#else
+	(void)which;
+#endif
+}
+static inline void kb__lock(pthread_mutex_t *m, unsigned which)
+{
+	kb__take(which);
+	pthread_mutex_lock(m);
+}
+static inline int kb__trylock(pthread_mutex_t *m, unsigned which)
+{
+	if (pthread_mutex_trylock(m))
+		return 0;
+	kb__take(which);
+	return 1;
+}
+static inline void kb__unlock(pthread_mutex_t *m, unsigned which)
+{
+	kb__drop(which);
+	pthread_mutex_unlock(m);
+}
+static inline void kb__assert_held(unsigned which)
+{
+#ifdef KAAS_ASSERTS
+	KAAS_ASSERT((kb__held & which) == which);
+#else
+	(void)which;
+#endif
+}
 
 /* ptable.c */
 /* calloc(3), failing on purpose for the tests as SQLite's fault simulation

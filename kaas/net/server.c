@@ -74,6 +74,7 @@
 #include "kaas/core/splice.h"
 #include "kaas/net/server_int.h"
 #include "kaas/proto/kerr.h"
+#include "util/assert.h"
 #include "util/log.h"
 
 /* ---- requests ----------------------------------------------------------------- */
@@ -83,8 +84,13 @@ static void splices_free_job(void *arg) { kb_splices_free(arg); }
 void kn__req_free(sreq *r)
 {
 	conn *c = r->c;
+	size_t held = r->frame_len + sizeof(*r) + (r->counted ? r->resp_mem : 0);
+	/* The per-connection sums are unsigned: a request freed twice, or
+	 * counted once and uncounted twice, would wrap them instead of failing. */
+	KAAS_ASSERT(c->nreqs > 0 && c->buffered >= held);
+	KAAS_ASSERT(!r->counted || c->out_mem >= r->resp_mem);
 	kn__budget_release(c, r->frame_len);
-	c->buffered -= r->frame_len + sizeof(*r) + (r->counted ? r->resp_mem : 0);
+	c->buffered -= held;
 	if (r->counted)
 		c->out_mem -= r->resp_mem;
 	c->nreqs--;
