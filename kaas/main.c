@@ -34,6 +34,7 @@
 #include "kaas/topics/topics.h"
 #include "kaas/topics/trash.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 #define EXIT_USAGE 2
 #define EXIT_UNQUALIFIED 78
@@ -506,6 +507,7 @@ static int stop_broker(kb_broker *b, kn_server *srv)
 	kb_ptable_destroy(b->parts);
 	sub_destroy(b->cluster);
 	sub_destroy(b->data);
+	ku_metrics_destroy(b->metrics);
 	KLOG_INFO("kaas", "stopped%s", src ? " (some partitions failed to relinquish)" : "");
 	return src ? 1 : 0;
 }
@@ -529,6 +531,8 @@ int main(int argc, char **argv)
 	apply_flags(cfg, argc, argv);
 	check_settings(cfg, &src);
 	raise_descriptor_limit();
+	if (ku_metrics_create(&b->metrics))
+		die(1, "out of memory for the broker's metrics");
 
 	int explicit_cluster = open_volumes(b);
 	b->id = cfg->broker_id;

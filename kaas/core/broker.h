@@ -140,6 +140,7 @@ typedef struct kb_broker {
 	struct kb_ptable *parts;    /* never NULL once serving */
 	struct kt_topics *topics;   /* the topic registry */
 	struct kg_coord *coord;     /* group coordinator + producer ids */
+	struct ku_metrics *metrics; /* the broker's counters (util/metrics.h); may be NULL */
 
 	const kb_server_ops *ops;
 	void *server;

@@ -14,6 +14,7 @@
 
 #include "kaas/net/server_int.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 static void frame_done(conn *c, uint8_t *f, size_t len);
 static int parse_frames(conn *c, const uint8_t *buf, size_t n);
@@ -29,6 +30,7 @@ static void budget_kick(kn_server *s)
 	if (s->budget.ghead && !s->stopped)
 		uv_timer_start(&s->budget_timer, on_budget_timer, 0, 0);
 	if (s->budget_episode && !s->budget.qhead) {
+		ku_counter_add(s->m_passed, s->budget.passed - s->budget_passed0);
 		KLOG_INFO("server", "queued.max.request.bytes: every waiting request has room again after %llu ms "
 			  "(%llu waited, %llu passed over a connection above its share); reading resumed",
 			  (unsigned long long)(uv_now(&s->loop) - s->budget_episode_ms),
@@ -50,11 +52,13 @@ static void budget_wait(conn *c, int32_t len, const uint8_t *buf, size_t n)
 {
 	kn_server *s = c->s;
 	s->budget_waited++;
+	ku_counter_add(s->m_waits, 1);
 	if (!s->budget_episode) {
 		/* Starved: every client may now wait, so it is an operator's
 		 * business (a WARN, counted), not a detail. */
 		s->budget_episode = 1;
 		s->budget_episodes++;
+		ku_counter_add(s->m_starved, 1);
 		s->budget_episode_ms = uv_now(&s->loop);
 		s->budget_passed0 = s->budget.passed;
 		KLOG_WARN("server", "queued.max.request.bytes (%lld) is used up (%lld bytes of requests held by %d "
@@ -594,6 +598,7 @@ static void check_frame_rate(conn *c, uint64_t now, int64_t rate)
 	if (elapsed < REQUEST_RATE_GRACE_MS || (uint64_t)c->big_have * 1000 >= (uint64_t)rate * elapsed)
 		return;
 	s->slow_frames++;
+	ku_counter_add(s->m_slow, 1);
 	KLOG_WARN("server", "%s: a %zu-byte request arrived at %llu bytes/s (%zu bytes in %llu ms), below "
 		  "kaas.request.min.bytes.per.sec=%lld: dropping it and closing the connection (%llu slow frame(s) "
 		  "dropped so far)",

@@ -76,6 +76,7 @@
 #include "kaas/proto/kerr.h"
 #include "util/assert.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 /* ---- requests ----------------------------------------------------------------- */
 
@@ -599,6 +600,29 @@ static int init_handles(kn_server *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* The request-byte budget's counters, when the broker keeps metrics. */
+static ku_metric *counter(ku_metrics *m, const char *name, const char *help)
+{
+	ku_family *f = NULL;
+	static const char *const none[] = {NULL};
+	if (!m || ku_metrics_family(m, name, help, KU_COUNTER, none, NULL, 0, &f))
+		return NULL;
+	return ku_metrics_series(f, none);
+}
+
+static void register_metrics(kn_server *s)
+{
+	ku_metrics *m = s->b->metrics;
+	s->m_starved = counter(m, "kaas_request_budget_starved_total",
+			       "times queued.max.request.bytes was used up and requests had to wait");
+	s->m_waits = counter(m, "kaas_request_budget_waits_total",
+			     "request frames that waited for queued.max.request.bytes");
+	s->m_passed = counter(m, "kaas_request_budget_fair_share_passes_total",
+			      "grants that passed over a connection holding more than its share");
+	s->m_slow = counter(m, "kaas_request_slow_frames_dropped_total",
+			    "request frames dropped for arriving below kaas.request.min.bytes.per.sec");
+}
+
 int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 {
 	kn_server *s = calloc(1, sizeof(*s));
@@ -611,6 +635,7 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 	pthread_mutex_init(&s->evmu, NULL);
 	pthread_mutex_init(&s->hkmu, NULL);
 	kn_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
+	register_metrics(s);
 	int rc = check_descriptors(err, errlen);
 	if (rc) {
 		free(s);

@@ -142,6 +142,7 @@ struct kn_server {
 	uint64_t budget_passed0;   /* budget.passed when it began */
 	uv_timer_t frame_timer;    /* kaas.request.min.bytes.per.sec */
 	uint64_t slow_frames;      /* frames dropped for arriving too slowly */
+	struct ku_metric *m_starved, *m_waits, *m_slow, *m_passed; /* counters; NULL without metrics */
 	uint64_t next_conn_id;
 	int draining;
 	int stopped;
