@@ -119,6 +119,24 @@ broker_stop
 [ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
 echo "ok --trust-unqualified starts with a warning; the self-check ran"
 
+# Descriptors: the soft limit is raised to the hard one and logged; with
+# almost none left the start-up fails by name (libuv used to abort without
+# a word when its signal pipe could not be made).
+mkdir -p "$T/fd"
+(ulimit -Sn 256; ulimit -Hn 2048; BROKER_LOG=$T/fd.log broker_start "$T/fd"
+	grep -q "descriptors: soft limit raised from 256 to the hard limit 2048" "$T/fd.log" ||
+		{ cat "$T/fd.log"; exit 1; }
+	broker_stop; [ "$BROKER_RC" = 0 ]) || fail "the descriptor limit was not raised (or not logged)"
+echo "ok the soft RLIMIT_NOFILE is raised to the hard limit at start-up, and logged"
+for n in 8 11; do
+	rc=0
+	(ulimit -n $n; exec timeout 60 "$BIN/kaas" --data "$T/fd" --listen 127.0.0.1:0 --trust-unqualified) \
+		>"$T/out" 2>"$T/err" </dev/null || rc=$?
+	[ "$rc" = 1 ] && grep -q "event loop: no descriptors left for the server (Too many open files; RLIMIT_NOFILE soft $n" "$T/err" ||
+		{ cat "$T/err"; fail "at a descriptor limit of $n: exit $rc, expected 1 with a named error"; }
+done
+echo "ok out of descriptors at start-up: exit 1 naming the limit, never an abort"
+
 # Qualify with kaas-conform, then the broker starts without --trust-unqualified.
 mkdir -p "$T/q"
 # (A timing-based WARN, e.g. an fsync that looked too fast on a busy machine,
