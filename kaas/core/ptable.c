@@ -8,11 +8,13 @@
 #include "kaas/core/ptable.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kaas/core/ptable_int.h"
 #include "kaas/proto/kerr.h"
@@ -292,6 +294,24 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *l
 
 /* ---- public: life cycle ---------------------------------------------------------------------------- */
 
+/* (Re)fills the descriptor reserve; what cannot be opened now is not. */
+static void reserve_take(kb_ptable *t)
+{
+	while (t->nreserve < KB_FD_RESERVE) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		t->reserve[t->nreserve++] = fd;
+	}
+}
+
+/* Gives the reserve back to the process, just before relinquishing. */
+static void reserve_release(kb_ptable *t)
+{
+	while (t->nreserve > 0)
+		close(t->reserve[--t->nreserve]);
+}
+
 int kb_ptable_create(kb_broker *b, kb_ptable **out)
 {
 	kb_ptable *t = calloc(1, sizeof(*t));
@@ -304,6 +324,7 @@ int kb_ptable_create(kb_broker *b, kb_ptable **out)
 	pthread_mutex_init(&t->fmu, NULL);
 	pthread_cond_init(&t->fcv, NULL);
 	kb__assign_reset(t);
+	reserve_take(t);
 	int n = b->cfg.num_flush_threads > 0 ? b->cfg.num_flush_threads : 1;
 	t->flushers = calloc((size_t)n, sizeof(pthread_t));
 	if (!t->flushers) {
@@ -563,7 +584,9 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 			tp->parts[i]->p = NULL;
 		}
 	}
+	reserve_release(t);
 	par_run(t, open_, NULL, nopen);
+	reserve_take(t); /* the closed partitions gave back more than that */
 	free(open_);
 	for (int32_t i = 0; i < tp->n; i++)
 		kb__fail_waiters(tp->parts[i], KERR_UNKNOWN_TOPIC_OR_PARTITION);
@@ -781,6 +804,7 @@ int kb_ptable_shutdown(kb_ptable *t)
 				n += e->state == PE_LEADER;
 			}
 	kb__unlock(&t->mu, KB_MU);
+	reserve_release(t);
 	int r = par_run(t, all, NULL, nall);
 	if (!rc)
 		rc = r;
@@ -828,6 +852,7 @@ void kb_ptable_destroy(kb_ptable *t)
 			tp = nx;
 		}
 	}
+	reserve_release(t);
 	json_decref(t->assign);
 	free(t->flushers);
 	pthread_mutex_destroy(&t->ctl);

@@ -82,6 +82,7 @@ struct ptopic {
 };
 
 #define NBUCKETS 1024
+#define KB_FD_RESERVE 64
 
 struct kb_ptable {
 	kb_broker *b;
@@ -92,6 +93,12 @@ struct kb_ptable {
 	json_t *assign;        /* {"version","controller_epoch","partitions":{}} (ctl) */
 	int64_t last_retention_ms;
 	int stopped;
+
+	/* Descriptors held back (on /dev/null) for relinquishing: writing a
+	 * manifest and a snapshot needs a few, and at the descriptor limit a
+	 * relinquish that cannot get them loses the partition's state (ctl). */
+	int reserve[KB_FD_RESERVE];
+	int nreserve;
 
 	pthread_mutex_t fmu;
 	pthread_cond_t fcv;
