@@ -78,7 +78,7 @@ static kb_pentry *entry_new(kb_ptable *t, ptopic *tp, int32_t index)
 }
 
 /* Opens (if needed) and takes over at `epoch`.  Called with ctl held. */
-static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
+static int entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 {
 	ptopic *tp = e->topic;
 	char dir[512];
@@ -120,6 +120,7 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 			 rc == -ESTALE ? " (a newer leader or an older topic incarnation owns the directory)" : "");
 	else
 		KLOG_DEBUG("ptable", "%s: leader at epoch %d", dir, epoch);
+	return rc;
 }
 
 /* Take-overs and relinquishes are a few round trips to the volume each:
@@ -447,6 +448,12 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 	if (rc)
 		goto out;
 	par_run(t, pl.all, pl.epoch, pl.nall);
+	size_t failed;
+	int lead_err = lead_failures(t, pl.all, pl.nall, &failed);
+	if (lead_err)
+		KLOG_ERR("ptable", "start-up: %zu of %zu partition(s) could not be led: %s%s; they are retried, and "
+			 "answer KAFKA_STORAGE_ERROR until then", failed, pl.nall, sub_strerror(lead_err),
+			 lead_err == -EMFILE || lead_err == -ENFILE ? " (the descriptor limit: raise ulimit -n)" : "");
 	kb__lock(&t->mu, KB_MU);
 	for (size_t b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = pl.buckets[b], *nx; tp; tp = nx) {
@@ -688,6 +695,58 @@ out:
 	return v;
 }
 
+/* Re-drives failed and poisoned partitions with a new epoch (Rule 2); ctl
+ * held.  At the descriptor limit the rest of a round would fail the same
+ * way, one error line each: they wait for their next turn instead, with a
+ * longer delay, and one line says how many. */
+static void redrive_failed(kb_ptable *t, int64_t now)
+{
+	kb_pentry **todo = NULL;
+	int32_t *eps = NULL;
+	size_t nt = 0, cap = 0, i = 0;
+	kb__lock(&t->mu, KB_MU);
+	for (int b = 0; b < NBUCKETS; b++)
+		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
+			for (int32_t k = 0; k < tp->n; k++) {
+				kb_pentry *e = tp->parts[k];
+				if (e->state == PE_FAILED && e->retry_at_ms <= now && !KAAS_GROW(todo, nt, cap, 16))
+					todo[nt++] = e;
+			}
+	kb__unlock(&t->mu, KB_MU);
+	if (nt == 0 || !(eps = calloc(nt, sizeof(int32_t))))
+		goto out;
+	for (i = 0; i < nt; i++)
+		eps[i] = kb__next_epoch(t, todo[i]->topic->name, todo[i]->index, todo[i]->epoch);
+	if (kb__assign_write(t))
+		goto out;
+	for (i = 0; i < nt;) {
+		KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d", todo[i]->topic->name, todo[i]->index,
+			  eps[i]);
+		int rc = entry_take_over(t, todo[i], eps[i]);
+		i++;
+		if (rc == -EMFILE || rc == -ENFILE)
+			break;
+	}
+	if (i < nt) {
+		int64_t delay = 0;
+		kb__lock(&t->mu, KB_MU);
+		for (size_t k = i; k < nt; k++) {
+			kb_pentry *e = todo[k];
+			e->retry_delay_ms = e->retry_delay_ms ? e->retry_delay_ms * 2 : RETRY_MIN_MS;
+			if (e->retry_delay_ms > RETRY_MAX_MS)
+				e->retry_delay_ms = RETRY_MAX_MS;
+			e->retry_at_ms = now + e->retry_delay_ms;
+			delay = e->retry_delay_ms;
+		}
+		kb__unlock(&t->mu, KB_MU);
+		KLOG_WARN("ptable", "out of descriptors: %zu more partition(s) wait to be led (next attempt in about "
+			  "%lld s; raise the descriptor limit, ulimit -n)", nt - i, (long long)(delay / 1000));
+	}
+out:
+	free(eps);
+	free(todo);
+}
+
 void kb_ptable_housekeep(kb_ptable *t)
 {
 	int64_t now = ku_mono_ms();
@@ -710,39 +769,9 @@ void kb_ptable_housekeep(kb_ptable *t)
 	}
 	free(lead);
 
-	/* Re-drive failed and poisoned partitions with a new epoch (Rule 2). */
 	if (kb__trylock(&t->ctl, KB_CTL)) {
-		if (!t->stopped) {
-			int changed = 0;
-			kb_pentry **todo = NULL;
-			size_t nt = 0, cap = 0;
-			kb__lock(&t->mu, KB_MU);
-			for (int b = 0; b < NBUCKETS; b++)
-				for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
-					for (int32_t i = 0; i < tp->n; i++) {
-						kb_pentry *e = tp->parts[i];
-						if (e->state == PE_FAILED && e->retry_at_ms <= now) {
-							if (KAAS_GROW(todo, nt, cap, 16))
-								break;
-							todo[nt++] = e;
-						}
-					}
-			kb__unlock(&t->mu, KB_MU);
-			int32_t *eps = nt ? calloc(nt, sizeof(int32_t)) : NULL;
-			for (size_t i = 0; eps && i < nt; i++) {
-				eps[i] = kb__next_epoch(t, todo[i]->topic->name, todo[i]->index, todo[i]->epoch);
-				changed = 1;
-			}
-			if (changed && kb__assign_write(t) == 0) {
-				for (size_t i = 0; i < nt; i++) {
-					KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d",
-						  todo[i]->topic->name, todo[i]->index, eps[i]);
-					entry_take_over(t, todo[i], eps[i]);
-				}
-			}
-			free(eps);
-			free(todo);
-		}
+		if (!t->stopped)
+			redrive_failed(t, now);
 		kb__unlock(&t->ctl, KB_CTL);
 	}
 	/* Retention and age-based rolls, without holding ctl. */
