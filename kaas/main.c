@@ -40,6 +40,10 @@
 #define EXIT_UNQUALIFIED 78
 #define DEFAULT_CLUSTER_SUBDIR "__cluster"
 
+/* Which source last set the data and cluster paths, so that an error about
+ * them names where the value came from (a flag, a variable, a file line). */
+static char data_src[600] = "--data", cluster_src[600] = "--cluster-dir";
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -125,7 +129,7 @@ static void default_cluster_url(const char *data, char *out, size_t len)
 	while (base > 0 && data[base - 1] == '/' && base > 1)
 		base--;
 	if (snprintf(out, len, "%.*s/%s%s", (int)base, data, DEFAULT_CLUSTER_SUBDIR, q ? q : "") >= (int)len)
-		die(EXIT_USAGE, "--data %s: URL too long", data);
+		die(EXIT_USAGE, "%s %s: URL too long", data_src, data);
 }
 
 static int load_cluster_id(kb_broker *b)
@@ -241,6 +245,16 @@ static const struct option opts[] = {
 	{0, 0, 0, 0},
 };
 
+
+static void note_source(const kb_config *cfg, const char *data_was, const char *cluster_was, const char *what,
+			const char *what_cluster)
+{
+	if (strcmp(cfg->data_url, data_was) != 0)
+		snprintf(data_src, sizeof(data_src), "%s", what);
+	if (strcmp(cfg->cluster_url, cluster_was) != 0)
+		snprintf(cluster_src, sizeof(cluster_src), "%s", what_cluster);
+}
+
 /* Where the settings file came from, for its error messages. */
 typedef struct config_source {
 	const char *path; /* NULL: none */
@@ -284,6 +298,10 @@ static void load_config_file(kb_config *cfg, const config_source *src)
 		die(EXIT_USAGE, "%s: an empty file name", src->what);
 	if (kb_config_load_file(cfg, src->path, err, sizeof(err), warn_cb))
 		die(EXIT_USAGE, "%s %s", src->what, err);
+	char d[600], c[600];
+	snprintf(d, sizeof(d), "log.dirs in %s", src->path);
+	snprintf(c, sizeof(c), "kaas.cluster.dir in %s", src->path);
+	note_source(cfg, "", "", d, c);
 }
 
 /* The KAAS_* environment, between the file and the flags. */
@@ -301,6 +319,10 @@ static void apply_environment(kb_config *cfg)
 		if (v && *v)
 			apply(cfg, envs[i].env, envs[i].key, v);
 	}
+	if (getenv("KAAS_DATA") && *getenv("KAAS_DATA"))
+		snprintf(data_src, sizeof(data_src), "KAAS_DATA");
+	if (getenv("KAAS_CLUSTER_DIR") && *getenv("KAAS_CLUSTER_DIR"))
+		snprintf(cluster_src, sizeof(cluster_src), "KAAS_CLUSTER_DIR");
 	const char *tu = getenv("KAAS_TRUST_UNQUALIFIED");
 	if (tu && *tu) {
 		if (strcmp(tu, "1") == 0 || strcmp(tu, "true") == 0)
@@ -324,9 +346,11 @@ static void apply_flags(kb_config *cfg, int argc, char **argv)
 		switch (c) {
 		case O_DATA:
 			apply(cfg, "--data", "log.dirs", optarg);
+			snprintf(data_src, sizeof(data_src), "--data");
 			break;
 		case O_CLUSTER:
 			apply(cfg, "--cluster-dir", "kaas.cluster.dir", optarg);
+			snprintf(cluster_src, sizeof(cluster_src), "--cluster-dir");
 			break;
 		case O_LISTEN:
 			apply(cfg, "--listen", "listeners", optarg);
@@ -338,6 +362,9 @@ static void apply_flags(kb_config *cfg, int argc, char **argv)
 			apply(cfg, "--broker-id", "broker.id", optarg);
 			break;
 		case O_OVERRIDE: {
+			char data_was[sizeof(cfg->data_url)], cluster_was[sizeof(cfg->cluster_url)];
+			snprintf(data_was, sizeof(data_was), "%s", cfg->data_url);
+			snprintf(cluster_was, sizeof(cluster_was), "%s", cfg->cluster_url);
 			char kv[8192];
 			snprintf(kv, sizeof(kv), "%s", optarg);
 			char *eq = strchr(kv, '=');
@@ -346,6 +373,7 @@ static void apply_flags(kb_config *cfg, int argc, char **argv)
 			*eq = 0;
 			if (kb_config_set(cfg, kv, eq + 1, err, sizeof(err)))
 				die(EXIT_USAGE, "--override: %s", err);
+			note_source(cfg, data_was, cluster_was, "--override log.dirs", "--override kaas.cluster.dir");
 			break;
 		}
 		case O_TRUST:
@@ -403,20 +431,21 @@ static int open_volumes(kb_broker *b)
 	int explicit_cluster = cfg->cluster_url[0] != 0;
 	int rc = sub_open_url(cfg->data_url, &b->data, err, sizeof(err));
 	if (rc)
-		die(EXIT_USAGE, "--data %s: %s", cfg->data_url, err);
+		die(EXIT_USAGE, "%s %s: %s", data_src, cfg->data_url, err);
 	if (!explicit_cluster) {
 		if (is_url(cfg->data_url))
 			default_cluster_url(cfg->data_url, cfg->cluster_url, sizeof(cfg->cluster_url));
 		else if (snprintf(cfg->cluster_url, sizeof(cfg->cluster_url), "%s/%s", cfg->data_url,
 				  DEFAULT_CLUSTER_SUBDIR) >= (int)sizeof(cfg->cluster_url))
-			die(EXIT_USAGE, "--data %s: path too long", cfg->data_url);
+			die(EXIT_USAGE, "%s %s: path too long", data_src, cfg->data_url);
 		rc = sub_mkdirs(b->data, DEFAULT_CLUSTER_SUBDIR, 0755);
 		if (rc)
 			die(1, "creating %s: %s", cfg->cluster_url, sub_strerror(rc));
 	}
 	rc = sub_open_url(cfg->cluster_url, &b->cluster, err, sizeof(err));
 	if (rc)
-		die(EXIT_USAGE, "--cluster-dir %s: %s", cfg->cluster_url, err);
+		die(EXIT_USAGE, "%s %s: %s", explicit_cluster ? cluster_src : "the cluster directory (default DATA/__cluster)",
+		    cfg->cluster_url, err);
 	return explicit_cluster;
 }
 

@@ -58,6 +58,12 @@ expect 2 "--config $T/d: is a directory" -- --data "$T/d" --config "$T/d"
 rc=0; KAAS_CONFIG="$T/d" "$BIN/kaas" --listen 127.0.0.1:0 2>"$T/err" </dev/null || rc=$?
 [ "$rc" = 2 ] && grep -q "KAAS_CONFIG $T/d: is a directory" "$T/err" || { cat "$T/err"; fail "KAAS_CONFIG=<dir>: exit $rc"; }
 echo "ok exit 2: KAAS_CONFIG=<a directory> -> $(head -1 "$T/err")"
+# A path that came from the file is blamed on the file's line, not on --data.
+printf 'log.dirs=%s\n' "$T/no-such-dir" > "$T/baddata.properties"
+expect 2 "log.dirs in $T/baddata.properties $T/no-such-dir: .*No such file" -- --config "$T/baddata.properties"
+rc=0; KAAS_DATA="$T/no-such-dir" "$BIN/kaas" 2>"$T/err" </dev/null || rc=$?
+[ "$rc" = 2 ] && grep -q "KAAS_DATA $T/no-such-dir: .*No such file" "$T/err" || { cat "$T/err"; fail "KAAS_DATA=<missing>: exit $rc"; }
+echo "ok a missing data directory names the source it came from (file line, variable)"
 printf 'num.partitions=3\n' > "$T/nodata.properties"
 expect 2 "the settings file $T/nodata.properties (--config) has no log.dirs" -- --config "$T/nodata.properties"
 if [ "$(id -u)" != 0 ]; then
