@@ -5,6 +5,7 @@
  *              relinquish, housekeeping, shutdown
  *   epoch.c    leadership epochs on the volume (CLUSTER/assignment.json)
  *   durable.c  durability: the flushers, acks=all waiters, long-poll watches
+ *   upkeep.c   periodic work: re-driving failed partitions, retention
  *
  * Locks, always taken in this order (kb__lock asserts it):
  *   ctl  serialises the control operations (start, ensure, drop, re-drive,
@@ -165,6 +166,9 @@ static inline void kb__assert_held(unsigned which)
 extern int kb__alloc_fail_at;
 void *kb__calloc(size_t n, size_t size);
 uint32_t kb__hash_name(const char *s, size_t n);
+/* Opens (if needed) and takes e over at `epoch` (ctl held); 0 or the
+ * take-over's -errno, e's state says the same. */
+int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
 ptopic *kb__find_topic(kb_ptable *t, const char *name, size_t n); /* mu held */
 
 /* epoch.c: assignment.json (ctl held) */
