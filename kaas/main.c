@@ -3,9 +3,10 @@
  * and the SIGTERM drain.
  *
  * Start-up order: settings (defaults < --config file < KAAS_* environment <
- * flags) -> volumes -> qualification gate + self-check -> cluster id -> topic
- * registry -> partition table (take over every partition at a fresh epoch)
- * -> coordinator -> listen.  Shutdown (SIGTERM/SIGINT): stop accepting,
+ * flags) -> the descriptor limit raised -> volumes -> qualification gate +
+ * self-check -> cluster id -> topic registry -> server (loop, workers,
+ * listening socket, not yet serving) -> partition table (take over every
+ * partition at a fresh epoch) -> coordinator -> serve.  Shutdown (SIGTERM/SIGINT): stop accepting,
  * finish the requests in flight, answer parked ones, relinquish every
  * partition (manifest + producer snapshot, then close), exit 0.
  *
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "qualify/stamp.h"
@@ -32,10 +34,15 @@
 #include "kaas/topics/topics.h"
 #include "kaas/topics/trash.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 #define EXIT_USAGE 2
 #define EXIT_UNQUALIFIED 78
 #define DEFAULT_CLUSTER_SUBDIR "__cluster"
+
+/* Which source last set the data and cluster paths, so that an error about
+ * them names where the value came from (a flag, a variable, a file line). */
+static char data_src[600] = "--data", cluster_src[600] = "--cluster-dir";
 
 static void usage(FILE *out)
 {
@@ -122,7 +129,7 @@ static void default_cluster_url(const char *data, char *out, size_t len)
 	while (base > 0 && data[base - 1] == '/' && base > 1)
 		base--;
 	if (snprintf(out, len, "%.*s/%s%s", (int)base, data, DEFAULT_CLUSTER_SUBDIR, q ? q : "") >= (int)len)
-		die(EXIT_USAGE, "--data %s: URL too long", data);
+		die(EXIT_USAGE, "%s %s: URL too long", data_src, data);
 }
 
 static int load_cluster_id(kb_broker *b)
@@ -223,47 +230,54 @@ static void gate(kb_broker *b, int explicit_cluster)
 	}
 }
 
-int main(int argc, char **argv)
+enum { O_DATA = 256, O_CLUSTER, O_LISTEN, O_ADVERTISE, O_ID, O_CONFIG, O_OVERRIDE, O_TRUST, O_APIS, O_HELP };
+static const struct option opts[] = {
+	{"data", required_argument, 0, O_DATA},
+	{"cluster-dir", required_argument, 0, O_CLUSTER},
+	{"listen", required_argument, 0, O_LISTEN},
+	{"advertise", required_argument, 0, O_ADVERTISE},
+	{"broker-id", required_argument, 0, O_ID},
+	{"config", required_argument, 0, O_CONFIG},
+	{"override", required_argument, 0, O_OVERRIDE},
+	{"trust-unqualified", no_argument, 0, O_TRUST},
+	{"apis", no_argument, 0, O_APIS},
+	{"help", no_argument, 0, O_HELP},
+	{0, 0, 0, 0},
+};
+
+
+static void note_source(const kb_config *cfg, const char *data_was, const char *cluster_was, const char *what,
+			const char *what_cluster)
 {
-	ku_log_init_from_env();
-	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && strcmp(argv[1], "trash") == 0)
-		return kt_trash_main(argc - 1, argv + 1);
+	if (strcmp(cfg->data_url, data_was) != 0)
+		snprintf(data_src, sizeof(data_src), "%s", what);
+	if (strcmp(cfg->cluster_url, cluster_was) != 0)
+		snprintf(cluster_src, sizeof(cluster_src), "%s", what_cluster);
+}
 
-	static kb_broker broker;
-	kb_broker *b = &broker;
-	kb_config *cfg = &b->cfg;
-	kb_config_defaults(cfg);
+/* Where the settings file came from, for its error messages. */
+typedef struct config_source {
+	const char *path; /* NULL: none */
+	const char *what; /* "--config" or "KAAS_CONFIG" */
+} config_source;
 
-	enum { O_DATA = 256, O_CLUSTER, O_LISTEN, O_ADVERTISE, O_ID, O_CONFIG, O_OVERRIDE, O_TRUST, O_APIS, O_HELP };
-	static const struct option opts[] = {
-		{"data", required_argument, 0, O_DATA},
-		{"cluster-dir", required_argument, 0, O_CLUSTER},
-		{"listen", required_argument, 0, O_LISTEN},
-		{"advertise", required_argument, 0, O_ADVERTISE},
-		{"broker-id", required_argument, 0, O_ID},
-		{"config", required_argument, 0, O_CONFIG},
-		{"override", required_argument, 0, O_OVERRIDE},
-		{"trust-unqualified", no_argument, 0, O_TRUST},
-		{"apis", no_argument, 0, O_APIS},
-		{"help", no_argument, 0, O_HELP},
-		{0, 0, 0, 0},
-	};
-	/* Pass 1: --config, --help, --apis and syntax errors. */
-	const char *config_file = getenv("KAAS_CONFIG");
+/* Pass 1 over the flags: --config, --help, --apis and syntax errors. */
+static config_source first_pass(int argc, char **argv)
+{
+	config_source src = {getenv("KAAS_CONFIG"), "KAAS_CONFIG"};
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case O_CONFIG:
-			config_file = optarg;
+			src = (config_source){optarg, "--config"};
 			break;
 		case O_HELP:
 			usage(stdout);
-			return 0;
+			exit(0);
 		case O_APIS:
 			print_apis();
-			return 0;
+			exit(0);
 		case '?':
 			if (optopt)
 				die(EXIT_USAGE, "%s needs a value (see --help)", argv[optind - 1]);
@@ -272,11 +286,27 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
-	char err[1024];
-	if (config_file && kb_config_load_file(cfg, config_file, err, sizeof(err), warn_cb))
-		die(EXIT_USAGE, "%s", err);
+	return src;
+}
 
-	/* Environment. */
+static void load_config_file(kb_config *cfg, const config_source *src)
+{
+	char err[1024];
+	if (!src->path)
+		return;
+	if (!*src->path)
+		die(EXIT_USAGE, "%s: an empty file name", src->what);
+	if (kb_config_load_file(cfg, src->path, err, sizeof(err), warn_cb))
+		die(EXIT_USAGE, "%s %s", src->what, err);
+	char d[600], c[600];
+	snprintf(d, sizeof(d), "log.dirs in %s", src->path);
+	snprintf(c, sizeof(c), "kaas.cluster.dir in %s", src->path);
+	note_source(cfg, "", "", d, c);
+}
+
+/* The KAAS_* environment, between the file and the flags. */
+static void apply_environment(kb_config *cfg)
+{
 	static const struct {
 		const char *env, *key;
 	} envs[] = {
@@ -289,6 +319,10 @@ int main(int argc, char **argv)
 		if (v && *v)
 			apply(cfg, envs[i].env, envs[i].key, v);
 	}
+	if (getenv("KAAS_DATA") && *getenv("KAAS_DATA"))
+		snprintf(data_src, sizeof(data_src), "KAAS_DATA");
+	if (getenv("KAAS_CLUSTER_DIR") && *getenv("KAAS_CLUSTER_DIR"))
+		snprintf(cluster_src, sizeof(cluster_src), "KAAS_CLUSTER_DIR");
 	const char *tu = getenv("KAAS_TRUST_UNQUALIFIED");
 	if (tu && *tu) {
 		if (strcmp(tu, "1") == 0 || strcmp(tu, "true") == 0)
@@ -300,16 +334,23 @@ int main(int argc, char **argv)
 	if (ll && *ll && strcmp(ll, "error") != 0 && strcmp(ll, "warn") != 0 && strcmp(ll, "info") != 0 &&
 	    strcmp(ll, "debug") != 0)
 		die(EXIT_USAGE, "KAAS_LOG_LEVEL: invalid value '%s' (use error, warn, info or debug)", ll);
+}
 
-	/* Pass 2: flags. */
+/* Pass 2: the flags, which win over everything else. */
+static void apply_flags(kb_config *cfg, int argc, char **argv)
+{
+	char err[1024];
+	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case O_DATA:
 			apply(cfg, "--data", "log.dirs", optarg);
+			snprintf(data_src, sizeof(data_src), "--data");
 			break;
 		case O_CLUSTER:
 			apply(cfg, "--cluster-dir", "kaas.cluster.dir", optarg);
+			snprintf(cluster_src, sizeof(cluster_src), "--cluster-dir");
 			break;
 		case O_LISTEN:
 			apply(cfg, "--listen", "listeners", optarg);
@@ -321,6 +362,9 @@ int main(int argc, char **argv)
 			apply(cfg, "--broker-id", "broker.id", optarg);
 			break;
 		case O_OVERRIDE: {
+			char data_was[sizeof(cfg->data_url)], cluster_was[sizeof(cfg->cluster_url)];
+			snprintf(data_was, sizeof(data_was), "%s", cfg->data_url);
+			snprintf(cluster_was, sizeof(cluster_was), "%s", cfg->cluster_url);
 			char kv[8192];
 			snprintf(kv, sizeof(kv), "%s", optarg);
 			char *eq = strchr(kv, '=');
@@ -329,6 +373,7 @@ int main(int argc, char **argv)
 			*eq = 0;
 			if (kb_config_set(cfg, kv, eq + 1, err, sizeof(err)))
 				die(EXIT_USAGE, "--override: %s", err);
+			note_source(cfg, data_was, cluster_was, "--override log.dirs", "--override kaas.cluster.dir");
 			break;
 		}
 		case O_TRUST:
@@ -336,39 +381,78 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (!cfg->data_url[0])
+}
+
+/* Settings that are valid alone but not together, or missing. */
+static void check_settings(const kb_config *cfg, const config_source *src)
+{
+	if (!cfg->data_url[0]) {
+		if (src->path)
+			die(EXIT_USAGE, "--data is required (or KAAS_DATA); the settings file %s (%s) has no log.dirs; "
+				       "see --help", src->path, src->what);
 		die(EXIT_USAGE, "--data is required (or KAAS_DATA, or log.dirs in the --config file); see --help");
+	}
 	if (cfg->group_min_session_timeout_ms > cfg->group_max_session_timeout_ms)
 		die(EXIT_USAGE, "group.min.session.timeout.ms is larger than group.max.session.timeout.ms");
+}
 
-	/* Volumes. */
+/* Each led partition holds descriptors (its log and indexes), each
+ * connection one: the soft limit a shell hands out (often 1,024) is far too
+ * low, and the hard limit is the administrator's real answer. */
+static void raise_descriptor_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl)) {
+		KLOG_WARN("kaas", "descriptors: getrlimit(RLIMIT_NOFILE): %s; keeping the limit as it is",
+			  strerror(errno));
+		return;
+	}
+	rlim_t old = rl.rlim_cur;
+	if (rl.rlim_cur >= rl.rlim_max) {
+		KLOG_INFO("kaas", "descriptors: limit %llu (already the hard limit)", (unsigned long long)old);
+		return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		KLOG_WARN("kaas", "descriptors: raising the soft limit from %llu to the hard limit %llu failed: %s",
+			  (unsigned long long)old, (unsigned long long)rl.rlim_max, strerror(errno));
+		return;
+	}
+	KLOG_INFO("kaas", "descriptors: soft limit raised from %llu to the hard limit %llu",
+		  (unsigned long long)old, (unsigned long long)rl.rlim_cur);
+}
+
+/* The data volume and the cluster directory (DATA/__cluster by default);
+ * returns whether the cluster directory was given explicitly. */
+static int open_volumes(kb_broker *b)
+{
+	kb_config *cfg = &b->cfg;
+	char err[1024];
 	int explicit_cluster = cfg->cluster_url[0] != 0;
 	int rc = sub_open_url(cfg->data_url, &b->data, err, sizeof(err));
 	if (rc)
-		die(EXIT_USAGE, "--data %s: %s", cfg->data_url, err);
+		die(EXIT_USAGE, "%s %s: %s", data_src, cfg->data_url, err);
 	if (!explicit_cluster) {
 		if (is_url(cfg->data_url))
 			default_cluster_url(cfg->data_url, cfg->cluster_url, sizeof(cfg->cluster_url));
 		else if (snprintf(cfg->cluster_url, sizeof(cfg->cluster_url), "%s/%s", cfg->data_url,
 				  DEFAULT_CLUSTER_SUBDIR) >= (int)sizeof(cfg->cluster_url))
-			die(EXIT_USAGE, "--data %s: path too long", cfg->data_url);
+			die(EXIT_USAGE, "%s %s: path too long", data_src, cfg->data_url);
 		rc = sub_mkdirs(b->data, DEFAULT_CLUSTER_SUBDIR, 0755);
 		if (rc)
 			die(1, "creating %s: %s", cfg->cluster_url, sub_strerror(rc));
 	}
 	rc = sub_open_url(cfg->cluster_url, &b->cluster, err, sizeof(err));
 	if (rc)
-		die(EXIT_USAGE, "--cluster-dir %s: %s", cfg->cluster_url, err);
-	b->id = cfg->broker_id;
+		die(EXIT_USAGE, "%s %s: %s", explicit_cluster ? cluster_src : "the cluster directory (default DATA/__cluster)",
+		    cfg->cluster_url, err);
+	return explicit_cluster;
+}
 
-	gate(b, explicit_cluster);
-
-	rc = load_cluster_id(b);
-	if (rc)
-		die(1, "reading or creating the cluster id (cluster-id.json in %s): %s", cfg->cluster_url,
-		    sub_strerror(rc));
-
-	/* Topic registry, then the partitions of every topic at fresh epochs. */
+/* The topic registry and the (still empty) partition table. */
+static void open_registry(kb_broker *b, int explicit_cluster)
+{
+	kb_config *cfg = &b->cfg;
 	kt_topics_options to;
 	kt_topics_options_init(&to);
 	to.cluster = b->cluster;
@@ -378,7 +462,7 @@ int main(int argc, char **argv)
 	to.default_replication_factor = cfg->default_replication_factor;
 	to.reserved_name = explicit_cluster ? NULL : DEFAULT_CLUSTER_SUBDIR;
 	kt_topics_ptable_hooks(b, &to.hooks);
-	rc = kt_topics_open(&to, &b->topics);
+	int rc = kt_topics_open(&to, &b->topics);
 	if (rc)
 		die(1, "opening the topic registry in %s: %s", cfg->cluster_url, sub_strerror(rc));
 	rc = kb_ptable_create(b, &b->parts);
@@ -387,34 +471,42 @@ int main(int argc, char **argv)
 	rc = kt_topics_broker_upkeep(b);
 	if (rc)
 		die(1, "topic registry upkeep: %s", strerror(-rc));
+}
+
+/* Every partition of every registered topic, taken over at a fresh epoch. */
+static void start_partitions(kb_broker *b)
+{
 	kt_topic_info *list = NULL;
 	size_t ntopics = 0;
-	rc = kt_topics_list(b->topics, &list, &ntopics);
+	int rc = kt_topics_list(b->topics, &list, &ntopics);
 	if (rc)
 		die(1, "listing topics: %s", strerror(-rc));
 	kb_topic_desc *descs = calloc(ntopics ? ntopics : 1, sizeof(*descs));
 	if (!descs)
-		die(1, "out of memory");
-	int32_t nparts = 0;
+		die(1, "out of memory listing %zu topic(s)", ntopics);
+	int64_t nparts = 0;
 	for (size_t i = 0; i < ntopics; i++) {
 		kt_topics_prepare_dir(b->topics, &list[i]);
 		descs[i] = (kb_topic_desc){list[i].name, list[i].id, list[i].partitions, list[i].cfg};
 		nparts += list[i].partitions;
 	}
 	rc = kb_ptable_start(b->parts, descs, ntopics);
+	if (rc == -ENOMEM)
+		die(1, "out of memory building the partition table (%zu topic(s), %lld partition(s))", ntopics,
+		    (long long)nparts);
 	if (rc)
-		die(1, "recording leadership epochs in %s/assignment.json: %s", cfg->cluster_url,
+		die(1, "recording leadership epochs in %s/assignment.json: %s", b->cfg.cluster_url,
 		    sub_strerror(rc));
 	free(descs);
 	free(list);
-	KLOG_INFO("kaas", "leading %zu topic(s), %d partition(s)", ntopics, nparts);
+	KLOG_INFO("kaas", "leading %zu topic(s), %lld partition(s)", ntopics, (long long)nparts);
+}
 
-	kn_server *srv = NULL;
-	rc = kn_server_create(b, &srv, err, sizeof(err));
-	if (rc)
-		die(rc == -EADDRINUSE || rc == -EACCES || rc == -EINVAL ? EXIT_USAGE : 1, "%s", err);
-	/* The advertised endpoint: explicit, else the listener (its bound port). */
+/* The endpoint given to clients: explicit, else the listener (its bound port). */
+static void advertise(kb_broker *b, kn_server *srv)
+{
 	static char host[256];
+	const kb_config *cfg = &b->cfg;
 	if (cfg->advertise_host[0]) {
 		snprintf(host, sizeof(host), "%s", cfg->advertise_host);
 		b->port = cfg->advertise_port;
@@ -429,15 +521,12 @@ int main(int argc, char **argv)
 		b->port = kn_server_port(srv);
 	}
 	b->host = host;
+}
 
-	rc = kg_coord_open(b, &b->coord);
-	if (rc)
-		die(1, "group coordinator: %s", strerror(-rc));
-
-	KLOG_INFO("kaas", "broker %d listening on %s:%d, advertised as %s:%d (cluster %s)", b->id,
-		  cfg->listen_host, kn_server_port(srv), b->host, b->port, b->cluster_id);
-	kn_server_run(srv);
-
+/* After the drain: relinquish every partition, close everything.  The exit
+ * code says whether every partition was relinquished. */
+static int stop_broker(kb_broker *b, kn_server *srv)
+{
 	KLOG_INFO("kaas", "stopping: relinquishing partitions");
 	kg_coord_close(b->coord);
 	b->coord = NULL;
@@ -447,6 +536,59 @@ int main(int argc, char **argv)
 	kb_ptable_destroy(b->parts);
 	sub_destroy(b->cluster);
 	sub_destroy(b->data);
+	ku_metrics_destroy(b->metrics);
 	KLOG_INFO("kaas", "stopped%s", src ? " (some partitions failed to relinquish)" : "");
 	return src ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	ku_log_init_from_env();
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "trash") == 0)
+		return kt_trash_main(argc - 1, argv + 1);
+
+	static kb_broker broker;
+	kb_broker *b = &broker;
+	kb_config *cfg = &b->cfg;
+	kb_config_defaults(cfg);
+
+	/* Settings: defaults < --config file < KAAS_* environment < flags. */
+	config_source src = first_pass(argc, argv);
+	load_config_file(cfg, &src);
+	apply_environment(cfg);
+	apply_flags(cfg, argc, argv);
+	check_settings(cfg, &src);
+	raise_descriptor_limit();
+	if (ku_metrics_create(&b->metrics))
+		die(1, "out of memory for the broker's metrics");
+
+	int explicit_cluster = open_volumes(b);
+	b->id = cfg->broker_id;
+	gate(b, explicit_cluster);
+	int rc = load_cluster_id(b);
+	if (rc)
+		die(1, "reading or creating the cluster id (cluster-id.json in %s): %s", cfg->cluster_url,
+		    sub_strerror(rc));
+	open_registry(b, explicit_cluster);
+
+	/* The server (event loop, workers, listening socket) before the
+	 * partitions: its descriptors are few and must not be the ones that
+	 * run out, and a busy port is known before minutes of take-overs. */
+	char err[1024];
+	kn_server *srv = NULL;
+	rc = kn_server_create(b, &srv, err, sizeof(err));
+	if (rc)
+		die(rc == -EADDRINUSE || rc == -EACCES || rc == -EINVAL ? EXIT_USAGE : 1, "%s", err);
+	start_partitions(b);
+	advertise(b, srv);
+
+	rc = kg_coord_open(b, &b->coord);
+	if (rc)
+		die(1, "group coordinator: %s", strerror(-rc));
+
+	KLOG_INFO("kaas", "broker %d listening on %s:%d, advertised as %s:%d (cluster %s)", b->id,
+		  cfg->listen_host, kn_server_port(srv), b->host, b->port, b->cluster_id);
+	kn_server_run(srv);
+	return stop_broker(b, srv);
 }

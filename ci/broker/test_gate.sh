@@ -49,7 +49,28 @@ for ev in "KAAS_LOG_LEVEL=loud|KAAS_LOG_LEVEL: invalid value 'loud'" \
 done
 printf '# settings\nnum.partitions=3\nauto.create.topics.enable=maybe\n' > "$T/bad.properties"
 expect 2 "bad.properties:3: auto.create.topics.enable: invalid value 'maybe'" -- --data "$T/d" --config "$T/bad.properties"
-expect 2 "no-such.properties: No such file" -- --data "$T/d" --config "$T/no-such.properties"
+expect 2 "no-such.properties: cannot open the settings file: No such file" -- --data "$T/d" --config "$T/no-such.properties"
+# Every source of a settings file names the file and why, before anything
+# else is judged (a directory used to read as an empty file: "--data is
+# required").
+expect 2 "--config $T/d: is a directory, not a settings file" -- --config "$T/d"
+expect 2 "--config $T/d: is a directory" -- --data "$T/d" --config "$T/d"
+rc=0; KAAS_CONFIG="$T/d" "$BIN/kaas" --listen 127.0.0.1:0 2>"$T/err" </dev/null || rc=$?
+[ "$rc" = 2 ] && grep -q "KAAS_CONFIG $T/d: is a directory" "$T/err" || { cat "$T/err"; fail "KAAS_CONFIG=<dir>: exit $rc"; }
+echo "ok exit 2: KAAS_CONFIG=<a directory> -> $(head -1 "$T/err")"
+# A path that came from the file is blamed on the file's line, not on --data.
+printf 'log.dirs=%s\n' "$T/no-such-dir" > "$T/baddata.properties"
+expect 2 "log.dirs in $T/baddata.properties $T/no-such-dir: .*No such file" -- --config "$T/baddata.properties"
+rc=0; KAAS_DATA="$T/no-such-dir" "$BIN/kaas" 2>"$T/err" </dev/null || rc=$?
+[ "$rc" = 2 ] && grep -q "KAAS_DATA $T/no-such-dir: .*No such file" "$T/err" || { cat "$T/err"; fail "KAAS_DATA=<missing>: exit $rc"; }
+echo "ok a missing data directory names the source it came from (file line, variable)"
+printf 'num.partitions=3\n' > "$T/nodata.properties"
+expect 2 "the settings file $T/nodata.properties (--config) has no log.dirs" -- --config "$T/nodata.properties"
+if [ "$(id -u)" != 0 ]; then
+	printf 'num.partitions=3\n' > "$T/locked.properties"
+	chmod 000 "$T/locked.properties"
+	expect 2 "locked.properties: cannot open the settings file: Permission denied" -- --config "$T/locked.properties"
+fi
 expect 2 "log.segment.bytes: invalid value '12'" -- --data "$T/d" --override log.segment.bytes=12
 expect 2 "connections.max.idle.ms: invalid value 'soon'" -- --data "$T/d" --override connections.max.idle.ms=soon
 expect 2 "unknown substrate URL scheme" -- --data "smb://x/y"
@@ -103,6 +124,24 @@ expect 2 "Address already in use" -- --data "$T/d2" --listen "127.0.0.1:$BROKER_
 broker_stop
 [ "$BROKER_RC" = 0 ] || fail "exit $BROKER_RC"
 echo "ok --trust-unqualified starts with a warning; the self-check ran"
+
+# Descriptors: the soft limit is raised to the hard one and logged; with
+# almost none left the start-up fails by name (libuv used to abort without
+# a word when its signal pipe could not be made).
+mkdir -p "$T/fd"
+(ulimit -Sn 256; ulimit -Hn 2048; BROKER_LOG=$T/fd.log broker_start "$T/fd"
+	grep -q "descriptors: soft limit raised from 256 to the hard limit 2048" "$T/fd.log" ||
+		{ cat "$T/fd.log"; exit 1; }
+	broker_stop; [ "$BROKER_RC" = 0 ]) || fail "the descriptor limit was not raised (or not logged)"
+echo "ok the soft RLIMIT_NOFILE is raised to the hard limit at start-up, and logged"
+for n in 8 11; do
+	rc=0
+	(ulimit -n $n; exec timeout 60 "$BIN/kaas" --data "$T/fd" --listen 127.0.0.1:0 --trust-unqualified) \
+		>"$T/out" 2>"$T/err" </dev/null || rc=$?
+	[ "$rc" = 1 ] && grep -q "event loop: no descriptors left for the server (Too many open files; RLIMIT_NOFILE soft $n" "$T/err" ||
+		{ cat "$T/err"; fail "at a descriptor limit of $n: exit $rc, expected 1 with a named error"; }
+done
+echo "ok out of descriptors at start-up: exit 1 naming the limit, never an abort"
 
 # Qualify with kaas-conform, then the broker starts without --trust-unqualified.
 mkdir -p "$T/q"

@@ -4,7 +4,9 @@
 # they started waiting, and all get answered once room frees; a SIGTERM with
 # waiting frames still drains), max.connections (new connections wait in the
 # listen backlog, and are served once one closes), max.connections.per.ip
-# (closed at once), and bad values refused naming the key.
+# (closed at once), slow frames (kaas.request.min.bytes.per.sec: six
+# connections announcing 100 MiB frames and trickling them cannot starve
+# seven unrelated producers), and bad values refused naming the key.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh limits
@@ -12,7 +14,8 @@ source ci/lib/e2e.sh limits
 # ---- bad values exit 2 naming the key ----------------------------------------
 mkdir -p "$T/cfg"
 for kv in queued.max.request.bytes=1000 queued.max.request.bytes=-5 queued.max.request.bytes=lots \
-	max.connections=0 max.connections=-1 max.connections.per.ip=0 max.connections.per.ip=x; do
+	max.connections=0 max.connections=-1 max.connections.per.ip=0 max.connections.per.ip=x \
+	kaas.request.min.bytes.per.sec=-1 kaas.request.min.bytes.per.sec=fast; do
 	rc=0
 	timeout 60 "$BIN/kaas" --data "$T/cfg" --listen 127.0.0.1:0 --trust-unqualified \
 		--override "$kv" >"$T/out" 2>"$T/err" </dev/null || rc=$?
@@ -27,6 +30,7 @@ echo "ok bad queued.max.request.bytes / max.connections / max.connections.per.ip
 QMAX=1048576
 export KAAS_LOG_LEVEL=debug
 BROKER_LOG=$T/q.log broker_start "$T/q" --override queued.max.request.bytes=$QMAX \
+	--override kaas.request.min.bytes.per.sec=1024 \
 	--override socket.request.max.bytes=4194304 --override message.max.bytes=4194304
 $PY - "$BROKER_PORT" "$T/q.log" "$BROKER_PID" <<'PY'
 import os, re, signal, sys, time
@@ -93,7 +97,7 @@ for i in [first] + order:  # the budget grants the waiters in the order they wai
 assert offsets == set(range(N)), offsets
 grants = wait_log(r"127\.0\.0\.1:(\d+): the \d+-byte request has room", N - 1, "grants")
 assert [ports[int(p)] for p in grants] == order, ([ports[int(p)] for p in grants], order)
-wait_log(r"every waiting request has room again \((\d+) waited\)", 1, "end of the pause")
+wait_log(r"every waiting request has room again after \d+ ms \((\d+) waited", 1, "end of the pause")
 print("ok every frame answered once room freed; the waiters were granted in the order they waited")
 
 # Waiting frames and SIGTERM: the drain closes them and the broker exits.
@@ -119,6 +123,101 @@ for _ in $(seq 1 600); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1;
 broker_stop
 [ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC after draining waiting connections"
 unset KAAS_LOG_LEVEL
+
+# ---- slow frames: six slow-loris connections, seven unrelated producers -------
+# The defaults (queued.max.request.bytes 512 MiB, socket.request.max.bytes
+# 100 MiB): five announced 100 MiB frames are admitted, the sixth waits, and
+# every later request waits behind it.  With no minimum rate nothing is
+# served while the frames trickle in (the control run); with the default
+# minimum every producer is served once the slow frames are dropped.
+slowloris() { # DIR MIN_RATE EXPECT(served|starved)
+	BROKER_LOG=$T/$1.log broker_start "$T/$1" --override kaas.request.min.bytes.per.sec=$2
+	$PY - "$BROKER_PORT" "$T/$1.log" "$3" <<'PY'
+import re, socket, struct, sys, threading, time
+sys.path.insert(0, "ci/lib")
+from kproto import Conn, Enc, Dec, record_batch
+port, log, expect = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+SLOW, PRODUCERS, SIZE = 6, 7, 104857600 - 64
+
+def produce_body(value):
+    return (Enc().str(None).i16(1).i32(30000).array(1).str("loris").array(1).i32(0)
+            .bytes(record_batch([value])).done())
+
+admin = Conn("127.0.0.1", port)
+corr = admin.send(3, 4, Enc().array(1).str("loris").i8(1).done())
+assert admin.recv()[0] == corr
+admin.close()
+
+slow = []
+for i in range(SLOW):
+    c = Conn("127.0.0.1", port)
+    c.send_raw(struct.pack(">i", SIZE) + struct.pack(">hhi", 0, 7, 1))  # size + a header start
+    slow.append(c)
+stop = threading.Event()
+def trickle():  # one byte a second on each, until the broker drops it
+    while not stop.wait(1.0):
+        for c in slow:
+            try:
+                c.s.send(b"x")
+            except OSError:
+                pass
+threading.Thread(target=trickle, daemon=True).start()
+for _ in range(600):
+    if re.search(r"queued\.max\.request\.bytes \(\d+\) is used up", open(log).read()):
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("FAIL: the slow frames did not use up queued.max.request.bytes")
+assert re.search(r"WARN .*queued\.max\.request\.bytes \(\d+\) is used up", open(log).read()), \
+    "a starved budget is not a WARN"
+
+# Seven producers on connections of their own, each one small record.
+served = [None] * PRODUCERS
+def producer(i):
+    try:
+        c = Conn("127.0.0.1", port, timeout=45)
+        t0 = time.time()
+        corr = c.send(0, 7, produce_body(b"unrelated-%d" % i))
+        rc, data = c.recv()
+        d = Dec(data)
+        assert rc == corr and d.array() == 1 and d.str() == "loris" and d.array() == 1 and d.i32() == 0
+        served[i] = (d.i16(), time.time() - t0)
+        c.close()
+    except Exception as e:  # a timeout: not served
+        served[i] = ("not served", repr(e))
+threads = [threading.Thread(target=producer, args=(i,), daemon=True) for i in range(PRODUCERS)]
+for t in threads:
+    t.start()
+deadline = 40 if expect == "served" else 12
+for t in threads:
+    t.join(deadline)
+ok = [s for s in served if s is not None and s[0] == 0]
+if expect == "starved":
+    # The control: without a minimum rate, no producer is served while the
+    # frames trickle (this is the attack the minimum rate answers).
+    assert not ok, "served without the minimum rate: %r" % served
+    print("ok control: with kaas.request.min.bytes.per.sec=0, 0 of %d producers served in %d s" %
+          (PRODUCERS, deadline))
+    stop.set()
+    for c in slow:
+        c.close()
+    sys.exit(0)
+assert len(ok) == PRODUCERS, "only %d of %d producers served: %r" % (len(ok), PRODUCERS, served)
+print("ok all %d unrelated producers served behind %d slow 100 MiB frames (slowest after %.1f s)" %
+      (PRODUCERS, SLOW, max(s[1] for s in ok)))
+for c in slow:
+    assert c.closed_by_peer(timeout=60), "a slow-loris connection was not closed"
+stop.set()
+drops = re.findall(r"WARN .*a (\d+)-byte request arrived at \d+ bytes/s .* below kaas\.request\.min\.bytes\.per\.sec=16384",
+                   open(log).read())
+assert len(drops) == SLOW and all(int(n) == SIZE for n in drops), drops
+print("ok each slow frame was dropped with a WARN naming kaas.request.min.bytes.per.sec (%d)" % len(drops))
+PY
+	broker_stop
+	[ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC"
+}
+slowloris loris0 0 starved
+slowloris loris 16384 served
 
 # ---- max.connections ---------------------------------------------------------
 BROKER_LOG=$T/c.log broker_start "$T/c" --override max.connections=3

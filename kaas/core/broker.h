@@ -80,6 +80,8 @@ typedef struct kb_config {
 	int64_t queued_max_request_bytes;   /* queued.max.request.bytes (512 MiB; -1 unbounded):
 	                                       broker-wide, request bytes received and not
 	                                       answered; frames wait for it before allocation */
+	int64_t request_min_bytes_per_sec;  /* kaas.request.min.bytes.per.sec (16384; 0 off):
+	                                       a frame being received slower is dropped */
 	int32_t max_connections;            /* max.connections (2147483647) */
 	int32_t max_connections_per_ip;     /* max.connections.per.ip (2147483647) */
 	int64_t shutdown_timeout_ms;        /* kaas.shutdown.timeout.ms (30000) */
@@ -138,6 +140,7 @@ typedef struct kb_broker {
 	struct kb_ptable *parts;    /* never NULL once serving */
 	struct kt_topics *topics;   /* the topic registry */
 	struct kg_coord *coord;     /* group coordinator + producer ids */
+	struct ku_metrics *metrics; /* the broker's counters (util/metrics.h); may be NULL */
 
 	const kb_server_ops *ops;
 	void *server;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define OFF(f) offsetof(kb_config, f)
 
@@ -78,6 +79,10 @@ const kb_config_key kb_config_keys[] = {
 	{"queued.max.request.bytes", KCFG_I64, OFF(queued_max_request_bytes), -1, INT64_MAX,
 	 "536870912", "all connections together: request bytes received and not answered yet; "
 	 "a frame waits for room before it is allocated (-1: unbounded, or at least 65536)"},
+	{"kaas.request.min.bytes.per.sec", KCFG_I64, OFF(request_min_bytes_per_sec), 0, INT32_MAX,
+	 "16384", "a request frame must arrive at least this fast (averaged from its first byte, "
+	 "after 5 s) or it is dropped with its connection: it holds its whole size of "
+	 "queued.max.request.bytes while it arrives (0: no minimum)"},
 	{"max.connections", KCFG_I32, OFF(max_connections), 1, INT32_MAX, "2147483647",
 	 "client connections open at once; at the limit new ones wait in the listen backlog"},
 	{"max.connections.per.ip", KCFG_I32, OFF(max_connections_per_ip), 1, INT32_MAX,
@@ -127,6 +132,7 @@ void kb_config_defaults(kb_config *c)
 	c->num_flush_threads = 2;
 	c->connection_max_buffered_bytes = 64LL << 20;
 	c->queued_max_request_bytes = 512LL << 20;
+	c->request_min_bytes_per_sec = 16384;
 	c->max_connections = INT32_MAX;
 	c->max_connections_per_ip = INT32_MAX;
 	c->shutdown_timeout_ms = 30000;
@@ -291,8 +297,17 @@ int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(err, errlen, "%s: cannot open the settings file: %s", path, strerror(e));
+		return -e;
+	}
+	/* fopen(3) opens a directory; reading it would then fail and look like
+	 * an empty file. */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory, not a settings file (key=value lines)", path);
+		fclose(f);
+		return -EISDIR;
 	}
 	char line[8192];
 	int lineno = 0, rc = 0;
@@ -341,6 +356,12 @@ int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen
 				have[i] = 1;
 				pval[i] = i < 3 ? c->log.retention_ms : c->log.segment_ms;
 			}
+	}
+	if (ferror(f)) {
+		int e = errno ? errno : EIO;
+		snprintf(err, errlen, "%s: reading the settings file after line %d: %s", path, lineno, strerror(e));
+		rc = -e;
+		goto out;
 	}
 	for (int i = 2; i >= 0; i--) /* lowest priority first, so the highest is applied last */
 		if (have[i])

@@ -15,7 +15,7 @@
 
 void kb__fire_watches(kb_pentry *e, int all)
 {
-	/* mu held */
+	kb__assert_held(KB_MU);
 	struct kb_watch *w = e->watches;
 	while (w) {
 		struct kb_watch *nx = w->next;
@@ -36,12 +36,12 @@ void kb__fire_watches(kb_pentry *e, int all)
 
 void kb__enqueue_dirty(kb_ptable *t, kb_pentry *e)
 {
-	pthread_mutex_lock(&t->fmu);
+	kb__lock(&t->fmu, KB_FMU);
 	if (!e->queued && !t->fstop) {
 		e->queued = 1;
-		pthread_mutex_lock(&t->mu);
+		kb__lock(&t->mu, KB_MU);
 		e->refs++; /* the queue holds a reference */
-		pthread_mutex_unlock(&t->mu);
+		kb__unlock(&t->mu, KB_MU);
 		e->dnext = NULL;
 		if (t->dtail)
 			t->dtail->dnext = e;
@@ -50,15 +50,16 @@ void kb__enqueue_dirty(kb_ptable *t, kb_pentry *e)
 		t->dtail = e;
 		pthread_cond_signal(&t->fcv);
 	}
-	pthread_mutex_unlock(&t->fmu);
+	kb__unlock(&t->fmu, KB_FMU);
 }
 
 void kb__put_entry(kb_ptable *t, kb_pentry *e)
 {
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
+	KAAS_ASSERT(e->refs > 0); /* a reference given back twice, or never taken */
 	if (--e->refs == 0)
 		pthread_cond_broadcast(&t->refs_cv);
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 }
 
 /* Answers the waiters of e that `hw` (or a failure) completes.  Calls may
@@ -69,7 +70,7 @@ static void settle(kb_pentry *e, int failed, int64_t hw)
 {
 	kb_ptable *t = e->t;
 	dwaiter *done = NULL, **tail = &done;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	if (!failed && hw > e->durable)
 		e->durable = hw;
 	dwaiter **pp = &e->waiters;
@@ -86,7 +87,7 @@ static void settle(kb_pentry *e, int failed, int64_t hw)
 	}
 	kb__fire_watches(e, failed);
 	hw = e->durable;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	while (done) {
 		dwaiter *w = done;
 		done = w->next;
@@ -122,7 +123,7 @@ static void flush_entry(kb_ptable *t, kb_pentry *e)
 void *kb__flusher_main(void *arg)
 {
 	kb_ptable *t = arg;
-	pthread_mutex_lock(&t->fmu);
+	kb__lock(&t->fmu, KB_FMU);
 	for (;;) {
 		while (!t->dhead && !t->fstop)
 			pthread_cond_wait(&t->fcv, &t->fmu);
@@ -132,13 +133,14 @@ void *kb__flusher_main(void *arg)
 		t->dhead = e->dnext;
 		if (!t->dhead)
 			t->dtail = NULL;
+		KAAS_ASSERT(e->queued && e->refs > 0); /* the queue's reference */
 		e->queued = 0; /* appends from now on queue it again */
-		pthread_mutex_unlock(&t->fmu);
+		kb__unlock(&t->fmu, KB_FMU);
 		flush_entry(t, e);
 		kb__put_entry(t, e);
-		pthread_mutex_lock(&t->fmu);
+		kb__lock(&t->fmu, KB_FMU);
 	}
-	pthread_mutex_unlock(&t->fmu);
+	kb__unlock(&t->fmu, KB_FMU);
 	return NULL;
 }
 
@@ -162,16 +164,16 @@ int kb_ptable_when_durable(kb_pref *ref, int64_t offset, kb_durable_fn fn, void 
 {
 	kb_pentry *e = ref->e;
 	kb_ptable *t = e->t;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	if (e->durable >= offset) {
 		int64_t hw = e->durable;
-		pthread_mutex_unlock(&t->mu);
+		kb__unlock(&t->mu, KB_MU);
 		fn(arg, KERR_NONE, hw);
 		return 0;
 	}
 	dwaiter *w = malloc(sizeof(*w));
 	if (!w) {
-		pthread_mutex_unlock(&t->mu);
+		kb__unlock(&t->mu, KB_MU);
 		return -ENOMEM;
 	}
 	w->offset = offset;
@@ -179,7 +181,7 @@ int kb_ptable_when_durable(kb_pref *ref, int64_t offset, kb_durable_fn fn, void 
 	w->arg = arg;
 	w->next = e->waiters;
 	e->waiters = w;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	kb__enqueue_dirty(t, e);
 	return 0;
 }
@@ -194,7 +196,7 @@ kb_watch *kb_ptable_watch(kb_pref *ref, int64_t offset, kb_watch_fn fn, void *ar
 	w->offset = offset;
 	w->fn = fn;
 	w->arg = arg;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	if (e->durable > offset || e->topic->dropping || t->stopped) {
 		fn(arg);
 	} else {
@@ -204,7 +206,7 @@ kb_watch *kb_ptable_watch(kb_pref *ref, int64_t offset, kb_watch_fn fn, void *ar
 			e->watches->prev = w;
 		e->watches = w;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return w;
 }
 
@@ -212,7 +214,7 @@ void kb_ptable_unwatch(kb_ptable *t, kb_watch *w)
 {
 	if (!w)
 		return;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	kb_pentry *e = w->e;
 	if (e) {
 		if (w->prev)
@@ -222,18 +224,18 @@ void kb_ptable_unwatch(kb_ptable *t, kb_watch *w)
 		if (w->next)
 			w->next->prev = w->prev;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	free(w);
 }
 
 void kb_ptable_wake_all(kb_ptable *t)
 {
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	t->stopped = 1;
 	for (int b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 			for (int32_t i = 0; i < tp->n; i++)
 				kb__fire_watches(tp->parts[i], 1);
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 }
 

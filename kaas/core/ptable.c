@@ -1,18 +1,20 @@
 /*
  * ptable.c — the partition table itself: topics and their entries, counted
  * references, taking partitions over (many at a time) and relinquishing
- * them, re-driving failed ones, retention, shutdown.  Epochs are chosen in
- * epoch.c and durability is tracked in durable.c; ptable_int.h has the
- * lock order.
+ * them, shutdown.  Epochs are chosen in epoch.c, durability is tracked in
+ * durable.c, re-driving and retention are in upkeep.c; ptable_int.h has
+ * the lock order.
  */
 #include "kaas/core/ptable.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kaas/core/ptable_int.h"
 #include "kaas/proto/kerr.h"
@@ -48,6 +50,9 @@ static void unlink_topic(kb_ptable *t, ptopic *tp)
 /* ---- allocation (with fault injection for the tests) ---------------------- */
 
 int kb__alloc_fail_at;
+#ifdef KAAS_ASSERTS
+__thread unsigned kb__held;
+#endif
 
 void *kb__calloc(size_t n, size_t size)
 {
@@ -73,7 +78,7 @@ static kb_pentry *entry_new(kb_ptable *t, ptopic *tp, int32_t index)
 }
 
 /* Opens (if needed) and takes over at `epoch`.  Called with ctl held. */
-static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
+int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 {
 	ptopic *tp = e->topic;
 	char dir[512];
@@ -92,7 +97,7 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 	if (!rc)
 		rc = ks_partition_take_over(e->p, epoch);
 	int64_t hw = rc ? -1 : ks_partition_high_watermark(e->p);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	if (rc) {
 		e->state = PE_FAILED;
 		e->err = rc;
@@ -108,13 +113,14 @@ static void entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 		if (hw > e->durable) /* the listener may have been faster */
 			e->durable = hw;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	if (rc)
 		KLOG_ERR("ptable", "%s: taking over at epoch %d failed: %s%s; will retry", dir, epoch,
 			 sub_strerror(rc),
 			 rc == -ESTALE ? " (a newer leader or an older topic incarnation owns the directory)" : "");
 	else
 		KLOG_DEBUG("ptable", "%s: leader at epoch %d", dir, epoch);
+	return rc;
 }
 
 /* Take-overs and relinquishes are a few round trips to the volume each:
@@ -137,7 +143,7 @@ static void *par_worker(void *arg)
 	while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
 		kb_pentry *e = j->e[i];
 		if (j->epoch) {
-			entry_take_over(j->t, e, j->epoch[i]);
+			kb__entry_take_over(j->t, e, j->epoch[i]);
 			continue;
 		}
 		int r = 0;
@@ -198,17 +204,42 @@ static void topic_free(ptopic *tp)
 {
 	if (!tp)
 		return;
-	for (int32_t i = 0; i < tp->n; i++)
-		free(tp->parts[i]);
+	for (int32_t i = 0; i < tp->n; i++) {
+		kb_pentry *e = tp->parts[i];
+		/* Nobody can reach it any more: no reference, flush, waiter or
+		 * watch may be left (each would touch freed memory). */
+		KAAS_ASSERT(!e || (e->refs == 0 && !e->queued && !e->waiters && !e->watches));
+		free(e);
+	}
 	free(tp->parts);
 	free(tp->name);
 	free(tp);
 }
 
-/* Adds partitions [tp->n, want) to a topic (ctl held): epochs are recorded
- * first, then each is taken over. */
-static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked)
+/* The first take-over error among e[0..n), with how many failed. */
+static int lead_failures(kb_ptable *t, kb_pentry **e, size_t n, size_t *failed)
 {
+	int first = 0;
+	*failed = 0;
+	kb__lock(&t->mu, KB_MU);
+	for (size_t i = 0; i < n; i++)
+		if (e[i]->state != PE_LEADER) {
+			(*failed)++;
+			if (!first)
+				first = e[i]->err ? e[i]->err : -EIO;
+		}
+	kb__unlock(&t->mu, KB_MU);
+	return first;
+}
+
+/* Adds partitions [tp->n, want) to a topic (ctl held): epochs are recorded
+ * first, then each is taken over.  Returns -errno when nothing was added
+ * (out of memory, assignment.json not written); otherwise the partitions
+ * are in the table (and tp linked) and *lead_err is the first take-over
+ * error among them, 0 when every one is led. */
+static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *lead_err)
+{
+	*lead_err = 0;
 	if (want <= tp->n)
 		return 0;
 	kb_pentry **np = calloc((size_t)want, sizeof(*np));
@@ -240,7 +271,14 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked)
 	}
 	par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
 	free(epochs);
-	pthread_mutex_lock(&t->mu);
+	size_t failed;
+	*lead_err = lead_failures(t, np + tp->n, (size_t)(want - tp->n), &failed);
+	if (*lead_err)
+		KLOG_ERR("ptable", "topic %s: %zu of %d new partition(s) could not be led: %s%s; they are retried, "
+			 "and answer KAFKA_STORAGE_ERROR until then", tp->name, failed, want - tp->n,
+			 sub_strerror(*lead_err),
+			 *lead_err == -EMFILE || *lead_err == -ENFILE ? " (the descriptor limit: raise ulimit -n)" : "");
+	kb__lock(&t->mu, KB_MU);
 	for (int32_t i = 0; i < tp->n; i++)
 		np[i] = tp->parts[i];
 	free(tp->parts);
@@ -251,11 +289,29 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked)
 		tp->next = t->buckets[h];
 		t->buckets[h] = tp;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return 0;
 }
 
 /* ---- public: life cycle ---------------------------------------------------------------------------- */
+
+/* (Re)fills the descriptor reserve; what cannot be opened now is not. */
+static void reserve_take(kb_ptable *t)
+{
+	while (t->nreserve < KB_FD_RESERVE) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		t->reserve[t->nreserve++] = fd;
+	}
+}
+
+/* Gives the reserve back to the process, just before relinquishing. */
+static void reserve_release(kb_ptable *t)
+{
+	while (t->nreserve > 0)
+		close(t->reserve[--t->nreserve]);
+}
 
 int kb_ptable_create(kb_broker *b, kb_ptable **out)
 {
@@ -269,6 +325,7 @@ int kb_ptable_create(kb_broker *b, kb_ptable **out)
 	pthread_mutex_init(&t->fmu, NULL);
 	pthread_cond_init(&t->fcv, NULL);
 	kb__assign_reset(t);
+	reserve_take(t);
 	int n = b->cfg.num_flush_threads > 0 ? b->cfg.num_flush_threads : 1;
 	t->flushers = calloc((size_t)n, sizeof(pthread_t));
 	if (!t->flushers) {
@@ -375,7 +432,7 @@ static int plan_build(kb_ptable *t, const kb_topic_desc *topics, size_t n, start
 int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 {
 	start_plan pl = {0};
-	pthread_mutex_lock(&t->ctl);
+	kb__lock(&t->ctl, KB_CTL);
 	int rc = kb__assign_load(t);
 	if (rc)
 		goto out;
@@ -391,7 +448,13 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 	if (rc)
 		goto out;
 	par_run(t, pl.all, pl.epoch, pl.nall);
-	pthread_mutex_lock(&t->mu);
+	size_t failed;
+	int lead_err = lead_failures(t, pl.all, pl.nall, &failed);
+	if (lead_err)
+		KLOG_ERR("ptable", "start-up: %zu of %zu partition(s) could not be led: %s%s; they are retried, and "
+			 "answer KAFKA_STORAGE_ERROR until then", failed, pl.nall, sub_strerror(lead_err),
+			 lead_err == -EMFILE || lead_err == -ENFILE ? " (the descriptor limit: raise ulimit -n)" : "");
+	kb__lock(&t->mu, KB_MU);
 	for (size_t b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = pl.buckets[b], *nx; tp; tp = nx) {
 			nx = tp->next;
@@ -399,11 +462,11 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 			tp->next = t->buckets[h];
 			t->buckets[h] = tp;
 		}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	plan_free(&pl, 0);
 out:
 	plan_free(&pl, rc != 0);
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
@@ -411,26 +474,26 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 {
 	if (!d->name || !*d->name || d->partitions < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&t->ctl);
-	int rc = 0;
+	kb__lock(&t->ctl, KB_CTL);
+	int rc = 0, lead_err = 0;
 	if (t->stopped) {
 		rc = -ESHUTDOWN;
 		goto out;
 	}
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, d->name, strlen(d->name));
 	int same_id = tp && (!d->topic_id || !tp->has_id || strcmp(tp->topic_id, d->topic_id) == 0);
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	if (tp && !same_id) {
 		/* A new incarnation under the same name: let go of the old one first. */
-		pthread_mutex_unlock(&t->ctl);
+		kb__unlock(&t->ctl, KB_CTL);
 		rc = kb_ptable_drop_topic(t, d->name);
-		pthread_mutex_lock(&t->ctl);
+		kb__lock(&t->ctl, KB_CTL);
 		if (rc)
 			goto out;
-		pthread_mutex_lock(&t->mu);
+		kb__lock(&t->mu, KB_MU);
 		tp = kb__find_topic(t, d->name, strlen(d->name));
-		pthread_mutex_unlock(&t->mu);
+		kb__unlock(&t->mu, KB_MU);
 	}
 	if (!tp) {
 		tp = topic_new(d);
@@ -438,14 +501,14 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = grow_topic(t, tp, d->partitions, 0);
+		rc = grow_topic(t, tp, d->partitions, 0, &lead_err);
 		if (rc || tp->n == 0) {
 			if (!rc) { /* zero partitions: keep it known anyway */
-				pthread_mutex_lock(&t->mu);
+				kb__lock(&t->mu, KB_MU);
 				uint32_t h = kb__hash_name(tp->name, strlen(tp->name));
 				tp->next = t->buckets[h];
 				t->buckets[h] = tp;
-				pthread_mutex_unlock(&t->mu);
+				kb__unlock(&t->mu, KB_MU);
 			} else {
 				topic_free(tp);
 			}
@@ -453,49 +516,51 @@ int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *d)
 		goto out;
 	}
 	/* Known topic: new config, maybe more partitions. */
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	tp->cfg = d->cfg;
 	if (d->topic_id && !tp->has_id && strlen(d->topic_id) < sizeof(tp->topic_id)) {
 		snprintf(tp->topic_id, sizeof(tp->topic_id), "%s", d->topic_id);
 		tp->has_id = 1;
 	}
 	int32_t have = tp->n;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	for (int32_t i = 0; i < have; i++)
 		if (tp->parts[i]->p)
 			ks_partition_set_config(tp->parts[i]->p, &d->cfg);
 	if (d->partitions < have)
 		KLOG_WARN("ptable", "topic %s: cannot shrink from %d to %d partitions", d->name, have,
 			  d->partitions);
-	rc = grow_topic(t, tp, d->partitions, 1);
+	rc = grow_topic(t, tp, d->partitions, 1, &lead_err);
 out:
-	pthread_mutex_unlock(&t->ctl);
+	if (!rc)
+		rc = lead_err;
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
 int kb_ptable_set_config(kb_ptable *t, const char *topic, const ks_log_config *cfg)
 {
-	pthread_mutex_lock(&t->ctl);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
 	if (tp)
 		tp->cfg = *cfg;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	for (int32_t i = 0; tp && i < tp->n; i++)
 		if (tp->parts[i]->p)
 			ks_partition_set_config(tp->parts[i]->p, cfg);
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return tp ? 0 : -ENOENT;
 }
 
 int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 {
-	pthread_mutex_lock(&t->ctl);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
 	if (!tp) {
-		pthread_mutex_unlock(&t->mu);
-		pthread_mutex_unlock(&t->ctl);
+		kb__unlock(&t->mu, KB_MU);
+		kb__unlock(&t->ctl, KB_CTL);
 		return 0;
 	}
 	tp->dropping = 1;
@@ -511,7 +576,7 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 		pthread_cond_wait(&t->refs_cv, &t->mu);
 	}
 	unlink_topic(t, tp);
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	/* Relinquish (manifest + snapshot) and close, partitions in parallel.
 	 * A failed relinquish is logged; the handles are closed regardless,
 	 * which is what the caller needs before removing the directory. */
@@ -526,7 +591,9 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 			tp->parts[i]->p = NULL;
 		}
 	}
+	reserve_release(t);
 	par_run(t, open_, NULL, nopen);
+	reserve_take(t); /* the closed partitions gave back more than that */
 	free(open_);
 	for (int32_t i = 0; i < tp->n; i++)
 		kb__fail_waiters(tp->parts[i], KERR_UNKNOWN_TOPIC_OR_PARTITION);
@@ -537,7 +604,7 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 			  topic, ASSIGNMENT_FILE);
 	KLOG_INFO("ptable", "topic %s: %d partition(s) relinquished and closed", topic, tp->n);
 	topic_free(tp);
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
@@ -549,7 +616,7 @@ int16_t kb_ptable_get(kb_ptable *t, kw_str topic, int32_t partition, kb_pref *re
 	if (topic.len <= 0)
 		return KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	int16_t err = KERR_NONE;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic.s, (size_t)topic.len);
 	if (!tp || tp->dropping || partition < 0 || partition >= tp->n) {
 		err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -558,13 +625,14 @@ int16_t kb_ptable_get(kb_ptable *t, kw_str topic, int32_t partition, kb_pref *re
 		if (e->state != PE_LEADER) {
 			err = e->err == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_KAFKA_STORAGE_ERROR;
 		} else {
+			KAAS_ASSERT(e->p && e->epoch > 0 && e->refs >= 0); /* a leader has its partition */
 			e->refs++;
 			ref->e = e;
 			ref->p = e->p;
 			ref->epoch = e->epoch;
 		}
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return err;
 }
 
@@ -582,7 +650,7 @@ int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int
 	int16_t err = KERR_NONE;
 	*leader = -1;
 	*epoch = -1;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
 	if (!tp || tp->dropping || partition < 0 || partition >= tp->n) {
 		err = tp ? KERR_LEADER_NOT_AVAILABLE : KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -592,131 +660,23 @@ int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int
 		*leader = t->b->id;
 		*epoch = tp->parts[partition]->epoch;
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	return err;
-}
-
-/* ---- housekeeping ---------------------------------------------------------------------------------- */
-
-/* The leaders of the topics not being dropped, each with a reference (kb__put_entry
- * each one), so their partitions can be visited without holding mu across the
- * partition locks (an append may hold one through a slow write).  Out of
- * memory, the list stops short: the rest wait for the next round. */
-static kb_pentry **ref_leaders(kb_ptable *t, size_t *n)
-{
-	kb_pentry **v = NULL;
-	size_t nv = 0, cap = 0;
-	pthread_mutex_lock(&t->mu);
-	for (int b = 0; b < NBUCKETS && !t->stopped; b++)
-		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next) {
-			if (tp->dropping)
-				continue;
-			for (int32_t i = 0; i < tp->n; i++) {
-				kb_pentry *e = tp->parts[i];
-				if (e->state != PE_LEADER || !e->p)
-					continue;
-				if (KAAS_GROW(v, nv, cap, 64))
-					goto out;
-				e->refs++;
-				v[nv++] = e;
-			}
-		}
-out:
-	pthread_mutex_unlock(&t->mu);
-	*n = nv;
-	return v;
-}
-
-void kb_ptable_housekeep(kb_ptable *t)
-{
-	int64_t now = ku_mono_ms();
-	size_t nl;
-	kb_pentry **lead = ref_leaders(t, &nl);
-	for (size_t i = 0; i < nl; i++) {
-		int32_t ep;
-		if (ks_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
-			pthread_mutex_lock(&t->mu);
-			if (lead[i]->state == PE_LEADER) {
-				lead[i]->state = PE_FAILED;
-				lead[i]->err = -EIO;
-				lead[i]->retry_at_ms = now;
-				KLOG_WARN("ptable", "%s/%d: poisoned by a failed write; taking it over again",
-					  lead[i]->topic->name, lead[i]->index);
-			}
-			pthread_mutex_unlock(&t->mu);
-		}
-		kb__put_entry(t, lead[i]);
-	}
-	free(lead);
-
-	/* Re-drive failed and poisoned partitions with a new epoch (Rule 2). */
-	if (pthread_mutex_trylock(&t->ctl) == 0) {
-		if (!t->stopped) {
-			int changed = 0;
-			kb_pentry **todo = NULL;
-			size_t nt = 0, cap = 0;
-			pthread_mutex_lock(&t->mu);
-			for (int b = 0; b < NBUCKETS; b++)
-				for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
-					for (int32_t i = 0; i < tp->n; i++) {
-						kb_pentry *e = tp->parts[i];
-						if (e->state == PE_FAILED && e->retry_at_ms <= now) {
-							if (KAAS_GROW(todo, nt, cap, 16))
-								break;
-							todo[nt++] = e;
-						}
-					}
-			pthread_mutex_unlock(&t->mu);
-			int32_t *eps = nt ? calloc(nt, sizeof(int32_t)) : NULL;
-			for (size_t i = 0; eps && i < nt; i++) {
-				eps[i] = kb__next_epoch(t, todo[i]->topic->name, todo[i]->index, todo[i]->epoch);
-				changed = 1;
-			}
-			if (changed && kb__assign_write(t) == 0) {
-				for (size_t i = 0; i < nt; i++) {
-					KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d",
-						  todo[i]->topic->name, todo[i]->index, eps[i]);
-					entry_take_over(t, todo[i], eps[i]);
-				}
-			}
-			free(eps);
-			free(todo);
-		}
-		pthread_mutex_unlock(&t->ctl);
-	}
-	/* Retention and age-based rolls, without holding ctl. */
-	if (now - t->last_retention_ms < t->b->cfg.retention_check_interval_ms)
-		return;
-	t->last_retention_ms = now;
-	size_t n;
-	kb_pentry **refs = ref_leaders(t, &n);
-	int64_t wall = ku_wall_ms();
-	for (size_t i = 0; i < n; i++) {
-		int r = ks_partition_housekeep(refs[i]->p, wall);
-		if (r > 0)
-			KLOG_INFO("ptable", "%s/%d: retention deleted %d segment(s)", refs[i]->topic->name,
-				  refs[i]->index, r);
-		else if (r < 0)
-			KLOG_WARN("ptable", "%s/%d: housekeeping: %s", refs[i]->topic->name, refs[i]->index,
-				  sub_strerror(r));
-		kb__put_entry(t, refs[i]);
-	}
-	free(refs);
 }
 
 /* ---- shutdown ----------------------------------------------------------------------------------------- */
 
 int kb_ptable_shutdown(kb_ptable *t)
 {
-	pthread_mutex_lock(&t->ctl);
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
 	t->stopped = 1;
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	/* Let the flushers finish the queue, then stop them. */
-	pthread_mutex_lock(&t->fmu);
+	kb__lock(&t->fmu, KB_FMU);
 	t->fstop = 1;
 	pthread_cond_broadcast(&t->fcv);
-	pthread_mutex_unlock(&t->fmu);
+	kb__unlock(&t->fmu, KB_FMU);
 	for (int i = 0; i < t->nflushers; i++)
 		pthread_join(t->flushers[i], NULL);
 	t->nflushers = 0;
@@ -725,7 +685,7 @@ int kb_ptable_shutdown(kb_ptable *t)
 	int rc = 0, n = 0;
 	size_t cap = 0, nall = 0;
 	kb_pentry **all = NULL;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (int b = 0; b < NBUCKETS; b++)
 		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
 			for (int32_t i = 0; i < tp->n; i++) {
@@ -742,19 +702,20 @@ int kb_ptable_shutdown(kb_ptable *t)
 				all[nall++] = e;
 				n += e->state == PE_LEADER;
 			}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
+	reserve_release(t);
 	int r = par_run(t, all, NULL, nall);
 	if (!rc)
 		rc = r;
-	pthread_mutex_lock(&t->mu);
+	kb__lock(&t->mu, KB_MU);
 	for (size_t i = 0; i < nall; i++) {
 		all[i]->state = PE_FAILED;
 		kb__fail_waiters(all[i], KERR_NOT_LEADER_OR_FOLLOWER);
 	}
-	pthread_mutex_unlock(&t->mu);
+	kb__unlock(&t->mu, KB_MU);
 	free(all);
 	KLOG_INFO("ptable", "relinquished %d partition(s)%s", n, rc ? " (with errors)" : "");
-	pthread_mutex_unlock(&t->ctl);
+	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
 }
 
@@ -762,10 +723,10 @@ void kb_ptable_destroy(kb_ptable *t)
 {
 	if (!t)
 		return;
-	pthread_mutex_lock(&t->fmu);
+	kb__lock(&t->fmu, KB_FMU);
 	t->fstop = 1;
 	pthread_cond_broadcast(&t->fcv);
-	pthread_mutex_unlock(&t->fmu);
+	kb__unlock(&t->fmu, KB_FMU);
 	for (int i = 0; i < t->nflushers; i++)
 		pthread_join(t->flushers[i], NULL);
 	for (int b = 0; b < NBUCKETS; b++) {
@@ -777,17 +738,20 @@ void kb_ptable_destroy(kb_ptable *t)
 				struct kb_watch *w = tp->parts[i]->watches;
 				for (; w; w = w->next)
 					w->e = NULL;
+				tp->parts[i]->watches = NULL;
 				dwaiter *d = tp->parts[i]->waiters;
 				while (d) {
 					dwaiter *dn = d->next;
 					free(d);
 					d = dn;
 				}
+				tp->parts[i]->waiters = NULL;
 			}
 			topic_free(tp);
 			tp = nx;
 		}
 	}
+	reserve_release(t);
 	json_decref(t->assign);
 	free(t->flushers);
 	pthread_mutex_destroy(&t->ctl);

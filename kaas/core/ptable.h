@@ -73,8 +73,12 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n);
 
 /* A topic was created, or grew (CreatePartitions), or its config changed:
  * opens (creating directories) and takes over the partitions not yet in the
- * table; applies desc->cfg to the open ones.  0 or -errno (assignment.json
- * write failed: nothing new taken over). */
+ * table; applies desc->cfg to the open ones.  0 when every new partition is
+ * led.  -errno: either nothing new was added (out of memory, assignment.json
+ * not written), or the new partitions are in the table but some could not be
+ * led (the first take-over error, e.g. -EMFILE at the descriptor limit):
+ * those answer KAFKA_STORAGE_ERROR and are re-driven by housekeeping, and
+ * the caller should not report the change as a success (CreateTopics). */
 int kb_ptable_ensure_topic(kb_ptable *t, const kb_topic_desc *desc);
 
 /* A topic goes away: no new references, wait for the held ones, relinquish

@@ -5,13 +5,16 @@
  *              relinquish, housekeeping, shutdown
  *   epoch.c    leadership epochs on the volume (CLUSTER/assignment.json)
  *   durable.c  durability: the flushers, acks=all waiters, long-poll watches
+ *   upkeep.c   periodic work: re-driving failed partitions, retention
  *
- * Locks, always taken in this order:
+ * Locks, always taken in this order (kb__lock asserts it):
  *   ctl  serialises the control operations (start, ensure, drop, re-drive,
  *        shutdown) and owns the assignment document; held across volume I/O
+ *   fmu  the flusher's dirty queue (queueing an entry takes a reference
+ *        under mu while holding it)
  *   mu   the topic map, entry states, reference counts, durability waiters
- *        and long-poll watches; never held across volume I/O
- *   fmu  the flusher's dirty queue
+ *        and long-poll watches; never held across volume I/O, and storage's
+ *        partition locks are never taken under it
  * A partition is used through references (kb_pref); dropping a topic waits
  * for them under mu/refs_cv, after which nobody can reach its partitions.
  */
@@ -24,6 +27,7 @@
 #include <stdint.h>
 
 #include "kaas/core/ptable.h"
+#include "util/assert.h"
 
 #define ASSIGNMENT_FILE "assignment.json"
 #define ASSIGNMENT_MAX (64u << 20)
@@ -79,6 +83,7 @@ struct ptopic {
 };
 
 #define NBUCKETS 1024
+#define KB_FD_RESERVE 64
 
 struct kb_ptable {
 	kb_broker *b;
@@ -90,6 +95,12 @@ struct kb_ptable {
 	int64_t last_retention_ms;
 	int stopped;
 
+	/* Descriptors held back (on /dev/null) for relinquishing: writing a
+	 * manifest and a snapshot needs a few, and at the descriptor limit a
+	 * relinquish that cannot get them loses the partition's state (ctl). */
+	int reserve[KB_FD_RESERVE];
+	int nreserve;
+
 	pthread_mutex_t fmu;
 	pthread_cond_t fcv;
 	kb_pentry *dhead, *dtail;
@@ -98,6 +109,56 @@ struct kb_ptable {
 	pthread_t *flushers;
 };
 
+/* The lock order, asserted: a thread takes a lock only while it holds
+ * none that comes after it, and never one twice. */
+enum { KB_CTL = 1, KB_FMU = 2, KB_MU = 4 };
+#ifdef KAAS_ASSERTS
+extern __thread unsigned kb__held;
+#endif
+static inline void kb__take(unsigned which)
+{
+#ifdef KAAS_ASSERTS
+	KAAS_ASSERT((kb__held & ~(which - 1u)) == 0);
+	kb__held |= which;
+#else
+	(void)which;
+#endif
+}
+static inline void kb__drop(unsigned which)
+{
+#ifdef KAAS_ASSERTS
+	KAAS_ASSERT(kb__held & which);
+	kb__held &= ~which;
+#else
+	(void)which;
+#endif
+}
+static inline void kb__lock(pthread_mutex_t *m, unsigned which)
+{
+	kb__take(which);
+	pthread_mutex_lock(m);
+}
+static inline int kb__trylock(pthread_mutex_t *m, unsigned which)
+{
+	if (pthread_mutex_trylock(m))
+		return 0;
+	kb__take(which);
+	return 1;
+}
+static inline void kb__unlock(pthread_mutex_t *m, unsigned which)
+{
+	kb__drop(which);
+	pthread_mutex_unlock(m);
+}
+static inline void kb__assert_held(unsigned which)
+{
+#ifdef KAAS_ASSERTS
+	KAAS_ASSERT((kb__held & which) == which);
+#else
+	(void)which;
+#endif
+}
+
 /* ptable.c */
 /* calloc(3), failing on purpose for the tests as SQLite's fault simulation
  * does: while kb__alloc_fail_at is > 0 it counts down, and the call that
@@ -105,6 +166,9 @@ struct kb_ptable {
 extern int kb__alloc_fail_at;
 void *kb__calloc(size_t n, size_t size);
 uint32_t kb__hash_name(const char *s, size_t n);
+/* Opens (if needed) and takes e over at `epoch` (ctl held); 0 or the
+ * take-over's -errno, e's state says the same. */
+int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
 ptopic *kb__find_topic(kb_ptable *t, const char *name, size_t n); /* mu held */
 
 /* epoch.c: assignment.json (ctl held) */

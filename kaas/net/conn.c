@@ -14,6 +14,7 @@
 
 #include "kaas/net/server_int.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 static void frame_done(conn *c, uint8_t *f, size_t len);
 static int parse_frames(conn *c, const uint8_t *buf, size_t n);
@@ -29,17 +30,20 @@ static void budget_kick(kn_server *s)
 	if (s->budget.ghead && !s->stopped)
 		uv_timer_start(&s->budget_timer, on_budget_timer, 0, 0);
 	if (s->budget_episode && !s->budget.qhead) {
-		KLOG_INFO("server", "queued.max.request.bytes: every waiting request has room again "
-			  "(%llu waited); reading resumed", (unsigned long long)s->budget_waited);
+		ku_counter_add(s->m_passed, s->budget.passed - s->budget_passed0);
+		KLOG_INFO("server", "queued.max.request.bytes: every waiting request has room again after %llu ms "
+			  "(%llu waited, %llu passed over a connection above its share); reading resumed",
+			  (unsigned long long)(uv_now(&s->loop) - s->budget_episode_ms),
+			  (unsigned long long)s->budget_waited, (unsigned long long)(s->budget.passed - s->budget_passed0));
 		s->budget_episode = 0;
 		s->budget_waited = 0;
 	}
 }
 
-void kn__budget_release(kn_server *s, size_t n)
+void kn__budget_release(conn *c, size_t n)
 {
-	kn_budget_release(&s->budget, (int64_t)n);
-	budget_kick(s);
+	kn_budget_release_owned(&c->s->budget, &c->bw, (int64_t)n);
+	budget_kick(c->s);
 }
 
 /* The frame whose size starts buf[0..n) does not fit: c waits in line with
@@ -48,11 +52,20 @@ static void budget_wait(conn *c, int32_t len, const uint8_t *buf, size_t n)
 {
 	kn_server *s = c->s;
 	s->budget_waited++;
+	ku_counter_add(s->m_waits, 1);
 	if (!s->budget_episode) {
+		/* Starved: every client may now wait, so it is an operator's
+		 * business (a WARN, counted), not a detail. */
 		s->budget_episode = 1;
-		KLOG_INFO("server", "queued.max.request.bytes (%lld) is used up (%lld bytes of requests held): "
-			  "new requests wait until answers free room",
-			  (long long)s->budget.limit, (long long)s->budget.held);
+		s->budget_episodes++;
+		ku_counter_add(s->m_starved, 1);
+		s->budget_episode_ms = uv_now(&s->loop);
+		s->budget_passed0 = s->budget.passed;
+		KLOG_WARN("server", "queued.max.request.bytes (%lld) is used up (%lld bytes of requests held by %d "
+			  "connection(s)): new requests wait until answers free room (starved %llu time(s) so far; "
+			  "%llu slow frame(s) dropped)",
+			  (long long)s->budget.limit, (long long)s->budget.held, s->budget.nholders,
+			  (unsigned long long)s->budget_episodes, (unsigned long long)s->slow_frames);
 	}
 	KLOG_DEBUG("server", "%s: a %d-byte request waits for queued.max.request.bytes (%d waiting, %lld held)",
 		   c->peer, len, s->budget.nqueued, (long long)s->budget.held);
@@ -83,7 +96,7 @@ void kn__conn_drop_budget(conn *c)
 		c->big = NULL;
 		c->big_len = c->big_have = 0;
 	}
-	kn__budget_release(s, n);
+	kn__budget_release(c, n);
 }
 
 /* c's frame was granted: allocate it, fill in what was kept, read on. */
@@ -98,7 +111,7 @@ static void budget_resume(conn *c)
 	c->bw.kept = 0;
 	if (c->closed || s->draining) {
 		free(st);
-		kn__budget_release(s, need + sl);
+		kn__budget_release(c, need + sl);
 		return;
 	}
 	KLOG_DEBUG("server", "%s: the %zu-byte request has room in queued.max.request.bytes; reading on", c->peer,
@@ -106,7 +119,7 @@ static void budget_resume(conn *c)
 	uint8_t *f = malloc(need);
 	if (!f) {
 		free(st);
-		kn__budget_release(s, need + sl);
+		kn__budget_release(c, need + sl);
 		kn__conn_close(c, "out of memory for a frame");
 		return;
 	}
@@ -121,9 +134,10 @@ static void budget_resume(conn *c)
 		c->big_len = need;
 		c->big_have = copy;
 		c->buffered += need;
+		c->frame_start_ms = uv_now(&s->loop); /* its wait was not the client's doing */
 	}
 	free(st);
-	kn__budget_release(s, sl);
+	kn__budget_release(c, sl);
 	kn__after_progress(c);
 }
 
@@ -222,7 +236,7 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	sreq *r = calloc(1, sizeof(*r));
 	if (!r) {
 		free(f);
-		kn__budget_release(s, len);
+		kn__budget_release(c, len);
 		kn__conn_close(c, "out of memory");
 		return;
 	}
@@ -302,7 +316,7 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 		}
 		uint8_t *f = malloc((size_t)len);
 		if (!f) {
-			kn__budget_release(s, (size_t)len);
+			kn__budget_release(c, (size_t)len);
 			kn__conn_close(c, "out of memory for a frame");
 			return -1;
 		}
@@ -316,6 +330,7 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 			c->big_len = (size_t)len;
 			c->big_have = avail;
 			c->buffered += (size_t)len;
+			c->frame_start_ms = uv_now(&s->loop);
 			return 0;
 		}
 	}
@@ -567,3 +582,45 @@ void kn__conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss)
 	KLOG_DEBUG("server", "%s: connection %llu accepted", c->peer, (unsigned long long)c->id);
 }
 
+
+/* ---- frames that arrive too slowly (kaas.request.min.bytes.per.sec) -------------------------- */
+
+/* A frame being received holds its whole size of queued.max.request.bytes
+ * from its first byte: a client that announces a large frame and trickles it
+ * holds that room for as long as it likes, and a few such clients starve
+ * every other one.  Once a frame has had REQUEST_RATE_GRACE_MS, it must have
+ * averaged the minimum rate since its size was read, or it is dropped with
+ * its connection (its room goes back to the line at once). */
+static void check_frame_rate(conn *c, uint64_t now, int64_t rate)
+{
+	kn_server *s = c->s;
+	uint64_t elapsed = now - c->frame_start_ms;
+	if (elapsed < REQUEST_RATE_GRACE_MS || (uint64_t)c->big_have * 1000 >= (uint64_t)rate * elapsed)
+		return;
+	s->slow_frames++;
+	ku_counter_add(s->m_slow, 1);
+	KLOG_WARN("server", "%s: a %zu-byte request arrived at %llu bytes/s (%zu bytes in %llu ms), below "
+		  "kaas.request.min.bytes.per.sec=%lld: dropping it and closing the connection (%llu slow frame(s) "
+		  "dropped so far)",
+		  c->peer, c->big_len, (unsigned long long)((uint64_t)c->big_have * 1000 / elapsed), c->big_have,
+		  (unsigned long long)elapsed, (long long)rate, (unsigned long long)s->slow_frames);
+	kn__conn_close(c, "request frame below the minimum rate");
+}
+
+static void on_frame_timer(uv_timer_t *t)
+{
+	kn_server *s = t->data;
+	int64_t rate = s->b->cfg.request_min_bytes_per_sec;
+	uint64_t now = uv_now(&s->loop);
+	for (conn *c = s->conns, *n; c; c = n) {
+		n = c->next; /* closing never frees c here: its handles close later */
+		if (c->big && !c->closed && !c->lingering)
+			check_frame_rate(c, now, rate);
+	}
+}
+
+void kn__frame_watch_start(kn_server *s)
+{
+	if (s->b->cfg.request_min_bytes_per_sec > 0)
+		uv_timer_start(&s->frame_timer, on_frame_timer, FRAME_CHECK_MS, FRAME_CHECK_MS);
+}

@@ -83,19 +83,121 @@ static void fctx_put(fctx *c)
 	free(c);
 }
 
+/* Across the partitions of one pass: what is left of max_bytes, whether the
+ * first non-empty partition was seen (KIP-74), the record bytes so far. */
+typedef struct pass_state {
+	int64_t total, budget;
+	int any_error, first_data;
+} pass_state;
+
+/* One partition's answer header, up to and including its records' size. */
+static void write_part_head(fctx *c, kw_wr *w, int32_t index, int16_t err, int64_t hw, int64_t lso,
+			    int64_t lstart, uint32_t bytes)
+{
+	int16_t v = c->req->api_version;
+	kw_wr_i32(w, index);
+	kw_wr_i16(w, err);
+	kw_wr_i64(w, hw);
+	kw_wr_i64(w, lso);
+	if (v >= 5)
+		kw_wr_i64(w, lstart);
+	if (c->isolation == 1)
+		kw_wr_array(w, 0, 0); /* aborted transactions: none */
+	else
+		kw_wr_array(w, 0, -1);
+	if (v >= 11)
+		kw_wr_i32(w, -1); /* preferred_read_replica */
+	kw_wr_i32(w, (int32_t)bytes);
+}
+
+/* Looks the partition up and plans its read within what is left (*lim). */
+static int16_t plan_part(fctx *c, const ftopic *t, const fpart *fp, const pass_state *ps, kb_pref *ref,
+			 ks_read_plan *plan, int *have_plan, int64_t *lim)
+{
+	int16_t v = c->req->api_version;
+	int16_t err = kb_ptable_get(c->req->broker->parts, t->name, fp->index, ref);
+	if (err == KERR_NONE && v >= 9 && fp->cur_epoch >= 0 && fp->cur_epoch != ref->epoch)
+		err = fp->cur_epoch < ref->epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
+	if (err != KERR_NONE || fp->max_bytes <= 0)
+		return err; /* nothing asked: report offsets only */
+	*lim = fp->max_bytes < ps->budget ? fp->max_bytes : ps->budget;
+	if (*lim <= 0 && ps->first_data)
+		*lim = 1; /* KIP-74: the first batch anyway */
+	if (*lim > 0 || ps->first_data) {
+		int rc = ks_partition_read(ref->p, fp->offset, (int32_t)*lim, plan);
+		*have_plan = 1;
+		err = plan->error;
+		if (rc < 0 && err == KERR_NONE)
+			err = KERR_KAFKA_STORAGE_ERROR;
+	}
+	return err;
+}
+
+static void pass_part(fctx *c, kw_wr *w, const ftopic *t, fpart *fp, int measure, pass_state *ps)
+{
+	kb_pref ref;
+	ks_read_plan plan = KAAS_READ_PLAN_INIT;
+	int have_plan = 0;
+	int64_t lim = 0;
+	int16_t err = plan_part(c, t, fp, ps, &ref, &plan, &have_plan, &lim);
+	int64_t hw = -1, lso = -1, lstart = -1;
+	fp->hw_seen = -1;
+	if (err == KERR_NONE) {
+		if (have_plan) {
+			hw = plan.high_watermark;
+			lso = plan.last_stable_offset;
+			lstart = plan.log_start_offset;
+		} else {
+			hw = ks_partition_high_watermark(ref.p);
+			lso = hw;
+			lstart = ks_partition_log_start(ref.p);
+		}
+		fp->hw_seen = hw;
+	}
+	/* Only the first non-empty partition may exceed the limits (KIP-74):
+	 * a later one whose batches do not fit its partition_max_bytes or
+	 * the rest of max_bytes sends no records. */
+	if (have_plan && plan.total > 0 && !ps->first_data && (int64_t)plan.total > lim) {
+		ks_read_plan_release(&plan);
+		plan.total = 0;
+		plan.n = 0;
+	}
+	size_t mark = w->len;
+	uint32_t bytes = err == KERR_NONE && have_plan ? plan.total : 0;
+	write_part_head(c, w, fp->index, err, hw, lso, lstart, bytes);
+	int counted = 0;
+	if (bytes > 0 && measure) {
+		ks_read_plan_release(&plan);
+		counted = 1;
+	} else if (bytes > 0) {
+		if (kb_req_attach_read(c->req, w, &plan)) {
+			/* Could not read it: answer this partition with a storage error. */
+			w->len = mark;
+			write_part_head(c, w, fp->index, KERR_KAFKA_STORAGE_ERROR, -1, -1, -1, 0);
+			ps->any_error = 1;
+		} else {
+			counted = 1;
+		}
+	} else if (have_plan) {
+		ks_read_plan_release(&plan);
+	}
+	if (counted) {
+		ps->total += bytes;
+		ps->budget -= bytes;
+		ps->first_data = 0;
+	}
+	if (err != KERR_NONE)
+		ps->any_error = 1;
+	kb_pref_put(&ref);
+}
+
 /* Writes the whole response.  Returns the record bytes it holds, or -1 when
  * some partition reported an error (answer now instead of waiting).  With
  * `measure` the ranges are only counted, not attached: w is then scratch. */
 static int64_t fetch_pass(fctx *c, kw_wr *w, int measure)
 {
-	kb_req *req = c->req;
-	kb_broker *b = req->broker;
-	int16_t v = req->api_version;
-	int64_t total = 0;
-	int any_error = 0, first_data = 1;
-	int64_t budget = c->max_bytes > 0 ? c->max_bytes : INT32_MAX;
-	int64_t lim = 0;
-
+	int16_t v = c->req->api_version;
+	pass_state ps = {0, c->max_bytes > 0 ? c->max_bytes : INT32_MAX, 0, 1};
 	kw_wr_i32(w, 0); /* throttle_time_ms */
 	if (v >= 7) {
 		kw_wr_i16(w, c->top_error);
@@ -110,102 +212,10 @@ static int64_t fetch_pass(fctx *c, kw_wr *w, int measure)
 		ftopic *t = &c->topics[i];
 		kw_wr_kstr(w, 0, t->name);
 		kw_wr_array(w, 0, t->n);
-		for (int32_t k = 0; k < t->n; k++) {
-			fpart *fp = &t->parts[k];
-			kb_pref ref;
-			ks_read_plan plan = KAAS_READ_PLAN_INIT;
-			int have_plan = 0;
-			int16_t err = kb_ptable_get(b->parts, t->name, fp->index, &ref);
-			if (err == KERR_NONE && v >= 9 && fp->cur_epoch >= 0 && fp->cur_epoch != ref.epoch)
-				err = fp->cur_epoch < ref.epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
-			if (err == KERR_NONE) {
-				lim = fp->max_bytes < budget ? fp->max_bytes : budget;
-				if (lim <= 0 && first_data)
-					lim = 1; /* KIP-74: the first batch anyway */
-				if (fp->max_bytes <= 0) {
-					err = KERR_NONE; /* nothing asked: report offsets only */
-				} else if (lim > 0 || first_data) {
-					int rc = ks_partition_read(ref.p, fp->offset, (int32_t)lim, &plan);
-					have_plan = 1;
-					err = plan.error;
-					if (rc < 0 && err == KERR_NONE)
-						err = KERR_KAFKA_STORAGE_ERROR;
-				}
-			}
-			int64_t hw = -1, lso = -1, lstart = -1;
-			fp->hw_seen = -1;
-			if (err == KERR_NONE) {
-				if (have_plan) {
-					hw = plan.high_watermark;
-					lso = plan.last_stable_offset;
-					lstart = plan.log_start_offset;
-				} else {
-					hw = ks_partition_high_watermark(ref.p);
-					lso = hw;
-					lstart = ks_partition_log_start(ref.p);
-				}
-				fp->hw_seen = hw;
-			}
-			/* Only the first non-empty partition may exceed the limits (KIP-74):
-			 * a later one whose batches do not fit its partition_max_bytes or
-			 * the rest of max_bytes sends no records. */
-			if (have_plan && plan.total > 0 && !first_data && (int64_t)plan.total > lim) {
-				ks_read_plan_release(&plan);
-				plan.total = 0;
-				plan.n = 0;
-			}
-			size_t mark = w->len;
-			kw_wr_i32(w, fp->index);
-			kw_wr_i16(w, err);
-			kw_wr_i64(w, hw);
-			kw_wr_i64(w, lso);
-			if (v >= 5)
-				kw_wr_i64(w, lstart);
-			if (c->isolation == 1)
-				kw_wr_array(w, 0, 0); /* aborted transactions: none */
-			else
-				kw_wr_array(w, 0, -1);
-			if (v >= 11)
-				kw_wr_i32(w, -1); /* preferred_read_replica */
-			uint32_t bytes = err == KERR_NONE && have_plan ? plan.total : 0;
-			kw_wr_i32(w, (int32_t)bytes);
-			if (bytes > 0 && measure) {
-				ks_read_plan_release(&plan);
-				total += bytes;
-				budget -= bytes;
-				first_data = 0;
-			} else if (bytes > 0) {
-				if (kb_req_attach_read(req, w, &plan)) {
-					/* Could not read it: answer this partition with a storage error. */
-					w->len = mark;
-					kw_wr_i32(w, fp->index);
-					kw_wr_i16(w, KERR_KAFKA_STORAGE_ERROR);
-					kw_wr_i64(w, -1);
-					kw_wr_i64(w, -1);
-					if (v >= 5)
-						kw_wr_i64(w, -1);
-					if (c->isolation == 1)
-						kw_wr_array(w, 0, 0);
-					else
-						kw_wr_array(w, 0, -1);
-					if (v >= 11)
-						kw_wr_i32(w, -1);
-					kw_wr_i32(w, 0);
-					any_error = 1;
-				} else {
-					total += bytes;
-					budget -= bytes;
-					first_data = 0;
-				}
-			} else if (have_plan) {
-				ks_read_plan_release(&plan);
-			}
-			if (err != KERR_NONE)
-				any_error = 1;
-			kb_pref_put(&ref);
-		}
+		for (int32_t k = 0; k < t->n; k++)
+			pass_part(c, w, t, &t->parts[k], measure, &ps);
 	}
-	return any_error ? -1 : total;
+	return ps.any_error ? -1 : ps.total;
 }
 
 /* Drops a response built by a pass that is not going to be sent. */

@@ -159,23 +159,14 @@ static void on_timeout(void *arg)
 	pctx_put(c);
 }
 
-int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
+/* Decodes the whole request into c (nothing is touched before it parsed). */
+static int decode(pctx *c, kw_rd *body, int16_t *acks, int32_t *timeout_ms)
 {
-	kb_broker *b = req->broker;
 	kw_str txn_id;
-	int16_t acks;
-	int32_t timeout_ms;
-	pctx *c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->req = req;
-	pthread_mutex_init(&c->mu, NULL);
-	atomic_init(&c->refs, 1);
-
-	if (req->api_version >= 3)
+	if (c->req->api_version >= 3)
 		KRD_STR(body, 0, &txn_id);
-	KRD_I16(body, &acks);
-	KRD_I32(body, &timeout_ms);
+	KRD_I16(body, acks);
+	KRD_I32(body, timeout_ms);
 	KRD_ARRAY_CALLOC(body, 6, c->topics, c->ntopics);
 	for (int32_t i = 0; i < c->ntopics; i++) {
 		ptopic_req *t = &c->topics[i];
@@ -188,62 +179,73 @@ int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
 			KRD_BYTES(body, 0, &p->records);
 		}
 	}
-	(void)timeout_ms;
+	return 0;
+oom:
+	return -ENOMEM;
+err_parse:
+	return -EBADMSG;
+}
 
-	int valid_acks = acks == 0 || acks == 1 || acks == -1;
-	for (int32_t i = 0; i < c->ntopics; i++) {
-		ptopic_req *t = &c->topics[i];
-		for (int32_t k = 0; k < t->n; k++) {
-			ppart *p = &t->parts[k];
-			if (!valid_acks) {
-				p->err = KERR_INVALID_REQUIRED_ACKS;
-				continue;
-			}
-			kb_pref ref;
-			p->err = kb_ptable_get(b->parts, t->name, p->index, &ref);
-			if (p->err != KERR_NONE)
-				continue;
-			if (p->records.len <= 0) {
-				p->err = KERR_CORRUPT_MESSAGE;
-				kb_pref_put(&ref);
-				continue;
-			}
-			ks_append_result res;
-			memset(&res, 0, sizeof(res));
-			/* The frame is ours: the engine stamps offsets into it in place. */
-			int rc = ks_partition_append(ref.p, (uint8_t *)p->records.p, (size_t)p->records.len, &res);
-			p->err = res.error;
-			if (rc < 0 && p->err == KERR_NONE)
-				p->err = KERR_KAFKA_STORAGE_ERROR;
-			p->base_offset = res.base_offset;
-			p->log_append_time = res.log_append_time;
-			p->log_start = res.log_start_offset;
-			if (p->err == KERR_NONE) {
-				if (acks == -1) {
-					pthread_mutex_lock(&c->mu);
-					c->pending++;
-					p->waiting = 1;
-					pthread_mutex_unlock(&c->mu);
-					atomic_fetch_add(&c->refs, 1);
-					if (kb_ptable_when_durable(&ref, res.last_offset + 1, on_durable, p)) {
-						pthread_mutex_lock(&c->mu);
-						c->pending--;
-						p->waiting = 0;
-						p->err = KERR_KAFKA_STORAGE_ERROR;
-						pthread_mutex_unlock(&c->mu);
-						atomic_fetch_sub(&c->refs, 1);
-					}
-				} else {
-					kb_ptable_dirty(&ref);
-				}
-			} else if (p->err != KERR_NOT_LEADER_OR_FOLLOWER) {
-				KLOG_DEBUG("produce", "%s: %.*s/%d: %s%s%s", req->peer, t->name.len, t->name.s, p->index,
-					   kw_kerr_name(p->err), res.message ? ": " : "", res.message ? res.message : "");
-			}
-			kb_pref_put(&ref);
-		}
+/* acks=-1: p is answered by on_durable once its data is durable. */
+static void wait_durable(pctx *c, ppart *p, kb_pref *ref, int64_t end)
+{
+	pthread_mutex_lock(&c->mu);
+	c->pending++;
+	p->waiting = 1;
+	pthread_mutex_unlock(&c->mu);
+	atomic_fetch_add(&c->refs, 1);
+	if (kb_ptable_when_durable(ref, end, on_durable, p)) {
+		pthread_mutex_lock(&c->mu);
+		c->pending--;
+		p->waiting = 0;
+		p->err = KERR_KAFKA_STORAGE_ERROR;
+		pthread_mutex_unlock(&c->mu);
+		atomic_fetch_sub(&c->refs, 1);
 	}
+}
 
+/* Appends one partition's records to the partition this broker leads. */
+static void append_part(pctx *c, ptopic_req *t, ppart *p, int16_t acks)
+{
+	kb_req *req = c->req;
+	if (acks != 0 && acks != 1 && acks != -1) {
+		p->err = KERR_INVALID_REQUIRED_ACKS;
+		return;
+	}
+	kb_pref ref;
+	p->err = kb_ptable_get(req->broker->parts, t->name, p->index, &ref);
+	if (p->err != KERR_NONE)
+		return;
+	if (p->records.len <= 0) {
+		p->err = KERR_CORRUPT_MESSAGE;
+		kb_pref_put(&ref);
+		return;
+	}
+	ks_append_result res;
+	memset(&res, 0, sizeof(res));
+	/* The frame is ours: the engine stamps offsets into it in place. */
+	int rc = ks_partition_append(ref.p, (uint8_t *)p->records.p, (size_t)p->records.len, &res);
+	p->err = res.error;
+	if (rc < 0 && p->err == KERR_NONE)
+		p->err = KERR_KAFKA_STORAGE_ERROR;
+	p->base_offset = res.base_offset;
+	p->log_append_time = res.log_append_time;
+	p->log_start = res.log_start_offset;
+	if (p->err == KERR_NONE) {
+		if (acks == -1)
+			wait_durable(c, p, &ref, res.last_offset + 1);
+		else
+			kb_ptable_dirty(&ref);
+	} else if (p->err != KERR_NOT_LEADER_OR_FOLLOWER) {
+		KLOG_DEBUG("produce", "%s: %.*s/%d: %s%s%s", req->peer, t->name.len, t->name.s, p->index,
+			   kw_kerr_name(p->err), res.message ? ": " : "", res.message ? res.message : "");
+	}
+	kb_pref_put(&ref);
+}
+
+/* Answers now, or defers to the durability callbacks and the timeout. */
+static int finish(pctx *c, int16_t acks, int32_t timeout_ms, kw_wr *resp)
+{
 	if (acks == 0) {
 		/* No answer; but an error closes the connection, as Kafka does, so
 		 * that the producer notices and refreshes its metadata. */
@@ -261,22 +263,34 @@ int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
 		c->answered = 1;
 	} else if (timeout_ms > 0) {
 		atomic_fetch_add(&c->refs, 1); /* for the timer */
-		c->timer = kb_timer_start(b, timeout_ms, on_timeout, c);
+		c->timer = kb_timer_start(c->req->broker, timeout_ms, on_timeout, c);
 		if (!c->timer)
 			atomic_fetch_sub(&c->refs, 1); /* no timeout then: wait for the flush */
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (now) {
+	if (now)
 		write_response(c, resp);
+	pctx_put(c);
+	return now ? KAAS_HANDLED : KAAS_DEFERRED;
+}
+
+int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
+{
+	int16_t acks;
+	int32_t timeout_ms;
+	pctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->req = req;
+	pthread_mutex_init(&c->mu, NULL);
+	atomic_init(&c->refs, 1);
+	int rc = decode(c, body, &acks, &timeout_ms);
+	if (rc) {
 		pctx_put(c);
-		return KAAS_HANDLED;
+		return rc;
 	}
-	pctx_put(c);
-	return KAAS_DEFERRED;
-oom:
-	pctx_put(c);
-	return -ENOMEM;
-err_parse:
-	pctx_put(c);
-	return -EBADMSG;
+	for (int32_t i = 0; i < c->ntopics; i++)
+		for (int32_t k = 0; k < c->topics[i].n; k++)
+			append_part(c, &c->topics[i], &c->topics[i].parts[k], acks);
+	return finish(c, acks, timeout_ms, resp);
 }

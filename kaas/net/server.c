@@ -63,6 +63,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -72,7 +74,9 @@
 #include "kaas/core/splice.h"
 #include "kaas/net/server_int.h"
 #include "kaas/proto/kerr.h"
+#include "util/assert.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 /* ---- requests ----------------------------------------------------------------- */
 
@@ -81,8 +85,13 @@ static void splices_free_job(void *arg) { kb_splices_free(arg); }
 void kn__req_free(sreq *r)
 {
 	conn *c = r->c;
-	kn__budget_release(c->s, r->frame_len);
-	c->buffered -= r->frame_len + sizeof(*r) + (r->counted ? r->resp_mem : 0);
+	size_t held = r->frame_len + sizeof(*r) + (r->counted ? r->resp_mem : 0);
+	/* The per-connection sums are unsigned: a request freed twice, or
+	 * counted once and uncounted twice, would wrap them instead of failing. */
+	KAAS_ASSERT(c->nreqs > 0 && c->buffered >= held);
+	KAAS_ASSERT(!r->counted || c->out_mem >= r->resp_mem);
+	kn__budget_release(c, r->frame_len);
+	c->buffered -= held;
 	if (r->counted)
 		c->out_mem -= r->resp_mem;
 	c->nreqs--;
@@ -450,6 +459,7 @@ static void finish_loop(kn_server *s)
 	uv_close((uv_handle_t *)&s->drain_deadline, close_cb_noop);
 	uv_close((uv_handle_t *)&s->accept_pause, close_cb_noop);
 	uv_close((uv_handle_t *)&s->budget_timer, close_cb_noop);
+	uv_close((uv_handle_t *)&s->frame_timer, close_cb_noop);
 	uv_close((uv_handle_t *)&s->sigterm, close_cb_noop);
 	uv_close((uv_handle_t *)&s->sigint, close_cb_noop);
 	/* Relinquishing comes next and must not be cut short by a repeated
@@ -521,6 +531,98 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- public ------------------------------------------------------------------------------------- */
 
+/* libuv aborts (no message) when it cannot create its process-wide signal
+ * pipe during its first loop's initialisation.  So before it is asked, make
+ * sure a few descriptors are free, and name the limit when they are not. */
+static int check_descriptors(char *err, size_t errlen)
+{
+	int fds[8], n = 0, rc = 0;
+	for (; n < 8; n++) {
+		fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			rc = -errno;
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	if (rc) {
+		struct rlimit rl = {0, 0};
+		getrlimit(RLIMIT_NOFILE, &rl);
+		snprintf(err, errlen, "event loop: no descriptors left for the server (%s; RLIMIT_NOFILE soft %llu, "
+			 "hard %llu): raise the limit (ulimit -n) or lead fewer partitions", strerror(-rc),
+			 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+	}
+	return rc;
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+/* The loop's handles; on failure the caller closes whatever was set up. */
+static int init_handles(kn_server *s, char *err, size_t errlen)
+{
+	const char *what = "the listening socket's poll handle";
+	int rc = uv_poll_init(&s->loop, &s->lpoll, s->lfd);
+	if (!rc) {
+		s->lpoll.data = s;
+		s->lpoll_active = 1;
+		what = "the wake-up handle (eventfd)";
+		rc = uv_async_init(&s->loop, &s->async, on_async);
+	}
+	if (!rc) {
+		s->async.data = s;
+		s->async_alive = 1;
+		uv_timer_init(&s->loop, &s->accept_pause);
+		s->accept_pause.data = s;
+		uv_timer_init(&s->loop, &s->budget_timer);
+		s->budget_timer.data = s;
+		uv_timer_init(&s->loop, &s->drain_deadline);
+		s->drain_deadline.data = s;
+		uv_timer_init(&s->loop, &s->frame_timer);
+		s->frame_timer.data = s;
+		what = "the SIGTERM handler (signal pipe)";
+		rc = uv_signal_init(&s->loop, &s->sigterm);
+	}
+	if (!rc) {
+		s->sigterm.data = s;
+		what = "the SIGINT handler (signal pipe)";
+		rc = uv_signal_init(&s->loop, &s->sigint);
+	}
+	if (!rc)
+		s->sigint.data = s;
+	else
+		snprintf(err, errlen, "event loop: %s: %s", what, uv_strerror(rc));
+	return rc;
+}
+
+/* The request-byte budget's counters, when the broker keeps metrics. */
+static ku_metric *counter(ku_metrics *m, const char *name, const char *help)
+{
+	ku_family *f = NULL;
+	static const char *const none[] = {NULL};
+	if (!m || ku_metrics_family(m, name, help, KU_COUNTER, none, NULL, 0, &f))
+		return NULL;
+	return ku_metrics_series(f, none);
+}
+
+static void register_metrics(kn_server *s)
+{
+	ku_metrics *m = s->b->metrics;
+	s->m_starved = counter(m, "kaas_request_budget_starved_total",
+			       "times queued.max.request.bytes was used up and requests had to wait");
+	s->m_waits = counter(m, "kaas_request_budget_waits_total",
+			     "request frames that waited for queued.max.request.bytes");
+	s->m_passed = counter(m, "kaas_request_budget_fair_share_passes_total",
+			      "grants that passed over a connection holding more than its share");
+	s->m_slow = counter(m, "kaas_request_slow_frames_dropped_total",
+			    "request frames dropped for arriving below kaas.request.min.bytes.per.sec");
+}
+
 int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 {
 	kn_server *s = calloc(1, sizeof(*s));
@@ -532,7 +634,14 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 	s->lfd = -1;
 	pthread_mutex_init(&s->evmu, NULL);
 	pthread_mutex_init(&s->hkmu, NULL);
-	int rc = uv_loop_init(&s->loop);
+	kn_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
+	register_metrics(s);
+	int rc = check_descriptors(err, errlen);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	rc = uv_loop_init(&s->loop);
 	if (rc) {
 		snprintf(err, errlen, "event loop: %s", uv_strerror(rc));
 		free(s);
@@ -540,29 +649,15 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 	}
 	rc = kn__listen_on(s, b->cfg.listen_host, b->cfg.listen_port, err, errlen);
 	if (rc)
-		goto fail;
+		goto out;
 	rc = kn_pool_create(b->cfg.num_io_threads, &s->pool);
 	if (rc) {
 		snprintf(err, errlen, "worker threads: %s", strerror(-rc));
-		goto fail;
+		goto out;
 	}
-	uv_poll_init(&s->loop, &s->lpoll, s->lfd);
-	s->lpoll.data = s;
-	s->lpoll_active = 1;
-	uv_async_init(&s->loop, &s->async, on_async);
-	s->async.data = s;
-	s->async_alive = 1;
-	uv_timer_init(&s->loop, &s->accept_pause);
-	s->accept_pause.data = s;
-	kn_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
-	uv_timer_init(&s->loop, &s->budget_timer);
-	s->budget_timer.data = s;
-	uv_timer_init(&s->loop, &s->drain_deadline);
-	s->drain_deadline.data = s;
-	uv_signal_init(&s->loop, &s->sigterm);
-	s->sigterm.data = s;
-	uv_signal_init(&s->loop, &s->sigint);
-	s->sigint.data = s;
+	rc = init_handles(s, err, errlen);
+	if (rc)
+		goto out;
 	s->ops.complete = op_complete;
 	s->ops.run = op_run;
 	s->ops.timer_start = op_timer_start;
@@ -570,12 +665,19 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 	b->ops = &s->ops;
 	b->server = s;
 	*out = s;
-	return 0;
-fail:
-	if (s->lfd >= 0)
-		close(s->lfd);
-	uv_loop_close(&s->loop);
-	free(s);
+out:
+	if (rc) {
+		uv_walk(&s->loop, close_walk, NULL);
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&s->loop);
+		if (s->pool) {
+			kn_pool_stop(s->pool);
+			kn_pool_destroy(s->pool);
+		}
+		if (s->lfd >= 0)
+			close(s->lfd);
+		free(s);
+	}
 	return rc;
 }
 
@@ -586,6 +688,7 @@ int kn_server_run(kn_server *s)
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
 	uv_poll_start(&s->lpoll, UV_READABLE, kn__on_accept);
+	kn__frame_watch_start(s);
 	pthread_mutex_lock(&s->hkmu);
 	s->hk_timer = kn_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
 	pthread_mutex_unlock(&s->hkmu);

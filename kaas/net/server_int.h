@@ -30,6 +30,8 @@
 #define MAX_EVENTS_PER_CB 4096
 #define HOUSEKEEP_MS 1000
 #define LINGER_MS 5000
+#define FRAME_CHECK_MS 1000        /* how often frames in progress are checked */
+#define REQUEST_RATE_GRACE_MS 5000 /* before kaas.request.min.bytes.per.sec applies */
 
 typedef struct ev {
 	struct ev *next;
@@ -89,6 +91,7 @@ struct conn {
 	size_t carry_len;
 	uint8_t *big;
 	size_t big_len, big_have;
+	uint64_t frame_start_ms; /* when big's reception began (loop time) */
 	sreq *pend_head, *pend_tail;
 	sreq *fl_head, *fl_tail;
 	sreq *running;
@@ -134,6 +137,12 @@ struct kn_server {
 	uv_timer_t budget_timer; /* resumes the connections the budget granted */
 	int budget_episode;      /* a pause was logged; its end is logged once */
 	uint64_t budget_waited;
+	uint64_t budget_episodes;  /* times the budget was used up (starved) */
+	uint64_t budget_episode_ms; /* when the current one began */
+	uint64_t budget_passed0;   /* budget.passed when it began */
+	uv_timer_t frame_timer;    /* kaas.request.min.bytes.per.sec */
+	uint64_t slow_frames;      /* frames dropped for arriving too slowly */
+	struct ku_metric *m_starved, *m_waits, *m_slow, *m_passed; /* counters; NULL without metrics */
 	uint64_t next_conn_id;
 	int draining;
 	int stopped;
@@ -152,7 +161,8 @@ void kn__conn_linger(conn *c);
 void kn__conn_reap(conn *c);
 int kn__conn_idle(const conn *c);
 void kn__conn_drop_budget(conn *c);
-void kn__budget_release(kn_server *s, size_t n);
+void kn__budget_release(conn *c, size_t n); /* what c held */
+void kn__frame_watch_start(kn_server *s);
 void kn__update_poll(conn *c);
 void kn__after_progress(conn *c);
 

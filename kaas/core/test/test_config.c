@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kaas/core/broker.h"
@@ -135,7 +136,27 @@ START_TEST(properties_file)
 	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "expected key=value"));
 	unlink(path);
-	ck_assert_int_lt(kb_config_load_file(&c, path, err, sizeof(err), NULL), 0);
+	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_nonnull(strstr(err, "No such file"));
+
+	/* A directory opens, reads as nothing and would pass as an empty
+	 * file: it is refused by name. */
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), -EISDIR);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_nonnull(strstr(err, "is a directory"));
+	rmdir(path);
+
+	/* Unreadable (when not root, who reads anything). */
+	write_file(path, "num.partitions=2\n");
+	chmod(path, 0);
+	if (geteuid() != 0) {
+		ck_assert_int_eq(kb_config_load_file(&c, path, err, sizeof(err), NULL), -EACCES);
+		ck_assert_ptr_nonnull(strstr(err, path));
+		ck_assert_ptr_nonnull(strstr(err, "Permission denied"));
+	}
+	unlink(path);
 }
 END_TEST
 

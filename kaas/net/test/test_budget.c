@@ -1,7 +1,8 @@
 /* test_budget.c — queued.max.request.bytes admission (budget.c): frames fit
  * or wait, waiters are granted strictly in arrival order and never
  * overtaken, a frame larger than the budget is served alone, bytes kept for
- * a waiter do not block its own grant, cancelling gives everything back. */
+ * a waiter do not block its own grant, cancelling gives everything back;
+ * while others wait, a connection over its fair share is passed over. */
 #include <check.h>
 #include <stddef.h>
 
@@ -79,7 +80,7 @@ START_TEST(oversized_frame_alone)
 	kn_budget_init(&b, 100);
 	/* Nothing held: a frame bigger than the whole budget is admitted. */
 	ck_assert_int_eq(kn_budget_acquire(&b, &huge, 1000), 1);
-	kn_budget_release(&b, 1000);
+	kn_budget_release_owned(&b, &huge, 1000);
 	ck_assert_int_eq(kn_budget_acquire(&b, &a, 1), 1);
 	/* With one byte held it waits... */
 	ck_assert_int_eq(kn_budget_acquire(&b, &huge, 1000), 0);
@@ -91,6 +92,40 @@ START_TEST(oversized_frame_alone)
 	ck_assert_int_eq(b.held, 1000);
 	ck_assert_int_eq(kn_budget_release(&b, 1000), 1);
 	ck_assert_ptr_eq(kn_budget_collect(&b), &after);
+}
+END_TEST
+
+/* One connection pipelining requests holds 60 of 100; with others waiting
+ * its share is 100 / 4: its next frame is passed over (though it fits and
+ * waited before y) until the others are served and it waits alone. */
+START_TEST(fair_share_while_others_wait)
+{
+	kn_budget b;
+	kn_budget_waiter hog = {0}, blocker = {0}, x = {0}, y = {0};
+	kn_budget_init(&b, 100);
+	ck_assert_int_eq(kn_budget_acquire(&b, &hog, 60), 1);
+	ck_assert_int_eq(kn_budget_acquire(&b, &blocker, 35), 1);
+	ck_assert_int_eq(hog.held, 60);
+	ck_assert_int_eq(b.nholders, 2);
+	ck_assert_int_eq(kn_budget_acquire(&b, &x, 10), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &hog, 20), 0);
+	ck_assert_int_eq(kn_budget_acquire(&b, &y, 10), 0);
+	ck_assert_int_eq(kn_budget_share(&b), 25);
+	/* Room for all three: x and y are served, hog is passed over. */
+	ck_assert_int_eq(kn_budget_release_owned(&b, &blocker, 35), 2);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &x);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &y);
+	ck_assert_ptr_null(kn_budget_collect(&b));
+	ck_assert_int_eq(hog.state, KAAS_BW_QUEUED);
+	ck_assert_int_eq(b.passed, 1);
+	/* Alone in the line now: granted as soon as anything is released. */
+	ck_assert_int_eq(kn_budget_release_owned(&b, &x, 10), 1);
+	ck_assert_ptr_eq(kn_budget_collect(&b), &hog);
+	ck_assert_int_eq(hog.held, 80);
+	kn_budget_release_owned(&b, &hog, 80);
+	kn_budget_release_owned(&b, &y, 10);
+	ck_assert_int_eq(b.held, 0);
+	ck_assert_int_eq(b.nholders, 0);
 }
 END_TEST
 
@@ -186,5 +221,5 @@ int main(void)
 	return ktest_main((struct ktest){.suite = "server-budget", .timeout = 30},
 			  KTEST_LIST(fits_or_waits, fifo_and_no_overtaking, oversized_frame_alone,
 				     own_bytes_do_not_block_the_waiter, kept_bytes_never_stop_the_line,
-				     cancel_gives_back, unbounded));
+				     cancel_gives_back, unbounded, fair_share_while_others_wait));
 }
