@@ -460,6 +460,7 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 	to.defaults = cfg->log;
 	to.num_partitions = cfg->num_partitions;
 	to.default_replication_factor = cfg->default_replication_factor;
+	to.trash_retention_ms = cfg->trash_retention_ms;
 	to.reserved_name = explicit_cluster ? NULL : DEFAULT_CLUSTER_SUBDIR;
 	kt_topics_ptable_hooks(b, &to.hooks);
 	int rc = kt_topics_open(&to, &b->topics);

@@ -63,6 +63,9 @@ const kb_config_key kb_config_keys[] = {
 	 "CreateTime or LogAppendTime"},
 	{"log.retention.check.interval.ms", KCFG_I64, OFF(retention_check_interval_ms), 100,
 	 INT64_MAX, "300000", "how often retention and segment age are checked"},
+	{"kaas.trash.retention.ms", KCFG_I64, OFF(trash_retention_ms), -1, INT64_MAX, "86400000",
+	 "how long deleted and reclaimed topic directories stay in DATA/~trash-* before they are "
+	 "removed (0: at once, -1: never; `kaas trash empty` removes them earlier)"},
 	{"socket.request.max.bytes", KCFG_I64, OFF(socket_request_max_bytes), 64, INT32_MAX,
 	 "104857600", "largest request frame; a bigger one closes the connection before "
 	 "anything is allocated"},
@@ -126,6 +129,7 @@ void kb_config_defaults(kb_config *c)
 	c->log.index_interval_bytes = 4096;
 	c->log.timestamp_type = 0;
 	c->retention_check_interval_ms = 300000;
+	c->trash_retention_ms = 86400000;
 	c->socket_request_max_bytes = 104857600;
 	c->connections_max_idle_ms = 600000;
 	c->num_io_threads = 8;

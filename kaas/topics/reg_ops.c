@@ -63,6 +63,18 @@ static int16_t name_free_for_create(kt_topics *reg, const char *name, char *msg,
 	return KERR_TOPIC_ALREADY_EXISTS;
 }
 
+/* The registry holds the topic (or its new partition count), but the
+ * partition table could not lead every partition (out of descriptors, a
+ * volume error): say so instead of answering success.  The topic stays, and
+ * the broker's upkeep re-drives the partitions that failed. */
+static int16_t not_led(const char *name, int rc, char *msg, size_t msglen)
+{
+	snprintf(msg, msglen,
+		 "Topic %s is in the registry, but this broker could not lead all of its partitions (%s); "
+		 "they are retried by the broker's upkeep", name, sub_strerror(rc));
+	return KERR_KAFKA_STORAGE_ERROR;
+}
+
 static int16_t create_locked(kt_topics *reg, const char *name, int32_t partitions, const kt_tcfg_set *ov,
 			     int validate_only, kt_topic_info *out, char *msg, size_t msglen, trash_list *tl)
 {
@@ -178,8 +190,8 @@ static int16_t create_locked(kt_topics *reg, const char *name, int32_t partition
 	if (rc)
 		KLOG_ERR("topics", "topic %s: preparing DATA/%s failed (%s); retried by the tick", name, name,
 			 sub_strerror(rc));
-	else
-		kt__hook_changed(reg, name);
+	else if ((rc = kt__hook_changed(reg, name)))
+		return not_led(name, rc, msg, msglen);
 	return KERR_NONE;
 }
 
@@ -465,8 +477,8 @@ static int16_t rewrite_locked(kt_topics *reg, const char *name, int (*edit)(topi
 	pthread_rwlock_wrlock(&reg->lock);
 	rc = kt__mem_merge(reg, e);
 	pthread_rwlock_unlock(&reg->lock);
-	if (rc > 0)
-		kt__hook_changed(reg, name);
+	if (rc > 0 && (rc = kt__hook_changed(reg, name)))
+		return not_led(name, rc, msg, msglen);
 	return KERR_NONE;
 }
 
