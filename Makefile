@@ -5,6 +5,9 @@
 #
 #   make            build bin/kaas-conform and bin/kaas
 #   make test       install missing packages, build, run every test
+#   make unit       the unit tests (UNIT=path-substring, T=one test function)
+#   make e2e        the end-to-end scripts (E2E=path-substring); installs nothing
+#   make layout     the layer rule and the naming rule (docs/hacking.md)
 #   make run        install, build, qualify ./var/data, start a broker on it
 #   make bench      benchmarks (results/), ratios against limits measured in the same run
 #   make matrix     the real-substrate conformance matrix (results/)
