@@ -392,47 +392,45 @@ out:
 
 /* ---- SyncGroup ------------------------------------------------------------------------ */
 
-int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
+/* A SyncGroup request as read off the wire (its strings point into it). */
+typedef struct sync_req {
+	kw_str gid, member_id, inst;
+	int32_t gen, n;
+	kw_str *ids;      /* the leader's assignment: member ids ... */
+	kw_bytes *asg;    /* ... and what each gets */
+} sync_req;
+
+/* The leader's assignment completes the generation; members it left out get
+ * an empty assignment. */
+static void take_assignments(kg_group *g, const sync_req *q)
+{
+	for (kg_member *x = g->members; x; x = x->next) {
+		free(x->assignment);
+		x->assignment = NULL;
+		x->assignment_len = 0;
+		kg_member_touch(x);
+		for (int32_t i = 0; i < q->n; i++) {
+			if (!kg__str_eqk(&x->id, q->ids[i]) || q->asg[i].len <= 0)
+				continue;
+			x->assignment = malloc((size_t)q->asg[i].len);
+			if (x->assignment) {
+				memcpy(x->assignment, q->asg[i].p, (size_t)q->asg[i].len);
+				x->assignment_len = q->asg[i].len;
+			}
+			break;
+		}
+	}
+}
+
+static int sync_locked(kg_coord *c, const kg_coord_call *call, const sync_req *q, kw_wr *w,
+		       kg_outbox *ob)
 {
 	int16_t v = call->version;
-	kw_str gid, member_id, inst = {NULL, -1};
-	int32_t gen, n;
-	kw_str *ids = NULL;
-	kw_bytes *asg = NULL;
-	int rc;
-	KRD_STR(rd, 0, &gid);
-	KRD_I32(rd, &gen);
-	KRD_STR(rd, 0, &member_id);
-	if (v >= 3)
-		KRD_STR(rd, 0, &inst);
-	KRD_ARRAY(rd, 0, 6, &n);
-	if (n < 0)
-		n = 0;
-	ids = calloc((size_t)n + 1, sizeof(*ids));
-	asg = calloc((size_t)n + 1, sizeof(*asg));
-	if (!ids || !asg) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (int32_t i = 0; i < n; i++) {
-		KRD_STR(rd, 0, &ids[i]);
-		KRD_BYTES(rd, 0, &asg[i]);
-	}
-
-	int16_t err = kg__group_status(c, gid, 0);
-	if (err) {
-		kg__enc_sync(w, v, err, NULL, 0);
-		rc = KAAS_HANDLED;
-		goto out;
-	}
-	kg_outbox ob;
-	kg__outbox_init(&ob);
-	pthread_mutex_lock(&c->mu);
 	int64_t now = kg__now(c);
 	kg_group *g = NULL;
 	kg_member *m = NULL;
-	err = kg__named_member(c, gid, member_id, inst, &g, &m);
-	if (!err && gen != g->generation)
+	int16_t err = kg__named_member(c, q->gid, q->member_id, q->inst, &g, &m);
+	if (!err && q->gen != g->generation)
 		err = KERR_ILLEGAL_GENERATION;
 	if (!err && g->state == KC_PREPARING)
 		err = KERR_REBALANCE_IN_PROGRESS;
@@ -440,7 +438,7 @@ int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr 
 		err = KERR_UNKNOWN_MEMBER_ID;
 	if (!err && g->state == KC_COMPLETING && c->draining)
 		err = KERR_NOT_COORDINATOR;
-	rc = KAAS_HANDLED;
+	int rc = KAAS_HANDLED;
 	if (err) {
 		kg__enc_sync(w, v, err, NULL, 0);
 	} else if (g->state == KC_STABLE) {
@@ -449,29 +447,11 @@ int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr 
 	} else { /* CompletingRebalance */
 		int done = 0;
 		if (kg_waiting(&m->sync))
-			kg__answer_sync(m, KERR_REBALANCE_IN_PROGRESS, &ob);
+			kg__answer_sync(m, KERR_REBALANCE_IN_PROGRESS, ob);
 		park(&m->sync, call, w, &done);
-		kg_waiter *parked = &m->sync;
 		m->deadline = now + m->session_timeout_ms;
 		if (kg__str_eq(&g->leader, &m->id)) {
-			/* The leader's assignment completes the generation; members
-			 * it left out get an empty assignment. */
-			for (kg_member *x = g->members; x; x = x->next) {
-				free(x->assignment);
-				x->assignment = NULL;
-				x->assignment_len = 0;
-				kg_member_touch(x);
-				for (int32_t i = 0; i < n; i++) {
-					if (!kg__str_eqk(&x->id, ids[i]) || asg[i].len <= 0)
-						continue;
-					x->assignment = malloc((size_t)asg[i].len);
-					if (x->assignment) {
-						memcpy(x->assignment, asg[i].p, (size_t)asg[i].len);
-						x->assignment_len = asg[i].len;
-					}
-					break;
-				}
-			}
+			take_assignments(g, q);
 			/* Everyone's SyncGroup is answered once the generation is on
 			 * the volume (kg__group_meta_written), so a coordinator that
 			 * restarts knows every assignment a member may hold. */
@@ -479,18 +459,55 @@ int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr 
 			g->sync_seq = ++g->meta_seq;
 			kg__flush_enqueue(c, g);
 		}
-		rc = unpark_inline(parked, done);
+		rc = unpark_inline(&m->sync, done);
 	}
 	if (g)
 		kg__group_check(g);
+	return rc;
+}
+
+int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
+{
+	int16_t v = call->version;
+	sync_req q = {.inst = {NULL, -1}};
+	int rc;
+	KRD_STR(rd, 0, &q.gid);
+	KRD_I32(rd, &q.gen);
+	KRD_STR(rd, 0, &q.member_id);
+	if (v >= 3)
+		KRD_STR(rd, 0, &q.inst);
+	KRD_ARRAY(rd, 0, 6, &q.n);
+	if (q.n < 0)
+		q.n = 0;
+	q.ids = calloc((size_t)q.n + 1, sizeof(*q.ids));
+	q.asg = calloc((size_t)q.n + 1, sizeof(*q.asg));
+	if (!q.ids || !q.asg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int32_t i = 0; i < q.n; i++) {
+		KRD_STR(rd, 0, &q.ids[i]);
+		KRD_BYTES(rd, 0, &q.asg[i]);
+	}
+
+	int16_t err = kg__group_status(c, q.gid, 0);
+	if (err) {
+		kg__enc_sync(w, v, err, NULL, 0);
+		rc = KAAS_HANDLED;
+		goto out;
+	}
+	kg_outbox ob;
+	kg__outbox_init(&ob);
+	pthread_mutex_lock(&c->mu);
+	rc = sync_locked(c, call, &q, w, &ob);
 	pthread_mutex_unlock(&c->mu);
 	kg__outbox_deliver(&ob);
 	goto out;
 err_parse:
 	rc = -EBADMSG;
 out:
-	free(ids);
-	free(asg);
+	free(q.ids);
+	free(q.asg);
 	return rc;
 }
 
@@ -534,6 +551,75 @@ err_parse:
 
 /* ---- LeaveGroup ----------------------------------------------------------------------------- */
 
+/* One leaving member (v3+: several per request, each by member id or by
+ * group.instance.id): 0 or the error to answer for it. */
+static int16_t leave_one(kg_coord *c, kg_group *g, kw_str id, kw_str inst, int64_t now,
+			 kg_outbox *ob)
+{
+	kg_member *m = NULL;
+	if (!g)
+		return KERR_UNKNOWN_MEMBER_ID;
+	if (inst.len >= 0) {
+		m = kg__member_by_instance(g, inst);
+		if (!m)
+			return KERR_UNKNOWN_MEMBER_ID;
+		if (id.len > 0 && !kg__str_eqk(&m->id, id))
+			return KERR_FENCED_INSTANCE_ID;
+	} else {
+		kg_pending *p = kg__pending_find(g, id);
+		if (p) {
+			kg__pending_remove(g, p);
+			kg__group_try_complete_join(c, g, now, ob);
+			return KERR_NONE;
+		}
+		m = kg__member_find(g, id);
+		if (!m)
+			return KERR_UNKNOWN_MEMBER_ID;
+	}
+	KLOG_DEBUG("coord", "group '%s': member %s leaves", g->id.s, m->id.s);
+	kg__group_remove_member(c, g, m, now, ob);
+	return KERR_NONE;
+}
+
+/* The group-level error, or 0 with every member's in errs. */
+static int16_t leave_locked(kg_coord *c, kw_str gid, const kw_str *ids, const kw_str *insts,
+			    int16_t *errs, int32_t n, kg_outbox *ob)
+{
+	int64_t now = kg__now(c);
+	kg_group *g = NULL;
+	int16_t top = kg__group_get(c, gid, 0, &g);
+	for (int32_t i = 0; !top && i < n; i++)
+		errs[i] = leave_one(c, g, ids[i], insts[i], now, ob);
+	if (g) {
+		kg__group_check(g);
+		kg__group_maybe_drop(c, g);
+	}
+	return top;
+}
+
+static void enc_leave(kw_wr *w, int16_t v, int16_t top, const kw_str *ids, const kw_str *insts,
+		      const int16_t *errs, int32_t n)
+{
+	if (v >= 1)
+		kw_wr_i32(w, 0);
+	if (v <= 2) {
+		/* One member: its error is the answer. */
+		kw_wr_i16(w, top ? top : errs[0]);
+		return;
+	}
+	kw_wr_i16(w, top);
+	if (top) {
+		kw_wr_array(w, 0, 0);
+		return;
+	}
+	kw_wr_array(w, 0, n);
+	for (int32_t i = 0; i < n; i++) {
+		kw_wr_kstr(w, 0, ids[i]);
+		kw_wr_kstr(w, 0, insts[i]);
+		kw_wr_i16(w, errs[i]);
+	}
+}
+
 int kg__api_leave_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
 	int16_t v = call->version;
@@ -572,60 +658,11 @@ int kg__api_leave_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 		kg_outbox ob;
 		kg__outbox_init(&ob);
 		pthread_mutex_lock(&c->mu);
-		int64_t now = kg__now(c);
-		kg_group *g = NULL;
-		top = kg__group_get(c, gid, 0, &g);
-		for (int32_t i = 0; !top && i < n; i++) {
-			kg_member *m = NULL;
-			if (!g) {
-				errs[i] = KERR_UNKNOWN_MEMBER_ID;
-			} else if (insts[i].len >= 0) {
-				m = kg__member_by_instance(g, insts[i]);
-				if (!m)
-					errs[i] = KERR_UNKNOWN_MEMBER_ID;
-				else if (ids[i].len > 0 && !kg__str_eqk(&m->id, ids[i]))
-					errs[i] = KERR_FENCED_INSTANCE_ID;
-			} else {
-				kg_pending *p = kg__pending_find(g, ids[i]);
-				if (p) {
-					kg__pending_remove(g, p);
-					kg__group_try_complete_join(c, g, now, &ob);
-					continue;
-				}
-				m = kg__member_find(g, ids[i]);
-				if (!m)
-					errs[i] = KERR_UNKNOWN_MEMBER_ID;
-			}
-			if (!errs[i] && m) {
-				KLOG_DEBUG("coord", "group '%s': member %s leaves", g->id.s, m->id.s);
-				kg__group_remove_member(c, g, m, now, &ob);
-			}
-		}
-		if (g) {
-			kg__group_check(g);
-			kg__group_maybe_drop(c, g);
-		}
+		top = leave_locked(c, gid, ids, insts, errs, n, &ob);
 		pthread_mutex_unlock(&c->mu);
 		kg__outbox_deliver(&ob);
 	}
-	if (v >= 1)
-		kw_wr_i32(w, 0);
-	if (v <= 2) {
-		/* One member: its error is the answer. */
-		kw_wr_i16(w, top ? top : errs[0]);
-	} else {
-		kw_wr_i16(w, top);
-		if (top) {
-			kw_wr_array(w, 0, 0);
-		} else {
-			kw_wr_array(w, 0, n);
-			for (int32_t i = 0; i < n; i++) {
-				kw_wr_kstr(w, 0, ids[i]);
-				kw_wr_kstr(w, 0, insts[i]);
-				kw_wr_i16(w, errs[i]);
-			}
-		}
-	}
+	enc_leave(w, v, top, ids, insts, errs, n);
 	rc = KAAS_HANDLED;
 	goto out;
 err_parse:
