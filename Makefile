@@ -5,6 +5,9 @@
 #
 #   make            build bin/kaas-conform and bin/kaas
 #   make test       install missing packages, build, run every test
+#   make unit       the unit tests (UNIT=path-substring, T=one test function)
+#   make e2e        the end-to-end scripts (E2E=path-substring); installs nothing
+#   make layout     the layer rule and the naming rule (docs/hacking.md)
 #   make run        install, build, qualify ./var/data, start a broker on it
 #   make bench      benchmarks (results/), ratios against limits measured in the same run
 #   make matrix     the real-substrate conformance matrix (results/)
@@ -102,12 +105,25 @@ unit-bins: $(UNIT_BINS)
 # Each unit test runs on its own; all run even when one fails.
 # UNIT=substring restricts the run to matching test paths.
 # The filter matches the test source path, never the build directory.
+# T=name runs only the test function of that name (every test is a Check
+# test case of its own, util/test/ktest.h): make unit UNIT=storage T=truncated_tail.
+# A program without it answers 77 and is skipped; no program having it fails.
+UNIT_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 CK_FORK=yes
 unit: $(patsubst %.c,$(BUILD)/san/%,$(if $(UNIT),$(foreach t,$(ALL_TESTS),$(if $(findstring $(UNIT),$(t)),$(t))),$(ALL_TESTS)))
+ifeq ($(T),)
 	@fail=0; for t in $^; do \
 		echo "== $$t"; \
-		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		CK_FORK=yes $$t || { echo "FAILED: $$t"; fail=1; }; \
+		$(UNIT_ENV) $$t || { echo "FAILED: $$t"; fail=1; }; \
 	done; exit $$fail
+else
+	@fail=0; found=0; for t in $^; do \
+		out=$$($(UNIT_ENV) CK_RUN_CASE='$(T)' $$t 2>&1); rc=$$?; \
+		[ $$rc = 77 ] && continue; \
+		found=1; echo "== $$t ($(T))"; printf '%s\n' "$$out"; \
+		[ $$rc = 0 ] || { echo "FAILED: $$t ($(T))"; fail=1; }; \
+	done; \
+	[ $$found = 1 ] || { echo "no test named '$(T)' in: $^"; exit 1; }; exit $$fail
+endif
 
 # E2E=substring restricts the run to matching scripts.
 e2e: all
@@ -140,8 +156,11 @@ run: deps
 	$(MAKE) all
 	@bash ci/run-default.sh
 
-bench: deps-test
-	$(MAKE) all
+# Installs the test and bench packages first, then builds (the bench
+# programs link librdkafka, a test package).
+bench:
+	@bash ci/deps.sh bench
+	$(MAKE) all bench-progs
 	@fail=0; for b in $(BENCHES); do echo "== $$b"; bash $$b || fail=1; done; exit $$fail
 
 # The real-substrate matrix (ci/matrix): install what the substrates need,

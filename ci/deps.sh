@@ -1,8 +1,17 @@
 #!/bin/bash
-# ci/deps.sh build|test|bench — install the Debian 12 packages kaas needs that are
-# missing.  Idempotent: when everything is present it only runs dpkg queries.
+# ci/deps.sh [--check] build|test|bench|matrix — install the Debian 12 packages
+# kaas needs that are missing.  Idempotent: when everything is present it
+# only runs dpkg queries.  With --check it installs nothing: it names what is
+# missing and exits 1.  Only make deps*, test, run, bench and matrix install;
+# everything else (make e2e and the scripts it runs) at most checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+check_only=0
+if [ "${1:-}" = --check ]; then
+	check_only=1
+	shift
+fi
 
 BUILD_PKGS=(gcc make pkg-config libc6-dev
 	libuv1-dev libjansson-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
@@ -37,6 +46,10 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
 	missing=("${m2[@]+"${m2[@]}"}")
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
+if [ $check_only = 1 ]; then
+	echo "ci/deps.sh: missing packages: ${missing[*]} (make deps-test or make bench installs them)" >&2
+	exit 1
+fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "ci/deps.sh: missing packages: ${missing[*]} (run as root, or install them)" >&2

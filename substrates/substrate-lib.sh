@@ -33,6 +33,8 @@
 # up like a full one.
 
 SUB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# fail, pass and the one cleanup stack (e2e_on_exit) of every script.
+source "$SUB_LIB_DIR/../ci/lib/e2e.sh" --functions
 
 sub_log() { echo "[$(date +%H:%M:%S)] ${SUB_NAME:-substrate}: $*" >&2; }
 sub_die() { sub_log "error: $*"; exit 1; }
@@ -58,7 +60,7 @@ sub_init() {
 
 # Used by start.sh: on any failure, undo everything recorded so far.
 sub_start_guard() {
-	trap 'rc=$?; if [ $rc != 0 ]; then sub_log "start failed (exit $rc), tearing down"; sub_teardown "$STATE"; fi' EXIT
+	e2e_on_exit '[ "$E2E_RC" = 0 ] || { sub_log "start failed (exit $E2E_RC), tearing down"; sub_teardown "$STATE"; }'
 	trap 'exit 130' INT TERM
 }
 

@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+source ci/lib/e2e.sh --functions
+e2e_scratch scratch kaas-bench-test
 mkdir -p "$scratch/out" "$scratch/dir"
 
 if ! KAAS_BENCH_QUICK=1 KAAS_BENCH_OUT="$scratch/out" KAAS_BENCH_DIR="$scratch/dir" \

@@ -7,17 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${BIN:=bin}"
 export BIN
-tmp=$(mktemp -d /tmp/kaas-make-run.XXXXXX)
+source ci/lib/e2e.sh --functions
+e2e_scratch tmp kaas-make-run
+e2e_show_log "$tmp/log"
 pid=
-cleanup() {
+stop_run() {
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	fi
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-fail() { echo "test_make_run: $*" >&2; [ -f "$tmp/log" ] && tail -40 "$tmp/log" >&2; exit 1; }
+e2e_on_exit stop_run
 
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 KAAS_RUN_DIR="$tmp/var" KAAS_RUN_LISTEN="127.0.0.1:$port" bash ci/run-default.sh >"$tmp/log" 2>&1 &

@@ -2,10 +2,10 @@
 // test_kafkajs.sh runs around broker restarts.  Needs NODE_PATH to hold an
 // `npm install kafkajs@2`.
 //
-//   produce BOOT TOPIC RUN T0 FROM TO OUT [--idempotent] [--gzip]
-//       spec.py's records FROM..TO-1 in sends of 250 (partition i % 3,
-//       acks=-1); offsets of each record from its partition's baseOffset;
-//       appended to OUT ({"i", "p", "o"}).
+//   produce BOOT TOPIC RECORDS OUT [--idempotent] [--gzip]
+//       the records of the file RECORDS (`spec.py records`) in sends of 250
+//       (record i to partition i % 3, acks=-1); offsets of each record from
+//       its partition's baseOffset; appended to OUT ({"i", "p", "o"}).
 //   group BOOT TOPIC GROUP N OUT PROGRESS GO
 //       a consumer-group member (subscribe, fromBeginning, eachMessage)
 //       until it has N distinct records.  Half-way it writes PROGRESS and
@@ -16,8 +16,8 @@
 //       every batch, so no record is delivered twice; the final commit, sent
 //       right after the second restart, is kept: the group's committed
 //       offsets end at the high watermarks.
-//   times BOOT TOPIC T0 OUT ID...
-//       admin.fetchTopicOffsetsByTimestamp for the times of records ID...
+//   times BOOT TOPIC OUT TS...
+//       admin.fetchTopicOffsetsByTimestamp for the times TS... (`spec.py times`)
 //   admin BOOT DATA / admin-after BOOT DATA
 //       the admin API, then what survives a restart.
 'use strict'
@@ -45,21 +45,21 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const NPART = 3
 
 async function produce () {
-  const [topic, run, t0s, froms, tos, out, ...flags] = args
-  const t0 = Number(t0s)
+  const [topic, recordsFile, out, ...flags] = args
+  const records = spec.readRecords(recordsFile)
   const idem = flags.includes('--idempotent')
   const p = kafka.producer({ idempotent: idem, maxInFlightRequests: idem ? 1 : 5, allowAutoTopicCreation: true })
   await p.connect()
   const lines = []
-  for (let from = Number(froms); from < Number(tos); from += 250) {
-    const ids = []
-    for (let i = from; i < Math.min(from + 250, Number(tos)); i++) ids.push(i)
-    const messages = ids.map((i) => ({
-      key: spec.keyOf(run, i),
-      value: spec.valueOf(run, i),
-      headers: spec.headersObject(spec.headersOf(run, i)),
-      timestamp: String(t0 + i),
-      partition: i % NPART
+  for (let from = 0; from < records.length; from += 250) {
+    const batch = records.slice(from, from + 250)
+    const ids = batch.map((r) => r.i)
+    const messages = batch.map((r) => ({
+      key: r.key,
+      value: r.value,
+      headers: spec.headersObject(r.headers),
+      timestamp: String(r.ts),
+      partition: r.i % NPART
     }))
     const res = await p.send({
       topic,
@@ -143,14 +143,14 @@ async function group () {
 }
 
 async function times () {
-  const [topic, t0s, out, ...ids] = args
+  const [topic, out, ...tss] = args
   const admin = kafka.admin()
   await admin.connect()
   const hw = {}
   for (const { partition, high } of await admin.fetchTopicOffsets(topic)) hw[partition] = high
   const lines = []
-  for (const id of ids) {
-    const ts = Number(t0s) + Number(id)
+  for (const t of tss) {
+    const ts = Number(t)
     for (const { partition, offset } of await admin.fetchTopicOffsetsByTimestamp(topic, ts)) {
       // kafkajs reports "no record at or after ts" as the high watermark.
       lines.push(JSON.stringify({ ts, p: partition, o: offset === hw[partition] ? -1 : Number(offset) }))
@@ -158,7 +158,7 @@ async function times () {
   }
   await admin.disconnect()
   fs.writeFileSync(out, lines.join('\n') + '\n')
-  ok(`${topic}: fetchTopicOffsetsByTimestamp for ${ids.length} times`)
+  ok(`${topic}: fetchTopicOffsetsByTimestamp for ${tss.length} times`)
 }
 
 async function adminPhase () {

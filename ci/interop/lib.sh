@@ -6,7 +6,8 @@
 # It cds to the repository root, sources ci/lib/e2e.sh (the scratch
 # directory $T, PY, fail, the broker stopped at exit) and defines:
 #   now_ms             wall-clock milliseconds
-#   spec ARGS...       ci/interop/spec.py (the record-by-record comparison)
+#   spec ARGS...       ci/interop/spec.py: the records of a run (spec records,
+#                      spec times) and the record-by-record comparison (spec check)
 #   interop_done       stop the broker (it must exit 0), print the duration
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

@@ -7,14 +7,15 @@
 //	sarama_e2e admin BOOT TOPIC
 //	    ClusterAdmin: CreateTopic (3 partitions, configs), DescribeTopics,
 //	    DescribeConfig, DeleteTopic of a scratch topic.
-//	sarama_e2e produce BOOT TOPIC RUN T0 FROM TO OUT CODEC
-//	    SyncProducer.SendMessages of spec.py's records FROM..TO-1 (partition
-//	    i % 3, WaitForAll); each acknowledged record appended to OUT.
+//	sarama_e2e produce BOOT TOPIC RECORDS OUT CODEC
+//	    SyncProducer.SendMessages of the records in the file RECORDS
+//	    (`spec.py records`; record i to partition i % 3, WaitForAll); each
+//	    acknowledged record appended to OUT.
 //	sarama_e2e consume BOOT TOPIC OUT
 //	    a PartitionConsumer per partition from OffsetOldest to the high
 //	    watermark; spec.py's consumed lines.
-//	sarama_e2e times BOOT TOPIC T0 OUT ID...
-//	    Client.GetOffset for the times of records ID...
+//	sarama_e2e times BOOT TOPIC OUT TS...
+//	    Client.GetOffset for the times TS... (`spec.py times`)
 //	sarama_e2e records BOOT TOPIC
 //	    ClusterAdmin.DeleteRecords below offset 10 of partition 0, then a
 //	    consumer from OffsetOldest starts there.
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Shopify/sarama"
@@ -46,39 +48,49 @@ func must(err error, what string) {
 
 func ok(format string, a ...interface{}) { fmt.Printf("ok "+format+"\n", a...) }
 
-// Record i of run, as spec.py builds it.
-func keyOf(run string, i int) []byte {
-	if i%101 == 7 {
-		return nil
-	}
-	return []byte(fmt.Sprintf("%s-k%d", run, i))
+// One record of the file `spec.py records` writes: spec.py defines the
+// records of a run, this program only reads them.
+type specRecord struct {
+	I  int        `json:"i"`
+	K  *string    `json:"k"`
+	V  *string    `json:"v"`
+	H  [][]string `json:"h"`
+	Ts int64      `json:"ts"`
 }
 
-func valueOf(run string, i int) []byte {
-	if i%211 == 13 {
+// nil for null, empty for "", the bytes otherwise.
+func unhx(s *string) []byte {
+	if s == nil {
 		return nil
 	}
-	if i%53 == 11 {
-		return []byte{}
+	b, err := hex.DecodeString(*s)
+	must(err, "records file: hex")
+	if b == nil {
+		b = []byte{}
 	}
-	v := []byte(fmt.Sprintf("%s-v%d-", run, i))
-	for j := 0; j < i%64; j++ {
-		v = append(v, byte((i*7+j)%256))
-	}
-	return v
+	return b
 }
 
-func headersOf(run string, i int) []sarama.RecordHeader {
-	if i%10 == 3 {
-		return nil
+func readRecords(path string) []specRecord {
+	data, err := os.ReadFile(path)
+	must(err, "read "+path)
+	var recs []specRecord
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var r specRecord
+		must(json.Unmarshal([]byte(line), &r), "records file: "+line)
+		recs = append(recs, r)
 	}
-	h := []sarama.RecordHeader{{Key: []byte("seq"), Value: []byte(strconv.Itoa(i))}}
-	if i%17 == 0 {
-		h = append(h, sarama.RecordHeader{Key: []byte("seq"), Value: []byte("dup")})
-	}
-	h = append(h, sarama.RecordHeader{Key: []byte("run"), Value: []byte(run)})
-	if i%5 == 0 {
-		h = append(h, sarama.RecordHeader{Key: []byte("bin"), Value: []byte{byte(i % 256), 0, 255}})
+	return recs
+}
+
+func headersOf(r specRecord) []sarama.RecordHeader {
+	var h []sarama.RecordHeader
+	for _, kv := range r.H {
+		check(len(kv) == 2, "records file: header %v", kv)
+		h = append(h, sarama.RecordHeader{Key: []byte(kv[0]), Value: unhx(&kv[1])})
 	}
 	return h
 }
@@ -155,7 +167,7 @@ func admin(boot, topic string) {
 	ok("sarama ClusterAdmin: CreateTopic (configs; twice refused), DescribeTopics, DescribeConfig, DeleteTopic")
 }
 
-func produce(boot, topic, run string, t0 int64, from, to int, out, codec string) {
+func produce(boot, topic, recordsFile, out, codec string) {
 	c := config()
 	switch codec {
 	case "zstd":
@@ -169,14 +181,15 @@ func produce(boot, topic, run string, t0 int64, from, to int, out, codec string)
 	}
 	p, err := sarama.NewSyncProducer([]string{boot}, c)
 	must(err, "NewSyncProducer")
+	recs := readRecords(recordsFile)
 	n := 0
-	for first := from; first < to; first += 500 {
+	for first := 0; first < len(recs); first += 500 {
 		var msgs []*sarama.ProducerMessage
-		for i := first; i < to && i < first+500; i++ {
+		for _, r := range recs[first:min(first+500, len(recs))] {
 			msgs = append(msgs, &sarama.ProducerMessage{
-				Topic: topic, Key: encoder(keyOf(run, i)), Value: encoder(valueOf(run, i)),
-				Headers: headersOf(run, i), Timestamp: time.Unix(0, (t0+int64(i))*int64(time.Millisecond)),
-				Partition: int32(i % nparts), Metadata: i,
+				Topic: topic, Key: encoder(unhx(r.K)), Value: encoder(unhx(r.V)),
+				Headers: headersOf(r), Timestamp: time.Unix(0, r.Ts*int64(time.Millisecond)),
+				Partition: int32(r.I % nparts), Metadata: r.I,
 			})
 		}
 		must(p.SendMessages(msgs), "SendMessages")
@@ -233,22 +246,30 @@ func consume(boot, topic, out string) {
 	ok("%s: consumed %d records from %d partitions with PartitionConsumer", topic, len(lines), len(parts))
 }
 
-func times(boot, topic string, t0 int64, out string, ids []string) {
+func min(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func times(boot, topic, out string, tss []string) {
 	client, err := sarama.NewClient([]string{boot}, config())
 	must(err, "NewClient")
 	defer client.Close()
 	var lines []string
-	for _, s := range ids {
-		id, _ := strconv.ParseInt(s, 10, 64)
+	for _, s := range tss {
+		ts, err := strconv.ParseInt(s, 10, 64)
+		must(err, "time "+s)
 		for p := int32(0); p < nparts; p++ {
-			off, err := client.GetOffset(topic, p, t0+id)
+			off, err := client.GetOffset(topic, p, ts)
 			must(err, "GetOffset by time")
-			lines = append(lines, jsonLine(map[string]interface{}{"ts": t0 + id, "p": p, "o": off}))
+			lines = append(lines, jsonLine(map[string]interface{}{"ts": ts, "p": p, "o": off}))
 		}
 	}
 	os.Remove(out)
 	appendLines(out, lines)
-	ok("%s: GetOffset by time for %d times", topic, len(ids))
+	ok("%s: GetOffset by time for %d times", topic, len(tss))
 }
 
 func records(boot, topic string) {
@@ -286,15 +307,13 @@ func main() {
 	case "admin":
 		admin(a[1], a[2])
 	case "produce":
-		t0, _ := strconv.ParseInt(a[4], 10, 64)
-		from, _ := strconv.Atoi(a[5])
-		to, _ := strconv.Atoi(a[6])
-		produce(a[1], a[2], a[3], t0, from, to, a[7], a[8])
+		check(len(a) == 6, "usage: sarama_e2e produce BOOT TOPIC RECORDS OUT CODEC")
+		produce(a[1], a[2], a[3], a[4], a[5])
 	case "consume":
 		consume(a[1], a[2], a[3])
 	case "times":
-		t0, _ := strconv.ParseInt(a[3], 10, 64)
-		times(a[1], a[2], t0, a[4], a[5:])
+		check(len(a) >= 4, "usage: sarama_e2e times BOOT TOPIC OUT TS...")
+		times(a[1], a[2], a[3], a[4:])
 	case "records":
 		records(a[1], a[2])
 	default:

@@ -1,9 +1,15 @@
 """spec.py — what the interop clients produce, and the record-by-record
 comparison of what they consumed with what was produced.
 
-Every client program (Python, JavaScript, Go) builds record `i` of a run the
-same way (spec.js and sarama_e2e.go repeat `record()` below; keep them in
-step):
+The records of a run are defined here and nowhere else (`record()` below).
+The Python clients import this module; the others (kafkajs_e2e.js,
+sarama_e2e.go) produce the records this script writes for them:
+
+    spec.py records RUN T0 FROM TO > FILE   records FROM..TO-1, one JSON line each:
+        {"i": i, "k": hex|null, "v": hex|null, "h": [[name, hex], ...], "ts": ms}
+    spec.py times T0 ID...                  the record times of records ID..., one a line
+
+Record `i` of run RUN:
 
     key      null when i % 101 == 7, else "<run>-k<i>"
     value    null when i % 211 == 13, empty when i % 53 == 11, else
@@ -184,8 +190,25 @@ def check_run(run, t0, produced, consumed, times=(), at_least_once=False, expect
         ", %d offset-for-time answers exact" % len(times) if times else "")
 
 
+def record_line(run, i, t0):
+    """Record i as the JSON line `spec.py records` writes."""
+    k, v, h, ts = record(run, i, t0)
+    return json.dumps({"i": i, "k": hx(k), "v": hx(v), "h": [[n, hx(x)] for n, x in h], "ts": ts},
+                      separators=(",", ":"))
+
+
 def main(argv):
-    """spec.py check RUN T0 PRODUCED CONSUMED [TIMES] [--at-least-once] [--expect N]"""
+    """spec.py check RUN T0 PRODUCED CONSUMED [TIMES] [--at-least-once] [--expect N]
+       spec.py records RUN T0 FROM TO
+       spec.py times T0 ID..."""
+    if argv[:1] == ["records"] and len(argv) == 5:
+        run, t0, first, end = argv[1], int(argv[2]), int(argv[3]), int(argv[4])
+        sys.stdout.write("".join(record_line(run, i, t0) + "\n" for i in range(first, end)))
+        return 0
+    if argv[:1] == ["times"] and len(argv) >= 2:
+        t0 = int(argv[1])
+        sys.stdout.write("".join("%d\n" % (t0 + int(i)) for i in argv[2:]))
+        return 0
     args = [a for a in argv if not a.startswith("--")]
     opts = [a for a in argv if a.startswith("--")]
     expect = None

@@ -24,10 +24,12 @@ T0=$(($(now_ms) - 3600000))
 N=6000
 H=$((N / 2))
 
-$J produce "$BROKER" kj kj "$T0" 0 $H "$T/p" --gzip || fail "produce, first half"
+spec records kj "$T0" 0 $H >"$T/r1"
+spec records kj "$T0" $H $N >"$T/r2"
+$J produce "$BROKER" kj "$T/r1" "$T/p" --gzip || fail "produce, first half"
 broker_restart || fail "restart"
-$J produce "$BROKER" kj kj "$T0" $H $N "$T/p" --idempotent || fail "produce, second half"
-$J times "$BROKER" kj "$T0" "$T/t" 0 5 $((H - 1)) $H 4999 $((N - 1)) $N || fail "offsets by timestamp"
+$J produce "$BROKER" kj "$T/r2" "$T/p" --idempotent || fail "produce, second half"
+$J times "$BROKER" kj "$T/t" $(spec times "$T0" 0 5 $((H - 1)) $H 4999 $((N - 1)) $N) || fail "offsets by timestamp"
 
 $J group "$BROKER" kj kj-group $N "$T/c" "$T/progress" "$T/go" &
 cons=$!

@@ -21,11 +21,13 @@ N=6000
 H=$((N / 2))
 
 $S admin "$BROKER" sr || fail "admin"
-$S produce "$BROKER" sr sr "$T0" 0 $H "$T/p" zstd || fail "produce, first half"
+spec records sr "$T0" 0 $H >"$T/r1"
+spec records sr "$T0" $H $N >"$T/r2"
+$S produce "$BROKER" sr "$T/r1" "$T/p" zstd || fail "produce, first half"
 broker_restart || fail "restart"
-$S produce "$BROKER" sr sr "$T0" $H $N "$T/p" snappy || fail "produce, second half"
+$S produce "$BROKER" sr "$T/r2" "$T/p" snappy || fail "produce, second half"
 $S consume "$BROKER" sr "$T/c" || fail "consume"
-$S times "$BROKER" sr "$T0" "$T/t" 0 2 $((H - 1)) $H 4567 $((N - 1)) $N || fail "offsets by time"
+$S times "$BROKER" sr "$T/t" $(spec times "$T0" 0 2 $((H - 1)) $H 4567 $((N - 1)) $N) || fail "offsets by time"
 spec check sr "$T0" "$T/p" "$T/c" "$T/t" --expect=$N || fail "consumed != produced"
 $S records "$BROKER" sr || fail "DeleteRecords"
 interop_done

@@ -23,13 +23,14 @@ PY=/usr/bin/python3
 CHECK=$ROOT/ci/k8s/check_manifests.py
 JOB=$ROOT/ci/k8s/kaas-conform-job.yaml
 PVC=$ROOT/ci/k8s/pvc.yaml
+source "$ROOT/ci/lib/e2e.sh" --functions
 
-WORK=$(mktemp -d /var/tmp/kaas-k8s.XXXXXX)
+e2e_scratch WORK kaas-k8s /var/tmp
 TAG=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 HUB=kaask8s-$TAG-hub
 PODS=("kaask8s-$TAG-p0" "kaask8s-$TAG-p1" "kaask8s-$TAG-p2" "kaask8s-$TAG-p3")
 PIDS=()
-cleanup() {
+pods_down() {
 	local p ns
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -37,10 +38,8 @@ cleanup() {
 		ip netns del "$ns" 2>/dev/null || true
 		rm -rf "/etc/netns/$ns"
 	done
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+e2e_on_exit 'cd /; pods_down'
 
 # ---- 1. the manifest checker ------------------------------------------------------
 "$PY" "$CHECK" "$JOB" "$PVC" >"$WORK/check.out" 2>&1 || { cat "$WORK/check.out"; fail "the committed manifests do not pass"; }

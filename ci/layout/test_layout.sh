@@ -6,9 +6,8 @@
 # tree (or of the built libraries); the untouched copy must pass.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-T=$(mktemp -d /tmp/kaas-layout.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source ci/lib/e2e.sh --functions
+e2e_scratch T kaas-layout
 
 make --no-print-directory -s layout > /dev/null || fail "make layout fails on the tree itself"
 git ls-files -z | xargs -0 cp --parents -t "$T"

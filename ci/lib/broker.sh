@@ -12,8 +12,9 @@
 # starts with --trust-unqualified unless BROKER_QUALIFIED=1.  Its log goes to
 # $BROKER_LOG when set at broker_start (default DATA_DIR.log); BROKER_LOGFILE
 # names the log in use (restarts append to it).  broker_cleanup stops it whatever
-# happened; broker_start installs it in the EXIT trap unless
-# BROKER_NO_TRAP=1 (then call it from your own trap).
+# happened; broker_start pushes it on the cleanup stack of ci/lib/e2e.sh (or,
+# without that harness, installs it as the EXIT trap) unless BROKER_NO_TRAP=1
+# (then call it from your own trap).
 #
 # BROKER_WRAP (optional) is a command prefix for the broker, e.g.
 # "nsenter --net=/run/netns/NAME" to run it inside a test network namespace
@@ -78,7 +79,14 @@ broker_start() {
 	*://* | posix:* | fault:*) ;; # a substrate URL: the caller prepares it
 	*) mkdir -p "$BROKER_DATA" ;;
 	esac
-	[ "${BROKER_NO_TRAP:-0}" = 1 ] || trap broker_cleanup EXIT
+	if [ "${BROKER_NO_TRAP:-0}" != 1 ]; then
+		if declare -F e2e_on_exit >/dev/null; then
+			# on the harness's cleanup stack (ci/lib/e2e.sh), once
+			[ -n "${_BROKER_ON_STACK:-}" ] || { _BROKER_ON_STACK=1; e2e_on_exit broker_cleanup; }
+		else
+			trap broker_cleanup EXIT
+		fi
+	fi
 	_broker_launch 0
 }
 

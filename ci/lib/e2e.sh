@@ -1,44 +1,91 @@
-# ci/lib/e2e.sh — the start every end-to-end test script shares.
+# ci/lib/e2e.sh — the one harness of the end-to-end scripts: one fail, one
+# cleanup stack, one scratch directory.  A test script starts with
 #
 #   set -euo pipefail
-#   cd "$(dirname "$0")/../.."
+#   cd "$(dirname "$0")/../.."          # the repository root
 #   source ci/lib/e2e.sh NAME
 #
-# Sources ci/lib/broker.sh and sets up:
-#   T                 a scratch directory /tmp/kaas-NAME.XXXXXX
+# and gets:
+#   T                 a scratch directory /tmp/kaas-NAME.XXXXXX (E2E_TMPDIR
+#                     instead of /tmp), removed last at exit
 #   BROKER_LOG        $T/broker.log (broker_start's log unless a call names another)
 #   PY                /usr/bin/python3, the interpreter with Debian's Kafka clients
-#   fail MSG...       prints FAIL: MSG and the tail of the broker's log on stderr, exits 1
-#   e2e_on_exit CMD   CMD runs at exit, after the broker is stopped, before $T goes
-# At exit, whatever happened, the broker is stopped and $T removed.
+#   ci/lib/broker.sh  broker_start & co.; a started broker is stopped at exit
+#
+# Libraries that set up on their own terms (conformance/test/lib.sh,
+# substrates/substrate-lib.sh) source it with --functions and get the
+# functions only:
+#   fail MSG...        FAIL: MSG on stderr, then the tail of every log named by
+#                      e2e_show_log (and of the broker's log), exit 1
+#   pass MSG...        ok: MSG
+#   e2e_on_exit CMD    push CMD on the cleanup stack.  At exit, whatever
+#                      happened, the stack runs newest first (what was set up
+#                      last is torn down first), every command even when one
+#                      fails; E2E_RC holds the script's exit status meanwhile.
+#                      CLEANUPS+=(CMD) is the same push.
+#   e2e_show_log FILE  fail shows the tail of FILE too
+#   e2e_scratch VAR PREFIX [BASE]  sets VAR to a fresh directory
+#                      BASE/PREFIX.XXXXXX (BASE: E2E_TMPDIR or /tmp), removed
+#                      at exit
+#
+# Each script is registered in the module.mk of the folder it lives in
+# (E2E_TESTS += dir/test_x.sh); `make e2e E2E=x` runs the scripts whose
+# path contains x.
 
-source ci/lib/broker.sh
-PY=/usr/bin/python3
-T=$(mktemp -d "/tmp/kaas-${1:?e2e.sh needs the test name}.XXXXXX")
-BROKER_LOG=$T/broker.log
-BROKER_NO_TRAP=1
-_E2E_ON_EXIT=()
+if [ -z "${_E2E_FUNCS:-}" ]; then
+	_E2E_FUNCS=1
+	CLEANUPS=()
+	E2E_LOGS=()
+	E2E_RC=0
+	_E2E_TRAPPED=
 
-e2e_on_exit() {
-	_E2E_ON_EXIT+=("$1")
-}
+	_e2e_cleanup() {
+		E2E_RC=$?
+		set +e # everything below runs, whatever fails
+		local i
+		for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do
+			eval "${CLEANUPS[i]}"
+		done
+		CLEANUPS=()
+		return "$E2E_RC"
+	}
 
-_e2e_cleanup() {
-	set +e # everything below runs, whatever fails
-	broker_cleanup
-	local c
-	for c in "${_E2E_ON_EXIT[@]}"; do
-		eval "$c"
-	done
-	rm -rf "$T"
-}
-trap _e2e_cleanup EXIT
+	e2e_on_exit() {
+		CLEANUPS+=("$1")
+		if [ -z "$_E2E_TRAPPED" ]; then
+			_E2E_TRAPPED=1
+			trap _e2e_cleanup EXIT
+		fi
+	}
 
-fail() {
-	echo "FAIL: $*" >&2
-	if [ -s "${BROKER_LOGFILE:-}" ]; then
-		echo "--- broker log (tail) ---" >&2
-		tail -n 30 "$BROKER_LOGFILE" >&2
-	fi
-	exit 1
-}
+	e2e_show_log() { E2E_LOGS+=("$1"); }
+
+	e2e_scratch() {
+		local _d
+		_d=$(mktemp -d "${3:-${E2E_TMPDIR:-/tmp}}/$2.XXXXXX")
+		e2e_on_exit "rm -rf '$_d'"
+		printf -v "$1" '%s' "$_d"
+	}
+
+	fail() {
+		echo "FAIL: $*" >&2
+		local f
+		for f in "${E2E_LOGS[@]}" ${BROKER_LOGFILE:+"$BROKER_LOGFILE"}; do
+			if [ -s "$f" ]; then
+				echo "--- $f (tail) ---" >&2
+				tail -n 30 "$f" >&2
+			fi
+		done
+		exit 1
+	}
+
+	pass() { echo "ok: $*"; }
+fi
+
+if [ "${1:?source ci/lib/e2e.sh NAME (or --functions)}" != --functions ] && [ -z "${_E2E_TEST:-}" ]; then
+	_E2E_TEST=$1
+	source ci/lib/broker.sh # registers broker_cleanup with e2e_on_exit at broker_start
+	PY=/usr/bin/python3
+	e2e_scratch T "kaas-$1" # first pushed: removed last
+	BROKER_LOG=$T/broker.log
+fi

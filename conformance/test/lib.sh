@@ -1,9 +1,12 @@
 #!/bin/bash
-# conformance/test/lib.sh — shared by the kaas-conform end-to-end tests:
-# the binary, a scratch area removed on exit, and small assertions.
+# conformance/test/lib.sh — what the kaas-conform end-to-end tests add to the
+# shared harness (ci/lib/e2e.sh: fail, pass, the cleanup stack CLEANUPS /
+# e2e_on_exit): the binary, a scratch area $WORK (the current directory,
+# removed at exit) and small assertions about reports.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$ROOT/ci/lib/e2e.sh" --functions
 BINDIR=${BIN:-bin}
 case $BINDIR in /*) ;; *) BINDIR="$ROOT/$BINDIR" ;; esac
 KC="$BINDIR/kaas-conform"
@@ -12,18 +15,9 @@ VALIDATE="$ROOT/conformance/test/validate_report.py"
 [ -x "$KC" ] || { echo "missing $KC (build first)"; exit 1; }
 
 # /var/tmp is on disk on Debian (a /tmp on tmpfs would be refused as a volume).
-WORK=$(mktemp -d "${KC_TEST_TMPDIR:-/var/tmp}/kc-e2e.XXXXXX")
-CLEANUPS=()
-cleanup() {
-	local i
-	for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${CLEANUPS[i]}" || true; done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+e2e_scratch WORK kc-e2e "${KC_TEST_TMPDIR:-/var/tmp}"
 cd "$WORK"
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
+e2e_on_exit 'cd /' # out of $WORK before it goes
 
 # newdir NAME: an empty directory to use as a volume.
 newdir() { mkdir -p "$WORK/$1"; echo "$WORK/$1"; }

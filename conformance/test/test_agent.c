@@ -22,6 +22,8 @@
 #include "conformance/driver.h"
 #include "conformance/kc.h"
 #include "conformance/opts.h"
+#include "util/test/ktest.h"
+#include "substrates/test/scratch.h"
 
 START_TEST(hostport_parsing)
 {
@@ -87,7 +89,7 @@ END_TEST
 
 /* ---- real agents ---------------------------------------------------------- */
 
-static char root[128];
+static scratch vol; /* the agents' --root */
 static int ports[2];
 static pid_t agents[2];
 
@@ -112,7 +114,7 @@ static pid_t start_agent(int port)
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
 		dup2(null, 2);
-		char *argv[] = {"agent", "--listen", listen_at, "--root", root, "--keepalive", "2", NULL};
+		char *argv[] = {"agent", "--listen", listen_at, "--root", vol.dir, "--keepalive", "2", NULL};
 		_exit(kc_cmd_agent(7, argv));
 	}
 	return pid;
@@ -135,8 +137,7 @@ static void wait_listening(int port)
 
 static void agents_up(void)
 {
-	snprintf(root, sizeof(root), "/tmp/kaas-test-agent.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(root));
+	scratch_make(&vol, "agent");
 	for (int i = 0; i < 2; i++) {
 		ports[i] = free_port();
 		agents[i] = start_agent(ports[i]);
@@ -153,9 +154,7 @@ static void agents_down(void)
 			waitpid(agents[i], NULL, 0);
 		}
 	}
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&vol);
 }
 
 static int connect_driver(kc_driver *d)
@@ -175,7 +174,7 @@ START_TEST(agents_serve_one_driver)
 	ck_assert_msg(connect_driver(&d) == 0, "%s", d.err);
 	for (int i = 0; i < 2; i++) {
 		ck_assert_ptr_nonnull(json_object_get(d.a[i].hello, "host_id"));
-		ck_assert_str_eq(d.a[i].url, root);
+		ck_assert_str_eq(d.a[i].url, vol.dir);
 		ck_assert_int_eq(d.a[i].pid, 0);
 	}
 	/* Steps run in the agent's session and keep state between them. */
@@ -249,20 +248,11 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	Suite *s = suite_create("conformance-agent");
-	TCase *tc = tcase_create("parsing");
-	tcase_add_test(tc, hostport_parsing);
-	tcase_add_test(tc, agent_options);
-	tcase_add_test(tc, host_identity);
-	tcase_add_test(tc, absent_agent_is_an_error);
-	suite_add_tcase(s, tc);
-	TCase *ta = tcase_create("agents");
-	tcase_set_timeout(ta, 60);
-	tcase_add_checked_fixture(ta, agents_up, agents_down);
-	tcase_add_test(ta, agents_serve_one_driver);
-	suite_add_tcase(s, ta);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	const struct ktest parsing = { .tcase = "parsing" };
+	ktest_add(s, parsing, KTEST_LIST(hostport_parsing, agent_options, host_identity,
+					 absent_agent_is_an_error));
+	const struct ktest agents = { .tcase = "agents", .timeout = 60,
+				      .setup = agents_up, .teardown = agents_down };
+	ktest_add(s, agents, KTEST_LIST(agents_serve_one_driver));
+	return ktest_run(s);
 }

@@ -20,6 +20,8 @@
 #include "conformance/chan.h"
 #include "conformance/driver.h"
 #include "conformance/kc.h"
+#include "util/test/ktest.h"
+#include "substrates/test/scratch.h"
 
 START_TEST(framing_splits_joins_and_rejects)
 {
@@ -99,7 +101,7 @@ START_TEST(framing_refuses_oversized_lines)
 END_TEST
 
 /* An actor served in a thread, driven by hand as a remote driver would. */
-static char tmpdir[256];
+static scratch vol; /* the actor's directory */
 static kc_chan drv;
 static pthread_t actor_thread;
 static int actor_fd;
@@ -109,15 +111,14 @@ static void *serve(void *arg)
 	(void)arg;
 	kc_chan ch;
 	kc_chan_init(&ch, actor_fd);
-	kc_actor_serve(&ch, 7, tmpdir);
+	kc_actor_serve(&ch, 7, vol.dir);
 	kc_chan_close(&ch);
 	return NULL;
 }
 
 static void actor_setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kc-test-chan.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	scratch_make(&vol, "chan");
 	int sv[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	kc_chan_init(&drv, sv[0]);
@@ -129,9 +130,7 @@ static void actor_teardown(void)
 {
 	kc_chan_close(&drv); /* end of stream: the actor ends */
 	pthread_join(actor_thread, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&vol);
 }
 
 /* Sends a request and returns the final answer (skipping events). */
@@ -251,7 +250,7 @@ START_TEST(executor_barrier_and_stop)
 	json_decref(m);
 	ck_assert_int_eq(kc_chan_recv(&drv, &m, 100), -ETIMEDOUT); /* still waiting */
 	char path[300];
-	snprintf(path, sizeof(path), "%s/claim", tmpdir);
+	snprintf(path, sizeof(path), "%s/claim", vol.dir);
 	ck_assert_int_eq(access(path, F_OK), -1);
 	ck_assert_int_eq(kc_chan_sendf(&drv, "{s:s,s:i}", "op", "go", "id", 2), 0);
 	ck_assert_int_eq(kc_chan_recv(&drv, &m, 10000), 0);
@@ -398,16 +397,16 @@ START_TEST(reopen_follows_the_url_to_a_new_directory)
 	json_decref(r);
 	/* The directory is put aside and an empty one takes its name. */
 	char aside[300];
-	snprintf(aside, sizeof(aside), "%s.old", tmpdir);
-	ck_assert_int_eq(rename(tmpdir, aside), 0);
-	ck_assert_int_eq(mkdir(tmpdir, 0755), 0);
+	snprintf(aside, sizeof(aside), "%s.old", vol.dir);
+	ck_assert_int_eq(rename(vol.dir, aside), 0);
+	ck_assert_int_eq(mkdir(vol.dir, 0755), 0);
 	r = ask(json_pack("{s:s,s:i,s:s}", "op", "stat", "id", 4, "path", "d"));
 	ck_assert_str_eq(json_string_value(json_object_get(result_of(r), "err")), "OK"); /* the old one */
 	json_decref(r);
 	r = ask(json_pack("{s:s,s:i}", "op", "reopen", "id", 5));
 	ck_assert_int_eq(json_integer_value(json_object_get(result_of(r), "closed_handles")), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(result_of(r), "identity"), "root")),
-			 tmpdir);
+			 vol.dir);
 	json_decref(r);
 	r = ask(json_pack("{s:s,s:i,s:s}", "op", "stat", "id", 6, "path", "d"));
 	ck_assert_str_eq(json_string_value(json_object_get(result_of(r), "err")), "ENOENT"); /* the new one */
@@ -423,8 +422,9 @@ END_TEST
 
 START_TEST(driver_forks_phases_crashes_and_respawns)
 {
-	char dir[] = "/tmp/kc-test-drv.XXXXXX";
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	scratch root;
+	scratch_make(&root, "drv");
+	const char *dir = root.dir;
 	volatile sig_atomic_t intr = 0;
 	kc_driver d;
 	memset(&d, 0, sizeof(d));
@@ -480,9 +480,7 @@ START_TEST(driver_forks_phases_crashes_and_respawns)
 	kc_drv_kill_all(&d);
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(kill(pids[i], 0), -1);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&root);
 }
 END_TEST
 
@@ -490,25 +488,15 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	Suite *s = suite_create("chan");
-	TCase *t = tcase_create("framing");
-	tcase_add_test(t, framing_splits_joins_and_rejects);
-	tcase_add_test(t, framing_refuses_oversized_lines);
-	suite_add_tcase(s, t);
-	TCase *e = tcase_create("executor");
-	tcase_set_timeout(e, 60);
-	tcase_add_checked_fixture(e, actor_setup, actor_teardown);
-	tcase_add_test(e, executor_runs_named_steps);
-	tcase_add_test(e, executor_barrier_and_stop);
-	tcase_add_test(e, reader_stopped_before_it_ran_still_verifies);
-	tcase_add_test(e, reopen_follows_the_url_to_a_new_directory);
-	suite_add_tcase(s, e);
-	TCase *d = tcase_create("driver");
-	tcase_set_timeout(d, 60);
-	tcase_add_test(d, driver_forks_phases_crashes_and_respawns);
-	suite_add_tcase(s, d);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	const struct ktest framing = { .tcase = "framing" };
+	ktest_add(s, framing, KTEST_LIST(framing_splits_joins_and_rejects,
+					 framing_refuses_oversized_lines));
+	const struct ktest executor = { .tcase = "executor", .timeout = 60,
+					.setup = actor_setup, .teardown = actor_teardown };
+	ktest_add(s, executor, KTEST_LIST(executor_runs_named_steps, executor_barrier_and_stop,
+					  reader_stopped_before_it_ran_still_verifies,
+					  reopen_follows_the_url_to_a_new_directory));
+	const struct ktest driver = { .tcase = "driver", .timeout = 60 };
+	ktest_add(s, driver, KTEST_LIST(driver_forks_phases_crashes_and_respawns));
+	return ktest_run(s);
 }

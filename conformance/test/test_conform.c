@@ -19,6 +19,7 @@
 #include "conformance/preflight.h"
 #include "conformance/result.h"
 #include "conformance/run.h"
+#include "util/test/ktest.h"
 
 START_TEST(verdicts_order_and_exit_codes)
 {
@@ -801,32 +802,23 @@ START_TEST(actor_kind_is_recorded)
 }
 END_TEST
 
+/* The interposition test needs the sanitizer build's dladdr. */
+#ifdef __SANITIZE_ADDRESS__
+#define ASAN_ONLY(t) t,
+#else
+#define ASAN_ONLY(t)
+#endif
+
 int main(void)
 {
-	Suite *s = suite_create("conform");
-	TCase *t = tcase_create("logic");
-	tcase_add_test(t, verdicts_order_and_exit_codes);
-	tcase_add_test(t, judges_decide_from_counts);
-	tcase_add_test(t, judges_fail_on_every_violation_counter);
-	tcase_add_test(t, fsync_timing_reference);
-	tcase_add_test(t, space_freed_despite_other_writers);
-	tcase_add_test(t, overall_verdict_and_reproduce_hint);
-	tcase_add_test(t, result_store_prefixes_and_caps);
-	tcase_add_test(t, options_parse_and_reject);
-	tcase_add_test(t, payload_classification);
-	tcase_add_test(t, preflight_refuses_and_explains);
-	tcase_add_test(t, directory_listing_must_be_exact);
-#ifdef __SANITIZE_ADDRESS__
-	tcase_add_test(t, interposition_is_seen_by_dladdr);
-#endif
-	tcase_add_test(t, report_json_carries_the_schema);
-	tcase_add_test(t, junit_marks_failures);
-	tcase_add_test(t, reproduce_command_is_shell_quoted);
-	tcase_add_test(t, actor_kind_is_recorded);
-	suite_add_tcase(s, t);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "conform", .tcase = "logic" },
+			  KTEST_LIST(verdicts_order_and_exit_codes, judges_decide_from_counts,
+				     judges_fail_on_every_violation_counter, fsync_timing_reference,
+				     space_freed_despite_other_writers, overall_verdict_and_reproduce_hint,
+				     result_store_prefixes_and_caps, options_parse_and_reject,
+				     payload_classification, preflight_refuses_and_explains,
+				     directory_listing_must_be_exact,
+				     ASAN_ONLY(interposition_is_seen_by_dladdr)
+				     report_json_carries_the_schema, junit_marks_failures,
+				     reproduce_command_is_shell_quoted, actor_kind_is_recorded));
 }

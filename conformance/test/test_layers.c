@@ -14,6 +14,7 @@
 #include "conformance/layers.h"
 #include "conformance/opts.h"
 #include "conformance/preflight.h"
+#include "util/test/ktest.h"
 
 START_TEST(mountinfo_lines_parse)
 {
@@ -305,17 +306,8 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("layers");
-	TCase *t = tcase_create("logic");
-	tcase_add_test(t, mountinfo_lines_parse);
-	tcase_add_test(t, overlay_options_parse);
-	tcase_add_test(t, option_table_names_the_option);
-	tcase_add_test(t, every_layer_is_judged);
-	tcase_add_test(t, durability_options);
-	suite_add_tcase(s, t);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "layers", .tcase = "logic" },
+			  KTEST_LIST(mountinfo_lines_parse, overlay_options_parse,
+				     option_table_names_the_option, every_layer_is_judged,
+				     durability_options));
 }

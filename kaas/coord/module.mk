@@ -1,7 +1,7 @@
 # kaas/coord/ — group coordinator (classic protocol), committed offsets,
 # producer-ID blocks.  glue.c wires it to the broker core (kaas/core).
 MODULES += coord
-coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_admin.c \
+coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_api.c kaas/coord/group_admin.c \
 	kaas/coord/offsets.c kaas/coord/groupfile.c kaas/coord/gname.c kaas/coord/pid.c \
 	kaas/coord/glue.c
 coord_USES := core storage proto sub util

@@ -13,6 +13,9 @@
 
 typedef int (*fz_target_fn)(const uint8_t *data, size_t size);
 
+/* Replays the files and directories given (default_dir when none); 1 when
+ * one fails or none is found.  With CK_RUN_CASE set to anything but
+ * "corpus" it runs nothing and returns 77 (make unit T=, ktest.h). */
 int fz_replay_main(int argc, char **argv, const char *default_dir, fz_target_fn target);
 
 #endif

@@ -12,6 +12,8 @@
 
 #include "qualify/stamp.h"
 #include "substrates/sub.h"
+#include "util/test/ktest.h"
+#include "substrates/test/scratch.h"
 
 static void ident(sub_identity *id, const char *backend, const char *fstype, const char *source,
 		  const char *fsid, const char *mp)
@@ -145,23 +147,19 @@ START_TEST(stamp_check_rules)
 }
 END_TEST
 
-static char tmpdir[256];
-static sub_vfs *vfs;
+static scratch scr;
+static sub_vfs *vfs; /* scr.vfs */
 
 static void setup(void)
 {
-	char err[256];
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kc-test-stamp.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(sub_open_url(tmpdir, &vfs, err, sizeof(err)), 0);
+	scratch_open(&scr, "stamp");
+	vfs = scr.vfs;
 }
 
 static void teardown(void)
 {
-	sub_destroy(vfs);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&scr);
+	vfs = NULL;
 }
 
 START_TEST(write_then_verify_on_a_directory)
@@ -180,7 +178,7 @@ START_TEST(write_then_verify_on_a_directory)
 	/* The broker's form: a vfs rooted at the cluster directory. */
 	char cdir[300], err[256];
 	sub_vfs *cv = NULL;
-	snprintf(cdir, sizeof(cdir), "%s/__cluster", tmpdir);
+	snprintf(cdir, sizeof(cdir), "%s/__cluster", scr.dir);
 	ck_assert_int_eq(sub_open_url(cdir, &cv, err, sizeof(err)), 0);
 	ck_assert_int_eq(kq_stamp_verify(cv, &vol, why, sizeof(why)), 0);
 	other = vol;
@@ -236,7 +234,7 @@ START_TEST(selfcheck_fails_on_broken_primitives)
 	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
 		char url[400], err[256] = "", why[512] = "";
 		sub_vfs *fv = NULL;
-		snprintf(url, sizeof(url), "fault:%s?%s", tmpdir, broken[i].opts);
+		snprintf(url, sizeof(url), "fault:%s?%s", scr.dir, broken[i].opts);
 		ck_assert_int_eq(sub_open_url(url, &fv, err, sizeof(err)), 0);
 		ck_assert_int_ne(kq_selfcheck(fv, "", why, sizeof(why)), 0);
 		ck_assert_msg(strstr(why, broken[i].needle) != NULL, "%s: %s", broken[i].opts, why);
@@ -253,20 +251,12 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stamp");
-	TCase *t = tcase_create("pure");
-	tcase_add_test(t, volume_key_prefers_what_every_host_sees);
-	tcase_add_test(t, identity_json_round_trip);
-	tcase_add_test(t, stamp_check_rules);
-	suite_add_tcase(s, t);
-	TCase *f = tcase_create("files");
-	tcase_add_checked_fixture(f, setup, teardown);
-	tcase_add_test(f, write_then_verify_on_a_directory);
-	tcase_add_test(f, selfcheck_passes_and_cleans_up);
-	tcase_add_test(f, selfcheck_fails_on_broken_primitives);
-	suite_add_tcase(s, f);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	const struct ktest pure = { .tcase = "pure" };
+	ktest_add(s, pure, KTEST_LIST(volume_key_prefers_what_every_host_sees,
+				      identity_json_round_trip, stamp_check_rules));
+	const struct ktest files = { .tcase = "files", .setup = setup, .teardown = teardown };
+	ktest_add(s, files, KTEST_LIST(write_then_verify_on_a_directory,
+				       selfcheck_passes_and_cleans_up,
+				       selfcheck_fails_on_broken_primitives));
+	return ktest_run(s);
 }

@@ -27,18 +27,16 @@ SUB_NAME=e2e-crash-hooks
 . "$ROOT/substrates/substrate-lib.sh"
 
 # /var/tmp: on disk (a tmpfs /tmp would not do for the lyingfs backing dir).
-WORK=$(mktemp -d /var/tmp/kaas-crash-hooks.XXXXXX)
+e2e_scratch WORK kaas-crash-hooks /var/tmp
 UP=()   # "substrate state" pairs still up
-cleanup() {
+stop_all_up() {
 	local i
 	for ((i = ${#UP[@]} - 1; i >= 0; i--)); do
 		set -- ${UP[i]}
 		bash "$ROOT/substrates/$1/stop.sh" "$2" >/dev/null 2>&1 || true
 	done
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+e2e_on_exit stop_all_up
 
 # up NAME SUBSTRATE [VAR=VALUE...] — start a substrate into $WORK/NAME and
 # load its SUB_* variables.

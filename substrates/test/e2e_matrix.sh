@@ -27,17 +27,15 @@ SUB_NAME=e2e-matrix
 MATRIX=$ROOT/ci/matrix
 PY=/usr/bin/python3
 
-WORK=$(mktemp -d /var/tmp/kaas-e2e-matrix.XXXXXX)
+e2e_scratch WORK kaas-e2e-matrix /var/tmp
 BG=()
-cleanup() {
+kill_bg() {
 	local p
 	for p in "${BG[@]}"; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${BG[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
+e2e_on_exit 'cd /; kill_bg'
 cd "$WORK"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # ---- the judge, on reports written here --------------------------------------------
 cat >expect <<'EOF'

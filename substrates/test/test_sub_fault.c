@@ -19,31 +19,29 @@
 
 #include "substrates/sub.h"
 #include "substrates/sub_fault.h"
+#include "substrates/test/scratch.h"
+#include "util/test/ktest.h"
 
-static char tmpdir[256];
-static sub_vfs *plain;
+static scratch vol;
+static sub_vfs *plain; /* vol.vfs */
 
 static void setup(void)
 {
-	char err[256];
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-fault.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(sub_open_url(tmpdir, &plain, err, sizeof(err)), 0);
+	scratch_open(&vol, "fault");
+	plain = vol.vfs;
 }
 
 static void teardown(void)
 {
-	sub_destroy(plain);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&vol);
+	plain = NULL;
 }
 
 static sub_vfs *fault_open(const char *opts)
 {
 	char url[512], err[256] = "";
 	sub_vfs *v = NULL;
-	snprintf(url, sizeof(url), "fault:%s?%s", tmpdir, opts);
+	snprintf(url, sizeof(url), "fault:%s?%s", vol.dir, opts);
 	int rc = sub_open_url(url, &v, err, sizeof(err));
 	ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err);
 	ck_assert_str_eq(v->m->name, "fault");
@@ -744,7 +742,7 @@ START_TEST(fsync_lie_loses_data_on_crash_and_kill)
 		char url[512], err[256];
 		sub_vfs *cv = NULL;
 		sub_file *cf = NULL;
-		snprintf(url, sizeof(url), "fault:%s?fsync=lie", tmpdir);
+		snprintf(url, sizeof(url), "fault:%s?fsync=lie", vol.dir);
 		if (sub_open_url(url, &cv, err, sizeof(err)) ||
 		    sub_open(cv, "g", O_CREAT | O_WRONLY, 0644, &cf) ||
 		    sub_pwrite_full(cf, "acknowledged", 12, 0) || sub_fsync(cf))
@@ -1089,12 +1087,12 @@ END_TEST
 
 /* ---- options, identity, API ---------------------------------------------- */
 
-/* How many of this process's descriptors are open on tmpdir/name (deleted
+/* How many of this process's descriptors are open on vol.dir/name (deleted
  * or not). */
 static int open_on(const char *name)
 {
 	char want[400], link[600], p[300];
-	snprintf(want, sizeof(want), "%s/%s", tmpdir, name);
+	snprintf(want, sizeof(want), "%s/%s", vol.dir, name);
 	DIR *d = opendir("/proc/self/fd");
 	ck_assert_ptr_nonnull(d);
 	int n = 0;
@@ -1178,7 +1176,7 @@ START_TEST(bad_options_are_rejected)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char url[512], err[256] = "";
 		sub_vfs *v = NULL;
-		snprintf(url, sizeof(url), "fault:%s?%s", tmpdir, bad[i].opts);
+		snprintf(url, sizeof(url), "fault:%s?%s", vol.dir, bad[i].opts);
 		ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), -EINVAL);
 		ck_assert_ptr_null(v);
 		ck_assert_msg(strstr(err, bad[i].mention) != NULL, "'%s': %s", bad[i].opts, err);
@@ -1197,7 +1195,7 @@ START_TEST(options_follow_the_last_question_mark)
 	char url[512], err[256] = "";
 	sub_vfs *v = NULL;
 	ck_assert_int_eq(sub_mkdir(plain, "d?x", 0755), 0);
-	snprintf(url, sizeof(url), "fault:%s/d?x?rename=copy&seed=3", tmpdir);
+	snprintf(url, sizeof(url), "fault:%s/d?x?rename=copy&seed=3", vol.dir);
 	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
 	sub_identity id;
 	ck_assert_int_eq(sub_identity_of(v, &id), 0);
@@ -1212,10 +1210,10 @@ START_TEST(options_follow_the_last_question_mark)
 	assert_content("d?x/inside", "1");
 
 	/* A bare trailing '?' means no options; no '?' at all too. */
-	snprintf(url, sizeof(url), "fault:%s?", tmpdir);
+	snprintf(url, sizeof(url), "fault:%s?", vol.dir);
 	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
 	sub_destroy(v);
-	snprintf(url, sizeof(url), "fault:%s", tmpdir);
+	snprintf(url, sizeof(url), "fault:%s", vol.dir);
 	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
 	sub_destroy(v);
 }
@@ -1266,38 +1264,22 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("substrates-fault");
-	TCase *tc = tcase_create("fault");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, fail_nth_and_from_nth);
-	tcase_add_test(tc, fail_by_path);
-	tcase_add_test(tc, crash_reverts_unsynced_keeps_synced);
-	tcase_add_test(tc, crash_handles_overlap_extend_truncate);
-	tcase_add_test(tc, torn_writes_depend_on_seed_only);
-	tcase_add_test(tc, random_crash_matches_forward_model);
-	tcase_add_test(tc, crash_after_every_point_of_write_atomic);
-	tcase_add_test(tc, crash_after_log_and_manifest);
-	tcase_add_test(tc, undo_memory_is_bounded);
-	tcase_add_test(tc, unlinked_files_release_undo_memory);
-	tcase_add_test(tc, append_mode_offsets);
-	tcase_add_test(tc, threads_share_one_vfs);
-	tcase_add_test(tc, fsync_lie_holds_writes_until_close);
-	tcase_add_test(tc, fsync_lie_loses_data_on_crash_and_kill);
-	tcase_add_test(tc, rename_copy_is_a_new_inode_and_not_atomic);
-	tcase_add_test(tc, excl_broken_lets_two_creators_win);
-	tcase_add_test(tc, cto_stale_serves_first_contents);
-	tcase_add_test(tc, excl_eperm_tells_the_loser_eperm);
-	tcase_add_test(tc, rename_hide_moves_an_open_target_aside);
-	tcase_add_test(tc, cto_size_keeps_the_first_size);
-	tcase_add_test(tc, leak_keeps_matching_files_open_until_destroy);
-	tcase_add_test(tc, bad_options_are_rejected);
-	tcase_add_test(tc, options_follow_the_last_question_mark);
-	tcase_add_test(tc, mutation_counting_and_api_checks);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "substrates-fault", .tcase = "fault", .timeout = 60,
+					  .setup = setup, .teardown = teardown },
+			  KTEST_LIST(fail_nth_and_from_nth, fail_by_path,
+				     crash_reverts_unsynced_keeps_synced,
+				     crash_handles_overlap_extend_truncate,
+				     torn_writes_depend_on_seed_only, random_crash_matches_forward_model,
+				     crash_after_every_point_of_write_atomic, crash_after_log_and_manifest,
+				     undo_memory_is_bounded, unlinked_files_release_undo_memory,
+				     append_mode_offsets, threads_share_one_vfs,
+				     fsync_lie_holds_writes_until_close,
+				     fsync_lie_loses_data_on_crash_and_kill,
+				     rename_copy_is_a_new_inode_and_not_atomic,
+				     excl_broken_lets_two_creators_win, cto_stale_serves_first_contents,
+				     excl_eperm_tells_the_loser_eperm,
+				     rename_hide_moves_an_open_target_aside, cto_size_keeps_the_first_size,
+				     leak_keeps_matching_files_open_until_destroy,
+				     bad_options_are_rejected, options_follow_the_last_question_mark,
+				     mutation_counting_and_api_checks));
 }

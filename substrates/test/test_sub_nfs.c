@@ -30,6 +30,7 @@
 
 #include "substrates/sub.h"
 #include "substrates/sub_nfs_int.h"
+#include "util/test/ktest.h"
 
 /* libnfs 4.0 leaks the default NFSv4 client name when nfs4_set_client_name()
  * replaces it (28 bytes per NFSv4 context): lsan-libnfs.supp suppresses that
@@ -891,6 +892,25 @@ END_TEST
 
 int main(void)
 {
+	Suite *s = suite_create("substrates-nfs");
+	const struct ktest nfs = {.tcase = "nfs", .timeout = 120};
+	ktest_add_loop(s, nfs, every_operation, 0, 2);
+	ktest_add_loop(s, nfs, open_flags, 0, 2);
+	ktest_add_loop(s, nfs, same_file_twice, 0, 2);
+	ktest_add_loop(s, nfs, two_clients_exclusive_create, 0, 2);
+	ktest_add_loop(s, nfs, one_client_exclusive_race, 0, 2);
+	ktest_add_loop(s, nfs, refused_open_keeps_client_usable, 0, 2);
+	ktest_add_loop(s, nfs, close_to_open, 0, 2);
+	ktest_add_loop(s, nfs, delete_while_open, 0, 2);
+	ktest_add_loop(s, nfs, urls, 0, 2);
+	ktest_add(s, nfs, KTEST_LIST(status_mapping, forked_child_refuses_inherited_verifiers));
+	const struct ktest faults = {.tcase = "faults", .timeout = 120};
+	ktest_add_loop(s, faults, hung_server_times_out, 0, 2);
+	ktest_add_loop(s, faults, server_restart, 0, 2);
+	ktest_add(s, faults, KTEST_LIST(lease_survives_idle, dead_server_fails));
+	if (!ktest_here(s))
+		return ktest_run(s); /* not asked for: no servers to start */
+
 	scripts = getenv("KAAS_NFS_SCRIPTS");
 	if (!scripts)
 		scripts = "substrates/nfs-ganesha";
@@ -900,33 +920,8 @@ int main(void)
 		stop_server(&fault_srv);
 		return EXIT_FAILURE;
 	}
-	Suite *s = suite_create("substrates-nfs");
-	TCase *tc = tcase_create("nfs");
-	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, every_operation, 0, 2);
-	tcase_add_loop_test(tc, open_flags, 0, 2);
-	tcase_add_loop_test(tc, same_file_twice, 0, 2);
-	tcase_add_loop_test(tc, two_clients_exclusive_create, 0, 2);
-	tcase_add_loop_test(tc, one_client_exclusive_race, 0, 2);
-	tcase_add_loop_test(tc, refused_open_keeps_client_usable, 0, 2);
-	tcase_add_loop_test(tc, close_to_open, 0, 2);
-	tcase_add_loop_test(tc, delete_while_open, 0, 2);
-	tcase_add_loop_test(tc, urls, 0, 2);
-	tcase_add_test(tc, status_mapping);
-	tcase_add_test(tc, forked_child_refuses_inherited_verifiers);
-	suite_add_tcase(s, tc);
-	TCase *tf = tcase_create("faults");
-	tcase_set_timeout(tf, 120);
-	tcase_add_loop_test(tf, hung_server_times_out, 0, 2);
-	tcase_add_loop_test(tf, server_restart, 0, 2);
-	tcase_add_test(tf, lease_survives_idle);
-	tcase_add_test(tf, dead_server_fails);
-	suite_add_tcase(s, tf);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int rc = ktest_run(s);
 	stop_server(&main_srv);
 	stop_server(&fault_srv);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "substrates/sub.h"
+#include "substrates/test/scratch.h"
+#include "util/test/ktest.h"
 
-static char tmpdir[256];
-static sub_vfs *vfs;
+static scratch vol;
+static sub_vfs *vfs; /* vol.vfs */
 
 /* Defined in the program, these replace the C library's for every caller in
  * the process, exactly as an LD_PRELOADed eatmydata does.  The posix backend
@@ -35,18 +37,14 @@ int fdatasync(int fd)
 
 static void setup(void)
 {
-	char err[256];
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-sub.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(sub_open_url(tmpdir, &vfs, err, sizeof(err)), 0);
+	scratch_open(&vol, "sub");
+	vfs = vol.vfs;
 }
 
 static void teardown(void)
 {
-	sub_destroy(vfs);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&vol);
+	vfs = NULL;
 }
 
 static int count_entries(const char *dir)
@@ -161,7 +159,7 @@ START_TEST(url_dispatch_and_errors)
 	ck_assert_int_lt(sub_open_url("/nonexistent/kaas/path", &v, err, sizeof(err)), 0);
 	ck_assert_int_eq(sub_open_url("/etc/hostname", &v, err, sizeof(err)), -ENOTDIR);
 	char url[300];
-	snprintf(url, sizeof(url), "posix:%s", tmpdir);
+	snprintf(url, sizeof(url), "posix:%s", vol.dir);
 	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
 	ck_assert_str_eq(v->m->name, "posix");
 	sub_destroy(v);
@@ -204,21 +202,10 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("substrates-posix");
-	TCase *tc = tcase_create("posix");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, write_atomic_replaces_and_leaves_no_temp);
-	tcase_add_test(tc, fsync_bypasses_an_interposed_libc);
-	tcase_add_test(tc, create_excl_has_one_winner);
-	tcase_add_test(tc, read_file_enforces_limit);
-	tcase_add_test(tc, remove_tree_is_idempotent);
-	tcase_add_test(tc, paths_cannot_escape_root);
-	tcase_add_test(tc, url_dispatch_and_errors);
-	tcase_add_test(tc, io_and_identity);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ktest_main((struct ktest){ .suite = "substrates-posix", .tcase = "posix",
+					  .setup = setup, .teardown = teardown },
+			  KTEST_LIST(write_atomic_replaces_and_leaves_no_temp,
+				     fsync_bypasses_an_interposed_libc, create_excl_has_one_winner,
+				     read_file_enforces_limit, remove_tree_is_idempotent,
+				     paths_cannot_escape_root, url_dispatch_and_errors, io_and_identity));
 }

@@ -18,29 +18,22 @@
 #include <unistd.h>
 
 #include "substrates/sub.h"
+#include "substrates/test/scratch.h"
 
-static char h_dir[256];
-static sub_vfs *h_vfs;
+/* The test's scratch volume (substrates/test/scratch.h), in memory where
+ * there is some. */
+static scratch h_scratch;
+#define h_dir (h_scratch.dir)
+#define h_vfs (h_scratch.vfs)
 
 static inline void h_setup(void)
 {
-	char err[256];
-	struct stat st;
-	const char *base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
-				   ? "/dev/shm"
-				   : "/tmp";
-	snprintf(h_dir, sizeof(h_dir), "%s/kaas-test-cluster.XXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(h_dir));
-	ck_assert_int_eq(sub_open_url(h_dir, &h_vfs, err, sizeof(err)), 0);
+	scratch_open_mem(&h_scratch, "cluster");
 }
 
 static inline void h_teardown(void)
 {
-	sub_destroy(h_vfs);
-	h_vfs = NULL;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", h_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&h_scratch);
 }
 
 /* ---- the wrapping substrate ------------------------------------------------ */

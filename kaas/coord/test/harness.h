@@ -19,6 +19,7 @@
 #include "kaas/proto/buf.h"
 #include "kaas/proto/test/ckrd.h"
 #include "substrates/sub.h"
+#include "substrates/test/scratch.h"
 #include "kaas/proto/kerr.h"
 
 typedef struct th_resp {
@@ -42,8 +43,7 @@ static inline void th_resp_free(th_resp *r)
 }
 
 typedef struct th {
-	char dir[256];
-	sub_vfs *vfs;
+	scratch vol; /* the coordinator's volume: vol.dir, vol.vfs */
 	kg_coord *c;
 	kg_coord_config cfg;
 	int64_t now;
@@ -56,16 +56,13 @@ static inline int64_t th_wall(void *arg) { return ((th *)arg)->wall; }
 static inline void th_start(th *t)
 {
 	t->c = NULL;
-	ck_assert_int_eq(kg_coord_create(t->vfs, &t->cfg, &t->c), 0);
+	ck_assert_int_eq(kg_coord_create(t->vol.vfs, &t->cfg, &t->c), 0);
 }
 
 static inline void th_open(th *t)
 {
 	memset(t, 0, sizeof(*t));
-	snprintf(t->dir, sizeof(t->dir), "/tmp/kaas-coord-test-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(t->dir));
-	char err[256];
-	ck_assert_int_eq(sub_open_url(t->dir, &t->vfs, err, sizeof(err)), 0);
+	scratch_open(&t->vol, "coord");
 	kg_coord_config_defaults(&t->cfg);
 	t->cfg.manual = 1;
 	t->cfg.now_ms = th_clock;
@@ -90,9 +87,7 @@ static inline void th_restart(th *t)
 static inline void th_close(th *t)
 {
 	kg_coord_close(t->c);
-	sub_remove_tree(t->vfs, "");
-	sub_destroy(t->vfs);
-	rmdir(t->dir);
+	scratch_close(&t->vol);
 }
 
 static inline int th_flex(int16_t api, int16_t v)

@@ -174,9 +174,9 @@ START_TEST(single_member_lifecycle)
 	/* No members and no offsets: once that is written, the group and its
 	 * file (written when the generation completed) are gone. */
 	sub_stat st;
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), 0);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/" G ".json", &st), 0);
 	kg_coord_flush(t.c);
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), -ENOENT);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/" G ".json", &st), -ENOENT);
 	describe(&t, 0, G, state, &n, NULL);
 	ck_assert_str_eq(state, "Dead");
 	th_resp_free(&a.r);

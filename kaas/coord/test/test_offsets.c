@@ -18,11 +18,11 @@ START_TEST(commit_is_acknowledged_only_when_durable)
 	int16_t perr;
 	ck_assert_int_eq(th_fetch(&t, 1, "g1", "orders", 3, &perr, NULL, 0), -1);
 	sub_stat st;
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/g1.json", &st), -ENOENT);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/g1.json", &st), -ENOENT);
 	kg_coord_flush(t.c);
 	ck_assert_int_eq(r.got, 1);
 	ck_assert_int_eq(commit_err(&r, 2, "orders", 3), KERR_NONE);
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/g1.json", &st), 0);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/g1.json", &st), 0);
 	char meta[64];
 	ck_assert_int_eq(th_fetch(&t, 1, "g1", "orders", 3, &perr, meta, sizeof(meta)), 42);
 	ck_assert_int_eq(perr, 0);
@@ -256,12 +256,12 @@ START_TEST(hostile_group_ids_on_the_volume)
 	 * files in groups/. */
 	char **names;
 	size_t nn;
-	ck_assert_int_eq(sub_list(t.vfs, "", &names, &nn), 0);
+	ck_assert_int_eq(sub_list(t.vol.vfs, "", &names, &nn), 0);
 	ck_assert_uint_eq(nn, 2);
 	ck_assert_str_eq(names[0], "groups");
 	ck_assert_str_eq(names[1], "pid-blocks");
 	sub_names_free(names, nn);
-	ck_assert_int_eq(sub_list(t.vfs, "groups", &names, &nn), 0);
+	ck_assert_int_eq(sub_list(t.vol.vfs, "groups", &names, &nn), 0);
 	ck_assert_uint_eq(nn, n);
 	for (size_t i = 0; i < nn; i++) {
 		ck_assert(names[i][0] != '.');
@@ -308,9 +308,9 @@ START_TEST(failed_write_is_not_acknowledged)
 	ck_assert_int_eq(th_commit_sync(&t, 2, "g", -1, "", "t", 0, 10, NULL), 0);
 	/* groups/ replaced by a file: every write and read fails. */
 	char path[512];
-	snprintf(path, sizeof(path), "%s/groups", t.dir);
+	snprintf(path, sizeof(path), "%s/groups", t.vol.dir);
 	char moved[600];
-	snprintf(moved, sizeof(moved), "%s/groups.away", t.dir);
+	snprintf(moved, sizeof(moved), "%s/groups.away", t.vol.dir);
 	ck_assert_int_eq(rename(path, moved), 0);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -338,17 +338,17 @@ START_TEST(corrupt_group_file_is_refused)
 	th t;
 	th_open(&t);
 	const char *bad = "{\"version\": 1, \"group_id\": \"g\", \"offsets\": 12}";
-	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/g.json", bad, strlen(bad)), 0);
+	ck_assert_int_eq(sub_write_atomic(t.vol.vfs, "groups/g.json", bad, strlen(bad)), 0);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "g", -1, "", "t", 0, 12, NULL), KERR_COORDINATOR_LOAD_IN_PROGRESS);
 	char *buf;
 	size_t len;
-	ck_assert_int_eq(sub_read_file(t.vfs, "groups/g.json", 4096, &buf, &len), 0);
+	ck_assert_int_eq(sub_read_file(t.vol.vfs, "groups/g.json", 4096, &buf, &len), 0);
 	ck_assert_str_eq(buf, bad);
 	free(buf);
 	/* Written by a newer coordinator epoch: this one is stale. */
 	const char *newer = "{\"version\":1,\"group_id\":\"h\",\"coordinator_epoch\":5,\"generation\":0,"
 			    "\"offsets\":[]}";
-	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/h.json", newer, strlen(newer)), 0);
+	ck_assert_int_eq(sub_write_atomic(t.vol.vfs, "groups/h.json", newer, strlen(newer)), 0);
 	ck_assert_int_eq(th_commit_sync(&t, 2, "h", -1, "", "t", 0, 12, NULL), KERR_NOT_COORDINATOR);
 	th_close(&t);
 }
@@ -449,7 +449,7 @@ START_TEST(offset_delete_rules)
 	ck_assert_int_eq(perr, 0);
 	/* No offsets left: no file either. */
 	sub_stat st;
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/g.json", &st), -ENOENT);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/g.json", &st), -ENOENT);
 	th_resp_free(&jr);
 	th_resp_free(&sr);
 	th_close(&t);
@@ -493,7 +493,7 @@ START_TEST(delete_groups_rules)
 	ck_assert_int_eq(ea, 0);
 	ck_assert_int_eq(eb, KERR_NON_EMPTY_GROUP);
 	sub_stat st;
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/old.json", &st), -ENOENT);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/old.json", &st), -ENOENT);
 	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 0, NULL, NULL, 0), -1);
 	delete_groups(&t, 0, "old", "never", &ea, &eb);
 	ck_assert_int_eq(ea, KERR_GROUP_ID_NOT_FOUND);
@@ -604,7 +604,7 @@ START_TEST(retention_expires_offsets_of_empty_groups)
 	ck_assert_int_eq(th_fetch(&t, 2, "busy", "t", 0, NULL, NULL, 0), -1);
 	ck_assert_int_eq(th_fetch(&t, 2, "old", "t", 1, NULL, NULL, 0), -1);
 	sub_stat st;
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/old.json", &st), -ENOENT);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/old.json", &st), -ENOENT);
 	kg_coord_stats cs;
 	kg_coord_get_stats(t.c, &cs);
 	ck_assert_uint_eq(cs.expired, 3);

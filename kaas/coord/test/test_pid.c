@@ -75,14 +75,14 @@ START_TEST(ids_unique_and_never_reissued_after_restart)
 	/* Each run: two blocks (1500 ids); runs never share a block. */
 	char **names;
 	size_t nn;
-	ck_assert_int_eq(sub_list(t.vfs, "pid-blocks", &names, &nn), 0);
+	ck_assert_int_eq(sub_list(t.vol.vfs, "pid-blocks", &names, &nn), 0);
 	ck_assert_uint_eq(nn, 6);
 	ck_assert_str_eq(names[0], "0000000000");
 	ck_assert_str_eq(names[5], "0000000005");
 	sub_names_free(names, nn);
 	char *buf;
 	size_t len;
-	ck_assert_int_eq(sub_read_file(t.vfs, "pid-blocks/0000000002", 4096, &buf, &len), 0);
+	ck_assert_int_eq(sub_read_file(t.vol.vfs, "pid-blocks/0000000002", 4096, &buf, &len), 0);
 	ck_assert(strstr(buf, "\"broker_id\":7"));
 	ck_assert(strstr(buf, "\"first_id\":2000"));
 	free(buf);
@@ -114,7 +114,7 @@ START_TEST(two_coordinators_race_for_blocks)
 	th_open(&t);
 	sub_vfs *v2;
 	char err[256];
-	ck_assert_int_eq(sub_open_url(t.dir, &v2, err, sizeof(err)), 0);
+	ck_assert_int_eq(sub_open_url(t.vol.dir, &v2, err, sizeof(err)), 0);
 	kg_coord_config cfg2 = t.cfg;
 	cfg2.broker_id = 8;
 	kg_coord *c2;
@@ -142,7 +142,7 @@ START_TEST(two_coordinators_race_for_blocks)
 			char path[64], *buf;
 			size_t len;
 			snprintf(path, sizeof(path), "pid-blocks/%010lld", (long long)(r[k].ids[i] / 1000));
-			ck_assert_int_eq(sub_read_file(t.vfs, path, 4096, &buf, &len), 0);
+			ck_assert_int_eq(sub_read_file(t.vol.vfs, path, 4096, &buf, &len), 0);
 			ck_assert(strstr(buf, k == 0 ? "\"broker_id\":7" : "\"broker_id\":8"));
 			free(buf);
 		}
@@ -197,7 +197,7 @@ START_TEST(claim_failure_is_an_error)
 	th t;
 	th_open(&t);
 	char path[512];
-	snprintf(path, sizeof(path), "%s/pid-blocks", t.dir);
+	snprintf(path, sizeof(path), "%s/pid-blocks", t.vol.dir);
 	ck_assert_int_eq(rmdir(path), 0);
 	FILE *f = fopen(path, "w");
 	fclose(f);

@@ -82,7 +82,7 @@ static json_t *read_group_file(th *t, const char *name)
 	char path[256], *buf = NULL;
 	size_t len;
 	snprintf(path, sizeof(path), "groups/%s.json", name);
-	ck_assert_int_eq(sub_read_file(t->vfs, path, 1 << 20, &buf, &len), 0);
+	ck_assert_int_eq(sub_read_file(t->vol.vfs, path, 1 << 20, &buf, &len), 0);
 	json_error_t e;
 	json_t *doc = json_loadb(buf, len, 0, &e);
 	ck_assert_ptr_nonnull(doc);
@@ -403,7 +403,7 @@ START_TEST(sync_waits_for_the_write)
 	/* Not on the volume yet: nobody has an assignment, no file. */
 	ck_assert_int_eq(sa.got + sb.got, 0);
 	sub_stat st;
-	ck_assert_int_eq(sub_stat_path(t.vfs, "groups/" G ".json", &st), -ENOENT);
+	ck_assert_int_eq(sub_stat_path(t.vol.vfs, "groups/" G ".json", &st), -ENOENT);
 	desc d;
 	describe(&t, G, &d);
 	ck_assert_str_eq(d.state, "CompletingRebalance");
@@ -425,8 +425,8 @@ START_TEST(sync_waits_for_the_write)
 	jg_parse(&a.r, 5, &jr);
 	ck_assert_int_eq(jr.gen, 2);
 	char path[512], moved[600];
-	snprintf(path, sizeof(path), "%s/groups", t.dir);
-	snprintf(moved, sizeof(moved), "%s/groups.away", t.dir);
+	snprintf(path, sizeof(path), "%s/groups", t.vol.dir);
+	snprintf(moved, sizeof(moved), "%s/groups.away", t.vol.dir);
 	ck_assert_int_eq(rename(path, moved), 0);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -557,7 +557,7 @@ START_TEST(version_1_file_loads)
 			 "\"written_ms\":1,\"generation\":4,\"protocol_type\":\"consumer\","
 			 "\"offsets\":[{\"topic\":\"t\",\"partition\":0,\"offset\":77,\"leader_epoch\":-1,"
 			 "\"metadata\":\"\",\"commit_ms\":1700000000000}]}";
-	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/" G ".json", v1, strlen(v1)), 0);
+	ck_assert_int_eq(sub_write_atomic(t.vol.vfs, "groups/" G ".json", v1, strlen(v1)), 0);
 	ck_assert_int_eq(th_fetch(&t, 3, G, "t", 0, NULL, NULL, 0), 77);
 	desc d;
 	describe(&t, G, &d);
@@ -667,7 +667,7 @@ static void expect_refused(th *t, const char *file, const char *why)
 	ck_assert_msg(reason && strstr(reason, why), "refusal '%s' does not name '%s' for %s",
 		      reason ? reason : "(none)", why, file);
 	th_restart(t);
-	ck_assert_int_eq(sub_write_atomic(t->vfs, "groups/" G ".json", file, strlen(file)), 0);
+	ck_assert_int_eq(sub_write_atomic(t->vol.vfs, "groups/" G ".json", file, strlen(file)), 0);
 	ck_assert_int_eq(th_heartbeat(t, 3, G, 3, "m-1", NULL), KERR_COORDINATOR_LOAD_IN_PROGRESS);
 	mem x;
 	memset(&x, 0, sizeof(x));
@@ -681,7 +681,7 @@ static void expect_refused(th *t, const char *file, const char *why)
 	kg_coord_flush(t->c);
 	char *buf;
 	size_t len;
-	ck_assert_int_eq(sub_read_file(t->vfs, "groups/" G ".json", 1 << 20, &buf, &len), 0);
+	ck_assert_int_eq(sub_read_file(t->vol.vfs, "groups/" G ".json", 1 << 20, &buf, &len), 0);
 	ck_assert_str_eq(buf, file);
 	free(buf);
 }
@@ -691,7 +691,7 @@ START_TEST(corrupt_membership_is_refused)
 	th t;
 	th_open(&t);
 	/* The good one loads (and is the base of all the bad ones). */
-	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/" G ".json", good, strlen(good)), 0);
+	ck_assert_int_eq(sub_write_atomic(t.vol.vfs, "groups/" G ".json", good, strlen(good)), 0);
 	ck_assert_int_eq(th_heartbeat(&t, 3, G, 3, "m-1", NULL), KERR_NONE);
 	for (size_t i = 0; i < sizeof(corrupt) / sizeof(corrupt[0]); i++)
 		expect_refused(&t, corrupt[i].file, corrupt[i].why);
@@ -716,7 +716,7 @@ START_TEST(garbage_never_crashes)
 	ck_assert_int_eq(th_commit_sync(&t, 7, G, 1, a.id, "t", 0, 100, "m"), KERR_NONE);
 	char *file;
 	size_t len;
-	ck_assert_int_eq(sub_read_file(t.vfs, "groups/" G ".json", 1 << 20, &file, &len), 0);
+	ck_assert_int_eq(sub_read_file(t.vol.vfs, "groups/" G ".json", 1 << 20, &file, &len), 0);
 	size_t parsed = 0;
 	for (size_t n = 0; n <= len; n++) {
 		kg_str id = KC_STR_NULL;
@@ -777,7 +777,7 @@ START_TEST(threads_load_and_expire_on_their_own)
 	char *file = replace_once(f1, "\"offsets\":[]",
 				  "\"offsets\":[{\"topic\":\"t\",\"partition\":0,\"offset\":5,"
 				  "\"leader_epoch\":-1,\"metadata\":\"\",\"commit_ms\":1}]");
-	ck_assert_int_eq(sub_write_atomic(t.vfs, "groups/" G ".json", file, strlen(file)), 0);
+	ck_assert_int_eq(sub_write_atomic(t.vol.vfs, "groups/" G ".json", file, strlen(file)), 0);
 	free(f1);
 	free(file);
 	kg_coord_close(t.c);
@@ -789,7 +789,7 @@ START_TEST(threads_load_and_expire_on_their_own)
 	for (int i = 0; i < 3000 && !empty; i++) { /* up to a minute */
 		char *buf = NULL;
 		size_t len;
-		if (sub_read_file(t.vfs, "groups/" G ".json", 1 << 20, &buf, &len) == 0) {
+		if (sub_read_file(t.vol.vfs, "groups/" G ".json", 1 << 20, &buf, &len) == 0) {
 			empty = strstr(buf, "\"state\":\"Empty\"") != NULL;
 			free(buf);
 		}

@@ -13,6 +13,7 @@
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
 #include "kaas/core/ptable.h"
+#include "util/test/ktest.h"
 
 START_TEST(defaults_are_kafkas)
 {
@@ -275,19 +276,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("config");
-	TCase *tc = tcase_create("config");
-	tcase_add_test(tc, defaults_are_kafkas);
-	tcase_add_test(tc, set_validates_and_names_the_key);
-	tcase_add_test(tc, listeners);
-	tcase_add_test(tc, properties_file);
-	tcase_add_test(tc, partition_keys_split_from_the_right);
-	tcase_add_test(tc, every_key_validates);
-	tcase_add_test(tc, request_and_connection_limits);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "config", .tcase = "config" },
+			  KTEST_LIST(defaults_are_kafkas, set_validates_and_names_the_key,
+				     listeners, properties_file,
+				     partition_keys_split_from_the_right, every_key_validates,
+				     request_and_connection_limits));
 }

@@ -22,34 +22,28 @@
 #include "kaas/core/ptable.h"
 #include "kaas/core/ptable_int.h"
 #include "kaas/proto/kerr.h"
+#include "util/test/ktest.h"
+#include "substrates/test/scratch.h"
 
-static char root[256];
+static scratch vol;
 static kb_broker B;
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "/tmp/kaas-ptable-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(root));
-	char p[300], err[256];
+	scratch_make(&vol, "ptable");
 	memset(&B, 0, sizeof(B));
 	kb_config_defaults(&B.cfg);
 	B.id = 7;
 	B.cfg.broker_id = 7;
-	snprintf(p, sizeof(p), "%s/data", root);
-	ck_assert_int_eq(mkdir(p, 0755), 0);
-	ck_assert_int_eq(sub_open_url(p, &B.data, err, sizeof(err)), 0);
-	snprintf(p, sizeof(p), "%s/cluster", root);
-	ck_assert_int_eq(mkdir(p, 0755), 0);
-	ck_assert_int_eq(sub_open_url(p, &B.cluster, err, sizeof(err)), 0);
+	B.data = scratch_subvol(&vol, "data");
+	B.cluster = scratch_subvol(&vol, "cluster");
 }
 
 static void teardown(void)
 {
 	sub_destroy(B.data);
 	sub_destroy(B.cluster);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&vol);
 }
 
 static kb_topic_desc desc(const char *name, int32_t n)
@@ -330,7 +324,7 @@ START_TEST(drop_closes_every_descriptor)
 	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
 	ck_assert_int_eq(kb_ptable_start(t, d, 2), 0);
 	char dir[300];
-	snprintf(dir, sizeof(dir), "%s/data/gone/", root);
+	snprintf(dir, sizeof(dir), "%s/data/gone/", vol.dir);
 	ck_assert_int_gt(open_fds_under(dir), 0); /* leaders hold descriptors */
 	kb_pref r;
 	ck_assert_int_eq(kb_ptable_get(t, S("gone"), 1, &r), KERR_NONE);
@@ -355,7 +349,7 @@ START_TEST(drop_closes_every_descriptor)
 	kb_pref_put(&r);
 	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
 	kb_ptable_destroy(t);
-	snprintf(dir, sizeof(dir), "%s/data/", root);
+	snprintf(dir, sizeof(dir), "%s/data/", vol.dir);
 	ck_assert_int_eq(open_fds_under(dir), 0); /* shutdown closed the rest */
 }
 END_TEST
@@ -427,7 +421,7 @@ START_TEST(start_fails_whole_when_an_allocation_fails)
 						 KERR_UNKNOWN_TOPIC_OR_PARTITION);
 			}
 			char dir[300];
-			snprintf(dir, sizeof(dir), "%s/data/", root);
+			snprintf(dir, sizeof(dir), "%s/data/", vol.dir);
 			ck_assert_int_eq(open_fds_under(dir), 0); /* nothing was opened */
 		} else {
 			ck_assert(missed);
@@ -524,22 +518,13 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("ptable");
-	TCase *tc = tcase_create("ptable");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, epochs_grow_at_every_start);
-	tcase_add_test(tc, lookups_and_errors);
-	tcase_add_test(tc, group_commit_wakes_waiters_and_watches);
-	tcase_add_test(tc, drop_closes_every_descriptor);
-	tcase_add_test(tc, durability_comes_from_the_storage_listener);
-	tcase_add_test(tc, start_fails_whole_when_an_allocation_fails);
-	tcase_add_test(tc, ensure_reports_partitions_that_cannot_be_led);
-	tcase_add_test(tc, shutdown_at_the_descriptor_limit_relinquishes);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "ptable", .tcase = "ptable", .timeout = 120,
+					  .setup = setup, .teardown = teardown },
+			  KTEST_LIST(epochs_grow_at_every_start, lookups_and_errors,
+				     group_commit_wakes_waiters_and_watches,
+				     drop_closes_every_descriptor,
+				     durability_comes_from_the_storage_listener,
+				     start_fails_whole_when_an_allocation_fails,
+				     ensure_reports_partitions_that_cannot_be_led,
+				     shutdown_at_the_descriptor_limit_relinquishes));
 }

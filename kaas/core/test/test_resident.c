@@ -14,18 +14,20 @@
 #include <unistd.h>
 
 #include "kaas/core/resident.h"
+#include "util/test/ktest.h"
+#include "substrates/test/scratch.h"
 
 #define FILE_MIB 8
 
-static char dir[256], path[300];
+static scratch vol;
+static char path[300];
 static long pg;
 
 static void setup(void)
 {
 	/* Not /dev/shm: tmpfs pages cannot be dropped from memory. */
-	snprintf(dir, sizeof(dir), "/tmp/kaas-resident-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/seg", dir);
+	scratch_make(&vol, "resident");
+	snprintf(path, sizeof(path), "%s/seg", vol.dir);
 	pg = sysconf(_SC_PAGESIZE);
 	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 	ck_assert_int_ge(fd, 0);
@@ -42,8 +44,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	unlink(path);
-	rmdir(dir);
+	scratch_close(&vol);
 }
 
 /* Pages of [pos, pos + len) that a read without waiting for the disk
@@ -125,15 +126,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("resident");
-	TCase *tc = tcase_create("resident");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, ranges_become_readable_without_waiting);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "resident", .tcase = "resident", .timeout = 60,
+					  .setup = setup, .teardown = teardown },
+			  KTEST_LIST(ranges_become_readable_without_waiting));
 }

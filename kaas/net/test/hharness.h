@@ -31,6 +31,8 @@
 #include "kaas/core/splice.h"
 #include "kaas/topics/admin.h"
 #include "kaas/topics/topics.h"
+#include "substrates/sub.h"
+#include "substrates/test/scratch.h"
 #include "util/log.h"
 
 #define HH_WAIT_S 60
@@ -120,7 +122,7 @@ typedef struct hreq {
 } hreq;
 
 static struct {
-	char dir[256];
+	scratch vol; /* the data volume; __cluster inside it */
 	kb_broker b;
 	kn_pool *pool;
 	kb_server_ops ops;
@@ -188,8 +190,7 @@ static inline void hh_setup(void)
 	if (!getenv("KAAS_LOG_LEVEL"))
 		setenv("KAAS_LOG_LEVEL", "error", 0);
 	ku_log_init_from_env();
-	snprintf(H.dir, sizeof(H.dir), "/tmp/kaas-handlers-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(H.dir));
+	scratch_open(&H.vol, "handlers");
 	kb_broker *b = &H.b;
 	memset(b, 0, sizeof(*b));
 	kb_config_defaults(&b->cfg);
@@ -198,11 +199,8 @@ static inline void hh_setup(void)
 	b->host = "broker-a";
 	b->port = 19092;
 	snprintf(b->cluster_id, sizeof(b->cluster_id), "cl-1");
-	char err[512], path[512];
-	ck_assert_int_eq(sub_open_url(H.dir, &b->data, err, sizeof(err)), 0);
-	ck_assert_int_eq(sub_mkdirs(b->data, "__cluster", 0755), 0);
-	snprintf(path, sizeof(path), "%s/__cluster", H.dir);
-	ck_assert_int_eq(sub_open_url(path, &b->cluster, err, sizeof(err)), 0);
+	b->data = H.vol.vfs;
+	b->cluster = scratch_subvol(&H.vol, "__cluster");
 	kt_topics_options to;
 	kt_topics_options_init(&to);
 	to.cluster = b->cluster;
@@ -232,9 +230,8 @@ static inline void hh_teardown(void)
 	kt_topics_close(b->topics);
 	kb_ptable_destroy(b->parts);
 	sub_destroy(b->cluster);
-	sub_remove_tree(b->data, "");
-	sub_destroy(b->data);
-	rmdir(H.dir);
+	b->data = NULL;
+	scratch_close(&H.vol); /* the data volume, and everything in it */
 }
 
 static inline void hh_topic(const char *name, int32_t partitions)

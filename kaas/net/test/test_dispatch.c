@@ -6,6 +6,7 @@
 #include "kaas/proto/header.h"
 #include "kaas/net/server.h"
 #include "kaas/proto/kerr.h"
+#include "util/test/ktest.h"
 
 static const struct {
 	int16_t key, min, max, flex;
@@ -81,14 +82,6 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("dispatch");
-	TCase *tc = tcase_create("dispatch");
-	tcase_add_test(tc, table_rows);
-	tcase_add_test(tc, api_versions_from_the_table);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "dispatch", .tcase = "dispatch" },
+			  KTEST_LIST(table_rows, api_versions_from_the_table));
 }

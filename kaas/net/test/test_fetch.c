@@ -4,6 +4,7 @@
  * one exception (the first batch of the first non-empty partition), and a
  * parked fetch answered when the broker stops. */
 #include "kaas/net/test/hharness.h"
+#include "util/test/ktest.h"
 
 /* acks=all; returns the base offset. */
 static int64_t produce(const char *topic, int32_t part, const uint8_t *batch, size_t n)
@@ -278,20 +279,10 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("fetch");
-	TCase *tc = tcase_create("fetch");
-	tcase_set_timeout(tc, 120);
-	tcase_add_checked_fixture(tc, hh_setup, hh_teardown);
-	tcase_add_test(tc, min_bytes_waits_for_enough);
-	tcase_add_test(tc, max_wait_answers_with_what_is_there);
-	tcase_add_test(tc, enough_answers_at_once);
-	tcase_add_test(tc, stopping_answers_parked_fetch);
-	tcase_add_test(tc, byte_limits_and_kip74);
-	tcase_add_test(tc, recreate_starts_empty_at_offset_0);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "fetch", .tcase = "fetch", .timeout = 120,
+					  .setup = hh_setup, .teardown = hh_teardown },
+			  KTEST_LIST(min_bytes_waits_for_enough,
+				     max_wait_answers_with_what_is_there, enough_answers_at_once,
+				     stopping_answers_parked_fetch, byte_limits_and_kip74,
+				     recreate_starts_empty_at_offset_0));
 }

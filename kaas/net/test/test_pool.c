@@ -11,6 +11,7 @@
 
 #include "kaas/net/pool.h"
 #include "util/clock.h"
+#include "util/test/ktest.h"
 
 static atomic_int ran;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -115,15 +116,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("pool");
-	TCase *tc = tcase_create("pool");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, jobs_all_run_and_stop_drains);
-	tcase_add_test(tc, timers_fire_in_due_order_and_cancel);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "pool", .tcase = "pool", .timeout = 120 },
+			  KTEST_LIST(jobs_all_run_and_stop_drains,
+				     timers_fire_in_due_order_and_cancel));
 }

@@ -8,6 +8,7 @@
 #include "kaas/net/test/hharness.h"
 
 #include "kaas/proto/kerr.h"
+#include "util/test/ktest.h"
 
 /* ---- ApiVersions -------------------------------------------------------------------- */
 
@@ -563,21 +564,10 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("versions");
-	TCase *tc = tcase_create("versions");
-	tcase_set_timeout(tc, 120);
-	tcase_add_checked_fixture(tc, hh_setup, hh_teardown);
-	tcase_add_test(tc, api_versions_every_version);
-	tcase_add_test(tc, api_versions_unsupported_layout);
-	tcase_add_test(tc, metadata_every_version);
-	tcase_add_test(tc, produce_every_version);
-	tcase_add_test(tc, fetch_every_version);
-	tcase_add_test(tc, fetch_leader_epoch_checks);
-	tcase_add_test(tc, list_offsets_every_version);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "versions", .tcase = "versions", .timeout = 120,
+					  .setup = hh_setup, .teardown = hh_teardown },
+			  KTEST_LIST(api_versions_every_version, api_versions_unsupported_layout,
+				     metadata_every_version, produce_every_version,
+				     fetch_every_version, fetch_leader_epoch_checks,
+				     list_offsets_every_version));
 }

@@ -19,44 +19,38 @@
 #include "kaas/storage/storage.h"
 #include "kaas/storage/test/kbuild.h"
 #include "substrates/sub.h"
+#include "substrates/test/scratch.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
-static char h_dir[256];
-static sub_vfs *h_vfs;
+/* The test's scratch volume (substrates/test/scratch.h). */
+static scratch h_scratch;
+#define h_dir (h_scratch.dir)
+#define h_vfs (h_scratch.vfs)
 
-static inline void h_setup_in(const char *base)
+static inline void h_quiet(void)
 {
-	char err[256];
 	/* Quiet unless asked: the failure paths under test log loudly by design. */
 	ku_log_level = getenv("KAAS_LOG_LEVEL") ? KAAS_LOG_DEBUG : -1;
-	snprintf(h_dir, sizeof(h_dir), "%s/kaas-test-storage.XXXXXX", base);
-	ck_assert_ptr_nonnull(mkdtemp(h_dir));
-	ck_assert_int_eq(sub_open_url(h_dir, &h_vfs, err, sizeof(err)), 0);
 }
 
 static inline void h_setup(void)
 {
-	h_setup_in("/tmp");
+	h_quiet();
+	scratch_open(&h_scratch, "storage");
 }
 
 /* Scratch space in memory where there is some: for tests whose crashes the
  * fault backend simulates, real fsyncs only cost time. */
 static inline void h_setup_mem(void)
 {
-	struct stat st;
-	h_setup_in(stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
-			   ? "/dev/shm"
-			   : "/tmp");
+	h_quiet();
+	scratch_open_mem(&h_scratch, "storage");
 }
 
 static inline void h_teardown(void)
 {
-	sub_destroy(h_vfs);
-	h_vfs = NULL;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", h_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&h_scratch);
 }
 
 static inline ks_log_config h_cfg(void)

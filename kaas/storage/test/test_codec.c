@@ -8,6 +8,7 @@
  */
 #include "kaas/storage/codec.h"
 #include "kaas/storage/test/harness.h"
+#include "util/test/ktest.h"
 
 /* ---- heap accounting --------------------------------------------------------- */
 
@@ -752,30 +753,16 @@ START_TEST(append_refuses_a_zstd_bomb_in_little_memory)
 }
 END_TEST
 
-Suite *codec_suite(void)
-{
-	Suite *s = suite_create("storage-codec");
-	TCase *tc = tcase_create("codec");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	tcase_set_timeout(tc, 240);
-	tcase_add_test(tc, records_straddle_pieces_in_every_codec);
-	tcase_add_test(tc, broken_record_at_a_piece_boundary_is_refused);
-	tcase_add_test(tc, record_count_mismatch_in_every_codec);
-	tcase_add_test(tc, truncated_and_overlong_streams_in_every_codec);
-	tcase_add_test(tc, bombs_in_every_codec_are_refused_in_little_memory);
-	tcase_add_test(tc, raw_snappy_blocks_are_bounded);
-	tcase_add_test(tc, zstd_window_is_bounded);
-	tcase_add_test(tc, validating_100_mib_takes_little_heap);
-	tcase_add_test(tc, append_refuses_a_zstd_bomb_in_little_memory);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(codec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-codec", .tcase = "codec", .timeout = 240,
+					  .setup = h_setup, .teardown = h_teardown },
+			  KTEST_LIST(records_straddle_pieces_in_every_codec,
+				     broken_record_at_a_piece_boundary_is_refused,
+				     record_count_mismatch_in_every_codec,
+				     truncated_and_overlong_streams_in_every_codec,
+				     bombs_in_every_codec_are_refused_in_little_memory,
+				     raw_snappy_blocks_are_bounded, zstd_window_is_bounded,
+				     validating_100_mib_takes_little_heap,
+				     append_refuses_a_zstd_bomb_in_little_memory));
 }

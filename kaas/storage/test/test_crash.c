@@ -15,6 +15,7 @@
 #include "kaas/storage/test/harness.h"
 #include "kaas/storage/test/shim.h"
 #include "substrates/sub_fault.h"
+#include "util/test/ktest.h"
 
 #define MAXB 64
 
@@ -436,26 +437,13 @@ START_TEST(crash_then_crash_the_recovery_too)
 }
 END_TEST
 
-Suite *crash_suite(void)
-{
-	Suite *s = suite_create("storage-crash");
-	TCase *tc = tcase_create("crash");
-	tcase_add_checked_fixture(tc, h_setup_mem, h_teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, crash_at_every_mutation_random);
-	tcase_add_test(tc, crash_at_every_mutation_drop_all_unsynced);
-	tcase_add_test(tc, crash_at_every_mutation_other_seeds);
-	tcase_add_test(tc, crash_at_every_mutation_keep_all_unsynced);
-	tcase_add_test(tc, crash_then_crash_the_recovery_too);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(crash_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-crash", .tcase = "crash", .timeout = 120,
+					  .setup = h_setup_mem, .teardown = h_teardown },
+			  KTEST_LIST(crash_at_every_mutation_random,
+				     crash_at_every_mutation_drop_all_unsynced,
+				     crash_at_every_mutation_other_seeds,
+				     crash_at_every_mutation_keep_all_unsynced,
+				     crash_then_crash_the_recovery_too));
 }

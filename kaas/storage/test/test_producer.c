@@ -9,6 +9,7 @@
 
 #include "kaas/storage/producer.h"
 #include "kaas/storage/test/harness.h"
+#include "util/test/ktest.h"
 
 typedef struct pres {
 	int16_t err;
@@ -376,29 +377,15 @@ START_TEST(snapshot_of_a_superseded_epoch_is_not_trusted)
 }
 END_TEST
 
-Suite *producer_suite(void)
-{
-	Suite *s = suite_create("storage-producer");
-	TCase *tc = tcase_create("producer");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, sequence_rules);
-	tcase_add_test(tc, sequence_wraps_and_snapshot_codec);
-	tcase_add_test(tc, snapshot_carries_the_window_across_takeover);
-	tcase_add_test(tc, snapshot_is_used_not_rebuilt_from_the_log);
-	tcase_add_test(tc, snapshot_from_roll_plus_replayed_tail_after_crash);
-	tcase_add_test(tc, failed_snapshot_write_fails_the_takeover);
-	tcase_add_test(tc, producers_below_log_start_are_unknown);
-	tcase_add_test(tc, snapshot_of_a_superseded_epoch_is_not_trusted);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(producer_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-producer", .tcase = "producer", .timeout = 60,
+					  .setup = h_setup, .teardown = h_teardown },
+			  KTEST_LIST(sequence_rules, sequence_wraps_and_snapshot_codec,
+				     snapshot_carries_the_window_across_takeover,
+				     snapshot_is_used_not_rebuilt_from_the_log,
+				     snapshot_from_roll_plus_replayed_tail_after_crash,
+				     failed_snapshot_write_fails_the_takeover,
+				     producers_below_log_start_are_unknown,
+				     snapshot_of_a_superseded_epoch_is_not_trusted));
 }

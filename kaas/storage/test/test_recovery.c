@@ -14,6 +14,7 @@
 #include "kaas/storage/test/shim.h"
 #include "util/clock.h"
 #include "substrates/sub_fault.h"
+#include "util/test/ktest.h"
 
 /* Copies DATA/src to DATA/dst as it is now (leader still running). */
 static void snapshot_dir(const char *src, const char *dst)
@@ -883,33 +884,17 @@ START_TEST(flush_after_relinquish_answers_for_that_leadership)
 }
 END_TEST
 
-Suite *recovery_suite(void)
-{
-	Suite *s = suite_create("storage-recovery");
-	TCase *tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, truncated_tail);
-	tcase_add_test(tc, garbage_after_the_last_batch);
-	tcase_add_test(tc, flipped_crc_bytes);
-	tcase_add_test(tc, missing_and_garbage_index_files);
-	tcase_add_test(tc, stale_garbage_and_newer_manifests);
-	tcase_add_test(tc, stale_manifest_of_an_older_epoch);
-	tcase_add_test(tc, hostile_offsets_on_the_volume);
-	tcase_add_test(tc, zombie_writes_never_reach_the_new_leader);
-	tcase_add_test(tc, zombie_rolls_after_the_takeover);
-	tcase_add_test(tc, failed_write_or_fsync_poisons);
-	tcase_add_test(tc, failed_rename_poisons);
-	tcase_add_test(tc, flush_after_relinquish_answers_for_that_leadership);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(recovery_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-recovery", .tcase = "recovery", .timeout = 60,
+					  .setup = h_setup, .teardown = h_teardown },
+			  KTEST_LIST(truncated_tail, garbage_after_the_last_batch,
+				     flipped_crc_bytes, missing_and_garbage_index_files,
+				     stale_garbage_and_newer_manifests,
+				     stale_manifest_of_an_older_epoch,
+				     hostile_offsets_on_the_volume,
+				     zombie_writes_never_reach_the_new_leader,
+				     zombie_rolls_after_the_takeover,
+				     failed_write_or_fsync_poisons, failed_rename_poisons,
+				     flush_after_relinquish_answers_for_that_leadership));
 }

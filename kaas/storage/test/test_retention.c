@@ -7,6 +7,7 @@
 
 #include "kaas/storage/test/harness.h"
 #include "util/clock.h"
+#include "util/test/ktest.h"
 
 static ks_partition *leader(const char *dir, const ks_log_config *cfg)
 {
@@ -251,26 +252,11 @@ START_TEST(housekeeping_removes_strays_and_plans_survive_unlink)
 }
 END_TEST
 
-Suite *retention_suite(void)
-{
-	Suite *s = suite_create("storage-retention");
-	TCase *tc = tcase_create("retention");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, delete_records);
-	tcase_add_test(tc, retention_by_size);
-	tcase_add_test(tc, retention_by_time);
-	tcase_add_test(tc, segment_ms_rolls_the_active_segment);
-	tcase_add_test(tc, housekeeping_removes_strays_and_plans_survive_unlink);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(retention_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-retention", .tcase = "retention", .timeout = 60,
+					  .setup = h_setup, .teardown = h_teardown },
+			  KTEST_LIST(delete_records, retention_by_size, retention_by_time,
+				     segment_ms_rolls_the_active_segment,
+				     housekeeping_removes_strays_and_plans_survive_unlink));
 }

@@ -11,6 +11,7 @@
 #include "kaas/storage/storage_int.h"
 #include "kaas/storage/test/harness.h"
 #include "kaas/storage/test/shim.h"
+#include "util/test/ktest.h"
 
 START_TEST(append_flush_read_roundtrip)
 {
@@ -1079,35 +1080,21 @@ START_TEST(read_plan_keeps_file_after_relinquish)
 }
 END_TEST
 
-Suite *storage_suite(void)
-{
-	Suite *s = suite_create("storage");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, append_flush_read_roundtrip);
-	tcase_add_test(tc, takeover_by_another_instance_continues_the_log);
-	tcase_add_test(tc, roll_by_size_and_reads_across_segments);
-	tcase_add_test(tc, invalid_batches_are_refused_whole);
-	tcase_add_test(tc, compressed_batches_validated_and_stored_as_is);
-	tcase_add_test(tc, log_append_time_and_max_timestamp_fixup);
-	tcase_add_test(tc, list_offsets_by_time);
-	tcase_add_test(tc, group_commit_concurrent_appenders);
-	tcase_add_test(tc, group_commit_appends_during_fsync_and_shares_it);
-	tcase_add_test(tc, pipelined_fsync_failure_acknowledges_nothing_after_it);
-	tcase_add_test(tc, concurrent_readers_writers_and_retention);
-	tcase_add_test(tc, read_plans_end_mid_batch);
-	tcase_add_test(tc, open_without_takeover_holds_no_descriptors);
-	tcase_add_test(tc, read_plan_keeps_file_after_relinquish);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(storage_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage", .tcase = "core", .timeout = 60,
+					  .setup = h_setup, .teardown = h_teardown },
+			  KTEST_LIST(append_flush_read_roundtrip,
+				     takeover_by_another_instance_continues_the_log,
+				     roll_by_size_and_reads_across_segments,
+				     invalid_batches_are_refused_whole,
+				     compressed_batches_validated_and_stored_as_is,
+				     log_append_time_and_max_timestamp_fixup, list_offsets_by_time,
+				     group_commit_concurrent_appenders,
+				     group_commit_appends_during_fsync_and_shares_it,
+				     pipelined_fsync_failure_acknowledges_nothing_after_it,
+				     concurrent_readers_writers_and_retention,
+				     read_plans_end_mid_batch,
+				     open_without_takeover_holds_no_descriptors,
+				     read_plan_keeps_file_after_relinquish));
 }

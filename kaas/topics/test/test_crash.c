@@ -31,6 +31,7 @@
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 #include "util/test/ktest.h"
+#include "substrates/test/scratch.h"
 
 static kw_str S(const char *s)
 {
@@ -155,27 +156,16 @@ static void check_recovered(sub_vfs *v, const ids *run, uint64_t n)
 	kt_topics_close(reg);
 }
 
-static void mkroot(char *dir, size_t len)
-{
-	snprintf(dir, len, "/tmp/kaas-test-topics-crash.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void rmroot(const char *dir)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 START_TEST(crash_anywhere_in_the_life_cycle)
 {
-	char dir[256], url[512], err[256];
+	char url[512], err[256];
 	sub_vfs *v;
 	ids run = {{0}, {0}};
+	scratch root; /* a fresh one for every run */
+	const char *dir = root.dir;
 
 	/* Count the mutations of one clean run. */
-	mkroot(dir, sizeof(dir));
+	scratch_make(&root, "topics-crash");
 	snprintf(url, sizeof(url), "fault:%s?seed=1", dir);
 	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
 	workload(v, &run);
@@ -183,12 +173,12 @@ START_TEST(crash_anywhere_in_the_life_cycle)
 	sub_destroy(v);
 	ck_assert(run.first[0] && run.second[0]);
 	ck_assert_str_ne(run.first, run.second);
-	rmroot(dir);
+	scratch_close(&root);
 	ck_assert_uint_gt(total, 20);
 
 	for (uint64_t n = 0; n <= total; n++) {
 		memset(&run, 0, sizeof(run));
-		mkroot(dir, sizeof(dir));
+		scratch_make(&root, "topics-crash");
 		snprintf(url, sizeof(url), "fault:%s?seed=%llu&crash_after=%llu", dir, (unsigned long long)n + 7,
 			 (unsigned long long)n);
 		ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
@@ -200,7 +190,7 @@ START_TEST(crash_anywhere_in_the_life_cycle)
 		ck_assert_int_eq(sub_open_url(dir, &v, err, sizeof(err)), 0);
 		check_recovered(v, &run, n);
 		sub_destroy(v);
-		rmroot(dir);
+		scratch_close(&root);
 	}
 }
 END_TEST
@@ -299,9 +289,11 @@ static void check_kept(sub_vfs *v, int durable, const char *id, uint64_t n)
 
 START_TEST(crash_never_loses_records_before_the_trash_is_emptied)
 {
-	char dir[256], url[512], err[256], id[40] = "";
+	char url[512], err[256], id[40] = "";
 	sub_vfs *v;
-	mkroot(dir, sizeof(dir));
+	scratch root; /* a fresh one for every run */
+	const char *dir = root.dir;
+	scratch_make(&root, "topics-crash");
 	snprintf(url, sizeof(url), "fault:%s?seed=3", dir);
 	ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
 	ck_assert_int_eq(workload_keep(v, id), 1);
@@ -312,11 +304,11 @@ START_TEST(crash_never_loses_records_before_the_trash_is_emptied)
 	ck_assert_int_eq(count_prefix(v, "", "~trash-"), 1);
 	check_kept(v, 1, id, total);
 	sub_destroy(v);
-	rmroot(dir);
+	scratch_close(&root);
 	ck_assert_uint_gt(total, 10);
 
 	for (uint64_t n = 0; n <= total; n++) {
-		mkroot(dir, sizeof(dir));
+		scratch_make(&root, "topics-crash");
 		snprintf(url, sizeof(url), "fault:%s?seed=%llu&crash_after=%llu", dir, (unsigned long long)n + 11,
 			 (unsigned long long)n);
 		ck_assert_int_eq(sub_open_url(url, &v, err, sizeof(err)), 0);
@@ -326,7 +318,7 @@ START_TEST(crash_never_loses_records_before_the_trash_is_emptied)
 		ck_assert_int_eq(sub_open_url(dir, &v, err, sizeof(err)), 0);
 		check_kept(v, durable, id, n);
 		sub_destroy(v);
-		rmroot(dir);
+		scratch_close(&root);
 	}
 }
 END_TEST

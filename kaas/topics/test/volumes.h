@@ -13,24 +13,22 @@
 #include <sys/stat.h>
 
 #include "substrates/sub.h"
+#include "substrates/test/scratch.h"
 
-static char tmpdir[256];
+static scratch vol;          /* substrates/test/scratch.h */
+#define tmpdir (vol.dir) /* the tests' name for its directory */
 static sub_vfs *data, *cluster;
 
 /* Opens (another handle on) tmpdir/sub, creating it. */
 static inline void open_vfs(const char *sub, sub_vfs **v)
 {
-	char path[512], err[256];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, sub);
-	mkdir(path, 0755);
-	ck_assert_int_eq(sub_open_url(path, v, err, sizeof(err)), 0);
+	*v = scratch_subvol(&vol, sub);
 }
 
 /* /tmp/kaas-test-<name>.XXXXXX with data and cluster open on it. */
 static inline void volumes_open(const char *name)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kaas-test-%s.XXXXXX", name);
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	scratch_make(&vol, name);
 	open_vfs("data", &data);
 	open_vfs("cluster", &cluster);
 }
@@ -39,9 +37,7 @@ static inline void volumes_close(void)
 {
 	sub_destroy(data);
 	sub_destroy(cluster);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	scratch_close(&vol);
 }
 
 #endif
