@@ -345,10 +345,11 @@ static void resolve_path(walk *w, const char *path, const char *role, int depth)
 		snprintf(magic, sizeof(magic), "0x%" PRIx64, (uint64_t)(unsigned long)sf.f_type);
 	else
 		magic[0] = '\0';
-	json_object_update(o, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b}", "mountpoint",
-					m->mountpoint, "fstype", m->fstype, "source", m->source,
-					"options", m->options, "mount_root", m->root, "device", dev,
-					"fs_magic", magic, "bind", strcmp(m->root, "/") != 0));
+	json_t *fields = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b}", "mountpoint", m->mountpoint, "fstype",
+				   m->fstype, "source", m->source, "options", m->options, "mount_root", m->root,
+				   "device", dev, "fs_magic", magic, "bind", strcmp(m->root, "/") != 0);
+	json_object_update(o, fields); /* copies the references: ours is given back below */
+	json_decref(fields);
 	if (strcmp(m->fstype, "overlay") == 0) {
 		char upper[SUB_PATH_MAX], work[SUB_PATH_MAX], lower[SUB_PATH_MAX * 2];
 		if (kc_overlay_dirs(m->options, upper, sizeof(upper), work, sizeof(work), lower,
