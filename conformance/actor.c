@@ -54,6 +54,7 @@ static const struct {
 	{"cto_write", kc_step_cto_write, NEEDS_PATH},
 	{"cto_read", kc_step_cto_read, NEEDS_PATH},
 	{"fsync_probe", kc_step_fsync_probe, NEEDS_VFS},
+	{"perf_probe", kc_step_perf_probe, NEEDS_VFS},
 };
 
 int kc_step_fail(kc_step *st, int rc, const char *fmt, ...)

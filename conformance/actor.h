@@ -36,6 +36,9 @@
 #define KC_READER_MIN_OK 10
 #define KC_READER_MIN_READS 200
 #define KC_READER_GRACE_MS 60000
+/* rename_reader with "observations" N: at most this many attempts per
+ * observation (ESTALE answers are attempts, not observations). */
+#define KC_READER_ATTEMPTS_PER_OBS 20
 #define KC_MAX_ANOMALIES 10 /* kept per step; totals are always counted */
 
 typedef struct kc_actor_state {
@@ -139,6 +142,7 @@ int kc_step_excl_create(kc_step *st);
 int kc_step_cto_write(kc_step *st);
 int kc_step_cto_read(kc_step *st);
 int kc_step_fsync_probe(kc_step *st);
+int kc_step_perf_probe(kc_step *st);
 
 /* Exposed for unit tests: which shared object defines symbol `name` in this
  * process, and does it differ from the one that defines `write`? */

@@ -129,6 +129,8 @@ int kc_check_excl(kc_run *r, kc_result *res, const char *dir)
 		r->manual_done = round;
 	}
 	json_object_set_new(res->profile, "errnos", errnos);
+	res->observation = "a racer's exclusive create in one round";
+	res->observations = kc_result_get(res, "rounds");
 	return 0;
 fail:
 	json_decref(errnos);

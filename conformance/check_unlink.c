@@ -215,253 +215,301 @@ static const char *errof(json_t *out)
 	return e ? e : "?";
 }
 
-int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
-{
-	const int A = 0, B = 1;
+/* One run of the check: who does what, where, and what was seen so far. */
+typedef struct unlink_ctx {
+	kc_run *r;
+	kc_result *res;
+	const char *dir;
 	char d[256], victim[300];
-	snprintf(d, sizeof(d), "%s/held", dir);
-	snprintf(victim, sizeof(victim), "%s/victim", d);
-	uint64_t tag = kc_run_tag(r, KC_CHK_UNLINK, 0, "victim");
-	json_t *out = NULL, *prof = res->profile;
-	int64_t s0, s1, s2, s3 = -1, x;
-	int hidden, total, exists, rc;
-	samples *sm = calloc(1, sizeof(*sm));
-	if (!sm) {
-		kc_result_error(res, "out of memory");
-		return -ENOMEM;
-	}
-	kc_run_variant(r, "hold");
-	res->iterations = 1;
-	json_object_set_new(prof, "holder_actor", json_integer(A));
-	json_object_set_new(prof, "deleter_actor", json_integer(B));
-	json_object_set_new(prof, "file_bytes", json_integer(FILE_BYTES));
-	static const char *const zero[] = {"hidden_while_open", "hidden_after_close",
-					   "rmdir_after_close_failed", "space_not_freed",
-					   "space_unknown", "space_attempts"};
-	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
-		kc_result_count(res, zero[k], 0); /* every counter is in the report */
+	uint64_t tag;
+	json_int_t handle;  /* the holder's descriptor */
+	int64_t s0, s1, s2, s3; /* statvfs: before, held, before close, after close */
+	samples *sm;
+	int conclusive; /* statvfs showed the file arrive */
+	int unlinked, removed;
+} unlink_ctx;
 
-	if ((rc = call(r, B, "mkdirs", json_pack("{s:s}", "path", d), &out)))
-		goto fail;
+enum { HOLDER = 0, DELETER = 1 };
+
+/* The holder creates the 32 MiB file and keeps it open. */
+static int create_and_hold(unlink_ctx *c)
+{
+	json_t *out = NULL;
+	int rc;
+	if ((rc = call(c->r, DELETER, "mkdirs", json_pack("{s:s}", "path", c->d), &out)))
+		return rc;
 	json_decref(out);
-	if ((rc = avail(r, B, dir, &s0)))
-		goto fail;
-	if ((rc = call(r, A, "hold_open",
-		       json_pack("{s:s,s:I,s:I,s:b}", "path", victim, "size", (json_int_t)FILE_BYTES,
-				 "tag", (json_int_t)tag, "fsync", 1),
+	if ((rc = avail(c->r, DELETER, c->dir, &c->s0)))
+		return rc;
+	if ((rc = call(c->r, HOLDER, "hold_open",
+		       json_pack("{s:s,s:I,s:I,s:b}", "path", c->victim, "size", (json_int_t)FILE_BYTES,
+				 "tag", (json_int_t)c->tag, "fsync", 1),
 		       &out)))
-		goto fail;
-	json_int_t h = json_integer_value(json_object_get(out, "handle"));
+		return rc;
+	c->handle = json_integer_value(json_object_get(out, "handle"));
 	json_decref(out);
-	if ((rc = avail(r, B, dir, &s1)))
-		goto fail;
-	sample_add(sm, s1, SP_LINKED);
+	if ((rc = avail(c->r, DELETER, c->dir, &c->s1)))
+		return rc;
+	sample_add(c->sm, c->s1, SP_LINKED);
 	/* Conclusive only when statvfs showed the file arrive. */
-	int conclusive = arrived(s0, s1);
+	c->conclusive = arrived(c->s0, c->s1);
+	return 0;
+}
 
-	/* The delete, as another client. */
-	if ((rc = call(r, B, "unlink", json_pack("{s:s}", "path", victim), &out)))
-		goto fail;
+/* The delete, as another client, and what each side sees while the file is
+ * deleted but held: the listing (a silly-rename?), the holder's descriptor,
+ * rmdir of the parent. */
+static int delete_while_held(unlink_ctx *c)
+{
+	json_t *out = NULL, *prof = c->res->profile;
+	int64_t x;
+	int hidden, total, exists, rc;
+	if ((rc = call(c->r, DELETER, "unlink", json_pack("{s:s}", "path", c->victim), &out)))
+		return rc;
 	const char *unlink_err = errof(out);
 	json_object_set_new(prof, "unlink", json_string(unlink_err));
-	int unlinked = strcmp(unlink_err, "OK") == 0;
+	c->unlinked = strcmp(unlink_err, "OK") == 0;
 	json_decref(out);
 	/* Right after the unlink: a server without open state (NFSv3) frees
 	 * the space here already. */
-	if ((rc = avail(r, B, dir, &x)))
-		goto fail;
-	sample_add(sm, x, SP_DELETED);
+	if ((rc = avail(c->r, DELETER, c->dir, &x)))
+		return rc;
+	sample_add(c->sm, x, SP_DELETED);
 	json_t *names = json_array();
-	if ((rc = list_hidden(r, B, d, names, &hidden, &total, &exists))) {
+	if ((rc = list_hidden(c->r, DELETER, c->d, names, &hidden, &total, &exists))) {
 		json_decref(names);
-		goto fail;
+		return rc;
 	}
 	json_object_set_new(prof, "listing_while_open", names);
-	kc_result_count(res, "hidden_while_open", hidden);
+	kc_result_count(c->res, "hidden_while_open", hidden);
 	const char *style = "none";
 	for (size_t i = 0; i < json_array_size(names); i++) {
-		const char *s = json_string_value(json_array_get(names, i));
-		if (s && strncmp(s, ".nfs", 4) == 0)
+		const char *n = json_string_value(json_array_get(names, i));
+		if (n && strncmp(n, ".nfs", 4) == 0)
 			style = ".nfsXXXX (NFS client silly-rename)";
-		else if (s && strncmp(s, ".fuse_hidden", 12) == 0)
+		else if (n && strncmp(n, ".fuse_hidden", 12) == 0)
 			style = ".fuse_hiddenXXXX (libfuse hide)";
 	}
 	json_object_set_new(prof, "silly_rename", json_string(style));
-
-	/* What the holder can still do. */
-	if ((rc = call(r, A, "handle_probe",
-		       json_pack("{s:I,s:I,s:I}", "handle", h, "size", (json_int_t)FILE_BYTES, "tag",
-				 (json_int_t)tag),
+	if ((rc = call(c->r, HOLDER, "handle_probe",
+		       json_pack("{s:I,s:I,s:I}", "handle", c->handle, "size", (json_int_t)FILE_BYTES,
+				 "tag", (json_int_t)c->tag),
 		       &out)))
-		goto fail;
+		return rc;
 	json_object_set_new(prof, "holder", json_incref(out));
 	json_decref(out);
-
-	if ((rc = call(r, B, "rmdir", json_pack("{s:s}", "path", d), &out)))
-		goto fail;
+	if ((rc = call(c->r, DELETER, "rmdir", json_pack("{s:s}", "path", c->d), &out)))
+		return rc;
 	json_object_set_new(prof, "rmdir_while_open", json_string(errof(out)));
-	int removed = strcmp(errof(out), "OK") == 0;
+	c->removed = strcmp(errof(out), "OK") == 0;
 	json_decref(out);
-	if ((rc = avail(r, B, dir, &s2)))
-		goto fail;
-	sample_add(sm, s2, SP_DELETED);
+	if ((rc = avail(c->r, DELETER, c->dir, &c->s2)))
+		return rc;
+	sample_add(c->sm, c->s2, SP_DELETED);
+	return 0;
+}
 
-	if ((rc = call(r, A, "close_handle", json_pack("{s:I}", "handle", h), &out)))
-		goto fail;
+/* One try at removing the directory after the close, re-driving the delete
+ * where it had failed, as kaas would. */
+static int try_remove(unlink_ctx *c)
+{
+	json_t *out = NULL;
+	int hidden, total, exists, rc;
+	if ((rc = list_hidden(c->r, DELETER, c->d, NULL, &hidden, &total, &exists)))
+		return rc;
+	if (!exists) {
+		c->removed = 1;
+		return 0;
+	}
+	if (!c->unlinked && total > 0) {
+		if ((rc = call(c->r, DELETER, "unlink", json_pack("{s:s}", "path", c->victim), &out)))
+			return rc;
+		c->unlinked = strcmp(errof(out), "OK") == 0 || strcmp(errof(out), "ENOENT") == 0;
+		json_decref(out);
+	}
+	if ((rc = call(c->r, DELETER, "rmdir", json_pack("{s:s}", "path", c->d), &out)))
+		return rc;
+	json_object_set_new(c->res->profile, "rmdir_after_close", json_string(errof(out)));
+	c->removed = strcmp(errof(out), "OK") == 0 || strcmp(errof(out), "ENOENT") == 0;
+	json_decref(out);
+	return 0;
+}
+
+/* The holder closes; within AFTER_CLOSE_MS the directory must become
+ * removable and the space free: a rise over the level just before the
+ * close (or before the unlink: an NFSv3 server has no open state and may
+ * have freed it already). */
+static int close_and_settle(unlink_ctx *c)
+{
+	json_t *out = NULL, *prof = c->res->profile;
+	int rc;
+	if ((rc = call(c->r, HOLDER, "close_handle", json_pack("{s:I}", "handle", c->handle), &out)))
+		return rc;
 	json_object_set_new(prof, "close", json_string(errof(out)));
 	json_decref(out);
-	int64_t t_close = ku_mono_ms();
-
-	/* After close: the directory must become removable (re-driving the
-	 * delete where it had failed, as kaas would), and the space free: a
-	 * rise over the level just before the close (or before the unlink: an
-	 * NFSv3 server has no open state and may have freed it already). */
-	int64_t deadline = t_close + AFTER_CLOSE_MS;
-	const char *last_rmdir = removed ? "OK" : "?";
+	int64_t t_close = ku_mono_ms(), deadline = t_close + AFTER_CLOSE_MS;
 	int dense = 0;
 	for (;;) {
 		/* First the space: the first sample follows the close at once. */
-		if (conclusive && !sm->freed) {
-			if ((rc = avail(r, B, dir, &s3)))
-				goto fail;
-			sample_add(sm, s3, SP_CLOSED);
+		if (c->conclusive && !c->sm->freed) {
+			if ((rc = avail(c->r, DELETER, c->dir, &c->s3)))
+				return rc;
+			sample_add(c->sm, c->s3, SP_CLOSED);
 		}
-		if (!removed) {
-			if ((rc = list_hidden(r, B, d, NULL, &hidden, &total, &exists)))
-				goto fail;
-			if (!exists) {
-				removed = 1;
-				last_rmdir = "ENOENT";
-			} else {
-				if (!unlinked && total > 0) {
-					if ((rc = call(r, B, "unlink", json_pack("{s:s}", "path", victim), &out)))
-						goto fail;
-					unlinked = strcmp(errof(out), "OK") == 0 || strcmp(errof(out), "ENOENT") == 0;
-					json_decref(out);
-				}
-				if ((rc = call(r, B, "rmdir", json_pack("{s:s}", "path", d), &out)))
-					goto fail;
-				last_rmdir = json_string_value(json_object_get(out, "err")) ? "" : "?";
-				json_object_set_new(prof, "rmdir_after_close", json_string(errof(out)));
-				removed = strcmp(errof(out), "OK") == 0 || strcmp(errof(out), "ENOENT") == 0;
-				json_decref(out);
-			}
-		}
-		int space_done = !conclusive || sm->freed;
-		if ((removed && space_done) || ku_mono_ms() >= deadline)
+		if (!c->removed && (rc = try_remove(c)))
+			return rc;
+		int space_done = !c->conclusive || c->sm->freed;
+		if ((c->removed && space_done) || ku_mono_ms() >= deadline)
 			break;
-		if (r->interrupted && *r->interrupted) {
-			rc = -EINTR;
-			goto fail;
-		}
+		if (c->r->interrupted && *c->r->interrupted)
+			return -EINTR;
 		if (space_done)
 			usleep(50 * 1000);
 		else
 			pause_after_close(t_close, &dense);
 	}
-	(void)last_rmdir;
 	json_object_set_new(prof, "settled_after_close_ms", json_integer(ku_mono_ms() - t_close));
 	if (!json_object_get(prof, "rmdir_after_close"))
 		json_object_set_new(prof, "rmdir_after_close",
 				    json_string(strcmp(json_string_value(json_object_get(prof, "rmdir_while_open")), "OK") == 0
 							? "removed while open"
 							: "OK"));
-	if (!removed) {
-		kc_result_count(res, "rmdir_after_close_failed", 1);
-		/* What keeps it busy: a hidden name, or the deleted file itself
-		 * come back (s3fs re-uploads it when its holder writes). */
-		json_t *left = json_array();
-		if ((rc = list_hidden(r, B, d, left, &hidden, &total, &exists))) {
-			json_decref(left);
-			goto fail;
-		}
-		if (hidden > 0)
-			kc_result_count(res, "hidden_after_close", hidden);
-		char names[300] = "";
-		size_t used = 0;
-		for (size_t i = 0; i < json_array_size(left) && used < sizeof(names) - 1; i++) {
-			int w = snprintf(names + used, sizeof(names) - used, "%s%s", i ? " " : "",
-					 json_string_value(json_array_get(left, i)));
-			used = w < 0 ? used : used + (size_t)w;
-		}
-		if (unlinked && json_array_size(left) > 0) {
-			for (size_t i = 0; i < json_array_size(left); i++)
-				if (strcmp(json_string_value(json_array_get(left, i)), "victim") == 0)
-					kc_result_note(res, "the deleted file is back under its name after its holder wrote to it and closed it");
-		}
-		json_object_set_new(prof, "listing_after_close", left);
-		char detail[600];
-		snprintf(detail, sizeof(detail),
-			 "the directory still could not be removed %d s after the holder closed the file (rmdir: %s; it holds: %s)",
-			 AFTER_CLOSE_MS / 1000,
-			 json_string_value(json_object_get(prof, "rmdir_after_close")),
-			 names[0] ? names : "nothing");
-		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s,s]}]", "kind", "not_released", "actor", B,
-					"iteration", 1, "detail", detail, "trace",
-					"actor 0: create, write 32 MiB, fsync, keep open",
-					"actor 1: unlink, list, rmdir",
-					"actor 0: read, write, fsync, fstat, close",
-					"actor 1: unlink again if it had failed, rmdir, for 10 s");
-		kc_result_add_anomalies(res, NULL, one, 1);
-		json_decref(one);
+	return 0;
+}
+
+/* The directory could still not be removed: say what keeps it busy (a
+ * hidden name, or the deleted file itself come back: s3fs re-uploads it
+ * when its holder writes). */
+static int report_not_released(unlink_ctx *c)
+{
+	json_t *prof = c->res->profile;
+	int hidden, total, exists, rc;
+	kc_result_count(c->res, "rmdir_after_close_failed", 1);
+	json_t *left = json_array();
+	if ((rc = list_hidden(c->r, DELETER, c->d, left, &hidden, &total, &exists))) {
+		json_decref(left);
+		return rc;
 	}
-	json_t *space = json_pack("{s:I,s:I,s:I,s:I,s:o,s:i,s:i,s:I}", "avail_before", (json_int_t)s0,
-				  "avail_held", (json_int_t)s1, "avail_before_close", (json_int_t)s2,
-				  "avail_after_close", (json_int_t)s3, "avail", samples_json(sm),
-				  "linked_samples", sm->nlinked, "held_samples", sm->nheld, "rise",
-				  (json_int_t)sm->rise);
-	json_object_set_new(prof, "space", space);
+	if (hidden > 0)
+		kc_result_count(c->res, "hidden_after_close", hidden);
+	char names[300] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < json_array_size(left) && used < sizeof(names) - 1; i++) {
+		int w = snprintf(names + used, sizeof(names) - used, "%s%s", i ? " " : "",
+				 json_string_value(json_array_get(left, i)));
+		used = w < 0 ? used : used + (size_t)w;
+	}
+	for (size_t i = 0; c->unlinked && i < json_array_size(left); i++)
+		if (strcmp(json_string_value(json_array_get(left, i)), "victim") == 0)
+			kc_result_note(c->res, "the deleted file is back under its name after its holder wrote to it and closed it");
+	json_object_set_new(prof, "listing_after_close", left);
+	char detail[600];
+	snprintf(detail, sizeof(detail),
+		 "the directory still could not be removed %d s after the holder closed the file (rmdir: %s; it holds: %s)",
+		 AFTER_CLOSE_MS / 1000, json_string_value(json_object_get(prof, "rmdir_after_close")),
+		 names[0] ? names : "nothing");
+	json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s,s]}]", "kind", "not_released", "actor",
+				DELETER, "iteration", 1, "detail", detail, "trace",
+				"actor 0: create, write 32 MiB, fsync, keep open",
+				"actor 1: unlink, list, rmdir", "actor 0: read, write, fsync, fstat, close",
+				"actor 1: unlink again if it had failed, rmdir, for 10 s");
+	kc_result_add_anomalies(c->res, NULL, one, 1);
+	json_decref(one);
+	return 0;
+}
+
+/* Was the space given back?  Other writers can hide a free, or fake the
+ * file's arrival: an attempt that missed the free is repeated with a fresh
+ * file, and it takes two that saw the file arrive and not leave to call the
+ * space lost (one that sees it leave ends it). */
+static int judge_space(unlink_ctx *c)
+{
+	samples *sm = c->sm;
+	json_t *prof = c->res->profile;
+	json_object_set_new(prof, "space",
+			    json_pack("{s:I,s:I,s:I,s:I,s:o,s:i,s:i,s:I}", "avail_before", (json_int_t)c->s0,
+				      "avail_held", (json_int_t)c->s1, "avail_before_close",
+				      (json_int_t)c->s2, "avail_after_close", (json_int_t)c->s3, "avail",
+				      samples_json(sm), "linked_samples", sm->nlinked, "held_samples",
+				      sm->nheld, "rise", (json_int_t)sm->rise));
 	json_object_set_new(prof, "space_attempts", json_array());
-	int attempts = 1, missed = conclusive && !sm->freed;
+	int attempts = 1, missed = c->conclusive && !sm->freed, rc;
 	int64_t rise = sm->rise;
-	/* Other writers can hide a free, or fake the file's arrival: an
-	 * attempt that missed the free is repeated with a fresh file, and it
-	 * takes two that saw the file arrive and not leave to call the space
-	 * lost (one that sees it leave ends it). */
 	while (missed > 0 && missed < 2 && !sm->freed && attempts < SPACE_ATTEMPTS) {
 		int again = 0;
 		attempts++;
-		if ((rc = space_again(r, dir, attempts, tag, sm, &again, prof)))
-			goto fail;
+		if ((rc = space_again(c->r, c->dir, attempts, c->tag, sm, &again, prof)))
+			return rc;
 		if (again && !sm->freed)
 			missed++;
 		if (sm->rise > rise)
 			rise = sm->rise;
 	}
-	conclusive = sm->freed || missed >= 2;
-	kc_result_count(res, "space_attempts", attempts);
+	int conclusive = sm->freed || missed >= 2;
+	kc_result_count(c->res, "space_attempts", attempts);
 	if (!conclusive) {
 		/* statvfs is missing, or did not see the file arrive: it cannot
 		 * tell whether the space went away again. */
-		kc_result_count(res, "space_unknown", 1);
+		kc_result_count(c->res, "space_unknown", 1);
 		if (attempts > 1)
-			kc_result_note(res, "space accounting is not conclusive here (statvfs showed the 32 MiB file arrive and stay in %d of %d attempts; others write to the volume too)",
+			kc_result_note(c->res, "space accounting is not conclusive here (statvfs showed the 32 MiB file arrive and stay in %d of %d attempts; others write to the volume too)",
 				       missed, attempts);
 		else
-			kc_result_note(res, "space accounting is not conclusive here (statvfs %s)",
-				       s0 < 0 ? "unavailable" : "did not show the 32 MiB file being written");
-	} else if (!sm->freed) {
-		kc_result_count(res, "space_not_freed", 1);
-		char t1[200], t2[200], t3[200], d[300];
-		snprintf(t1, sizeof(t1), "actor 1: statvfs: %lld bytes available before the file", (long long)s0);
-		snprintf(t2, sizeof(t2), "actor 1: statvfs: %lld with the 32 MiB file held open", (long long)s1);
-		snprintf(t3, sizeof(t3), "actor 1: statvfs: %lld %d s after it was deleted and closed",
-			 (long long)s3, AFTER_CLOSE_MS / 1000);
-		snprintf(d, sizeof(d),
-			 "free space did not rise by half the file's size within %d s of the close, in %d of %d attempts (largest rise %lld bytes)",
-			 AFTER_CLOSE_MS / 1000, missed, attempts, (long long)rise);
-		json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s]}]", "kind", "space_not_freed", "actor", B,
-					"iteration", 1, "detail", d, "trace", t1, t2, t3);
-		kc_result_add_anomalies(res, NULL, one, 1);
-		json_decref(one);
+			kc_result_note(c->res, "space accounting is not conclusive here (statvfs %s)",
+				       c->s0 < 0 ? "unavailable" : "did not show the 32 MiB file being written");
+		return 0;
 	}
-	free(sm);
+	if (sm->freed)
+		return 0;
+	kc_result_count(c->res, "space_not_freed", 1);
+	char t1[200], t2[200], t3[200], d[300];
+	snprintf(t1, sizeof(t1), "actor 1: statvfs: %lld bytes available before the file", (long long)c->s0);
+	snprintf(t2, sizeof(t2), "actor 1: statvfs: %lld with the 32 MiB file held open", (long long)c->s1);
+	snprintf(t3, sizeof(t3), "actor 1: statvfs: %lld %d s after it was deleted and closed",
+		 (long long)c->s3, AFTER_CLOSE_MS / 1000);
+	snprintf(d, sizeof(d),
+		 "free space did not rise by half the file's size within %d s of the close, in %d of %d attempts (largest rise %lld bytes)",
+		 AFTER_CLOSE_MS / 1000, missed, attempts, (long long)rise);
+	json_t *one = json_pack("[{s:s,s:i,s:i,s:s,s:[s,s,s]}]", "kind", "space_not_freed", "actor",
+				DELETER, "iteration", 1, "detail", d, "trace", t1, t2, t3);
+	kc_result_add_anomalies(c->res, NULL, one, 1);
+	json_decref(one);
+	return 0;
+}
+
+int kc_check_unlink(kc_run *r, kc_result *res, const char *dir)
+{
+	unlink_ctx c = {.r = r, .res = res, .dir = dir, .s3 = -1};
+	snprintf(c.d, sizeof(c.d), "%s/held", dir);
+	snprintf(c.victim, sizeof(c.victim), "%s/victim", c.d);
+	c.tag = kc_run_tag(r, KC_CHK_UNLINK, 0, "victim");
+	if (!(c.sm = calloc(1, sizeof(*c.sm)))) {
+		kc_result_error(res, "out of memory");
+		return -ENOMEM;
+	}
+	int rc;
+	kc_run_variant(r, "hold");
+	res->iterations = 1;
+	json_object_set_new(res->profile, "holder_actor", json_integer(HOLDER));
+	json_object_set_new(res->profile, "deleter_actor", json_integer(DELETER));
+	json_object_set_new(res->profile, "file_bytes", json_integer(FILE_BYTES));
+	static const char *const zero[] = {"hidden_while_open", "hidden_after_close",
+					   "rmdir_after_close_failed", "space_not_freed",
+					   "space_unknown", "space_attempts"};
+	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
+		kc_result_count(res, zero[k], 0); /* every counter is in the report */
+	if ((rc = create_and_hold(&c)) || (rc = delete_while_held(&c)) ||
+	    (rc = close_and_settle(&c)))
+		goto out;
+	if (!c.removed && (rc = report_not_released(&c)))
+		goto out;
+	if ((rc = judge_space(&c)))
+		goto out;
 	r->manual = 1;
 	r->manual_done = 1;
-	return 0;
-fail:
-	free(sm);
-	if (rc != -EINTR)
+out:
+	free(c.sm);
+	if (rc && rc != -EINTR)
 		kc_result_error(res, "%s", r->drv.err);
 	return rc;
 }

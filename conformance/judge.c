@@ -4,6 +4,7 @@
 #include "conformance/judge.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,17 +55,19 @@ static long long list_violations(const json_t *counts, const char *variant,
 
 kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
 {
-	static const char *const file_keys[] = {"missing", "read_enoent", "empty", "short",
-						"long", "torn", "backwards", "errors",
-						"write_errors", "rename_errors", "hold_errors"};
-	static const char *const dir_keys[] = {"partial", "errors", "rename_errors"};
+	static const char *const file_keys[] = {"not_converged", "missing", "read_enoent",
+						"empty", "short", "long", "torn", "backwards",
+						"errors", "write_errors", "rename_errors",
+						"hold_errors"};
+	static const char *const dir_keys[] = {"not_converged", "partial", "errors",
+					       "rename_errors"};
 	char viol[512] = "";
 	sbuf vb = {viol, sizeof(viol), 0};
 	int first = 1;
 	long long bad = 0;
-	bad += list_violations(counts, "plain", file_keys, 11, &vb, &first);
-	bad += list_violations(counts, "held", file_keys, 11, &vb, &first);
-	bad += list_violations(counts, "dir", dir_keys, 3, &vb, &first);
+	bad += list_violations(counts, "plain", file_keys, 12, &vb, &first);
+	bad += list_violations(counts, "held", file_keys, 12, &vb, &first);
+	bad += list_violations(counts, "dir", dir_keys, 4, &vb, &first);
 	long long reads = C("plain.reads") + C("held.reads");
 	long long ok = C("plain.ok") + C("held.ok");
 	long long renames = C("plain.renames") + C("held.renames");
@@ -77,11 +80,25 @@ kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
 		return KC_FAIL;
 	}
 	/* Each variant tests something the others cannot (a held target, a
-	 * directory), so each must have verified something of its own. */
+	 * directory), so each must have verified something of its own, and so
+	 * must every reader: one that verified nothing cannot vouch for its
+	 * client however much the others read. */
 	const char *idle = C("plain.ok") == 0 ? "plain"
 			   : C("held.ok") == 0 ? "held"
 			   : C("dir.complete") == 0 ? "dir"
 						  : NULL;
+	const char *idle_reader = C("plain.readers_idle") > 0 ? "plain"
+				  : C("held.readers_idle") > 0 ? "held"
+				  : C("dir.readers_idle") > 0 ? "dir"
+							       : NULL;
+	if (!idle && idle_reader) {
+		sb_add(&b, "inconclusive: %lld readers of the %s variant verified nothing of their own",
+		       C(idle_reader[0] == 'p' ? "plain.readers_idle"
+			 : idle_reader[0] == 'h' ? "held.readers_idle"
+						 : "dir.readers_idle"),
+		       idle_reader);
+		return KC_WARN;
+	}
 	if (idle) {
 		sb_add(&b, "inconclusive: the %s variant verified nothing (%lld reads, %lld directory listings",
 		       idle, reads, C("dir.listings"));
@@ -90,7 +107,7 @@ kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
 		sb_add(&b, ")");
 		return KC_WARN;
 	}
-	sb_add(&b, "%lld renames, %lld verified reads, %lld directory listings: none missing, torn or going backwards",
+	sb_add(&b, "%lld renames, %lld verified reads, %lld directory listings: none missing, torn or going backwards, every reader converged",
 	       renames + C("dir.renames"), ok, C("dir.listings"));
 	if (estale)
 		sb_add(&b, " (ESTALE retried %lld times)", estale);
@@ -121,28 +138,32 @@ kc_verdict kc_judge_excl(const json_t *counts, char *summary, size_t len)
 
 kc_verdict kc_judge_cto(const json_t *counts, char *summary, size_t len)
 {
-	static const char *const keys[] = {"stale", "short", "long", "torn", "empty",
-					   "missing", "future", "errors", "write_errors"};
+	static const char *const keys[] = {"stale",   "short",  "long",	  "torn",
+					   "empty",   "missing", "future",	  "errors",
+					   "write_errors", "not_converged"};
 	char viol[512] = "";
 	sbuf vb = {viol, sizeof(viol), 0};
 	int first = 1;
-	long long bad = list_violations(counts, "same", keys, 9, &vb, &first);
-	bad += list_violations(counts, "grow", keys, 9, &vb, &first);
-	long long reads = C("same.reads") + C("grow.reads");
+	long long bad = list_violations(counts, "same", keys, 10, &vb, &first);
+	bad += list_violations(counts, "grow", keys, 10, &vb, &first);
+	bad += list_violations(counts, "renamed", keys, 10, &vb, &first);
+	long long reads = C("same.reads") + C("grow.reads") + C("renamed.reads");
 	sbuf b = {summary, len, 0};
 	if (bad > 0) {
 		sb_add(&b, "%lld of %lld reads after close did not see the closed version (%s)", bad,
 		       reads, viol);
 		return KC_FAIL;
 	}
-	if (C("same.reads") == 0 || C("grow.reads") == 0) {
+	if (C("same.reads") == 0 || C("grow.reads") == 0 || C("renamed.reads") == 0) {
 		sb_add(&b, "inconclusive: no read of the %s rewrites ran",
-		       C("same.reads") == 0 ? "same-size" : "growing");
+		       C("same.reads") == 0  ? "same-size"
+		       : C("grow.reads") == 0 ? "growing"
+					      : "renamed-over");
 		return KC_WARN;
 	}
-	sb_add(&b, "%lld same-size and %lld growing rewrites: every open after close saw the new version",
-	       C("same.reads"), C("grow.reads"));
-	long long estale = C("same.estale") + C("grow.estale");
+	sb_add(&b, "%lld same-size, %lld growing and %lld renamed-over reads after close: every open saw the new version, every reader converged",
+	       C("same.reads"), C("grow.reads"), C("renamed.reads"));
+	long long estale = C("same.estale") + C("grow.estale") + C("renamed.estale");
 	if (estale)
 		sb_add(&b, " (ESTALE retried %lld times)", estale);
 	return KC_PASS;
@@ -299,6 +320,76 @@ kc_verdict kc_judge_rcopy(const json_t *counts, char *summary, size_t len)
 	return KC_PASS;
 }
 
+int64_t kc_power_needed(double rate, double prob)
+{
+	if (!(rate > 0 && rate < 1) || !(prob < 1))
+		return -1;
+	if (prob <= 0)
+		return 1;
+	double n = log1p(-prob) / log1p(-rate);
+	/* ln() of numbers near 1 is inexact: take the integer just below
+	 * when it already reaches prob. */
+	int64_t k = (int64_t)ceil(n - 1e-9);
+	return k < 1 ? 1 : k;
+}
+
+double kc_power_of(int64_t n, double rate)
+{
+	if (n <= 0 || !(rate > 0))
+		return 0.0;
+	if (rate >= 1)
+		return 1.0;
+	return -expm1((double)n * log1p(-rate));
+}
+
+int64_t kc_judge_readers(json_t *readers, int64_t *idle, int64_t *min_obs)
+{
+	int64_t stuck = 0;
+	size_t i;
+	json_t *rd;
+	*idle = 0;
+	*min_obs = -1;
+	json_array_foreach(readers, i, rd)
+	{
+		const char *fs = json_string_value(json_object_get(rd, "final_status"));
+		json_int_t obs = json_integer_value(json_object_get(rd, "reads"));
+		/* Not converging is a violation whatever else the reader saw;
+		 * a reader that verified nothing during the run (and was not
+		 * caught) is no evidence for its client either way. */
+		const char *v = fs && strcmp(fs, "ok") != 0 ? "not_converged"
+				: !fs || json_integer_value(json_object_get(rd, "ok")) == 0 ? "idle"
+											 : "converged";
+		if (strcmp(v, "not_converged") == 0)
+			stuck++;
+		else if (strcmp(v, "idle") == 0)
+			(*idle)++;
+		if (*min_obs < 0 || obs < *min_obs)
+			*min_obs = obs;
+		json_object_set_new(rd, "verdict", json_string(v));
+	}
+	return stuck;
+}
+
+kc_verdict kc_judge_perf(const json_t *counts, char *summary, size_t len)
+{
+	sbuf b = {summary, len, 0};
+	int slow_sync = C("fsync_p99_us") > C("target_fsync_p99_us");
+	int slow_tput = C("target_mibps_x100") > 0 && C("mibps_1m_x100") < C("target_mibps_x100");
+	sb_add(&b, "fsync p99 %.2f ms (target %.2f ms), 4 KiB append+fsync p99 %.2f ms, 1 MiB appends %.1f MiB/s",
+	       C("fsync_p99_us") / 1000.0, C("target_fsync_p99_us") / 1000.0,
+	       C("append_4k_p99_us") / 1000.0, C("mibps_1m_x100") / 100.0);
+	if (C("target_mibps_x100") > 0)
+		sb_add(&b, " (target %.1f)", C("target_mibps_x100") / 100.0);
+	sb_add(&b, "; %lld creates/s, %lld renames/s, %lld unlinks/s", C("creates_per_s"),
+	       C("renames_per_s"), C("unlinks_per_s"));
+	if (!slow_sync && !slow_tput)
+		return KC_PASS;
+	sb_add(&b, ": %s", slow_sync && slow_tput ? "fsync and throughput miss their targets"
+			   : slow_sync		  ? "fsync misses its target"
+						  : "throughput misses its target");
+	return C("strict") > 0 ? KC_FAIL : KC_WARN;
+}
+
 kc_verdict kc_judge_overall(const kc_result *res, int n)
 {
 	kc_verdict v = KC_PASS;
@@ -315,6 +406,7 @@ void kc_judge_result(kc_result *r, uint64_t seed)
 		[KC_CHK_RENAME] = kc_judge_rename, [KC_CHK_EXCL] = kc_judge_excl,
 		[KC_CHK_CTO] = kc_judge_cto,	   [KC_CHK_UNLINK] = kc_judge_unlink,
 		[KC_CHK_FSYNC] = kc_judge_fsync,   [KC_CHK_RCOPY] = kc_judge_rcopy,
+		[KC_CHK_PERF] = kc_judge_perf,
 	};
 	if (r->verdict == KC_ERROR)
 		return;

@@ -21,6 +21,30 @@ kc_verdict kc_judge_cto(const json_t *counts, char *summary, size_t len);
 kc_verdict kc_judge_unlink(const json_t *counts, char *summary, size_t len);
 kc_verdict kc_judge_fsync(const json_t *counts, char *summary, size_t len);
 kc_verdict kc_judge_rcopy(const json_t *counts, char *summary, size_t len);
+/* perf: fsync_p99_us against target_fsync_p99_us, mibps_1m_x100 against
+ * target_mibps_x100 (0: none); a miss is a WARN, a FAIL with strict=1. */
+kc_verdict kc_judge_perf(const json_t *counts, char *summary, size_t len);
+
+/* Class 4, detection power.  An anomaly that shows in a fraction `rate` of
+ * independent observations is missed by n of them with probability
+ * (1-rate)^n.  kc_power_needed: the smallest n that catches it with at least
+ * probability `prob` (ceil(ln(1-prob)/ln(1-rate)): 688 for 1% and 99.9%);
+ * 1 for prob <= 0, -1 for arguments outside (0,1).  kc_power_of: the
+ * probability that n observations catch it (0 for n <= 0). */
+int64_t kc_power_needed(double rate, double prob);
+double kc_power_of(int64_t n, double rate);
+
+/* Class 3, convergence, decided per reader.  A reader is a JSON object
+ * {"ok": verified reads, "final_status": what its first open after the
+ * writer's last rename and close read ("ok", "stale", "missing", ...;
+ * absent when that read could not be made), "reads": its observations}.  It
+ * did not converge when that open read anything but the final version; it
+ * is idle when it was not caught but verified nothing during the run (or
+ * made no final read): no evidence either way; else it converged.  Each reader gets
+ * "verdict": "converged", "not_converged" or "idle"; the return value is
+ * the number not converged, *idle the number idle, *min_obs the fewest
+ * observations ("reads") of any reader (-1 for none). */
+int64_t kc_judge_readers(json_t *readers, int64_t *idle, int64_t *min_obs);
 
 /* The fsync check's durability in words, for the report and the stamp:
  * {"proven": bool, "by": "power-loss-cmd"|"crash-cmd"|"writer-kill",

@@ -61,6 +61,7 @@ static const struct {
 			   "a file deleted while open is released when its holder closes it"},
 	[KC_CHK_FSYNC] = {"fsync", "fsync makes data durable"},
 	[KC_CHK_RCOPY] = {"rename-copy", "rename moves a name, it does not copy data"},
+	[KC_CHK_PERF] = {"perf", "append+fsync latency and metadata rates meet the targets given"},
 };
 
 const char *kc_check_name(int id)

@@ -10,8 +10,10 @@
 #include <stdint.h>
 
 #define KC_VERSION "0.1.0"
-#define KC_PROTOCOL_VERSION 2 /* driver <-> actor messages (conformance/chan.h); 2: reopen */
-#define KC_REPORT_SCHEMA 2    /* JSON report, docs/formats.md; 2: UNPROVEN, layers, durability */
+#define KC_PROTOCOL_VERSION 3 /* driver <-> actor messages (conformance/chan.h); 2: reopen;
+                               3: observations, until_stop, final_seq, via_rename */
+#define KC_REPORT_SCHEMA 2    /* JSON report, docs/formats.md; 2: UNPROVEN, layers, durability,
+                               convergence per reader, detection power, perf */
 
 /* Ordered by severity: the overall verdict is the worst of the checks'. */
 typedef enum kc_verdict {
@@ -50,10 +52,13 @@ typedef enum kc_check_id {
 	KC_CHK_UNLINK,
 	KC_CHK_FSYNC,
 	KC_CHK_RCOPY,
+	KC_CHK_PERF, /* opt-in (--perf or --checks perf): speed, not correctness */
 	KC_NCHECKS
 } kc_check_id;
 
 #define KC_ALL_CHECKS ((1u << KC_NCHECKS) - 1)
+/* What runs without --checks, "all" in --checks, and what a stamp needs. */
+#define KC_DEFAULT_CHECKS (KC_ALL_CHECKS & ~(1u << KC_CHK_PERF))
 
 const char *kc_check_name(int id);      /* "rename", "unlink-open", ... */
 const char *kc_check_guarantee(int id); /* the guarantee a FAIL names */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conformance/judge.h"
 #include "conformance/kc.h"
 
 const char kc_usage[] =
@@ -18,15 +19,18 @@ const char kc_usage[] =
 	"                          [--require-power-loss]\n"
 	"                          [--timeout SECONDS] [--progress|--no-progress]\n"
 	"                          [--agent HOST:PORT --agent HOST:PORT ...]\n"
+	"                          [--detect-rate PCT] [--detect-power PCT]\n"
+	"                          [--perf [--perf-fsync-p99-ms MS] [--perf-min-mibps N]\n"
+	"                           [--perf-strict]]\n"
 	"       kaas-conform agent --listen ADDR:PORT --root URL [--keepalive SECONDS]\n"
 	"       kaas-conform stamp-verify URL [--cluster-dir DIR]\n"
 	"       kaas-conform --version\n"
 	"\n"
 	"URL is a directory (path or posix:PATH), nfs://server/export?version=3|4,\n"
 	"or fault:<url>?<options>.  Checks: preflight, rename, excl, cto, unlink-open,\n"
-	"fsync, rename-copy (default: all).  Exit: 0 pass (or warn, or unproven:\n"
-	"fsync not disproven, no power-loss hook), 1 fail, 2 usage or internal\n"
-	"error, 3 refused, 4 unproven with --require-power-loss.\n"
+	"fsync, rename-copy (default: all of these), perf (with --perf).  Exit: 0 pass\n"
+	"(or warn, or unproven: fsync not disproven, no power-loss hook), 1 fail,\n"
+	"2 usage or internal error, 3 refused, 4 unproven with --require-power-loss.\n"
 	"See docs/conformance.md.\n";
 
 int kc_parse_checks(const char *list, unsigned *mask, char *err, size_t errlen)
@@ -41,13 +45,13 @@ int kc_parse_checks(const char *list, unsigned *mask, char *err, size_t errlen)
 	char *save = NULL;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (strcmp(t, "all") == 0) {
-			m |= KC_ALL_CHECKS;
+			m |= KC_DEFAULT_CHECKS;
 			continue;
 		}
 		int id = kc_check_lookup(t);
 		if (id < 0) {
 			snprintf(err, errlen,
-				 "--checks: unknown check '%s' (known: preflight, rename, excl, cto, unlink-open, fsync, rename-copy)",
+				 "--checks: unknown check '%s' (known: preflight, rename, excl, cto, unlink-open, fsync, rename-copy, perf)",
 				 t);
 			return -EINVAL;
 		}
@@ -82,6 +86,35 @@ static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, u
 bad:
 	snprintf(err, errlen, "%s: '%s' is not a number", opt, s ? s : "");
 	return -EINVAL;
+}
+
+/* A percentage strictly between 0 and 100 ("1", "0.5", "99.9"). */
+static int parse_pct(const char *opt, const char *s, double *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double v = s && *s && *s != ' ' ? strtod(s, &end) : 0;
+	if (!s || !*s || *s == ' ' || *end || errno || !(v > 0 && v < 100)) {
+		snprintf(err, errlen, "%s: '%s' is not a percentage between 0 and 100 (exclusive)", opt,
+			 s ? s : "");
+		return -EINVAL;
+	}
+	*out = v / 100.0;
+	return 0;
+}
+
+/* A positive decimal number below 10^6 ("10", "2.5"). */
+static int parse_positive(const char *opt, const char *s, double *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double v = s && *s && *s != ' ' ? strtod(s, &end) : 0;
+	if (!s || !*s || *s == ' ' || *end || errno || !(v > 0 && v < 1e6)) {
+		snprintf(err, errlen, "%s: '%s' is not a positive number", opt, s ? s : "");
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
 }
 
 /* A value that must not be empty; the message is "opt: what". */
@@ -120,8 +153,10 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 {
 	memset(o, 0, sizeof(*o));
 	o->actors = KC_DEFAULT_ACTORS;
-	o->iterations = KC_DEFAULT_ITERATIONS;
-	o->checks = KC_ALL_CHECKS;
+	o->detect_rate = KC_DETECT_RATE_PCT / 100.0;
+	o->detect_power = KC_DETECT_POWER_PCT / 100.0;
+	o->checks = KC_DEFAULT_CHECKS;
+	o->perf_fsync_p99_us = KC_PERF_FSYNC_P99_MS * 1000;
 	o->progress = -1;
 	o->timeout_s = 300;
 	int checks_given = 0, actors_given = 0;
@@ -162,6 +197,13 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			if (bad || parse_u64("--iterations", v, 1, KC_MAX_ITERATIONS, &u, err, errlen))
 				return -EINVAL;
 			o->iterations = (int64_t)u;
+			o->iterations_set = 1;
+		} else if (take(argc, argv, &i, "--detect-rate", &v, err, errlen, &bad)) {
+			if (bad || parse_pct("--detect-rate", v, &o->detect_rate, err, errlen))
+				return -EINVAL;
+		} else if (take(argc, argv, &i, "--detect-power", &v, err, errlen, &bad)) {
+			if (bad || parse_pct("--detect-power", v, &o->detect_power, err, errlen))
+				return -EINVAL;
 		} else if (take(argc, argv, &i, "--seed", &v, err, errlen, &bad)) {
 			if (bad || parse_u64("--seed", v, 0, KC_SEED_MAX, &u, err, errlen))
 				return -EINVAL;
@@ -199,6 +241,18 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			if (bad || parse_u64("--timeout", v, 1, 86400, &u, err, errlen))
 				return -EINVAL;
 			o->timeout_s = (int)u;
+		} else if (strcmp(a, "--perf") == 0) {
+			o->perf = 1;
+		} else if (strcmp(a, "--perf-strict") == 0) {
+			o->perf_strict = 1;
+		} else if (take(argc, argv, &i, "--perf-fsync-p99-ms", &v, err, errlen, &bad)) {
+			double ms;
+			if (bad || parse_positive("--perf-fsync-p99-ms", v, &ms, err, errlen))
+				return -EINVAL;
+			o->perf_fsync_p99_us = (int64_t)(ms * 1000.0 + 0.5);
+		} else if (take(argc, argv, &i, "--perf-min-mibps", &v, err, errlen, &bad)) {
+			if (bad || parse_positive("--perf-min-mibps", v, &o->perf_min_mibps, err, errlen))
+				return -EINVAL;
 		} else if (strcmp(a, "--progress") == 0) {
 			o->progress = 1;
 		} else if (strcmp(a, "--no-progress") == 0) {
@@ -220,6 +274,17 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 	if (!o->url) {
 		snprintf(err, errlen, "missing URL of the volume to check (see --help)");
 		return -EINVAL;
+	}
+	if (!o->iterations_set) {
+		int64_t need = kc_power_needed(o->detect_rate, o->detect_power);
+		if (need > KC_MAX_ITERATIONS) {
+			snprintf(err, errlen,
+				 "--detect-rate %g%% with --detect-power %g%% needs %lld observations, more than %d",
+				 o->detect_rate * 100, o->detect_power * 100, (long long)need,
+				 KC_MAX_ITERATIONS);
+			return -EINVAL;
+		}
+		o->iterations = need;
 	}
 	if (o->nagents) {
 		/* One actor per agent: the agents are the actors. */
@@ -251,7 +316,9 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 		snprintf(err, errlen, "--cluster-dir only makes sense with --stamp");
 		return -EINVAL;
 	}
-	if (o->stamp && checks_given && o->checks != KC_ALL_CHECKS) {
+	if (o->perf)
+		o->checks |= 1u << KC_CHK_PERF;
+	if (o->stamp && checks_given && (o->checks & KC_DEFAULT_CHECKS) != KC_DEFAULT_CHECKS) {
 		snprintf(err, errlen, "--stamp needs every check; drop --checks");
 		return -EINVAL;
 	}

@@ -13,7 +13,12 @@
 #define KC_MIN_ACTORS 2
 #define KC_MAX_ACTORS 64
 #define KC_DEFAULT_ACTORS 4
-#define KC_DEFAULT_ITERATIONS 200
+/* Without --iterations: what the detection target needs (688 for the
+ * defaults below), kc_power_needed(). */
+#define KC_DETECT_RATE_PCT 1.0   /* an anomaly in 1% of observations ... */
+/* etcd's rule of thumb for the disk under a log: p99 fsync below 10 ms. */
+#define KC_PERF_FSYNC_P99_MS 10
+#define KC_DETECT_POWER_PCT 99.9 /* ... is caught with at least 99.9% */
 #define KC_MAX_ITERATIONS 1000000
 
 typedef struct kc_opts {
@@ -23,7 +28,9 @@ typedef struct kc_opts {
 	const char *agents[KC_MAX_ACTORS]; /* --agent HOST:PORT: one remote actor each */
 	int nagents;
 	int actors;
-	int64_t iterations;
+	int64_t iterations; /* observations per observer (docs/conformance.md) */
+	int iterations_set;
+	double detect_rate, detect_power; /* fractions in (0,1): the detection target */
 	uint64_t seed;
 	int seed_set;
 	unsigned checks; /* bit per kc_check_id */
@@ -35,6 +42,9 @@ typedef struct kc_opts {
 	const char *power_loss_cmd; /* a power cut of the storage (docs/conformance.md) */
 	int require_power_loss;     /* UNPROVEN fsync ends the run with exit 4 */
 	int timeout_s;
+	int perf, perf_strict; /* --perf: add the perf check; --perf-strict: a miss FAILs */
+	int64_t perf_fsync_p99_us; /* --perf-fsync-p99-ms (default KC_PERF_FSYNC_P99_MS) */
+	double perf_min_mibps;     /* --perf-min-mibps at 1 MiB appends; 0: no target */
 	int progress; /* -1 auto (a TTY), 0 off, 1 on */
 	int help;
 } kc_opts;

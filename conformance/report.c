@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conformance/judge.h"
 #include "conformance/run.h"
 #include "qualify/stamp.h"
 
@@ -45,6 +47,31 @@ json_t *kc_report_actors(const kc_run *r)
 			 "hosts", r->hosts, "distinct_hosts", r->hosts > 1, "list", list);
 }
 
+/* Class 4: what a check's sample size can catch.  A check that looks once
+ * (its result does not come from sampling) says so instead. */
+static json_t *detection_json(const kc_run *r, const kc_result *res)
+{
+	if (!res->observation)
+		return json_pack("{s:s}", "kind", "single");
+	double power = kc_power_of(res->observations, r->o->detect_rate);
+	return json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:I,s:b}", "kind", "sampled", "observation",
+			 res->observation, "observations", (json_int_t)res->observations, "rate",
+			 r->o->detect_rate, "power", round(power * 1e9) / 1e9, "target_power",
+			 round(r->o->detect_power * 1e9) / 1e9,
+			 "needed", (json_int_t)kc_power_needed(r->o->detect_rate, r->o->detect_power),
+			 "meets_target", power >= r->o->detect_power);
+}
+
+int kc_report_power_text(const kc_run *r, const kc_result *res, char *buf, size_t len)
+{
+	if (!res->observation || res->verdict == KC_ERROR)
+		return snprintf(buf, len, "-");
+	double p = kc_power_of(res->observations, r->o->detect_rate) * 100.0;
+	/* Never round a power below the target up to it. */
+	double shown = p >= 99.995 ? 99.99 : (double)(int64_t)(p * 100.0) / 100.0;
+	return snprintf(buf, len, "%.2f%%", shown);
+}
+
 static json_t *check_json(const kc_run *r, const kc_result *res)
 {
 	json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:O,s:I,s:O,s:O,s:O}", "name",
@@ -54,6 +81,7 @@ static json_t *check_json(const kc_run *r, const kc_result *res)
 			      (json_int_t)res->iterations, "counts", res->counts, "anomalies_total",
 			      (json_int_t)res->anomalies_total, "anomalies", res->anomalies, "notes",
 			      res->notes, "profile", res->profile);
+	json_object_set_new(c, "detection", detection_json(r, res));
 	if (res->reproduce[0])
 		json_object_set_new(c, "reproduce", json_string(res->reproduce));
 	char *cmd = kc_reproduce_command(r, res);
@@ -82,6 +110,10 @@ json_t *kc_report_json(const kc_run *r)
 			      r->actors ? json_incref(r->actors) : kc_report_actors(r), "seed", (json_int_t)r->seed, "iterations",
 			      (json_int_t)r->o->iterations, "started_at", r->started_at, "duration_ms",
 			      (json_int_t)r->duration_ms, "checks", checks);
+	json_object_set_new(j, "detection",
+			    json_pack("{s:f,s:f,s:I}", "rate", round(r->o->detect_rate * 1e9) / 1e9,
+				      "target_power", round(r->o->detect_power * 1e9) / 1e9, "needed",
+				      (json_int_t)kc_power_needed(r->o->detect_rate, r->o->detect_power)));
 	if (r->verdict == KC_ERROR)
 		json_object_set_new(j, "error", json_string(r->error));
 	json_object_set_new(j, "durability", kc_run_durability(r));
@@ -295,6 +327,18 @@ char *kc_reproduce_command(const kc_run *r, const kc_result *res)
 	shell_word(&b, num);
 	shell_word(&b, "--checks");
 	shell_word(&b, kc_check_name(res->check));
+	if (res->check == KC_CHK_PERF) {
+		snprintf(num, sizeof(num), "%.3f", (double)o->perf_fsync_p99_us / 1000.0);
+		shell_word(&b, "--perf-fsync-p99-ms");
+		shell_word(&b, num);
+		if (o->perf_min_mibps > 0) {
+			snprintf(num, sizeof(num), "%g", o->perf_min_mibps);
+			shell_word(&b, "--perf-min-mibps");
+			shell_word(&b, num);
+		}
+		if (o->perf_strict)
+			shell_word(&b, "--perf-strict");
+	}
 	if (o->crash_cmd && res->check == KC_CHK_FSYNC) {
 		shell_word(&b, "--crash-cmd");
 		shell_word(&b, o->crash_cmd);
@@ -363,16 +407,26 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
 	xfmt(&b, "      <property name=\"seed\" value=\"%llu\"/>\n", (unsigned long long)r->seed);
 	xfmt(&b, "      <property name=\"actors\" value=\"%d\"/>\n", r->nactors);
 	xfmt(&b, "      <property name=\"verdict\" value=\"%s\"/>\n", kc_verdict_name(r->verdict));
+	xfmt(&b, "      <property name=\"detect_rate\" value=\"%g\"/>\n", r->o->detect_rate);
+	xfmt(&b, "      <property name=\"detect_power\" value=\"%g\"/>\n", r->o->detect_power);
 	xraw(&b, "    </properties>\n");
 	for (int k = 0; k < r->nran; k++) {
 		const kc_result *res = &r->res[r->order[k]];
-		xfmt(&b, "    <testcase classname=\"kaas-conform\" name=\"%s\" time=\"%.3f\"",
+		xfmt(&b, "    <testcase classname=\"kaas-conform\" name=\"%s\" time=\"%.3f\">\n",
 		     kc_check_name(res->check), (double)res->duration_ms / 1000.0);
+		char pw[32];
+		kc_report_power_text(r, res, pw, sizeof(pw));
+		xraw(&b, "      <properties>\n        <property name=\"guarantee\" value=\"");
+		xesc(&b, kc_check_guarantee(res->check));
+		xfmt(&b, "\"/>\n        <property name=\"detection_power\" value=\"%s\"/>\n", pw);
+		if (res->observation)
+			xfmt(&b, "        <property name=\"observations\" value=\"%lld\"/>\n",
+			     (long long)res->observations);
+		xraw(&b, "      </properties>\n");
 		if (res->verdict == KC_PASS) {
-			xraw(&b, "/>\n");
+			xraw(&b, "    </testcase>\n");
 			continue;
 		}
-		xraw(&b, ">\n");
 		const char *tag = res->verdict == KC_ERROR					 ? "error"
 				  : res->verdict == KC_WARN || res->verdict == KC_UNPROVEN ? "system-out"
 											   : "failure";
@@ -449,12 +503,23 @@ static void print_anomalies(FILE *out, const kc_result *res, int max)
 
 void kc_report_table(const kc_run *r, FILE *out)
 {
-	fprintf(out, "\n%-12s %-8s %7s  %s\n", "CHECK", "VERDICT", "TIME", "SUMMARY");
+	/* Per check: the guarantee, the verdict, the detection power of its
+	 * sample (an anomaly in --detect-rate of the observations caught with
+	 * this probability; "-" for a check that looks once), and under it
+	 * the evidence. */
+	fprintf(out, "\n%-12s %-8s %7s  %-7s  %s\n", "CHECK", "VERDICT", "TIME", "POWER",
+		"GUARANTEE / EVIDENCE");
 	for (int k = 0; k < r->nran; k++) {
 		const kc_result *res = &r->res[r->order[k]];
-		fprintf(out, "%-12s %-8s %6.1fs  %s\n", kc_check_name(res->check),
-			kc_verdict_name(res->verdict), (double)res->duration_ms / 1000.0, res->summary);
+		char pw[32];
+		kc_report_power_text(r, res, pw, sizeof(pw));
+		fprintf(out, "%-12s %-8s %6.1fs  %-7s  %s\n", kc_check_name(res->check),
+			kc_verdict_name(res->verdict), (double)res->duration_ms / 1000.0, pw,
+			kc_check_guarantee(res->check));
+		fprintf(out, "%41s-> %s\n", "", res->summary);
 	}
+	fprintf(out, "power: the chance that an anomaly in %g%% of a check's observations shows in this run (target %g%%)\n",
+		r->o->detect_rate * 100, r->o->detect_power * 100);
 	for (int k = 0; k < r->nran; k++) {
 		const kc_result *res = &r->res[r->order[k]];
 		if (res->verdict == KC_PASS)

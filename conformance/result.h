@@ -28,6 +28,12 @@ typedef struct kc_result {
 	int64_t anomalies_total;
 	int64_t duration_ms;
 	int64_t iterations;
+	/* Detection power (class 4): a sampled check sets what one observation
+	 * is and the fewest any one observer made (docs/conformance.md); a
+	 * check that looks once (preflight, unlink-open, fsync, rename-copy)
+	 * leaves observation NULL. */
+	const char *observation;
+	int64_t observations;
 	char reproduce[256];
 } kc_result;
 

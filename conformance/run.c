@@ -57,7 +57,7 @@ static const check_fn check_fns[KC_NCHECKS] = {
 	[KC_CHK_PREFLIGHT] = kc_check_preflight, [KC_CHK_RENAME] = kc_check_rename,
 	[KC_CHK_EXCL] = kc_check_excl,		 [KC_CHK_CTO] = kc_check_cto,
 	[KC_CHK_UNLINK] = kc_check_unlink,	 [KC_CHK_FSYNC] = kc_check_fsync,
-	[KC_CHK_RCOPY] = kc_check_rcopy,
+	[KC_CHK_RCOPY] = kc_check_rcopy, [KC_CHK_PERF] = kc_check_perf,
 };
 
 static void progress_line(void *arg)
@@ -167,7 +167,7 @@ json_t *kc_stamp_build(const kc_run *r)
 	/* The actors as the report records them (kind, per-actor list), taken
 	 * while they were alive. */
 	json_t *actors = r->actors ? json_deep_copy(r->actors) : kc_report_actors(r);
-	return json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
+	json_t *stamp = json_pack("{s:s,s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:s}",
 			 "kind", KC_STAMP_KIND, "schema_version", KC_STAMP_SCHEMA, "tool", "kaas-conform",
 			 "tool_version", KC_VERSION, "verdict", kc_verdict_name(r->verdict), "volume",
 			 kq_identity_json(&r->ident), "durability", kc_run_durability(r), "actors", actors,
@@ -175,6 +175,16 @@ json_t *kc_stamp_build(const kc_run *r)
 			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
 			 "qualified_at", at, "qualified_at_ms", (json_int_t)ku_wall_ms(), "host", host,
 			 "url", r->o->url);
+	/* What the perf check measured, when it ran: the operator's record of
+	 * the speed the volume was qualified at. */
+	const kc_result *perf = &r->res[KC_CHK_PERF];
+	if (stamp && perf->ran && perf->verdict != KC_ERROR)
+		json_object_set_new(stamp, "perf",
+				    json_pack("{s:s,s:O,s:O,s:O}", "verdict", kc_verdict_name(perf->verdict),
+					      "counts", perf->counts, "append",
+					      json_object_get(perf->profile, "append") ?: json_null(),
+					      "meta", json_object_get(perf->profile, "meta") ?: json_null()));
+	return stamp;
 }
 
 /* Writes the stamp into --cluster-dir (its own substrate URL) or into
@@ -360,6 +370,22 @@ static void print_header(const kc_run *r)
 	fflush(o);
 }
 
+/* A sample smaller than the detection target needs (--iterations below
+ * it, or observers that could not make theirs) is said in words. */
+static void note_power(const kc_run *r, kc_result *res)
+{
+	if (!res->observation || res->verdict == KC_ERROR)
+		return;
+	double p = kc_power_of(res->observations, r->o->detect_rate);
+	if (p >= r->o->detect_power)
+		return;
+	kc_result_note(res,
+		       "detection power %.2f%% is below the %g%% target: %lld observations by the observer with the fewest, %lld needed to catch an anomaly in %g%% of them",
+		       p * 100, r->o->detect_power * 100, (long long)res->observations,
+		       (long long)kc_power_needed(r->o->detect_rate, r->o->detect_power),
+		       r->o->detect_rate * 100);
+}
+
 static void run_checks(kc_run *r)
 {
 	for (int id = 0; id < KC_NCHECKS; id++) {
@@ -387,6 +413,7 @@ static void run_checks(kc_run *r)
 			return;
 		}
 		kc_judge_result(res, r->seed);
+		note_power(r, res);
 		/* Between checks, so that one check's leftovers (a silly-renamed
 		 * file) cannot disturb the next. */
 		int crc = sub_remove_tree(r->vfs, dir);
@@ -406,6 +433,253 @@ static void run_checks(kc_run *r)
 	}
 }
 
+/* Every input validated before anything is created on the volume: the
+ * URL and its identity, each --mount, --cluster-dir, and that the report
+ * files can be written.  0, or -errno with err set. */
+static int validate_inputs(kc_run *r, char *err, size_t errlen)
+{
+	const kc_opts *o = r->o;
+	int rc = sub_open_url(o->url, &r->vfs, err, errlen);
+	if (rc)
+		return rc;
+	if ((rc = sub_identity_of(r->vfs, &r->ident))) {
+		snprintf(err, errlen, "%s: cannot identify the volume: %s", o->url, sub_strerror(rc));
+		return rc;
+	}
+	for (int i = 0; i < o->nmounts + (o->cluster_dir != NULL); i++) {
+		const char *url = i < o->nmounts ? o->mounts[i] : o->cluster_dir;
+		sub_vfs *v = NULL;
+		char e[900] = "";
+		rc = sub_open_url(url, &v, e, sizeof(e));
+		sub_destroy(v);
+		if (rc) {
+			snprintf(err, errlen, "%s: %s", i < o->nmounts ? "--mount" : "--cluster-dir", e);
+			return rc;
+		}
+	}
+	if ((o->json && (rc = kc_report_probe("--json", o->json, err, errlen))) ||
+	    (o->junit && (rc = kc_report_probe("--junit", o->junit, err, errlen))))
+		return rc;
+	return 0;
+}
+
+/* The seed, where the human output and the report go. */
+static void choose_outputs(kc_run *r)
+{
+	const kc_opts *o = r->o;
+	if (o->seed_set) {
+		r->seed = o->seed;
+	} else {
+		uint64_t s = 0;
+		if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s))
+			s = (uint64_t)ku_mono_ns();
+		r->seed = s & KC_SEED_MAX;
+	}
+	r->out = (o->json && strcmp(o->json, "-") == 0) ? stderr : stdout;
+	r->live = o->progress < 0 ? isatty(fileno(r->out)) : o->progress;
+	if (o->json)
+		snprintf(r->report_path, sizeof(r->report_path), "%s", strcmp(o->json, "-") ? o->json : "");
+	else
+		snprintf(r->report_path, sizeof(r->report_path), "%s", KC_DEFAULT_REPORT);
+}
+
+static int make_scratch(kc_run *r, char *err, size_t errlen)
+{
+	uint64_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		rnd = (uint64_t)ku_mono_ns();
+	/* '~' is not in Kafka's topic alphabet: the scratch directory can never
+	 * be taken for a topic by a broker sharing the volume. */
+	snprintf(r->scratch, sizeof(r->scratch), "~kaas-conform-%016" PRIx64, rnd);
+	int rc = sub_mkdir(r->vfs, r->scratch, 0755);
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot create the scratch directory: %s", r->o->url,
+			 sub_strerror(rc));
+		r->scratch[0] = '\0';
+	}
+	return rc;
+}
+
+/* The actors, forked on the URL and the mounts or connected as agents, each
+ * shown to see the volume of the URL (the marker file).  -EINTR on an
+ * interrupt; another -errno with err set. */
+static int start_actors(kc_run *r, char *err, size_t errlen)
+{
+	const kc_opts *o = r->o;
+	char marker[160];
+	size_t marker_len = 0;
+	int rc;
+	if ((o->nmounts || o->nagents) &&
+	    (rc = write_marker(r, marker, sizeof(marker), &marker_len, err, errlen)))
+		return rc;
+	if ((rc = verify_mounts(r, marker, marker_len, err, errlen)))
+		return rc;
+	r->t0_ms = ku_mono_ms();
+	now_rfc3339(r->started_at, sizeof(r->started_at));
+	const char *urls[1 + KC_MAX_MOUNTS];
+	urls[0] = o->url;
+	for (int i = 0; i < o->nmounts; i++)
+		urls[1 + i] = o->mounts[i];
+	r->drv.timeout_ms = o->timeout_s * 1000;
+	r->drv.interrupted = &interrupted;
+	r->drv.on_progress = progress_line;
+	r->drv.progress_arg = r;
+	if (o->nagents)
+		rc = kc_drv_connect_agents(&r->drv, o->agents, o->nagents);
+	else
+		rc = kc_drv_spawn(&r->drv, o->actors, urls, 1 + o->nmounts);
+	if (rc) {
+		if (rc == -EINTR || interrupted)
+			return -EINTR;
+		snprintf(err, errlen, "%s", r->drv.err);
+		return rc;
+	}
+	if (o->nagents && (rc = verify_agents(r, marker, marker_len, err, errlen)))
+		return interrupted ? -EINTR : rc;
+	if (o->nmounts || o->nagents) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
+		sub_unlink(r->vfs, path);
+	}
+	return 0;
+}
+
+/* After the checks: end the actors, remove the scratch directory, and
+ * decide the overall verdict (ERROR when the scratch directory stays). */
+static void conclude(kc_run *r)
+{
+	r->nactors = r->drv.n;
+	r->actors = kc_report_actors(r);
+	kc_drv_shutdown(&r->drv);
+	r->duration_ms = ku_mono_ms() - r->t0_ms;
+	/* A scratch directory that cannot be removed (nfs-ganesha's FSAL_MEM
+	 * refuses to remove an open file) does not take the results away: they
+	 * are reported with the verdict ERROR, naming what was left, and no
+	 * stamp is written. */
+	int rc = remove_scratch(r);
+	if (rc) {
+		snprintf(r->scratch_left, sizeof(r->scratch_left), "%s/%s", r->ident.root, r->scratch);
+		snprintf(r->cleanup_error, sizeof(r->cleanup_error), "%s", sub_strerror(rc));
+	}
+	r->scratch[0] = '\0';
+	r->verdict = r->error[0] ? KC_ERROR : kc_judge_overall(r->res, KC_NCHECKS);
+	/* Required proof: an unproven fsync is the run's verdict even where a
+	 * warning would otherwise outrank it, so that the exit status says it. */
+	if (r->o->require_power_loss && r->res[KC_CHK_FSYNC].ran &&
+	    r->res[KC_CHK_FSYNC].verdict == KC_UNPROVEN && r->verdict <= KC_WARN)
+		r->verdict = KC_UNPROVEN;
+	if (r->verdict == KC_ERROR && !r->error[0])
+		snprintf(r->error, sizeof(r->error), "a check could not complete");
+	if (r->scratch_left[0]) {
+		if (r->verdict != KC_ERROR)
+			snprintf(r->error, sizeof(r->error), "cannot remove the scratch directory %.700s: %s",
+				 r->scratch_left, r->cleanup_error);
+		r->verdict = KC_ERROR;
+	}
+}
+
+/* The JSON and JUnit reports and the table.  Returns the exit status, which
+ * a report that could not be written turns into ERROR; why keeps the first
+ * such failure. */
+static int write_reports(kc_run *r, int status, char *why, size_t wlen)
+{
+	const kc_opts *o = r->o;
+	char rerr[1200] = "";
+	if (o->json && strcmp(o->json, "-") == 0) {
+		kc_report_write_json(r, "-", rerr, sizeof(rerr));
+	} else if (kc_report_write_json(r, r->report_path, rerr, sizeof(rerr)) != 0) {
+		fprintf(stderr, "kaas-conform: %s\n", rerr);
+		r->report_path[0] = '\0';
+		if (o->json) {
+			status = KC_EXIT_ERROR;
+			snprintf(why, wlen, "%s", rerr);
+		}
+	}
+	if (o->junit && kc_report_write_junit(r, o->junit, rerr, sizeof(rerr)) != 0) {
+		fprintf(stderr, "kaas-conform: %s\n", rerr);
+		status = KC_EXIT_ERROR;
+		if (!why[0])
+			snprintf(why, wlen, "%s", rerr);
+	}
+	kc_report_table(r, r->out);
+	if (r->verdict == KC_ERROR)
+		fprintf(stderr, "kaas-conform: %s\n", r->error);
+	return status;
+}
+
+/* --stamp: written on PASS only.  Returns the exit status. */
+static int stamp_if_asked(kc_run *r, int status, char *why, size_t wlen)
+{
+	if (!r->o->stamp)
+		return status;
+	/* UNPROVEN qualifies (no production server can be powered off for a
+	 * test); the stamp says in words what was proven. */
+	if (!(r->verdict == KC_PASS || (r->verdict == KC_UNPROVEN && !r->o->require_power_loss))) {
+		fprintf(r->out, "no stamp written: the verdict is %s, a stamp needs PASS or UNPROVEN%s\n",
+			kc_verdict_name(r->verdict),
+			r->o->require_power_loss ? " (PASS with --require-power-loss)" : "");
+		return status;
+	}
+	char where[4200] = "", serr[1200] = "";
+	if (write_stamp(r, where, sizeof(where), serr, sizeof(serr)) != 0) {
+		fprintf(stderr, "kaas-conform: %s\n", serr);
+		if (!why[0])
+			snprintf(why, wlen, "no stamp: %s", serr);
+		return KC_EXIT_ERROR;
+	}
+	fprintf(r->out, "stamp written: %s\n", where);
+	return status;
+}
+
+/* The way out of a run that did not reach its verdict: kill the actors at
+ * once and remove the scratch directory. */
+static void abandon(kc_run *r, int was_interrupted)
+{
+	if (was_interrupted && r->live)
+		fprintf(r->out, "\n");
+	kc_drv_kill_all(&r->drv);
+	int rc = remove_scratch(r);
+	if (was_interrupted && rc)
+		fprintf(stderr, "kaas-conform: interrupted; could not remove %s: %s\n", r->scratch,
+			sub_strerror(rc));
+	else if (was_interrupted)
+		fprintf(stderr, "kaas-conform: interrupted; scratch directory removed, no verdict\n");
+	r->scratch[0] = '\0';
+}
+
+/* Everything from the validated options to the exit status; the caller
+ * frees what r holds. */
+static int check_run(kc_run *r)
+{
+	char err[1024] = "";
+	int rc = validate_inputs(r, err, sizeof(err));
+	if (rc)
+		return fail_usage(err);
+	choose_outputs(r);
+	if ((rc = make_scratch(r, err, sizeof(err))))
+		return fail_usage(err);
+	if ((rc = start_actors(r, err, sizeof(err)))) {
+		abandon(r, rc == -EINTR);
+		return rc == -EINTR ? KC_EXIT_ERROR : fail_usage(err);
+	}
+	count_clients(r);
+	print_header(r);
+	run_checks(r);
+	if (interrupted) {
+		abandon(r, 1);
+		return KC_EXIT_ERROR;
+	}
+	conclude(r);
+	/* Everything that can still change the exit status happens before the
+	 * final line, so that the line tells the status the process ends with. */
+	char why[1300] = "";
+	int status = write_reports(r, kc_run_exit_code(r), why, sizeof(why));
+	status = stamp_if_asked(r, status, why, sizeof(why));
+	kc_report_final(r, status, why, r->out);
+	fflush(stdout);
+	return status;
+}
+
 int kc_cmd_check(int argc, char **argv)
 {
 	kc_opts o;
@@ -417,234 +691,16 @@ int kc_cmd_check(int argc, char **argv)
 		return 0;
 	}
 	install_signals();
-
 	kc_run *r = calloc(1, sizeof(*r));
 	if (!r)
 		return fail_usage("out of memory");
 	r->o = &o;
 	r->cur = -1;
 	r->interrupted = &interrupted;
-	int status = KC_EXIT_ERROR;
-	int rc;
-
-	/* Validate every input before anything is created on the volume. */
-	rc = sub_open_url(o.url, &r->vfs, err, sizeof(err));
-	if (rc) {
-		fail_usage(err);
-		goto out;
-	}
-	if ((rc = sub_identity_of(r->vfs, &r->ident))) {
-		snprintf(err, sizeof(err), "%s: cannot identify the volume: %s", o.url, sub_strerror(rc));
-		fail_usage(err);
-		goto out;
-	}
-	for (int i = 0; i < o.nmounts; i++) {
-		sub_vfs *mv = NULL;
-		char e[900] = "";
-		rc = sub_open_url(o.mounts[i], &mv, e, sizeof(e));
-		sub_destroy(mv);
-		if (rc) {
-			snprintf(err, sizeof(err), "--mount: %s", e);
-			fail_usage(err);
-			goto out;
-		}
-	}
-	if (o.cluster_dir) {
-		sub_vfs *cv = NULL;
-		char e[900] = "";
-		rc = sub_open_url(o.cluster_dir, &cv, e, sizeof(e));
-		sub_destroy(cv);
-		if (rc) {
-			snprintf(err, sizeof(err), "--cluster-dir: %s", e);
-			fail_usage(err);
-			goto out;
-		}
-	}
-	if ((o.json && kc_report_probe("--json", o.json, err, sizeof(err))) ||
-	    (o.junit && kc_report_probe("--junit", o.junit, err, sizeof(err)))) {
-		fail_usage(err);
-		goto out;
-	}
-	if (o.seed_set) {
-		r->seed = o.seed;
-	} else {
-		uint64_t s = 0;
-		if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s))
-			s = (uint64_t)ku_mono_ns();
-		r->seed = s & KC_SEED_MAX;
-	}
-	r->out = (o.json && strcmp(o.json, "-") == 0) ? stderr : stdout;
-	r->live = o.progress < 0 ? isatty(fileno(r->out)) : o.progress;
-	if (o.json)
-		snprintf(r->report_path, sizeof(r->report_path), "%s", strcmp(o.json, "-") ? o.json : "");
-	else
-		snprintf(r->report_path, sizeof(r->report_path), "%s", KC_DEFAULT_REPORT);
-
-	uint64_t rnd = 0;
-	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		rnd = (uint64_t)ku_mono_ns();
-	/* '~' is not in Kafka's topic alphabet: the scratch directory can never
-	 * be taken for a topic by a broker sharing the volume. */
-	snprintf(r->scratch, sizeof(r->scratch), "~kaas-conform-%016" PRIx64, rnd);
-	if ((rc = sub_mkdir(r->vfs, r->scratch, 0755))) {
-		snprintf(err, sizeof(err), "%s: cannot create the scratch directory: %s", o.url,
-			 sub_strerror(rc));
-		r->scratch[0] = '\0';
-		fail_usage(err);
-		goto out;
-	}
-	char marker[160];
-	size_t marker_len = 0;
-	if (o.nmounts || o.nagents) {
-		if ((rc = write_marker(r, marker, sizeof(marker), &marker_len, err, sizeof(err)))) {
-			fail_usage(err);
-			goto cleanup;
-		}
-	}
-	if ((rc = verify_mounts(r, marker, marker_len, err, sizeof(err)))) {
-		if (rc == -EINTR)
-			goto interrupted_out;
-		fail_usage(err);
-		goto cleanup;
-	}
-	r->t0_ms = ku_mono_ms();
-	now_rfc3339(r->started_at, sizeof(r->started_at));
-
-	const char *urls[1 + KC_MAX_MOUNTS];
-	urls[0] = o.url;
-	for (int i = 0; i < o.nmounts; i++)
-		urls[1 + i] = o.mounts[i];
-	r->drv.timeout_ms = o.timeout_s * 1000;
-	r->drv.interrupted = &interrupted;
-	r->drv.on_progress = progress_line;
-	r->drv.progress_arg = r;
-	if (o.nagents)
-		rc = kc_drv_connect_agents(&r->drv, o.agents, o.nagents);
-	else
-		rc = kc_drv_spawn(&r->drv, o.actors, urls, 1 + o.nmounts);
-	if (rc) {
-		if (rc == -EINTR || interrupted)
-			goto interrupted_out;
-		snprintf(err, sizeof(err), "%s", r->drv.err);
-		fail_usage(err);
-		goto cleanup;
-	}
-	if (o.nagents && (rc = verify_agents(r, marker, marker_len, err, sizeof(err)))) {
-		if (rc == -EINTR || interrupted)
-			goto interrupted_out;
-		fail_usage(err);
-		goto cleanup;
-	}
-	if (o.nmounts || o.nagents) {
-		char path[128];
-		snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-		sub_unlink(r->vfs, path);
-	}
-	count_clients(r);
-	print_header(r);
-
-	run_checks(r);
-	if (interrupted)
-		goto interrupted_out;
-	r->nactors = r->drv.n;
-	r->actors = kc_report_actors(r);
-	kc_drv_shutdown(&r->drv);
-	r->duration_ms = ku_mono_ms() - r->t0_ms;
-	/* A scratch directory that cannot be removed (nfs-ganesha's FSAL_MEM
-	 * refuses to remove an open file) does not take the results away: they
-	 * are reported with the verdict ERROR, naming what was left, and no
-	 * stamp is written. */
-	if ((rc = remove_scratch(r))) {
-		snprintf(r->scratch_left, sizeof(r->scratch_left), "%s/%s", r->ident.root, r->scratch);
-		snprintf(r->cleanup_error, sizeof(r->cleanup_error), "%s", sub_strerror(rc));
-	}
-	r->scratch[0] = '\0';
-
-	r->verdict = r->error[0] ? KC_ERROR : kc_judge_overall(r->res, KC_NCHECKS);
-	/* Required proof: an unproven fsync is the run's verdict even where a
-	 * warning would otherwise outrank it, so that the exit status says it. */
-	if (o.require_power_loss && r->res[KC_CHK_FSYNC].ran &&
-	    r->res[KC_CHK_FSYNC].verdict == KC_UNPROVEN && r->verdict <= KC_WARN)
-		r->verdict = KC_UNPROVEN;
-	if (r->verdict == KC_ERROR && !r->error[0])
-		snprintf(r->error, sizeof(r->error), "a check could not complete");
-	if (r->scratch_left[0]) {
-		if (r->verdict != KC_ERROR)
-			snprintf(r->error, sizeof(r->error), "cannot remove the scratch directory %.700s: %s",
-				 r->scratch_left, r->cleanup_error);
-		r->verdict = KC_ERROR;
-	}
-	status = kc_run_exit_code(r);
-
-	/* Everything that can still change the exit status happens before the
-	 * final line, so that the line tells the status the process ends with;
-	 * why keeps the first output that failed. */
-	char rerr[1200] = "", why[1300] = "";
-	if (o.json && strcmp(o.json, "-") == 0)
-		kc_report_write_json(r, "-", rerr, sizeof(rerr));
-	else if (kc_report_write_json(r, r->report_path, rerr, sizeof(rerr)) != 0) {
-		fprintf(stderr, "kaas-conform: %s\n", rerr);
-		r->report_path[0] = '\0';
-		if (o.json) {
-			status = KC_EXIT_ERROR;
-			snprintf(why, sizeof(why), "%s", rerr);
-		}
-	}
-	if (o.junit && kc_report_write_junit(r, o.junit, rerr, sizeof(rerr)) != 0) {
-		fprintf(stderr, "kaas-conform: %s\n", rerr);
-		status = KC_EXIT_ERROR;
-		if (!why[0])
-			snprintf(why, sizeof(why), "%s", rerr);
-	}
-	kc_report_table(r, r->out);
-	if (r->verdict == KC_ERROR)
-		fprintf(stderr, "kaas-conform: %s\n", r->error);
-
-	if (o.stamp) {
-		/* UNPROVEN qualifies (no production server can be powered off
-		 * for a test); the stamp says in words what was proven. */
-		if (r->verdict == KC_PASS || (r->verdict == KC_UNPROVEN && !o.require_power_loss)) {
-			char where[4200] = "";
-			if (write_stamp(r, where, sizeof(where), rerr, sizeof(rerr)) != 0) {
-				fprintf(stderr, "kaas-conform: %s\n", rerr);
-				status = KC_EXIT_ERROR;
-				if (!why[0])
-					snprintf(why, sizeof(why), "no stamp: %s", rerr);
-			} else {
-				fprintf(r->out, "stamp written: %s\n", where);
-			}
-		} else {
-			fprintf(r->out, "no stamp written: the verdict is %s, a stamp needs PASS or UNPROVEN%s\n",
-				kc_verdict_name(r->verdict),
-				o.require_power_loss ? " (PASS with --require-power-loss)" : "");
-		}
-	}
-	kc_report_final(r, status, why, r->out);
-	fflush(stdout);
-	goto out_results;
-
-interrupted_out:
-	if (r->live)
-		fprintf(r->out, "\n");
-	kc_drv_kill_all(&r->drv);
-	rc = remove_scratch(r);
-	if (rc)
-		fprintf(stderr, "kaas-conform: interrupted; could not remove %s: %s\n", r->scratch,
-			sub_strerror(rc));
-	else
-		fprintf(stderr, "kaas-conform: interrupted; scratch directory removed, no verdict\n");
-	r->scratch[0] = '\0';
-	status = KC_EXIT_ERROR;
-	goto out_results;
-cleanup:
-	kc_drv_kill_all(&r->drv);
-	remove_scratch(r);
-	r->scratch[0] = '\0';
-out_results:
+	int status = check_run(r);
 	for (int i = 0; i < KC_NCHECKS; i++)
 		if (r->res[i].ran)
 			kc_result_free(&r->res[i]);
-out:
 	if (r->drv.a)
 		kc_drv_kill_all(&r->drv);
 	if (r->scratch[0])

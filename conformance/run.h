@@ -78,6 +78,7 @@ int kc_check_cto(kc_run *r, kc_result *res, const char *dir);
 int kc_check_unlink(kc_run *r, kc_result *res, const char *dir);
 int kc_check_fsync(kc_run *r, kc_result *res, const char *dir);
 int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir);
+int kc_check_perf(kc_run *r, kc_result *res, const char *dir);
 
 /* The `check` and `stamp-verify` subcommands (exit status). */
 int kc_cmd_check(int argc, char **argv);
@@ -91,6 +92,9 @@ int kc_report_write_junit(const kc_run *r, const char *path, char *err, size_t e
  * Creates and removes the temp file the write will use; "-" always can.
  * 0, or -errno with a one-line err naming opt and path. */
 int kc_report_probe(const char *opt, const char *path, char *err, size_t errlen);
+/* "99.90%": a check's detection power as the table and JUnit show it,
+ * truncated, never rounded up; "-" for a check that looks once. */
+int kc_report_power_text(const kc_run *r, const kc_result *res, char *buf, size_t len);
 /* The table of checks and what each non-passing one showed. */
 void kc_report_table(const kc_run *r, FILE *out);
 /* The last line: the verdict and the process's exit status, with why the

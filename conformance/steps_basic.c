@@ -536,20 +536,27 @@ static int cto_args(kc_step *st, int64_t *version, int64_t *size, int64_t *tag)
 }
 
 /* Rewrites the file in place (no truncate, no rename) and closes it: the
- * close is what close-to-open promises to publish. */
+ * close is what close-to-open promises to publish.  With via_rename the new
+ * version is written to "<path>.new", closed, and renamed over the name (a
+ * new inode behind an old name: what a broker does with assignment.json). */
 int kc_step_cto_write(kc_step *st)
 {
 	int64_t version, size, tag;
 	int rc = cto_args(st, &version, &size, &tag);
 	if (rc)
 		return rc;
+	int via_rename = kc_arg_bool(st, "via_rename", 0);
+	char tmp[SUB_PATH_MAX];
+	if (via_rename && snprintf(tmp, sizeof(tmp), "%s.new", st->path) >= (int)sizeof(tmp))
+		return kc_step_fail(st, -ENAMETOOLONG, "path too long");
 	char *buf = malloc((size_t)size);
 	if (!buf)
 		return kc_step_fail(st, -ENOMEM, "out of memory");
 	kc_payload_fill(buf, (size_t)size, (uint64_t)tag, (uint64_t)version);
 	sub_file *f = NULL;
 	const char *what = "open";
-	rc = sub_open(st->as->vfs, st->path, O_WRONLY | O_CREAT, 0644, &f);
+	rc = sub_open(st->as->vfs, via_rename ? tmp : st->path,
+		      via_rename ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY | O_CREAT, 0644, &f);
 	if (!rc) {
 		what = "write";
 		rc = sub_pwrite_full(f, buf, (size_t)size, 0);
@@ -558,6 +565,10 @@ int kc_step_cto_write(kc_step *st)
 			what = "close";
 			rc = cr;
 		}
+	}
+	if (!rc && via_rename) {
+		what = "rename";
+		rc = sub_rename(st->as->vfs, tmp, st->path);
 	}
 	free(buf);
 	set_err(st, rc);

@@ -4,15 +4,24 @@
  * handful of messages per variant, not per operation.
  *
  *   rename_writer  write record N to a temp name, fsync, (optionally hold the
- *                  current target open), rename over the target
- *   rename_reader  open + read + verify the target, over and over; after
- *                  "stop" it goes on until it has verified min_ok reads or
- *                  made min_reads attempts (or grace_ms passed), so that a
- *                  reader the scheduler started late still verifies
- *                  something instead of ending with nothing seen
- *   dir_renamer    rename a directory of K files back and forth
+ *                  current target open), rename over the target; with
+ *                  until_stop it does at least "iterations" renames and
+ *                  then goes on until "stop", so that its readers observe
+ *                  renames in flight for as long as they read
+ *   rename_reader  open + read + verify the target, over and over until
+ *                  "stop"; with "observations" N the stop waits until it
+ *                  has made N classified reads (the check's detection
+ *                  power is sized in them) or N * KC_READER_ATTEMPTS_PER_OBS
+ *                  attempts (ESTALE on every open); without, after "stop"
+ *                  it goes on until it has verified
+ *                  min_ok reads or made min_reads attempts (or grace_ms
+ *                  passed), so that a reader the scheduler started late
+ *                  still verifies something instead of ending with nothing
+ *   dir_renamer    rename a directory of K files back and forth (with
+ *                  until_stop: at least "iterations" times, then until stop)
  *   dir_lister     list both names of that directory, over and over, at
- *                  least "iterations" times and then until "stop"
+ *                  least "iterations" times and then until "stop" (with
+ *                  until_stop false: exactly "iterations" rounds)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +111,7 @@ int kc_step_rename_writer(kc_step *st)
 	if (rc)
 		return rc;
 	int hold = kc_arg_bool(st, "hold", 0);
+	int until_stop = kc_arg_bool(st, "until_stop", 0);
 	sub_vfs *v = st->as->vfs;
 	kc_rng rng = {(uint64_t)a.seed};
 	char *buf = malloc(MAX_RECORD);
@@ -125,9 +135,12 @@ int kc_step_rename_writer(kc_step *st)
 	json_t *counts = json_object(), *anomalies = json_array(), *errnos = json_object();
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
-	int64_t i, bad = 0;
-	for (i = 1; i <= a.iterations; i++) {
-		if (kc_step_should_stop(st))
+	int64_t i, bad = 0, final_seq = 0;
+	for (i = 1;; i++) {
+		/* With until_stop the stop waits in the channel until the
+		 * minimum is done; without, it ends the loop at once. */
+		if (until_stop ? i > a.iterations && kc_step_should_stop(st)
+			       : i > a.iterations || kc_step_should_stop(st))
 			break;
 		size_t len = (size_t)kc_rng_range(&rng, (uint64_t)a.min, (uint64_t)a.max);
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%lld", a.path, (long long)i);
@@ -165,6 +178,7 @@ int kc_step_rename_writer(kc_step *st)
 			bad++;
 		} else {
 			kc_count_add(counts, "renames", 1);
+			final_seq = i;
 		}
 		if (held)
 			sub_close(held);
@@ -179,6 +193,9 @@ int kc_step_rename_writer(kc_step *st)
 	json_object_set_new(st->result, "bad", json_integer(bad));
 	json_object_set_new(st->result, "anomalies", anomalies);
 	json_object_set_new(st->result, "last_seq", json_integer(i - 1));
+	/* What the target holds now: the record of the last rename that
+	 * succeeded, which every reader must converge to. */
+	json_object_set_new(st->result, "final_seq", json_integer(final_seq));
 	free(buf);
 	return 0;
 }
@@ -186,7 +203,7 @@ int kc_step_rename_writer(kc_step *st)
 int kc_step_rename_reader(kc_step *st)
 {
 	loop_args a;
-	int64_t min_ok, min_reads, grace_ms;
+	int64_t min_ok, min_reads, grace_ms, observations;
 	int rc = get_loop_args(st, &a);
 	if (!rc)
 		rc = kc_arg_int(st, "min_ok", KC_READER_MIN_OK, 0, 1000000, &min_ok);
@@ -194,11 +211,16 @@ int kc_step_rename_reader(kc_step *st)
 		rc = kc_arg_int(st, "min_reads", KC_READER_MIN_READS, 0, 100000000, &min_reads);
 	if (!rc)
 		rc = kc_arg_int(st, "grace_ms", KC_READER_GRACE_MS, 0, 3600 * 1000, &grace_ms);
+	if (!rc)
+		rc = kc_arg_int(st, "observations", 0, 0, 100000000, &observations);
 	if (rc)
 		return rc;
 	if ((rc = kc_step_barrier(st)))
 		return rc;
 	sub_vfs *v = st->as->vfs;
+	/* ESTALE answers are retried and not observations; a reader that gets
+	 * nothing else still ends, with its attempts as the evidence. */
+	int64_t max_attempts = observations * KC_READER_ATTEMPTS_PER_OBS;
 	char *buf = malloc(MAX_RECORD + 1);
 	if (!buf)
 		return kc_step_fail(st, -ENOMEM, "out of memory");
@@ -217,7 +239,15 @@ int kc_step_rename_reader(kc_step *st)
 	 * evidence of its own, verified reads or, when every attempt fails
 	 * (ESTALE on each open, say), enough attempts to say so. */
 	for (;;) {
-		if (kc_step_should_stop(st)) {
+		if (observations > 0) {
+			/* Sized in observations: a stop waits until this reader
+			 * has made its own (or its attempts ran out: ESTALE on
+			 * every open), so its figures never come from when the
+			 * scheduler let it run. */
+			if (kc_step_should_stop(st) &&
+			    (n >= max_attempts ||
+			     json_integer_value(json_object_get(counts, "reads")) >= observations))
+				break;		} else if (kc_step_should_stop(st)) {
 			if (stop_ms < 0)
 				stop_ms = ku_mono_ms();
 			if (ok >= min_ok || n >= min_reads || ku_mono_ms() - stop_ms >= grace_ms)
@@ -357,8 +387,12 @@ int kc_step_dir_renamer(kc_step *st)
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
 	int at_a = 1;
+	int until_stop = kc_arg_bool(st, "until_stop", 0);
 	int64_t i, bad = 0;
-	for (i = 1; i <= d.iterations && !kc_step_should_stop(st); i++) {
+	for (i = 1;; i++) {
+		if (until_stop ? i > d.iterations && kc_step_should_stop(st)
+			       : i > d.iterations || kc_step_should_stop(st))
+			break;
 		const char *from = at_a ? d.pa : d.pb, *to = at_a ? d.pb : d.pa;
 		rc = sub_rename(v, from, to);
 		kc_trace_add(&tr, "rename %s -> %s: %s", from, to, kc_errname(rc));
@@ -427,8 +461,11 @@ int kc_step_dir_lister(kc_step *st)
 	kc_trace tr;
 	kc_trace_init(&tr, st->t0_ns);
 	int64_t n = 0, bad = 0;
+	int until_stop = kc_arg_bool(st, "until_stop", 1);
 	/* The stop waits in the channel until the minimum is done. */
-	while (n < d.iterations || !kc_step_should_stop(st)) {
+	while (n < d.iterations || (until_stop && !kc_step_should_stop(st))) {
+		if (!until_stop && kc_step_should_stop(st))
+			break;
 		n++;
 		kc_count_add(counts, "rounds", 1);
 		int present = 0;

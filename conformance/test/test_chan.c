@@ -368,6 +368,17 @@ START_TEST(reader_stopped_before_it_ran_still_verifies)
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "torn")), 30);
 	json_decref(m);
 
+	/* Sized in observations, a stopped reader still makes all of its own
+	 * (the stop is there before it read anything). */
+	send_pair(json_pack("{s:s,s:i,s:s,s:s,s:i,s:i}", "op", "rename_reader", "id", 6, "dir", "",
+			    "target", "t", "tag", 9, "observations", 300),
+		  json_pack("{s:s,s:i}", "op", "stop", "id", 6));
+	m = final_answer();
+	c = json_object_get(result_of(m), "counts");
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "reads")), 300);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "ok")), 300);
+	json_decref(m);
+
 	/* Nothing to read at all: the grace time ends it. */
 	send_pair(json_pack("{s:s,s:i,s:s,s:s,s:i,s:i,s:i}", "op", "rename_reader", "id", 5, "dir", "",
 			    "target", "absent", "tag", 9, "min_reads", 1000000, "grace_ms", 200),

@@ -77,21 +77,24 @@ static json_t *counts(const char *spec)
 /* What every variant needs to be conclusive, so that a single counter added
  * to it decides the verdict. */
 #define RENAME_OK "plain.ok=50 held.ok=40 dir.complete=30 dir.listings=30 "
-#define CTO_OK "same.reads=10 same.ok=10 grow.reads=10 grow.ok=10 "
+#define CTO_OK "same.reads=10 same.ok=10 grow.reads=10 grow.ok=10 renamed.reads=10 renamed.ok=10 "
 
 /* Every counter documented as a violation fails its check on its own, in
  * every variant: a key dropped from a judge's list would pass silently. */
 START_TEST(judges_fail_on_every_violation_counter)
 {
-	static const char *const file_keys[] = {"missing", "read_enoent", "empty", "short",
-						"long", "torn", "backwards", "errors",
-						"write_errors", "rename_errors", "hold_errors"};
-	static const char *const dir_keys[] = {"partial", "errors", "rename_errors"};
+	static const char *const file_keys[] = {"not_converged", "missing", "read_enoent",
+						"empty", "short", "long", "torn", "backwards",
+						"errors", "write_errors", "rename_errors",
+						"hold_errors"};
+	static const char *const dir_keys[] = {"not_converged", "partial", "errors",
+					       "rename_errors"};
 	static const char *const excl_keys[] = {"multi_winner", "no_winner", "loser_eperm",
 						"loser_other", "content_mismatch",
 						"winner_write_errors"};
 	static const char *const cto_keys[] = {"stale", "short", "long", "torn", "empty",
-					       "missing", "future", "errors", "write_errors"};
+					       "missing", "future", "errors", "write_errors",
+					       "not_converged"};
 	static const char *const rcopy_keys[] = {"inode_changed", "time_grows", "old_fd_broken",
 						 "content_mismatch", "rename_errors"};
 	static const char *const unlink_keys[] = {"rmdir_after_close_failed", "space_not_freed",
@@ -117,8 +120,8 @@ START_TEST(judges_fail_on_every_violation_counter)
 		snprintf(key, sizeof(key), "%s 1", excl_keys[i]);
 		JUDGE(kc_judge_excl, spec, KC_FAIL, key);
 	}
-	for (int v = 0; v < 2; v++) {
-		const char *var = v ? "grow" : "same";
+	for (int v = 0; v < 3; v++) {
+		const char *var = v == 2 ? "renamed" : v ? "grow" : "same";
 		for (size_t i = 0; i < sizeof(cto_keys) / sizeof(cto_keys[0]); i++) {
 			snprintf(spec, sizeof(spec), CTO_OK "%s.%s=1", var, cto_keys[i]);
 			snprintf(key, sizeof(key), "%s %s 1", var, cto_keys[i]);
@@ -169,10 +172,11 @@ START_TEST(judges_decide_from_counts)
 	      "loser_eperm 20");
 	JUDGE(kc_judge_excl, "rounds=0", KC_WARN, "inconclusive");
 
-	JUDGE(kc_judge_cto, CTO_OK, KC_PASS, "every open after close");
+	JUDGE(kc_judge_cto, CTO_OK, KC_PASS, "every open saw the new version");
 	/* Both kinds of rewrite must have been read back. */
-	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10", KC_WARN, "grow");
-	JUDGE(kc_judge_cto, "grow.reads=10 grow.ok=10", KC_WARN, "same");
+	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10 renamed.reads=10", KC_WARN, "grow");
+	JUDGE(kc_judge_cto, "grow.reads=10 grow.ok=10 renamed.reads=10", KC_WARN, "same");
+	JUDGE(kc_judge_cto, "same.reads=10 grow.reads=10", KC_WARN, "renamed-over");
 	JUDGE(kc_judge_cto, "same.reads=10 same.ok=10 grow.reads=10 grow.ok=7 grow.short=3",
 	      KC_FAIL, "grow short 3");
 	JUDGE(kc_judge_cto, "same.reads=10 same.stale=10", KC_FAIL, "same stale 10");
@@ -200,6 +204,15 @@ START_TEST(judges_decide_from_counts)
 	JUDGE(kc_judge_fsync, "fast_fsync=1 raw_fsync_ns=1000 open_ns=5000", KC_WARN, "suspicious");
 	JUDGE(kc_judge_fsync, "libc_faster=1 raw_fsync_ns=300000 libc_fsync_ns=700", KC_WARN,
 	      "libc fsync");
+
+	JUDGE(kc_judge_perf, "fsync_p99_us=4000 target_fsync_p99_us=10000 mibps_1m_x100=5000", KC_PASS,
+	      "fsync p99 4.00 ms (target 10.00 ms)");
+	JUDGE(kc_judge_perf, "fsync_p99_us=12000 target_fsync_p99_us=10000", KC_WARN,
+	      "fsync misses its target");
+	JUDGE(kc_judge_perf, "fsync_p99_us=12000 target_fsync_p99_us=10000 strict=1", KC_FAIL,
+	      "fsync misses");
+	JUDGE(kc_judge_perf, "fsync_p99_us=1 target_fsync_p99_us=10000 mibps_1m_x100=100 target_mibps_x100=200",
+	      KC_WARN, "throughput misses its target");
 
 	JUDGE(kc_judge_rcopy, "ratio_x100=104", KC_PASS, "ratio 1.04");
 	JUDGE(kc_judge_rcopy, "ratio_x100=8000 time_grows=1", KC_FAIL, "80.00x");
@@ -390,6 +403,81 @@ static int parse(const char *line, kc_opts *o, char *err, size_t errlen)
 		ck_assert_ptr_null(strchr(e_, '\n'));                                    \
 	} while (0)
 
+/* Class 3: the verdict is per reader.  One reader stuck on the first
+ * version among readers that are current fails the check, however many
+ * versions the others saw in total. */
+START_TEST(stuck_reader_among_current_ones_fails)
+{
+	json_t *readers = json_pack(
+		"[{s:i,s:i,s:i,s:i,s:s,s:i},{s:i,s:i,s:i,s:i,s:s,s:i},{s:i,s:i,s:i,s:i,s:s,s:i}]",
+		"actor", 1, "reads", 700, "ok", 700, "versions", 300, "final_status", "ok", "final_seen", 688,
+		"actor", 2, "reads", 700, "ok", 700, "versions", 1, "final_status", "stale", "final_seen", 0,
+		"actor", 3, "reads", 690, "ok", 690, "versions", 280, "final_status", "ok", "final_seen", 688);
+	int64_t idle = -1, min_obs = -1;
+	ck_assert_int_eq(kc_judge_readers(readers, &idle, &min_obs), 1);
+	ck_assert_int_eq(idle, 0);
+	ck_assert_int_eq(min_obs, 690);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(readers, 1), "verdict")),
+			 "not_converged");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(readers, 0), "verdict")),
+			 "converged");
+	json_decref(readers);
+	/* What the check then counts decides the verdict, whatever the totals. */
+	JUDGE(kc_judge_rename, RENAME_OK "plain.versions=581 plain.not_converged=1", KC_FAIL,
+	      "plain not_converged 1");
+	JUDGE(kc_judge_cto, CTO_OK "renamed.not_converged=1", KC_FAIL, "renamed not_converged 1");
+
+	/* A reader whose final read failed otherwise (missing) has not
+	 * converged either; one that verified nothing and was not caught is
+	 * idle: no evidence, so the check is inconclusive, not a pass. */
+	readers = json_pack("[{s:i,s:i,s:s},{s:i,s:i,s:s},{s:i,s:i}]", "reads", 5, "ok", 5,
+			    "final_status", "missing", "reads", 9, "ok", 0, "final_status", "ok",
+			    "reads", 3, "ok", 3);
+	ck_assert_int_eq(kc_judge_readers(readers, &idle, &min_obs), 1);
+	ck_assert_int_eq(idle, 2);
+	ck_assert_int_eq(min_obs, 3);
+	json_decref(readers);
+	JUDGE(kc_judge_rename, RENAME_OK "held.readers_idle=1", KC_WARN, "readers of the held variant");
+	JUDGE(kc_judge_rename, RENAME_OK "plain.readers_idle=0", KC_PASS, "every reader converged");
+}
+END_TEST
+
+/* Class 4: the sample size the detection target needs, and the power of a
+ * given sample: 1% caught with 99.9% takes ln(0.001)/ln(0.99) = 687.3, so
+ * 688 observations, and 687 fall short. */
+START_TEST(detection_power_arithmetic)
+{
+	ck_assert_int_eq(kc_power_needed(0.01, 0.999), 688);
+	ck_assert(kc_power_of(688, 0.01) >= 0.999);
+	ck_assert(kc_power_of(687, 0.01) < 0.999);
+	ck_assert_int_eq(kc_power_needed(0.05, 0.99), 90);
+	ck_assert(kc_power_of(90, 0.05) >= 0.99 && kc_power_of(89, 0.05) < 0.99);
+	ck_assert_int_eq(kc_power_needed(0.5, 0.75), 2);
+	ck_assert_int_eq(kc_power_needed(0.001, 0.999), 6905);
+	ck_assert(kc_power_of(0, 0.01) == 0.0);
+	ck_assert(kc_power_of(100, 0.01) > 0.633 && kc_power_of(100, 0.01) < 0.634);
+	ck_assert_int_eq(kc_power_needed(0, 0.999), -1);
+	ck_assert_int_eq(kc_power_needed(1, 0.999), -1);
+	ck_assert_int_eq(kc_power_needed(0.01, 1), -1);
+	/* The default --iterations is what the default target needs. */
+	kc_opts o;
+	char err[512];
+	ck_assert_int_eq(parse("check /d", &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(o.iterations, kc_power_needed(KC_DETECT_RATE_PCT / 100, KC_DETECT_POWER_PCT / 100));
+	ck_assert_int_eq(parse("check /d --detect-rate 5 --detect-power 99", &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(o.iterations, 90);
+	ck_assert_int_eq(parse("check /d --detect-rate 5 --iterations 10", &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(o.iterations, 10);
+	ck_assert_int_eq(parse("check /d --detect-rate 0", &o, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "--detect-rate"));
+	ck_assert_int_eq(parse("check /d --detect-power 100", &o, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(parse("check /d --detect-power 9x", &o, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(parse("check /d --detect-rate 0.0001 --detect-power 99.99999", &o, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "observations"));
+}
+END_TEST
+
 START_TEST(options_parse_and_reject)
 {
 	kc_opts o;
@@ -397,8 +485,17 @@ START_TEST(options_parse_and_reject)
 	ck_assert_int_eq(parse("check /data", &o, err, sizeof(err)), 0);
 	ck_assert_str_eq(o.url, "/data");
 	ck_assert_int_eq(o.actors, KC_DEFAULT_ACTORS);
-	ck_assert_int_eq(o.iterations, KC_DEFAULT_ITERATIONS);
-	ck_assert_uint_eq(o.checks, KC_ALL_CHECKS);
+	ck_assert_int_eq(o.iterations, 688);
+	ck_assert_uint_eq(o.checks, KC_DEFAULT_CHECKS);
+	ck_assert_uint_eq(o.checks & (1u << KC_CHK_PERF), 0); /* perf is opt-in */
+	{
+		kc_opts p;
+		ck_assert_int_eq(parse("check /data --perf --stamp", &p, err, sizeof(err)), 0);
+		ck_assert_uint_eq(p.checks, KC_ALL_CHECKS);
+		ck_assert_int_eq(p.perf_fsync_p99_us, 10000);
+		ck_assert_int_eq(parse("check /data --checks all", &p, err, sizeof(err)), 0);
+		ck_assert_uint_eq(p.checks, KC_DEFAULT_CHECKS);
+	}
 	ck_assert_int_eq(o.seed_set, 0);
 	ck_assert_ptr_null(o.json);
 
@@ -614,6 +711,8 @@ static void fake_run(kc_run *r, kc_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->url = "/data";
 	o->iterations = 5;
+	o->detect_rate = 0.01;
+	o->detect_power = 0.999;
 	r->o = o;
 	r->seed = 99;
 	snprintf(r->started_at, sizeof(r->started_at), "2024-01-01T00:00:00.000Z");
@@ -634,6 +733,10 @@ static void fake_run(kc_run *r, kc_opts *o)
 	kc_result_add_anomalies(&r->res[KC_CHK_RENAME], "held", an, 2);
 	json_decref(an);
 	kc_judge_result(&r->res[KC_CHK_RENAME], r->seed);
+	r->res[KC_CHK_RENAME].observation = "a read";
+	r->res[KC_CHK_RENAME].observations = 688;
+	r->res[KC_CHK_EXCL].observation = "a round";
+	r->res[KC_CHK_EXCL].observations = 100;
 	kc_result_count(&r->res[KC_CHK_EXCL], "rounds", 0); /* inconclusive: WARN */
 	kc_judge_result(&r->res[KC_CHK_EXCL], r->seed);
 	snprintf(r->res[KC_CHK_PREFLIGHT].summary, 768, "ext4");
@@ -683,6 +786,17 @@ START_TEST(report_json_carries_the_schema)
 	json_t *a0 = json_array_get(json_object_get(rn, "anomalies"), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(a0, "variant")), "held");
 	HAS(a0, "trace", array);
+	/* Schema 2: the detection power of each check's sample. */
+	json_t *det = json_object_get(rn, "detection");
+	ck_assert_str_eq(json_string_value(json_object_get(det, "kind")), "sampled");
+	ck_assert_int_eq(json_integer_value(json_object_get(det, "observations")), 688);
+	ck_assert(json_is_true(json_object_get(det, "meets_target")));
+	ck_assert_int_eq(json_integer_value(json_object_get(det, "needed")), 688);
+	det = json_object_get(json_array_get(checks, 2), "detection");
+	ck_assert(json_is_false(json_object_get(det, "meets_target")));
+	ck_assert(json_real_value(json_object_get(det, "power")) < 0.64);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_array_get(checks, 0), "detection"), "kind")),
+			 "single");
 	/* The writers print the verdicts the checks decided. */
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(checks, 2), "verdict")),
 			 "WARN");
@@ -714,6 +828,9 @@ START_TEST(junit_marks_failures)
 	ck_assert_ptr_nonnull(strstr(text, "&quot;quoted&quot; &lt;tag&gt;"));
 	ck_assert_ptr_null(strstr(text, "<tag>"));
 	ck_assert_ptr_nonnull(strstr(text, "<system-out>WARN"));
+	ck_assert_ptr_nonnull(strstr(text, "<property name=\"detection_power\" value=\"99.90%\"/>"));
+	ck_assert_ptr_nonnull(strstr(text, "<property name=\"detection_power\" value=\"63.39%\"/>"));
+	ck_assert_ptr_nonnull(strstr(text, "<property name=\"guarantee\" value=\"atomic same-directory rename\"/>"));
 	free(text);
 	free_run(&r);
 }
@@ -816,6 +933,7 @@ int main(void)
 				     judges_fail_on_every_violation_counter, fsync_timing_reference,
 				     space_freed_despite_other_writers, overall_verdict_and_reproduce_hint,
 				     result_store_prefixes_and_caps, options_parse_and_reject,
+				     stuck_reader_among_current_ones_fails, detection_power_arithmetic,
 				     payload_classification, preflight_refuses_and_explains,
 				     directory_listing_must_be_exact,
 				     ASAN_ONLY(interposition_is_seen_by_dladdr)

@@ -23,29 +23,37 @@ def durability(d, where):
     need(d, "statement", str, where)
     if d["proven"] and d["by"] != "power-loss-cmd":
         raise SystemExit(f"{where}: proven without a power-loss hook")
-CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy"]
+CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy", "perf"]
+# a stamp needs these; perf is opt-in
+STAMP_CHECKS = CHECKS[:-1]
 # The counters formats.md lists per check, present in every report of a
 # check that ran to the end ({v}: each variant).
 READER = ["reads", "ok", "versions", "reads_after_stop", "missing", "read_enoent", "empty", "short", "long", "torn",
           "backwards", "errors", "estale_open", "estale_read", "renames", "rename_errors",
-          "write_errors", "hold_errors"]
+          "write_errors", "hold_errors", "not_converged", "readers_idle", "final_version"]
 CTO = ["reads", "ok", "stale", "short", "long", "torn", "empty", "missing", "future",
-       "errors", "write_errors", "estale"]
+       "errors", "write_errors", "estale", "not_converged"]
+# Schema 2: checks whose verdict comes from a sample report its detection
+# power; the others look once.
+SAMPLED = ["rename", "excl", "cto"]
 COUNTS = {
     "preflight": ["refused", "warnings"],
     "rename": [f"{v}.{k}" for v in ("plain", "held") for k in READER] +
               [f"dir.{k}" for k in ("renames", "rename_errors", "rounds", "listings",
                                     "complete", "partial", "absent", "both_present",
-                                    "neither_present", "estale", "errors")],
+                                    "neither_present", "estale", "errors",
+                                    "not_converged", "readers_idle")],
     "excl": ["rounds", "racers", "one_winner", "multi_winner", "no_winner", "loser_eexist",
              "loser_eperm", "loser_other", "content_mismatch", "winner_write_errors"],
-    "cto": [f"{v}.{k}" for v in ("same", "grow") for k in CTO],
+    "cto": [f"{v}.{k}" for v in ("same", "grow", "renamed") for k in CTO],
     "unlink-open": ["hidden_while_open", "hidden_after_close", "rmdir_after_close_failed",
                     "space_not_freed", "space_unknown", "space_attempts"],
     "fsync": ["interposed_actors", "raw_fsync_ns", "libc_fsync_ns", "open_ns", "create_ns",
               "lookup_ns", "getattr_ns", "round_trip_ns",
               "samples", "fast_fsync", "libc_faster", "crash_bytes", "crash_lost",
               "crash_bytes_lost", "crash_cmd", "power_loss_cmd", "unproven"],
+    "perf": ["fsync_p99_us", "target_fsync_p99_us", "target_mibps_x100", "strict",
+             "append_4k_p99_us", "mibps_1m_x100", "creates_per_s", "renames_per_s", "unlinks_per_s"],
     "rename-copy": ["ratio_x100", "time_grows", "inode_changed", "old_fd_broken",
                     "content_mismatch", "rename_errors"],
 }
@@ -111,6 +119,12 @@ def actors(act, where):
 def report(r):
     if need(r, "schema_version", int, "report") != 2:
         raise SystemExit("report: unknown schema_version")
+    det = need(r, "detection", dict, "report")
+    rate = need(det, "rate", float, "detection")
+    target = need(det, "target_power", float, "detection")
+    needed = need(det, "needed", int, "detection")
+    if not (0 < rate < 1 and 0 < target < 1 and needed >= 1):
+        raise SystemExit("detection: rate, target_power or needed out of range")
     need(r, "tool", str, "report")
     need(r, "tool_version", str, "report")
     verdict = need(r, "verdict", str, "report")
@@ -201,6 +215,35 @@ def report(r):
                     need(layer, "role", str, f"{iw}.layers[{li}]")
                     need(layer, "depth", int, f"{iw}.layers[{li}]")
                     need(layer, "path", str, f"{iw}.layers[{li}]")
+        cd = need(c, "detection", dict, w)
+        kind = need(cd, "kind", str, f"{w}.detection")
+        if kind != ("sampled" if name in SAMPLED else "single"):
+            raise SystemExit(f"{w}.detection.kind: {kind!r}")
+        if kind == "sampled":
+            dw = f"{w}.detection"
+            need(cd, "observation", str, dw)
+            obs = need(cd, "observations", int, dw)
+            pw = need(cd, "power", float, dw) if obs > 0 else cd.get("power")
+            if need(cd, "meets_target", bool, dw) != (pw >= target):
+                raise SystemExit(f"{dw}: meets_target disagrees with power {pw} and target {target}")
+            if obs >= needed and not cd["meets_target"] and v != "ERROR":
+                raise SystemExit(f"{dw}: {obs} observations ({needed} needed) yet below target")
+            if v != "ERROR" and name in ("rename", "cto"):
+                per = need(prof, "per_reader", dict, f"{w}.profile")
+                for var, readers in per.items():
+                    stuck = 0
+                    for k, rd in enumerate(readers):
+                        rw = f"{w}.profile.per_reader.{var}[{k}]"
+                        need(rd, "actor", int, rw)
+                        need(rd, "reads", int, rw)
+                        verdict_r = need(rd, "verdict", str, rw)
+                        if verdict_r not in ("converged", "not_converged", "idle"):
+                            raise SystemExit(f"{rw}.verdict: {verdict_r!r}")
+                        stuck += verdict_r == "not_converged"
+                    if counts.get(f"{var}.not_converged") != stuck:
+                        raise SystemExit(f"{w}: {var}.not_converged is not the number of readers that did not converge")
+                    if stuck and v != "FAIL":
+                        raise SystemExit(f"{w}: a reader did not converge, yet the verdict is {v}")
         if v in ("FAIL", "WARN") and name != "preflight":
             need(c, "reproduce", str, w)
         if "reproduce" in c:
@@ -248,8 +291,10 @@ def stamp(s):
     identity(need(s, "volume", dict, "stamp"), "stamp.volume")
     actors(need(s, "actors", dict, "stamp"), "stamp.actors")
     got = [need(c, "name", str, "stamp.checks") for c in need(s, "checks", list, "stamp")]
-    if sorted(got) != sorted(CHECKS):
+    if sorted(x for x in got if x != "perf") != sorted(STAMP_CHECKS):
         raise SystemExit("stamp: not every check recorded")
+    if ("perf" in got) != ("perf" in s):
+        raise SystemExit("stamp: the perf check ran but its figures are not recorded (or the reverse)")
     for c in s["checks"]:
         cv = need(c, "verdict", str, "stamp.checks")
         if cv != "PASS" and not (c["name"] == "fsync" and cv == "UNPROVEN"):

@@ -24,9 +24,25 @@
  * the daemon is killed: a hung filesystem, for testing what the tools do
  * when a call never returns.
  *
- * Rename,
- * exclusive create and unlink are forwarded at once in both modes: only
- * durability lies.
+ * Two more lies, about names, for the conformance tool's convergence and
+ * detection-power tests (either mode, set per mount in the environment):
+ *
+ * LYINGFS_STALE_NAMES=1: a client whose name lookups never revalidate.  The
+ * first read-only open of a path pins the file found there, and from then
+ * on that path opens (and stats as) the pinned file forever, although
+ * other clients rename new files over the name.  Reads follow the pinned
+ * inode, so in-place rewrites are seen; only a change through this mount
+ * (a write open, a rename, an unlink, an rmdir of the path or a parent)
+ * unpins it.  At most STALE_PINS paths are pinned; later ones are honest.
+ *
+ * LYINGFS_SPLIT_DIRS=N: every Nth directory rename is carried out one
+ * entry at a time (mkdir the new name, move the entries one by one, pausing
+ * LYINGFS_SPLIT_DELAY_US, default 100, after each, remove the old name), as
+ * an object-store mount copies a directory: a lister sees it half moved in
+ * a few percent of its listings.
+ *
+ * Otherwise rename, exclusive create and unlink are forwarded at once in
+ * both modes: only durability lies.
  *
  * Kernel attribute and entry caching are off and unlinked-but-open files are
  * really unlinked (hard_remove), so the honest mode is a coherent filesystem
@@ -43,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/time.h>
@@ -78,6 +95,21 @@ static lf_held *g_held;   /* held inodes: open, or dirty and waiting for writeba
 static long long g_writeback_ms = 5000;
 static volatile sig_atomic_t g_crash_req; /* SIGUSR1s received */
 
+/* LYINGFS_STALE_NAMES: path -> the descriptor of the file first found there. */
+#define STALE_PINS 4096
+typedef struct lf_pin {
+	char *path;
+	int fd;
+	struct lf_pin *next;
+} lf_pin;
+static int g_stale_names;
+static lf_pin *g_pins;
+static int g_npins;
+static pthread_mutex_t g_pin_lock = PTHREAD_MUTEX_INITIALIZER;
+/* LYINGFS_SPLIT_DIRS */
+static long g_split_every, g_split_delay_us = 100;
+static unsigned long g_dir_renames;
+
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -98,6 +130,57 @@ static const char *rel(const char *path)
  * task is exiting (PF_EXITING in /proc/TID/stat): a killed process closes its
  * files on the way out, which is not the writer closing them. */
 #define LF_PF_EXITING 0x4u
+/* The pinned descriptor of path (a dup the caller closes), or -1. */
+static int pin_get(const char *path)
+{
+	int fd = -1;
+	pthread_mutex_lock(&g_pin_lock);
+	for (lf_pin *p = g_pins; p; p = p->next)
+		if (strcmp(p->path, path) == 0) {
+			fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+			break;
+		}
+	pthread_mutex_unlock(&g_pin_lock);
+	return fd;
+}
+
+static void pin_put(const char *path, int fd)
+{
+	pthread_mutex_lock(&g_pin_lock);
+	lf_pin *p = g_npins < STALE_PINS ? calloc(1, sizeof(*p)) : NULL;
+	if (p && (p->path = strdup(path)) && (p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
+		p->next = g_pins;
+		g_pins = p;
+		g_npins++;
+	} else if (p) {
+		free(p->path);
+		free(p);
+	}
+	pthread_mutex_unlock(&g_pin_lock);
+}
+
+/* This client changed path (or everything under it): it sees it anew. */
+static void pin_drop(const char *path)
+{
+	if (!g_stale_names)
+		return;
+	size_t n = strlen(path);
+	pthread_mutex_lock(&g_pin_lock);
+	for (lf_pin **pp = &g_pins; *pp;) {
+		lf_pin *p = *pp;
+		if (strcmp(p->path, path) == 0 || (strncmp(p->path, path, n) == 0 && p->path[n] == '/')) {
+			*pp = p->next;
+			close(p->fd);
+			free(p->path);
+			free(p);
+			g_npins--;
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&g_pin_lock);
+}
+
 static pid_t caller_tgid(int *exiting)
 {
 	pid_t tid = fuse_get_context()->pid, tgid = tid;
@@ -329,8 +412,12 @@ static void *lf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 
 static int lf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
+	int pin = !fi && g_stale_names ? pin_get(path) : -1;
 	int rc = fi ? fstat(file_of(fi)->fd, st)
+	          : pin >= 0 ? fstat(pin, st)
 		    : fstatat(g_root, rel(path), st, AT_SYMLINK_NOFOLLOW);
+	if (pin >= 0)
+		close(pin);
 	if (rc < 0)
 		return -errno;
 	held_patch_stat(st);
@@ -362,11 +449,13 @@ static void hang_if(int hang)
 static int lf_unlink(const char *path)
 {
 	hang_if(g_hang_unlink);
+	pin_drop(path);
 	return unlinkat(g_root, rel(path), 0) < 0 ? -errno : 0;
 }
 
 static int lf_rmdir(const char *path)
 {
+	pin_drop(path);
 	return unlinkat(g_root, rel(path), AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
@@ -375,8 +464,52 @@ static int lf_symlink(const char *target, const char *path)
 	return symlinkat(target, g_root, rel(path)) < 0 ? -errno : 0;
 }
 
+/* LYINGFS_SPLIT_DIRS: a directory moved entry by entry.  Only onto a name
+ * that does not exist (a rename over an empty directory stays atomic). */
+static int split_rename(const char *from, const char *to)
+{
+	struct stat st;
+	if (fstatat(g_root, rel(from), &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (mkdirat(g_root, rel(to), st.st_mode & 07777) < 0)
+		return -errno;
+	int dfd = openat(g_root, rel(from), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char a[4096], b[4096];
+		snprintf(a, sizeof(a), "%s/%s", rel(from), e->d_name);
+		snprintf(b, sizeof(b), "%s/%s", rel(to), e->d_name);
+		if (renameat(g_root, a, g_root, b) < 0)
+			rc = -errno;
+		else if (g_split_delay_us > 0)
+			usleep((useconds_t)g_split_delay_us);
+	}
+	closedir(d);
+	if (rc == 0 && unlinkat(g_root, rel(from), AT_REMOVEDIR) < 0)
+		rc = -errno;
+	return rc;
+}
+
 static int lf_rename(const char *from, const char *to, unsigned int flags)
 {
+	pin_drop(from);
+	pin_drop(to);
+	if (g_split_every > 0 && flags == 0) {
+		struct stat fs, ts;
+		if (fstatat(g_root, rel(from), &fs, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(fs.st_mode) &&
+		    fstatat(g_root, rel(to), &ts, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
+		    __atomic_add_fetch(&g_dir_renames, 1, __ATOMIC_RELAXED) % (unsigned long)g_split_every == 0)
+			return split_rename(from, to);
+	}
 	return renameat2(g_root, rel(from), g_root, rel(to), flags) < 0 ? -errno : 0;
 }
 
@@ -400,6 +533,8 @@ static int lf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 
 static int lf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
+	if (!fi)
+		pin_drop(path);
 	int fd = fi ? file_of(fi)->fd : openat(g_root, rel(path), O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -434,13 +569,22 @@ static int open_common(const char *path, int flags, mode_t mode, struct fuse_fil
 	lf_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	int plain_read = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC));
+	if (g_stale_names && !plain_read)
+		pin_drop(path);
+	f->fd = g_stale_names && plain_read ? pin_get(path) : -1;
 	/* The kernel supplies the offset of every write, O_APPEND included;
 	 * pwrite on an O_APPEND descriptor would ignore it. */
-	f->fd = openat(g_root, rel(path), (flags & ~O_APPEND) | O_CLOEXEC, mode);
 	if (f->fd < 0) {
-		int err = -errno;
-		free(f);
-		return err;
+		f->fd = openat(g_root, rel(path), (flags & ~O_APPEND) | O_CLOEXEC, mode);
+		if (f->fd < 0) {
+			int err = -errno;
+			free(f);
+			return err;
+		}
+		struct stat st;
+		if (g_stale_names && plain_read && fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode))
+			pin_put(path, f->fd);
 	}
 	f->writable = (flags & O_ACCMODE) != O_RDONLY;
 	f->owner = g_lying ? caller_tgid(NULL) : 0;
@@ -701,6 +845,22 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	const char *sn = getenv("LYINGFS_STALE_NAMES");
+	g_stale_names = sn && *sn && strcmp(sn, "0") != 0;
+	const char *sd = getenv("LYINGFS_SPLIT_DIRS");
+	if (sd && *sd)
+		g_split_every = atol(sd);
+	const char *sdl = getenv("LYINGFS_SPLIT_DELAY_US");
+	if (sdl && *sdl)
+		g_split_delay_us = atol(sdl);
+	if (g_stale_names) {
+		/* every pinned name holds a descriptor */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	const char *wb = getenv("LYING_WRITEBACK_MS");
 	if (wb && *wb)
 		g_writeback_ms = atoll(wb);
@@ -718,7 +878,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pthread_detach(t);
-	fprintf(stderr, "kaas-lyingfs: %s mode over %s\n", g_lying ? "LYING" : "honest", back);
+	fprintf(stderr, "kaas-lyingfs: %s mode over %s%s", g_lying ? "LYING" : "honest", back,
+		g_stale_names ? ", stale names" : "");
+	if (g_split_every > 0)
+		fprintf(stderr, ", every %ldth directory rename split", g_split_every);
+	fprintf(stderr, "\n");
 	umask(0);
 	int rc = fuse_main(fargc, fargv, &lf_ops, NULL);
 	free(fargv);

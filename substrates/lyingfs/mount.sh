@@ -5,11 +5,16 @@ set -euo pipefail
 SUB_NAME=lyingfs
 . "$(dirname "$0")/../substrate-lib.sh"
 STATE=$1
-{ read -r bin; read -r mode; } <"$STATE/lyingfs.conf"
+# lyingfs.conf: the binary, LYING, then (optional) STALE_NAMES and
+# SPLIT_DIRS: mB's name lookups never revalidate / every Nth directory
+# rename is split, on both mounts
+{ read -r bin; read -r mode; read -r stale || stale=0; read -r split || split=0; } <"$STATE/lyingfs.conf"
 flag=; [ "$mode" = 1 ] && flag=--lying
 for m in mA mB; do
+	names=0; [ "$m" = mB ] && names=${stale:-0}
 	# the backing directory as mount source, as passthrough daemons
 	# (bindfs) do: it is how preflight finds what stores the bytes
+	LYINGFS_STALE_NAMES=$names LYINGFS_SPLIT_DIRS=${split:-0} \
 	setsid "$bin" $flag "$STATE/back" "$STATE/$m" -f -o "fsname=$STATE/back" \
 		</dev/null >>"$STATE/lyingfs-$m.log" 2>&1 &
 	# teardown goes newest first: SIGTERM (the daemon unmounts and exits),

@@ -26,11 +26,17 @@ if [ "${BACKING:-disk}" = tmpfs ]; then
 	mount -t tmpfs -o size=512m "lyingfs-back" "$STATE/back"
 fi
 mkdir -p "$STATE/back/data"
-printf '%s\n%s\n' "$bin" "$mode" >"$STATE/lyingfs.conf"
+stale=${STALE_NAMES:-0} split=${SPLIT_DIRS:-0}
+[[ $stale =~ ^[01]$ ]] || sub_die "STALE_NAMES must be 0 or 1"
+[[ $split =~ ^[0-9]+$ ]] || sub_die "SPLIT_DIRS must be a number"
+printf '%s\n%s\n%s\n%s\n' "$bin" "$mode" "$stale" "$split" >"$STATE/lyingfs.conf"
 bash "$(dirname "$0")/mount.sh" "$STATE"
 SUB_URL=$STATE/mA/data
 SUB_MOUNTS=$STATE/mB/data
 SUB_CRASH_CMD="bash $(cd "$(dirname "$0")" && pwd)/crash.sh $STATE"
-SUB_INFO="kaas-lyingfs $([ "$mode" = 1 ] && echo LYING || echo honest), two mounts over one directory on $(findmnt -no FSTYPE -T "$STATE/back")"
+extra=
+[ "$stale" = 1 ] && extra+=", the second mount's names never revalidated"
+[ "$split" != 0 ] && extra+=", every ${split}th directory rename split entry by entry"
+SUB_INFO="kaas-lyingfs $([ "$mode" = 1 ] && echo LYING || echo honest), two mounts over one directory on $(findmnt -no FSTYPE -T "$STATE/back")$extra"
 [ "${BACKING:-disk}" = tmpfs ] && SUB_INFO+=" (a tmpfs of its own)"
 sub_publish
