@@ -206,6 +206,10 @@ static void remove_strays(ks_partition *p, int temps)
 	sub_names_free(names, n);
 }
 
+/* Over 100 lines by exception: the recovery sequence (checkpoint, tail walk,
+ * hole cut, fsync, producers, new segment, manifest) reads best as one list
+ * of steps, and it is being reworked as a whole (issue 9); splitting it
+ * first would only move the same steps around twice. */
 static int do_take_over(ks_partition *p, int32_t epoch)
 {
 	seglist all = {0};
