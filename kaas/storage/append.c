@@ -20,6 +20,7 @@
 int ks__p_roll(ks_partition *p, int64_t now_ms)
 {
 	(void)now_ms;
+	KS__P_LOCKED(p);
 	kseg *old = p->nsegs ? p->segs[p->nsegs - 1] : NULL;
 	int rc = ks__p_fence_check(p);
 	if (rc)
@@ -131,9 +132,9 @@ static int req_init(areq *r, ks_partition *p, uint8_t *records, size_t len, ks_a
 		if (!r->info || !r->ov)
 			return -ENOMEM;
 	}
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	r->cfg = p->cfg;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	r->now = ku_wall_ms();
 	return 0;
 }
@@ -305,7 +306,7 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 		res->error = (int16_t)err;
 		goto out;
 	}
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	res->log_start_offset = p->log_start;
 	if ((rc = ks__p_unfit(p))) {
 		res->error = ks__p_kerr(rc);
@@ -320,13 +321,14 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 	req_assign_offsets(p, &r);
 	if ((rc = req_write(p, &r)))
 		goto unlock;
+	KAAS_ASSERT(r.next >= p->leo && p->hw <= p->leo);
 	res->base_offset = p->leo;
 	res->last_offset = r.next - 1;
 	res->log_append_time = r.cfg.timestamp_type == 1 ? r.now : -1;
 	p->leo = r.next;
 	p->appends++;
 unlock:
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 out:
 	req_free(&r);
 	return rc;

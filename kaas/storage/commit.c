@@ -40,12 +40,19 @@ static int slot_open(ks_partition *p, kseg *s, int slot)
  * completing after a failure is acknowledged, whenever it started). */
 static int64_t retire(ks_partition *p)
 {
-	int64_t notify = -1;
+	int64_t notify = -1, prev = INT64_MIN;
+	KS__P_LOCKED(p);
 	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % FLUSH_DEPTH].done) {
 		const struct kflight *f = &p->fl[p->fl_retired % FLUSH_DEPTH];
 		int64_t end = f->end;
+		/* The slot holds the oldest ticket, whose end is not below the
+		 * one retired before it nor past the log end. */
+		KAAS_ASSERT(f->ticket == p->fl_retired);
+		KAAS_ASSERT(end >= prev && end <= p->leo);
+		prev = end;
 		p->fl_retired++;
 		p->flushing--;
+		KAAS_ASSERT(p->flushing == (int)(p->fl_next - p->fl_retired));
 		if (p->state == KAAS_PART_LEADER && end > p->hw) {
 			p->hw = end;
 			p->hw_seg = f->seg;
@@ -63,6 +70,10 @@ enum { FL_DONE, FL_WAIT, FL_GO };
 static int flush_verdict(ks_partition *p, int64_t target, uint64_t gen, int led, int *rc,
 			 int64_t *dur)
 {
+	KS__P_LOCKED(p);
+	KAAS_ASSERT(p->flushing >= 0 && p->flushing <= FLUSH_DEPTH);
+	KAAS_ASSERT(p->flushing == (int)(p->fl_next - p->fl_retired));
+	KAAS_ASSERT(p->hw <= p->leo);
 	*dur = p->hw;
 	if (p->lead_gen != gen || (p->state == KAAS_PART_FOLLOWER && (led || gen))) {
 		/* The leadership the caller appended under is over: answer for
@@ -144,11 +155,19 @@ static int ticket_start(ks_partition *p, ticket *tk)
 	if (tk->n > sizeof(tk->stack) / sizeof(tk->stack[0]) &&
 	    !(tk->v = malloc(tk->n * sizeof(*tk->v))))
 		return -ENOMEM;
-	/* Possibly while the previous ticket's fsync is still running. */
+	/* Possibly while the previous ticket's fsync is still running.  The
+	 * slot is free: its last ticket (DEPTH before ours) has retired. */
+	KS__P_LOCKED(p);
+	KAAS_ASSERT(p->state == KAAS_PART_LEADER && p->nsegs > 0);
+	KAAS_ASSERT(p->flushing < FLUSH_DEPTH);
+	KAAS_ASSERT(p->fl_next - p->fl_retired < FLUSH_DEPTH);
+	KAAS_ASSERT(p->leo >= p->fl_end || p->fl_retired == p->fl_next);
 	tk->t = p->fl_next++;
 	tk->slot = (int)(tk->t % FLUSH_DEPTH);
 	struct kflight *f = &p->fl[tk->slot];
 	kseg *act = p->segs[p->nsegs - 1];
+	KAAS_ASSERT(act->active);
+	f->ticket = tk->t;
 	f->end = p->leo;
 	f->seg = act->base;
 	f->pos = act->end_pos;
@@ -184,8 +203,12 @@ static int ticket_start(ks_partition *p, ticket *tk)
 static int ticket_sync(ks_partition *p, ticket *tk)
 {
 	int rc = tk->rc;
+	KS__P_UNLOCKED(p);
 	for (size_t i = 0; i < tk->n && rc == 0; i++) {
 		const fseg *g = &tk->v[i];
+		/* Pinned, and slot k > 0 fsyncs through a descriptor of its own. */
+		KAAS_ASSERT(g->s->flush_pins > 0);
+		KAAS_ASSERT(tk->slot == 0 || (g->s->sync[tk->slot] && g->s->sync[tk->slot] != g->s->log));
 		rc = sub_fsync(tk->slot ? g->s->sync[tk->slot] : g->s->log);
 		if (rc == 0 && g->idx && (rc = sub_fsync(g->s->idx)) == 0)
 			rc = sub_fsync(g->s->tidx);
@@ -207,8 +230,14 @@ static int ticket_sync(ks_partition *p, ticket *tk)
  * retires what can retire.  The new high watermark to announce, or -1. */
 static int64_t ticket_finish(ks_partition *p, ticket *tk, int rc)
 {
+	KS__P_LOCKED(p);
+	/* The slot is still ours and not yet marked: no other ticket took it
+	 * while our fsyncs ran, and ours retires only after this. */
+	KAAS_ASSERT(p->fl[tk->slot].ticket == tk->t && !p->fl[tk->slot].done);
+	KAAS_ASSERT(tk->t >= p->fl_retired && tk->t < p->fl_next);
 	for (size_t i = 0; i < tk->n; i++) {
 		kseg *s = tk->v[i].s;
+		KAAS_ASSERT(s->flush_pins > 0);
 		if (rc == 0 && tk->v[i].upto > s->synced_pos)
 			s->synced_pos = tk->v[i].upto;
 		if (--s->flush_pins == 0) {
@@ -240,21 +269,21 @@ int ks_partition_flush(ks_partition *p, int64_t *durable)
 	int64_t notify = -1, dur = -1;
 	ks_hw_listener fn = NULL;
 	void *arg = NULL;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int64_t target = p->leo;
 	uint64_t gen = p->lead_gen;
 	int led = p->state != KAAS_PART_FOLLOWER;
 	while ((v = flush_verdict(p, target, gen, led, &rc, &dur)) != FL_DONE) {
 		if (v == FL_WAIT) {
-			pthread_cond_wait(&p->cv, &p->mu);
+			ks__p_wait(p);
 			continue;
 		}
 		ticket tk;
 		if ((rc = ticket_start(p, &tk)))
 			break;
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		rc = ticket_sync(p, &tk);
-		pthread_mutex_lock(&p->mu);
+		ks__p_lock(p);
 		int64_t n = ticket_finish(p, &tk, rc);
 		if (n >= 0)
 			notify = n;
@@ -269,7 +298,10 @@ int ks_partition_flush(ks_partition *p, int64_t *durable)
 		fn = p->listener;
 		arg = p->listener_arg;
 	}
-	pthread_mutex_unlock(&p->mu);
+	KAAS_ASSERT(notify <= p->leo);
+	ks__p_unlock(p);
+	/* Without the lock (the order: the listener may take the broker's). */
+	KS__P_UNLOCKED(p);
 	if (fn)
 		fn(arg, p, notify);
 	return rc;

@@ -20,7 +20,7 @@ int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_wa
 {
 	int rc = 0;
 	*error = KERR_NONE;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	*low_watermark = p->log_start;
 	if (p->state != KAAS_PART_LEADER) {
 		*error = ks__p_kerr(ks__p_unfit(p));
@@ -52,7 +52,7 @@ int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_wa
 	while (p->nsegs > 1 && p->segs[1]->base <= p->log_start)
 		ks__p_delete_seg(p, 0);
 out:
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return rc;
 }
 
@@ -163,9 +163,9 @@ static int checkpoint(ks_partition *p)
 int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 {
 	int64_t durable;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int st = p->state;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	if (st == KAAS_PART_FOLLOWER)
 		return 0; /* nothing to do, whatever the last leadership left */
 	int rc = ks_partition_flush(p, &durable);
@@ -174,7 +174,7 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 	if (rc)
 		return rc;
 	int deleted = 0;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	if (p->state != KAAS_PART_LEADER)
 		goto out;
 	ks_log_config *c = &p->cfg;
@@ -213,7 +213,7 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 	    ku_mono_ms() - p->manifest_ms >= c->checkpoint_ms)
 		rc = checkpoint(p);
 out:
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	if (rc == -ESTALE)
 		return rc;
 	return rc ? rc : deleted;

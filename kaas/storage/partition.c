@@ -57,20 +57,28 @@ static void sanitize_cfg(ks_log_config *c)
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	p->cfg = *cfg;
 	sanitize_cfg(&p->cfg);
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 }
 
 void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	p->listener = fn;
 	p->listener_arg = arg;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 }
 /* ---- shared helpers ---------------------------------------------------------------- */
+
+/* Distinct per thread: the address of a thread-local. */
+static __thread char self_tag;
+
+const void *ks__p_self(void)
+{
+	return &self_tag;
+}
 
 int ks__p_unfit(const ks_partition *p)
 {
@@ -95,6 +103,7 @@ int16_t ks__p_kerr(int rc)
 
 void ks__p_poison(ks_partition *p, const char *what, int rc)
 {
+	KS__P_LOCKED(p);
 	if (!ks__p_failed(p))
 		KLOG_ERR("storage", "%s: %s failed: %s; partition poisoned until taken over again",
 			 p->dir, what, sub_strerror(rc));
@@ -107,6 +116,7 @@ void ks__p_poison(ks_partition *p, const char *what, int rc)
 
 void ks__p_fence(ks_partition *p)
 {
+	KS__P_LOCKED(p);
 	p->state = KS__PART_FENCED;
 	pthread_cond_broadcast(&p->cv);
 }
@@ -119,6 +129,7 @@ int16_t ks__p_fail(ks_partition *p, const char *what, int rc)
 }
 int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start)
 {
+	KS__P_LOCKED(p);
 	kmanifest m = p->man;
 	char path[SUB_PATH_MAX], *buf;
 	size_t len;
@@ -260,8 +271,12 @@ out:
  * relinquish made everything appended durable. */
 void ks__p_drop_leadership(ks_partition *p, int why)
 {
+	KS__P_LOCKED(p);
 	while (p->flushing)
-		pthread_cond_wait(&p->cv, &p->mu);
+		ks__p_wait(p);
+	/* No ticket outlives its leadership: nothing may be pinned or in a slot. */
+	KAAS_ASSERT(p->fl_retired == p->fl_next);
+	KAAS_ASSERT(p->hw <= p->leo);
 	if (p->state != KAAS_PART_FOLLOWER) {
 		if (ks__p_failed(p))
 			why = ks__p_unfit(p);
@@ -284,9 +299,9 @@ void ks_partition_close(ks_partition *p)
 	if (!p)
 		return;
 	ks_partition_relinquish(p);
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	ks__p_drop_leadership(p, -EPERM);
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	free(p);
@@ -296,11 +311,11 @@ void ks_partition_close(ks_partition *p)
 
 int ks_partition_relinquish(ks_partition *p)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	while (p->flushing)
-		pthread_cond_wait(&p->cv, &p->mu);
+		ks__p_wait(p);
 	if (p->state == KAAS_PART_FOLLOWER) {
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		return 0;
 	}
 	int rc = 0;
@@ -352,7 +367,7 @@ int ks_partition_relinquish(ks_partition *p)
 	int32_t keep = p->epoch;
 	ks__p_load_view(p);
 	p->epoch = keep;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return rc;
 }
 
@@ -361,9 +376,9 @@ int ks_partition_relinquish(ks_partition *p)
 /* One of p's offsets, read under its lock. */
 static int64_t offset_of(ks_partition *p, const int64_t *field)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int64_t v = *field;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return v;
 }
 
@@ -384,10 +399,10 @@ int64_t ks_partition_high_watermark(ks_partition *p)
 
 int ks_partition_state_of(ks_partition *p, int32_t *epoch)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int st = ks__p_failed(p) ? KAAS_PART_POISONED : p->state;
 	if (epoch)
 		*epoch = p->epoch;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return st;
 }

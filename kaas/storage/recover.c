@@ -347,13 +347,13 @@ int ks_partition_take_over(ks_partition *p, int32_t epoch)
 {
 	if (epoch < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	if (p->state == KAAS_PART_LEADER && p->epoch == epoch) {
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		return 0;
 	}
 	if (p->state != KAAS_PART_FOLLOWER && epoch < p->epoch) {
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		return -ESTALE;
 	}
 	/* A leadership replaced without relinquish: its flushes fail (the
@@ -372,6 +372,6 @@ int ks_partition_take_over(ks_partition *p, int32_t epoch)
 		KLOG_INFO("storage", "%s: leader at epoch %d, log [%lld, %lld)", p->dir, (int)epoch,
 			  (long long)p->log_start, (long long)p->leo);
 	}
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return rc;
 }

@@ -160,7 +160,10 @@ int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, i
 int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_watermark, int16_t *error);
 
 /* Called (from the thread that ran the flush, without the partition lock)
- * whenever the high watermark advances, e.g. to wake parked long polls. */
+ * whenever the high watermark advances, e.g. to wake parked long polls.
+ * Two flushes retiring tickets at about the same time call it from their
+ * own threads, so calls can arrive out of order (a lower hw after a higher
+ * one): a user keeps the maximum it was told, never the last value. */
 typedef void (*ks_hw_listener)(void *arg, ks_partition *p, int64_t hw);
 void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg);
 
