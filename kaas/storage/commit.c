@@ -1,15 +1,16 @@
 /*
  * commit.c — the group commit that turns written into durable.
  *
- * Pipelined: fsyncs run without the partition lock, so
- * appends continue meanwhile.  A caller whose data the fsync in flight does
- * not cover starts a second one (FLUSH_DEPTH in flight: the kernel or the
- * server overlaps them, a network volume's round trips too) once as many
- * requests were appended since the first one started as it covers: the
- * appenders one fsync released come back as a group, which a second fsync
- * started by the first of them would split.  Until then, and with both
- * slots busy, callers wait, and the end of an fsync lets one of them run
- * the next for everybody written by then.  Each fsync is a ticket covering
+ * Pipelined: fsyncs run without the partition lock, so appends continue
+ * meanwhile.  A caller whose data the fsyncs in flight do not cover starts
+ * another one (up to the partition's depth in flight, cfg.flush_depth, 2 by
+ * default: the kernel or the server overlaps them, a network volume's round
+ * trips too) once as many requests were appended since the newest one
+ * started as it covers: the appenders one fsync released come back as a
+ * group, which an fsync started by the first of them would split.  Until
+ * then, and with every slot busy, callers wait, and the end of an fsync
+ * lets one of them run the next for everybody written by then.  Depth 1
+ * runs one fsync at a time.  Each fsync is a ticket covering
  * the log end at its start; the high watermark (the durable offset)
  * advances ticket by ticket in start order, never past a ticket still
  * running, and a failed fsync poisons the partition so that no ticket
@@ -42,8 +43,8 @@ static int64_t retire(ks_partition *p)
 {
 	int64_t notify = -1, prev = INT64_MIN;
 	KS__P_LOCKED(p);
-	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % FLUSH_DEPTH].done) {
-		const struct kflight *f = &p->fl[p->fl_retired % FLUSH_DEPTH];
+	while (p->fl_retired < p->fl_next && p->fl[p->fl_retired % (uint64_t)p->depth].done) {
+		const struct kflight *f = &p->fl[p->fl_retired % (uint64_t)p->depth];
 		int64_t end = f->end;
 		/* The slot holds the oldest ticket, whose end is not below the
 		 * one retired before it nor past the log end. */
@@ -71,7 +72,7 @@ static int flush_verdict(ks_partition *p, int64_t target, uint64_t gen, int led,
 			 int64_t *dur)
 {
 	KS__P_LOCKED(p);
-	KAAS_ASSERT(p->flushing >= 0 && p->flushing <= FLUSH_DEPTH);
+	KAAS_ASSERT(p->flushing >= 0 && p->flushing <= p->depth);
 	KAAS_ASSERT(p->flushing == (int)(p->fl_next - p->fl_retired));
 	KAAS_ASSERT(p->hw <= p->leo);
 	*dur = p->hw;
@@ -101,7 +102,7 @@ static int flush_verdict(ks_partition *p, int64_t target, uint64_t gen, int led,
 		*rc = -EPERM;
 		return FL_DONE;
 	}
-	if (p->flushing && (p->fl_end >= target || p->flushing == FLUSH_DEPTH ||
+	if (p->flushing && (p->fl_end >= target || p->flushing == p->depth ||
 			    p->appends - p->fl_appends < p->fl_covers)) {
 		/* An fsync started after our append covers it; or every slot is
 		 * busy; or the next group is still smaller than the one in
@@ -109,6 +110,8 @@ static int flush_verdict(ks_partition *p, int64_t target, uint64_t gen, int led,
 		 * same requests).  The appender that completes the group, or
 		 * the end of an fsync, starts the next one for everybody
 		 * written by then. */
+		if (p->fl_end < target && p->flushing == p->depth)
+			p->fl_stalls++;
 		return FL_WAIT;
 	}
 	return FL_GO;
@@ -159,11 +162,11 @@ static int ticket_start(ks_partition *p, ticket *tk)
 	 * slot is free: its last ticket (DEPTH before ours) has retired. */
 	KS__P_LOCKED(p);
 	KAAS_ASSERT(p->state == KAAS_PART_LEADER && p->nsegs > 0);
-	KAAS_ASSERT(p->flushing < FLUSH_DEPTH);
-	KAAS_ASSERT(p->fl_next - p->fl_retired < FLUSH_DEPTH);
+	KAAS_ASSERT(p->flushing < p->depth);
+	KAAS_ASSERT(p->fl_next - p->fl_retired < (uint64_t)p->depth);
 	KAAS_ASSERT(p->leo >= p->fl_end || p->fl_retired == p->fl_next);
 	tk->t = p->fl_next++;
-	tk->slot = (int)(tk->t % FLUSH_DEPTH);
+	tk->slot = (int)(tk->t % (uint64_t)p->depth);
 	struct kflight *f = &p->fl[tk->slot];
 	kseg *act = p->segs[p->nsegs - 1];
 	KAAS_ASSERT(act->active);

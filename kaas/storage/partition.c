@@ -35,6 +35,7 @@ void ks_log_config_defaults(ks_log_config *c)
 	c->validate_compressed = 1;
 	c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	c->checkpoint_ms = 60000;
+	c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
 }
 
 static void sanitize_cfg(ks_log_config *c)
@@ -53,6 +54,10 @@ static void sanitize_cfg(ks_log_config *c)
 		c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	if (c->checkpoint_ms == 0)
 		c->checkpoint_ms = 60000;
+	if (c->flush_depth <= 0)
+		c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
+	if (c->flush_depth > KAAS_FLUSH_DEPTH_MAX)
+		c->flush_depth = KAAS_FLUSH_DEPTH_MAX;
 }
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
@@ -60,6 +65,7 @@ void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
 	ks__p_lock(p);
 	p->cfg = *cfg;
 	sanitize_cfg(&p->cfg);
+	p->cfg.flush_depth = p->depth; /* the pipeline's slots are sized at open */
 	ks__p_unlock(p);
 }
 
@@ -219,6 +225,7 @@ int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int c
 	else
 		ks_log_config_defaults(&p->cfg);
 	sanitize_cfg(&p->cfg);
+	p->depth = p->cfg.flush_depth;
 	p->state = KAAS_PART_FOLLOWER;
 	p->epoch = -1;
 	int rc = 0;

@@ -77,7 +77,7 @@ void ks__seg_ref(kseg *s)
 
 void ks__seg_close_sync(kseg *s)
 {
-	for (int k = 0; k < FLUSH_DEPTH; k++) {
+	for (int k = 0; k < FLUSH_DEPTH_MAX; k++) {
 		sub_close(s->sync[k]);
 		s->sync[k] = NULL;
 	}

@@ -39,7 +39,13 @@ typedef struct ks_log_config {
 	int32_t validate_compressed;    /* decompress compressed batches to check their records (1; 0 = off) */
 	int64_t producer_expiration_ms; /* forget idle producer ids after this (<= 0: 7 days) */
 	int64_t checkpoint_ms;          /* housekeep rewrites the manifest's high watermark this often (0: 60 s; < 0: every time) */
+	int32_t flush_depth;            /* group commit: fsyncs of one partition in flight at once,
+	                                   1..KAAS_FLUSH_DEPTH_MAX (0: KAAS_FLUSH_DEPTH_DEFAULT);
+	                                   taken at open, ks_partition_set_config leaves it */
 } ks_log_config;
+
+#define KAAS_FLUSH_DEPTH_DEFAULT 2
+#define KAAS_FLUSH_DEPTH_MAX 8
 
 void ks_log_config_defaults(ks_log_config *cfg);
 

@@ -35,12 +35,13 @@ typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entr
 #define IDX_ENTRY 8
 #define TIDX_ENTRY 12
 
-/* Group commit runs up to this many fsyncs per partition at once (commit.c).
- * Each pipeline slot fsyncs through its own descriptor of a segment: an
- * error is reported to every open file description but only once to each,
- * so two fsyncs overlapping on one descriptor could see one of them answer
- * success for pages whose write failed. */
-#define FLUSH_DEPTH 2
+/* Group commit runs up to p->depth (cfg.flush_depth, at most this many)
+ * fsyncs per partition at once (commit.c).  Each pipeline slot fsyncs
+ * through its own descriptor of a segment: an error is reported to every
+ * open file description but only once to each, so two fsyncs overlapping on
+ * one descriptor could see one of them answer success for pages whose write
+ * failed. */
+#define FLUSH_DEPTH_MAX KAAS_FLUSH_DEPTH_MAX
 
 typedef struct kseg {
 	int32_t epoch;
@@ -49,7 +50,7 @@ typedef struct kseg {
 	int refs;                /* partition list + read plans + flusher (atomic) */
 	/* leader only */
 	sub_file *log, *idx, *tidx;
-	sub_file *sync[FLUSH_DEPTH]; /* pipeline slot k > 0 fsyncs the log through sync[k] (slot 0: log) */
+	sub_file *sync[FLUSH_DEPTH_MAX]; /* pipeline slot k > 0 fsyncs the log through sync[k] (slot 0: log) */
 	int active;              /* the segment appends go to (ours, writable) */
 	int meta;                /* end_pos/end_off/max_ts/index known */
 	uint64_t end_pos;        /* valid bytes */
@@ -164,8 +165,9 @@ struct ks_partition {
 	kp_table prod;
 
 	/* group commit: fsyncs started and not yet retired, in start order
-	 * (ticket t in slot t % FLUSH_DEPTH); the high watermark advances to a
+	 * (ticket t in slot t % depth); the high watermark advances to a
 	 * ticket's end only when it and every earlier ticket succeeded */
+	int depth;                  /* fsyncs in flight at most (cfg.flush_depth at open) */
 	int flushing;               /* tickets pending: fl_next - fl_retired */
 	uint64_t fl_next, fl_retired;
 	int64_t fl_end;             /* end of the newest ticket started */
@@ -178,7 +180,8 @@ struct ks_partition {
 		uint64_t pos;       /* its end_pos */
 		uint64_t ticket;    /* the ticket that owns the slot */
 		int done;
-	} fl[FLUSH_DEPTH];
+	} fl[FLUSH_DEPTH_MAX];
+	uint64_t fl_stalls;         /* flushes that waited because every slot was busy */
 	int dir_dirty;              /* a segment was created since the last flush */
 	uint8_t *snap_buf;          /* snapshot waiting for the fsync that covers it */
 	size_t snap_len;

@@ -556,7 +556,7 @@ static void wait_ticket_done(ks_partition *p, uint64_t t)
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 60;
 	pthread_mutex_lock(&p->mu);
-	while (!(p->fl_retired > t || (p->fl_next > t && p->fl[t % FLUSH_DEPTH].done)))
+	while (!(p->fl_retired > t || (p->fl_next > t && p->fl[t % (uint64_t)p->depth].done)))
 		ck_assert_int_eq(pthread_cond_timedwait(&p->cv, &p->mu, &dl), 0);
 	pthread_mutex_unlock(&p->mu);
 }
