@@ -125,8 +125,15 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 		if (bend > s->end_pos)
 			bend = s->end_pos;
 		int64_t seg_next = i + 1 < p->nsegs ? p->segs[i + 1]->base : hw;
-		if (cur < s->base)
+		if (cur < s->base) {
+			/* A plan holds consecutive batches: going on into the next
+			 * segment it must start where the last range ended.  When
+			 * retention removed that segment while the lock was
+			 * released for a walk, the plan ends here. */
+			if (plan->total > 0)
+				break;
 			cur = s->base;
+		}
 		uint64_t start = 0;
 		uint32_t first = 0;
 		ks__seg_ref(s); /* held across the unlocked walk, then by the plan */
