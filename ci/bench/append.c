@@ -36,6 +36,7 @@ static _Atomic uint64_t g_fsyncs;
 static const sub_methods *g_inner;
 static sub_methods g_counting;
 int st_fsync_delay_us;
+int st_flush_depth;
 
 static int counting_fsync(sub_file *f)
 {
@@ -184,6 +185,8 @@ int app_open(const char *dir, int nparts, int32_t records, int32_t rsize, int co
 		s->vfs->m = &g_counting;
 	ks_log_config cfg;
 	ks_log_config_defaults(&cfg);
+	if (st_flush_depth > 0)
+		cfg.flush_depth = st_flush_depth;
 	for (int i = 0; i < nparts; i++) {
 		char pdir[64];
 		snprintf(pdir, sizeof(pdir), "bench/%d", i);
@@ -299,14 +302,17 @@ int bench_append(bn_opts *o)
 	const char *payload = bn_opt_str(o, "payload", "random");
 	const char *label = bn_opt_str(o, "label", "append");
 	st_fsync_delay_us = (int)bn_opt_int(o, "fsync-delay-us", 0);
+	st_flush_depth = (int)bn_opt_int(o, "flush-depth", 0);
 	if (bn_opts_check(o, "kaas-bench append"))
 		return 2;
 	int mode = app_parse_mode(mode_s), codec = app_parse_codec(codec_s);
 	if (!dir || nthreads < 1 || nparts < 1 || records < 1 || rsize < 0 || mode < 0 || codec < 0 ||
-	    count < 0 || (count == 0 && secs <= 0)) {
+	    count < 0 || (count == 0 && secs <= 0) || st_flush_depth < 0 ||
+	    st_flush_depth > KAAS_FLUSH_DEPTH_MAX) {
 		fprintf(stderr, "kaas-bench append: --dir DIR [--appenders N] [--partitions M] [--records R] "
 				"[--record-size B] [--secs S | --count C] [--mode gc|naive|nosync] "
-				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U]\n");
+				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U] "
+				"[--flush-depth 1..8]\n");
 		return 2;
 	}
 	ku_log_level = KAAS_LOG_WARN;
@@ -318,9 +324,10 @@ int bench_append(bn_opts *o)
 	    app_run(s, nthreads, mode, secs, count, &lat, &r) == 0 && app_verify(s) == 0) {
 		double el = (double)r.ns / 1e9;
 		json_t *j = json_pack(
-			"{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind", "append",
-			"label", label, "mode", mode_s, "codec", codec_s, "appenders", nthreads, "partitions", nparts,
-			"records", records, "record_size", rsize, "batch_bytes", (json_int_t)s->len, "secs", el,
+			"{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind",
+			"append", "label", label, "mode", mode_s, "codec", codec_s, "appenders", nthreads, "partitions",
+			nparts, "fsync_delay_us", st_fsync_delay_us, "flush_depth",
+			st_flush_depth ? st_flush_depth : KAAS_FLUSH_DEPTH_DEFAULT, "records", records, "record_size", rsize, "batch_bytes", (json_int_t)s->len, "secs", el,
 			"batches", (json_int_t)r.ops, "bytes", (json_int_t)r.bytes, "mbps", st_mbps(&r), "batches_per_s",
 			(double)r.ops / el, "records_per_s", (double)r.ops * records / el, "fsyncs",
 			(json_int_t)r.fsyncs, "batches_per_fsync", r.fsyncs ? (double)r.ops / (double)r.fsyncs : 0.0,

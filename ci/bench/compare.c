@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/storage/storage.h"
 #include "util/log.h"
 
 enum { M_DEVICE, M_BANDWIDTH, M_NAIVE, M_GC, NMODES };
@@ -68,13 +69,14 @@ int bench_compare(bn_opts *o)
 	int bw_slices = (int)bn_opt_int(o, "bw-slices", 2);
 	const char *label = bn_opt_str(o, "label", "compare");
 	st_fsync_delay_us = (int)bn_opt_int(o, "fsync-delay-us", 0);
+	st_flush_depth = (int)bn_opt_int(o, "flush-depth", 0);
 	if (bn_opts_check(o, "kaas-bench compare"))
 		return 2;
 	if (!dir || nthreads < 1 || nparts < 1 || records < 1 || rsize < 0 || cycles < 1 || slice <= 0 ||
-	    bw_size < 1 || bw_slices < 1) {
+	    bw_size < 1 || bw_slices < 1 || st_flush_depth < 0 || st_flush_depth > KAAS_FLUSH_DEPTH_MAX) {
 		fprintf(stderr, "kaas-bench compare: --dir DIR [--appenders N] [--partitions M] [--records R] "
 				"[--record-size B] [--cycles K] [--slice SECS] [--bandwidth-size B] [--bw-slices N] "
-				"[--fsync-delay-us U]\n");
+				"[--fsync-delay-us U] [--flush-depth 1..8]\n");
 		return 2;
 	}
 	ku_log_level = KAAS_LOG_WARN;
@@ -160,9 +162,10 @@ int bench_compare(bn_opts *o)
 		}
 		json_object_set_new(ratios, rs[i].name, spread(tmp, n));
 	}
-	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:o,s:o}", "kind", "compare",
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:o,s:o}", "kind", "compare",
 			      "label", label, "appenders", nthreads, "partitions", nparts, "records", records,
-			      "fsync_delay_us", st_fsync_delay_us, "record_size", rsize,
+			      "fsync_delay_us", st_fsync_delay_us, "flush_depth",
+			      st_flush_depth ? st_flush_depth : KAAS_FLUSH_DEPTH_DEFAULT, "record_size", rsize,
 			      "batch_bytes", (json_int_t)batch, "bandwidth_size", (json_int_t)bw_size, "bandwidth_slices",
 			      2 * bw_slices, "cycles", cycles, "slice_secs", slice, "modes", modes, "ratios", ratios);
 	rc = bn_emit(j) ? 1 : 0;

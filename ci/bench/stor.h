@@ -29,6 +29,11 @@ static inline double st_mbps(const st_res *r) { return bn_mbps(r->bytes, r->ns);
  * like requests in flight do.  0 (the default): the real device only. */
 extern int st_fsync_delay_us;
 
+/* The engine's group-commit depth (ks_log_config.flush_depth: fsyncs of
+ * one partition in flight at once) for the partitions app_open opens;
+ * 0 (the default): the engine's default. */
+extern int st_flush_depth;
+
 /* ---- device.c: raw files, pwrite + fsync through the system call ---------------- */
 typedef struct dev_set dev_set;
 

@@ -75,6 +75,9 @@ const kb_config_key kb_config_keys[] = {
 	 "worker threads that run request handlers"},
 	{"kaas.flush.threads", KCFG_I32, OFF(num_flush_threads), 1, 64, "2",
 	 "threads that fsync appended data (group commit) for acks=all and the high watermark"},
+	{"kaas.flush.pipeline.depth", KCFG_I32, OFF(log.flush_depth), 1, KAAS_FLUSH_DEPTH_MAX, "2",
+	 "fsyncs of one partition in flight at once (group commit); each needs a flusher thread, "
+	 "so set kaas.flush.threads at least as high"},
 	{"kaas.connection.max.buffered.bytes", KCFG_I64, OFF(connection_max_buffered_bytes), 65536,
 	 INT64_MAX, "67108864", "per connection (backpressure): with more unsent responses than "
 	 "this no further request is processed, with more unanswered requests plus unsent "

@@ -20,6 +20,7 @@
 int ks__p_roll(ks_partition *p, int64_t now_ms)
 {
 	(void)now_ms;
+	KS__P_LOCKED(p);
 	kseg *old = p->nsegs ? p->segs[p->nsegs - 1] : NULL;
 	int rc = ks__p_fence_check(p);
 	if (rc)
@@ -100,6 +101,187 @@ static overlay *ov_get(ks_partition *p, overlay *ov, int *nov, int64_t pid)
 	return o;
 }
 
+/* One append request on its way through the write path. */
+typedef struct areq {
+	uint8_t *records;
+	size_t len;
+	ks_append_result *res;
+	ks_log_config cfg;  /* copied at the start: the lock is not held throughout */
+	int64_t now;
+	kb_info *info;
+	overlay *ov;
+	int nb, n, nov;     /* batches counted, validated; producers touched */
+	int64_t next;       /* the log end after this request */
+	kb_info stack_info[STACK_BATCHES];
+	overlay stack_ov[STACK_BATCHES];
+} areq;
+
+static int req_init(areq *r, ks_partition *p, uint8_t *records, size_t len, ks_append_result *res)
+{
+	r->records = records;
+	r->len = len;
+	r->res = res;
+	r->info = r->stack_info;
+	r->ov = r->stack_ov;
+	r->n = r->nov = 0;
+	r->next = -1;
+	r->nb = ks__kb_count(records, len);
+	if (r->nb > STACK_BATCHES) {
+		r->info = calloc((size_t)r->nb, sizeof(*r->info));
+		r->ov = calloc((size_t)r->nb, sizeof(*r->ov));
+		if (!r->info || !r->ov)
+			return -ENOMEM;
+	}
+	ks__p_lock(p);
+	r->cfg = p->cfg;
+	ks__p_unlock(p);
+	r->now = ku_wall_ms();
+	return 0;
+}
+
+static void req_free(areq *r)
+{
+	if (r->info != r->stack_info)
+		free(r->info);
+	if (r->ov != r->stack_ov)
+		free(r->ov);
+}
+
+/* Every batch checked before any is written; a Kafka error or 0. */
+static int req_validate(areq *r)
+{
+	const ks_log_config *c = &r->cfg;
+	kb_limits lim = {
+		.max_batch_bytes = c->max_message_bytes,
+		.ts_diff_max_ms = c->timestamp_difference_max_ms,
+		.now_ms = r->now,
+		.create_time = c->timestamp_type == 0,
+		.validate_compressed = c->validate_compressed,
+		.max_decompressed = (uint64_t)c->max_message_bytes * 64 > (256u << 20)
+					    ? (uint64_t)c->max_message_bytes * 64
+					    : (256u << 20),
+	};
+	int bad, err = ks__kb_validate(r->records, r->len, &lim, r->info, r->nb > 0 ? r->nb : 1,
+				       &r->n, &bad, &r->res->message);
+	if (err)
+		r->res->batch_index = bad;
+	return err;
+}
+
+/* Producer checks, against the state as this request would leave it (the
+ * overlay); sets r->next.  1 when the request is answered already (an
+ * error, or a duplicate answered with the original's offsets). */
+static int req_check_producers(ks_partition *p, areq *r)
+{
+	ks_append_result *res = r->res;
+	int64_t next = p->leo;
+	for (int i = 0; i < r->n; i++) {
+		kb_info *b = &r->info[i];
+		if (b->pid >= 0) {
+			overlay *o = ov_get(p, r->ov, &r->nov, b->pid);
+			int dup;
+			kp_batch orig;
+			int err = ks__kp_check(o->known || o->e.epoch != -1 ? &o->e : NULL, b->pepoch,
+					       b->base_seq, b->last_seq, &dup, &orig, &res->message);
+			if (err) {
+				res->error = (int16_t)err;
+				res->batch_index = i;
+				return 1;
+			}
+			if (dup) {
+				/* Kafka answers the whole request with the original. */
+				res->duplicate = 1;
+				res->base_offset = orig.first_off;
+				res->last_offset = orig.last_off;
+				return 1;
+			}
+			kp_batch kb = {b->base_seq, b->last_seq, next, next + b->count - 1, b->max_ts};
+			ks__kp_entry_apply(&o->e, b->pepoch, &kb);
+		}
+		next += b->count;
+	}
+	r->next = next;
+	return 0;
+}
+
+/* Rolls before writing when this request would overflow the active
+ * segment (size, age, or 32-bit relative offsets). */
+static int req_roll_if_full(ks_partition *p, areq *r)
+{
+	const kseg *s = p->segs[p->nsegs - 1];
+	const ks_log_config *c = &r->cfg;
+	int64_t count = r->next - p->leo;
+	if (s->end_pos == 0 ||
+	    !((int64_t)(s->end_pos + r->len) > c->segment_bytes ||
+	      (c->segment_ms >= 0 && s->first_append_ms && r->now - s->first_append_ms >= c->segment_ms) ||
+	      p->leo + count - s->base > INT32_MAX))
+		return 0;
+	int rc = ks__p_roll(p, r->now);
+	if (rc) {
+		r->res->error = ks__p_fail(p, "segment roll", rc);
+		if (rc == -ESTALE)
+			rc = 0; /* fenced: not the leader any more */
+	}
+	return rc;
+}
+
+/* Assigns offsets in place; baseOffset and partitionLeaderEpoch are outside
+ * the CRC, the timestamp fix-ups are not. */
+static void req_assign_offsets(ks_partition *p, areq *r)
+{
+	int64_t off = p->leo;
+	int lat = r->cfg.timestamp_type == 1;
+	for (int i = 0; i < r->n; i++) {
+		kb_info *in = &r->info[i];
+		uint8_t *b = r->records + in->pos;
+		kb_put64(b + KB_OFF_BASE_OFFSET, (uint64_t)off);
+		kb_put32(b + KB_OFF_LEADER_EPOCH, (uint32_t)p->epoch);
+		if (lat || in->fix_max_ts) {
+			if (lat) {
+				kb_put16(b + KB_OFF_ATTRS, kb_get16(b + KB_OFF_ATTRS) | KB_ATTR_LOG_APPEND_TIME);
+				in->max_ts = r->now;
+			}
+			kb_put64(b + KB_OFF_MAX_TS, (uint64_t)in->max_ts);
+			kb_put32(b + KB_OFF_CRC, ks__kb_crc(b, in->size));
+		}
+		off += in->count;
+	}
+}
+
+/* One pwrite for the whole request, then its index entries, the tail ring
+ * and the producer table.  Any failure poisons the partition. */
+static int req_write(ks_partition *p, areq *r)
+{
+	kseg *s = p->segs[p->nsegs - 1];
+	uint64_t pos0 = s->end_pos;
+	const char *what = "segment write";
+	int rc = sub_pwrite_full(s->log, r->records, r->len, pos0);
+	int64_t off = p->leo;
+	for (int i = 0; i < r->n && rc == 0; i++) {
+		const kb_info *in = &r->info[i];
+		uint64_t bpos = pos0 + in->pos;
+		what = "index write";
+		if ((rc = ks__p_index_batch(p, s, off, bpos, in->size, in->max_ts, 1)))
+			break;
+		ring_push(p, off, off + in->count - 1, bpos, in->size);
+		off += in->count;
+	}
+	for (int i = 0; i < r->nov && rc == 0; i++) {
+		what = "producer state update";
+		rc = ks__kp_put(&p->prod, &r->ov[i].e);
+	}
+	if (rc) {
+		ks__p_poison(p, what, rc);
+		r->res->error = KERR_KAFKA_STORAGE_ERROR;
+		return rc;
+	}
+	if (!s->first_append_ms)
+		s->first_append_ms = r->now;
+	s->end_pos += r->len;
+	s->end_off = r->next;
+	return 0;
+}
+
 int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append_result *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -114,42 +296,17 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 		res->message = "records larger than 2 GiB in one request";
 		return 0;
 	}
-	kb_info stack_info[STACK_BATCHES], *info = stack_info;
-	overlay stack_ov[STACK_BATCHES], *ov = stack_ov;
-	int nb = ks__kb_count(records, len), n, bad, rc = 0;
-	if (nb > STACK_BATCHES) {
-		info = calloc((size_t)nb, sizeof(*info));
-		ov = calloc((size_t)nb, sizeof(*ov));
-		if (!info || !ov) {
-			free(info == stack_info ? NULL : info);
-			free(ov == stack_ov ? NULL : ov);
-			res->error = KERR_UNKNOWN_SERVER_ERROR;
-			return -ENOMEM;
-		}
-	}
-	pthread_mutex_lock(&p->mu);
-	ks_log_config cfg = p->cfg;
-	pthread_mutex_unlock(&p->mu);
-
-	int64_t now = ku_wall_ms();
-	kb_limits lim = {
-		.max_batch_bytes = cfg.max_message_bytes,
-		.ts_diff_max_ms = cfg.timestamp_difference_max_ms,
-		.now_ms = now,
-		.create_time = cfg.timestamp_type == 0,
-		.validate_compressed = cfg.validate_compressed,
-		.max_decompressed = (uint64_t)cfg.max_message_bytes * 64 > (256u << 20)
-					    ? (uint64_t)cfg.max_message_bytes * 64
-					    : (256u << 20),
-	};
-	int err = ks__kb_validate(records, len, &lim, info, nb > 0 ? nb : 1, &n, &bad, &res->message);
-	if (err) {
-		res->error = (int16_t)err;
-		res->batch_index = bad;
+	areq r; /* not zeroed: the stack arrays are filled as used */
+	int err, rc = req_init(&r, p, records, len, res);
+	if (rc) {
+		res->error = KERR_UNKNOWN_SERVER_ERROR;
 		goto out;
 	}
-
-	pthread_mutex_lock(&p->mu);
+	if ((err = req_validate(&r))) {
+		res->error = (int16_t)err;
+		goto out;
+	}
+	ks__p_lock(p);
 	res->log_start_offset = p->log_start;
 	if ((rc = ks__p_unfit(p))) {
 		res->error = ks__p_kerr(rc);
@@ -159,109 +316,20 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 			rc = 0; /* not the leader: the client's to retry elsewhere */
 		goto unlock;
 	}
-
-	/* Producer checks, against the state as this request would leave it. */
-	int nov = 0;
-	int64_t next = p->leo;
-	for (int i = 0; i < n; i++) {
-		kb_info *b = &info[i];
-		if (b->pid >= 0) {
-			overlay *o = ov_get(p, ov, &nov, b->pid);
-			int dup;
-			kp_batch orig;
-			err = ks__kp_check(o->known || o->e.epoch != -1 ? &o->e : NULL, b->pepoch, b->base_seq,
-				       b->last_seq, &dup, &orig, &res->message);
-			if (err) {
-				res->error = (int16_t)err;
-				res->batch_index = i;
-				goto unlock;
-			}
-			if (dup) {
-				/* Kafka answers the whole request with the original. */
-				res->duplicate = 1;
-				res->base_offset = orig.first_off;
-				res->last_offset = orig.last_off;
-				goto unlock;
-			}
-			kp_batch kb = {b->base_seq, b->last_seq, next, next + b->count - 1, b->max_ts};
-			ks__kp_entry_apply(&o->e, b->pepoch, &kb);
-		}
-		next += b->count;
-	}
-
-	/* Roll before writing when this request would overflow the segment. */
-	kseg *s = p->segs[p->nsegs - 1];
-	int64_t count = next - p->leo;
-	if (s->end_pos > 0 &&
-	    ((int64_t)(s->end_pos + len) > cfg.segment_bytes ||
-	     (cfg.segment_ms >= 0 && s->first_append_ms && now - s->first_append_ms >= cfg.segment_ms) ||
-	     p->leo + count - s->base > INT32_MAX)) {
-		if ((rc = ks__p_roll(p, now))) {
-			res->error = ks__p_fail(p, "segment roll", rc);
-			if (rc == -ESTALE)
-				rc = 0; /* fenced: not the leader any more */
-			goto unlock;
-		}
-		s = p->segs[p->nsegs - 1];
-	}
-
-	/* Assign offsets in place; baseOffset and partitionLeaderEpoch are
-	 * outside the CRC, the timestamp fix-ups are not. */
-	int64_t off = p->leo;
-	int lat = cfg.timestamp_type == 1;
-	for (int i = 0; i < n; i++) {
-		uint8_t *b = records + info[i].pos;
-		kb_put64(b + KB_OFF_BASE_OFFSET, (uint64_t)off);
-		kb_put32(b + KB_OFF_LEADER_EPOCH, (uint32_t)p->epoch);
-		if (lat || info[i].fix_max_ts) {
-			if (lat) {
-				kb_put16(b + KB_OFF_ATTRS, kb_get16(b + KB_OFF_ATTRS) | KB_ATTR_LOG_APPEND_TIME);
-				info[i].max_ts = now;
-			}
-			kb_put64(b + KB_OFF_MAX_TS, (uint64_t)info[i].max_ts);
-			kb_put32(b + KB_OFF_CRC, ks__kb_crc(b, info[i].size));
-		}
-		off += info[i].count;
-	}
-	uint64_t pos0 = s->end_pos;
-	if ((rc = sub_pwrite_full(s->log, records, len, pos0))) {
-		ks__p_poison(p, "segment write", rc);
-		res->error = KERR_KAFKA_STORAGE_ERROR;
+	if (req_check_producers(p, &r) || (rc = req_roll_if_full(p, &r)) || res->error)
 		goto unlock;
-	}
-	off = p->leo;
-	for (int i = 0; i < n; i++) {
-		uint64_t bpos = pos0 + info[i].pos;
-		if ((rc = ks__p_index_batch(p, s, off, bpos, info[i].size, info[i].max_ts, 1))) {
-			ks__p_poison(p, "index write", rc);
-			res->error = KERR_KAFKA_STORAGE_ERROR;
-			goto unlock;
-		}
-		ring_push(p, off, off + info[i].count - 1, bpos, info[i].size);
-		off += info[i].count;
-	}
-	for (int i = 0; i < nov; i++) {
-		if ((rc = ks__kp_put(&p->prod, &ov[i].e))) {
-			ks__p_poison(p, "producer state update", rc);
-			res->error = KERR_KAFKA_STORAGE_ERROR;
-			goto unlock;
-		}
-	}
-	if (!s->first_append_ms)
-		s->first_append_ms = now;
-	s->end_pos += len;
-	s->end_off = next;
+	req_assign_offsets(p, &r);
+	if ((rc = req_write(p, &r)))
+		goto unlock;
+	KAAS_ASSERT(r.next >= p->leo && p->hw <= p->leo);
 	res->base_offset = p->leo;
-	res->last_offset = next - 1;
-	res->log_append_time = lat ? now : -1;
-	p->leo = next;
+	res->last_offset = r.next - 1;
+	res->log_append_time = r.cfg.timestamp_type == 1 ? r.now : -1;
+	p->leo = r.next;
 	p->appends++;
 unlock:
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 out:
-	if (info != stack_info)
-		free(info);
-	if (ov != stack_ov)
-		free(ov);
+	req_free(&r);
 	return rc;
 }

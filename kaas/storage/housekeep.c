@@ -20,7 +20,7 @@ int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_wa
 {
 	int rc = 0;
 	*error = KERR_NONE;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	*low_watermark = p->log_start;
 	if (p->state != KAAS_PART_LEADER) {
 		*error = ks__p_kerr(ks__p_unfit(p));
@@ -52,7 +52,7 @@ int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_wa
 	while (p->nsegs > 1 && p->segs[1]->base <= p->log_start)
 		ks__p_delete_seg(p, 0);
 out:
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return rc;
 }
 
@@ -96,12 +96,76 @@ static uint64_t seg_bytes(const kseg *s)
 	return s->meta ? s->end_pos : s->disk_size;
 }
 
+/* Retention: only whole segments, oldest first, wholly durable.  How many
+ * go (*ndel) and the log start after them. */
+static int retention_cut(ks_partition *p, int64_t now_ms, int64_t *new_start, size_t *ndel)
+{
+	const ks_log_config *c = &p->cfg;
+	uint64_t total = 0;
+	*new_start = p->log_start;
+	*ndel = 0;
+	for (size_t i = 0; i < p->nsegs; i++)
+		total += seg_bytes(p->segs[i]);
+	for (size_t i = 0; i + 1 < p->nsegs; i++) {
+		kseg *s = p->segs[i];
+		int64_t next = p->segs[i + 1]->base;
+		if (next > p->hw)
+			break;
+		int del = next <= p->log_start;
+		if (!del && c->retention_ms >= 0) {
+			int rc = ks__p_seg_load(p, i, INT64_MAX);
+			if (rc)
+				return rc;
+			int64_t ts = s->max_ts;
+			sub_stat st;
+			/* No record timestamps: the file's age, as Kafka does. */
+			if (ts < 0 && s->log && sub_fstat(s->log, &st) == 0)
+				ts = st.mtime_ns / 1000000;
+			del = ts >= 0 && now_ms - ts > c->retention_ms;
+		}
+		if (!del && c->retention_bytes >= 0 &&
+		    total - seg_bytes(s) >= (uint64_t)c->retention_bytes &&
+		    total > (uint64_t)c->retention_bytes)
+			del = 1;
+		if (!del)
+			break;
+		total -= seg_bytes(s);
+		*new_start = next > *new_start ? next : *new_start;
+		(*ndel)++;
+	}
+	return 0;
+}
+
+/* Rewrites the manifest's checkpoint; any failure poisons. */
+static int checkpoint(ks_partition *p)
+{
+	int rc;
+	/* Index entries below the checkpoint must be durable with it (a
+	 * flush running across a roll leaves a sealed one dirty). */
+	for (size_t i = p->nsegs; i > 0; i--) {
+		kseg *a = p->segs[i - 1];
+		if (!a->idx_dirty || !a->idx) {
+			if (!a->active)
+				break;
+			continue;
+		}
+		if ((rc = sub_fsync(a->idx)) || (rc = sub_fsync(a->tidx))) {
+			ks__p_poison(p, "index fsync", rc);
+			return rc;
+		}
+		a->idx_dirty = 0;
+	}
+	if ((rc = ks__p_write_manifest(p, p->hw, p->log_start)))
+		ks__p_poison(p, "manifest write", rc);
+	return rc;
+}
+
 int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 {
 	int64_t durable;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int st = p->state;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	if (st == KAAS_PART_FOLLOWER)
 		return 0; /* nothing to do, whatever the last leadership left */
 	int rc = ks_partition_flush(p, &durable);
@@ -110,7 +174,7 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 	if (rc)
 		return rc;
 	int deleted = 0;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	if (p->state != KAAS_PART_LEADER)
 		goto out;
 	ks_log_config *c = &p->cfg;
@@ -130,38 +194,10 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 		}
 	}
 
-	/* Retention: only whole segments, oldest first, wholly durable. */
-	int64_t new_start = p->log_start;
-	size_t ndel = 0;
-	uint64_t total = 0;
-	for (size_t i = 0; i < p->nsegs; i++)
-		total += seg_bytes(p->segs[i]);
-	for (size_t i = 0; i + 1 < p->nsegs; i++) {
-		kseg *s = p->segs[i];
-		int64_t next = p->segs[i + 1]->base;
-		if (next > p->hw)
-			break;
-		int del = next <= p->log_start;
-		if (!del && c->retention_ms >= 0) {
-			if ((rc = ks__p_seg_load(p, i, INT64_MAX)))
-				goto out;
-			int64_t ts = s->max_ts;
-			sub_stat st;
-			/* No record timestamps: the file's age, as Kafka does. */
-			if (ts < 0 && s->log && sub_fstat(s->log, &st) == 0)
-				ts = st.mtime_ns / 1000000;
-			del = ts >= 0 && now_ms - ts > c->retention_ms;
-		}
-		if (!del && c->retention_bytes >= 0 &&
-		    total - seg_bytes(s) >= (uint64_t)c->retention_bytes &&
-		    total > (uint64_t)c->retention_bytes)
-			del = 1;
-		if (!del)
-			break;
-		total -= seg_bytes(s);
-		new_start = next > new_start ? next : new_start;
-		ndel++;
-	}
+	int64_t new_start;
+	size_t ndel;
+	if ((rc = retention_cut(p, now_ms, &new_start, &ndel)))
+		goto out;
 	if (ndel) {
 		p->log_start = new_start;
 		for (size_t k = 0; k < ndel; k++) {
@@ -174,29 +210,10 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 
 	/* Checkpoint: the manifest's high watermark bounds recovery work. */
 	if ((p->man.hw != p->hw || p->man.log_start != p->log_start) &&
-	    ku_mono_ms() - p->manifest_ms >= c->checkpoint_ms) {
-		/* Index entries below the checkpoint must be durable with it
-		 * (a flush running across a roll leaves a sealed one dirty). */
-		for (size_t i = p->nsegs; i > 0; i--) {
-			kseg *a = p->segs[i - 1];
-			if (!a->idx_dirty || !a->idx) {
-				if (!a->active)
-					break;
-				continue;
-			}
-			if ((rc = sub_fsync(a->idx)) || (rc = sub_fsync(a->tidx))) {
-				ks__p_poison(p, "index fsync", rc);
-				goto out;
-			}
-			a->idx_dirty = 0;
-		}
-		if ((rc = ks__p_write_manifest(p, p->hw, p->log_start))) {
-			ks__p_poison(p, "manifest write", rc);
-			goto out;
-		}
-	}
+	    ku_mono_ms() - p->manifest_ms >= c->checkpoint_ms)
+		rc = checkpoint(p);
 out:
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	if (rc == -ESTALE)
 		return rc;
 	return rc ? rc : deleted;

@@ -114,6 +114,7 @@ static int split_live(seglist *all, seglist *live, seglist *zombies)
  * them closes them when it is done). */
 void ks__seg_detach(kseg *s)
 {
+	KAAS_ASSERT(!s->detached && s->flush_pins >= 0);
 	s->detached = 1;
 	if (!s->flush_pins) {
 		ks__seg_close_sync(s);
@@ -194,6 +195,7 @@ int ks__p_load_view(ks_partition *p)
 
 int ks__p_fence_check(ks_partition *p)
 {
+	KS__P_LOCKED(p);
 	seglist all = {0};
 	int32_t maxe;
 	int rc = ks__p_list_segments(p, 0, &all, &maxe);

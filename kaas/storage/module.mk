@@ -9,4 +9,4 @@ storage_PREFIX := ks
 storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recovery.c \
 	kaas/storage/test/test_codec.c \
 	kaas/storage/test/test_producer.c kaas/storage/test/test_retention.c \
-	kaas/storage/test/test_crash.c
+	kaas/storage/test/test_crash.c kaas/storage/test/test_pipeline.c

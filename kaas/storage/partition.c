@@ -35,6 +35,7 @@ void ks_log_config_defaults(ks_log_config *c)
 	c->validate_compressed = 1;
 	c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	c->checkpoint_ms = 60000;
+	c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
 }
 
 static void sanitize_cfg(ks_log_config *c)
@@ -53,24 +54,37 @@ static void sanitize_cfg(ks_log_config *c)
 		c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	if (c->checkpoint_ms == 0)
 		c->checkpoint_ms = 60000;
+	if (c->flush_depth <= 0)
+		c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
+	if (c->flush_depth > KAAS_FLUSH_DEPTH_MAX)
+		c->flush_depth = KAAS_FLUSH_DEPTH_MAX;
 }
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	p->cfg = *cfg;
 	sanitize_cfg(&p->cfg);
-	pthread_mutex_unlock(&p->mu);
+	p->cfg.flush_depth = p->depth; /* the pipeline's slots are sized at open */
+	ks__p_unlock(p);
 }
 
 void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	p->listener = fn;
 	p->listener_arg = arg;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 }
 /* ---- shared helpers ---------------------------------------------------------------- */
+
+/* Distinct per thread: the address of a thread-local. */
+static __thread char self_tag;
+
+const void *ks__p_self(void)
+{
+	return &self_tag;
+}
 
 int ks__p_unfit(const ks_partition *p)
 {
@@ -95,6 +109,7 @@ int16_t ks__p_kerr(int rc)
 
 void ks__p_poison(ks_partition *p, const char *what, int rc)
 {
+	KS__P_LOCKED(p);
 	if (!ks__p_failed(p))
 		KLOG_ERR("storage", "%s: %s failed: %s; partition poisoned until taken over again",
 			 p->dir, what, sub_strerror(rc));
@@ -107,6 +122,7 @@ void ks__p_poison(ks_partition *p, const char *what, int rc)
 
 void ks__p_fence(ks_partition *p)
 {
+	KS__P_LOCKED(p);
 	p->state = KS__PART_FENCED;
 	pthread_cond_broadcast(&p->cv);
 }
@@ -119,6 +135,7 @@ int16_t ks__p_fail(ks_partition *p, const char *what, int rc)
 }
 int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start)
 {
+	KS__P_LOCKED(p);
 	kmanifest m = p->man;
 	char path[SUB_PATH_MAX], *buf;
 	size_t len;
@@ -208,6 +225,7 @@ int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int c
 	else
 		ks_log_config_defaults(&p->cfg);
 	sanitize_cfg(&p->cfg);
+	p->depth = p->cfg.flush_depth;
 	p->state = KAAS_PART_FOLLOWER;
 	p->epoch = -1;
 	int rc = 0;
@@ -260,8 +278,12 @@ out:
  * relinquish made everything appended durable. */
 void ks__p_drop_leadership(ks_partition *p, int why)
 {
+	KS__P_LOCKED(p);
 	while (p->flushing)
-		pthread_cond_wait(&p->cv, &p->mu);
+		ks__p_wait(p);
+	/* No ticket outlives its leadership: nothing may be pinned or in a slot. */
+	KAAS_ASSERT(p->fl_retired == p->fl_next);
+	KAAS_ASSERT(p->hw <= p->leo);
 	if (p->state != KAAS_PART_FOLLOWER) {
 		if (ks__p_failed(p))
 			why = ks__p_unfit(p);
@@ -284,9 +306,9 @@ void ks_partition_close(ks_partition *p)
 	if (!p)
 		return;
 	ks_partition_relinquish(p);
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	ks__p_drop_leadership(p, -EPERM);
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	free(p);
@@ -296,11 +318,11 @@ void ks_partition_close(ks_partition *p)
 
 int ks_partition_relinquish(ks_partition *p)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	while (p->flushing)
-		pthread_cond_wait(&p->cv, &p->mu);
+		ks__p_wait(p);
 	if (p->state == KAAS_PART_FOLLOWER) {
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		return 0;
 	}
 	int rc = 0;
@@ -352,7 +374,7 @@ int ks_partition_relinquish(ks_partition *p)
 	int32_t keep = p->epoch;
 	ks__p_load_view(p);
 	p->epoch = keep;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return rc;
 }
 
@@ -361,9 +383,9 @@ int ks_partition_relinquish(ks_partition *p)
 /* One of p's offsets, read under its lock. */
 static int64_t offset_of(ks_partition *p, const int64_t *field)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int64_t v = *field;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return v;
 }
 
@@ -384,10 +406,10 @@ int64_t ks_partition_high_watermark(ks_partition *p)
 
 int ks_partition_state_of(ks_partition *p, int32_t *epoch)
 {
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int st = ks__p_failed(p) ? KAAS_PART_POISONED : p->state;
 	if (epoch)
 		*epoch = p->epoch;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return st;
 }

@@ -86,12 +86,15 @@ static int ring_covers(const ks_partition *p, const kseg *s, int64_t cur)
 
 int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan)
 {
+	/* A plan still holding segments would leak them here: release first. */
+	for (int i = 0; i < KAAS_READ_MAX_RANGES; i++)
+		KAAS_ASSERT(plan->refs[i] == NULL);
 	memset(plan, 0, sizeof(*plan));
 	plan->high_watermark = plan->log_start_offset = plan->last_stable_offset = -1;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	if (p->state != KAAS_PART_LEADER) {
 		plan->error = ks__p_kerr(ks__p_unfit(p));
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		return 0;
 	}
 	int64_t hw = p->hw;
@@ -102,7 +105,7 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 	 * watermark and the log end (written, not yet durable) is just empty. */
 	if (offset < p->log_start || offset > p->leo) {
 		plan->error = KERR_OFFSET_OUT_OF_RANGE;
-		pthread_mutex_unlock(&p->mu);
+		ks__p_unlock(p);
 		return 0;
 	}
 	uint32_t budget = max_bytes > 0 ? (uint32_t)max_bytes : 0;
@@ -122,8 +125,15 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 		if (bend > s->end_pos)
 			bend = s->end_pos;
 		int64_t seg_next = i + 1 < p->nsegs ? p->segs[i + 1]->base : hw;
-		if (cur < s->base)
+		if (cur < s->base) {
+			/* A plan holds consecutive batches: going on into the next
+			 * segment it must start where the last range ended.  When
+			 * retention removed that segment while the lock was
+			 * released for a walk, the plan ends here. */
+			if (plan->total > 0)
+				break;
 			cur = s->base;
+		}
 		uint64_t start = 0;
 		uint32_t first = 0;
 		ks__seg_ref(s); /* held across the unlocked walk, then by the plan */
@@ -140,9 +150,9 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 				pos = 0; /* an entry at or past the end cannot be the start */
 				eoff = s->base;
 			}
-			pthread_mutex_unlock(&p->mu);
+			ks__p_unlock(p);
 			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first);
-			pthread_mutex_lock(&p->mu);
+			ks__p_lock(p);
 			if (rc) {
 				ks__seg_unref(s);
 				break;
@@ -158,6 +168,7 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 				len = first; /* KIP-74: the first batch whole */
 		}
 		if (len) {
+			KAAS_ASSERT(plan->n < KAAS_READ_MAX_RANGES && s->log);
 			plan->r[plan->n].file = s->log;
 			plan->r[plan->n].pos = start;
 			plan->r[plan->n].len = (uint32_t)len;
@@ -176,7 +187,7 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 	}
 	if (rc && plan->n == 0)
 		plan->error = KERR_KAFKA_STORAGE_ERROR;
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return 0;
 }
 
@@ -251,7 +262,7 @@ int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, i
 {
 	*offset = -1;
 	*found_ts = -1;
-	pthread_mutex_lock(&p->mu);
+	ks__p_lock(p);
 	int rc = 0;
 	if (p->state != KAAS_PART_LEADER) {
 		/* Only a storage failure is this call's error; otherwise
@@ -282,6 +293,6 @@ int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, i
 			*found_ts = -1;
 		}
 	}
-	pthread_mutex_unlock(&p->mu);
+	ks__p_unlock(p);
 	return rc;
 }

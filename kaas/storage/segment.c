@@ -69,12 +69,15 @@ kseg *ks__seg_new(int32_t epoch, int64_t base)
 
 void ks__seg_ref(kseg *s)
 {
-	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	/* Only a holder can make another: a segment at zero is being freed. */
+	int n = __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	KAAS_ASSERT(n > 1);
+	(void)n;
 }
 
 void ks__seg_close_sync(kseg *s)
 {
-	for (int k = 0; k < FLUSH_DEPTH; k++) {
+	for (int k = 0; k < FLUSH_DEPTH_MAX; k++) {
 		sub_close(s->sync[k]);
 		s->sync[k] = NULL;
 	}
@@ -93,8 +96,12 @@ void ks__seg_unref(kseg *s)
 {
 	if (!s)
 		return;
-	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+	int n = __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+	KAAS_ASSERT(n >= 0);
+	if (n != 0)
 		return;
+	/* The last reference: no flusher can still be using its files. */
+	KAAS_ASSERT(s->flush_pins == 0);
 	ks__seg_close_files(s);
 	free(s->ix);
 	free(s->tx);

@@ -39,7 +39,13 @@ typedef struct ks_log_config {
 	int32_t validate_compressed;    /* decompress compressed batches to check their records (1; 0 = off) */
 	int64_t producer_expiration_ms; /* forget idle producer ids after this (<= 0: 7 days) */
 	int64_t checkpoint_ms;          /* housekeep rewrites the manifest's high watermark this often (0: 60 s; < 0: every time) */
+	int32_t flush_depth;            /* group commit: fsyncs of one partition in flight at once,
+	                                   1..KAAS_FLUSH_DEPTH_MAX (0: KAAS_FLUSH_DEPTH_DEFAULT);
+	                                   taken at open, ks_partition_set_config leaves it */
 } ks_log_config;
+
+#define KAAS_FLUSH_DEPTH_DEFAULT 2
+#define KAAS_FLUSH_DEPTH_MAX 8
 
 void ks_log_config_defaults(ks_log_config *cfg);
 
@@ -160,7 +166,10 @@ int ks_partition_offset_for_time(ks_partition *p, int64_t ts, int64_t *offset, i
 int ks_partition_delete_records(ks_partition *p, int64_t offset, int64_t *low_watermark, int16_t *error);
 
 /* Called (from the thread that ran the flush, without the partition lock)
- * whenever the high watermark advances, e.g. to wake parked long polls. */
+ * whenever the high watermark advances, e.g. to wake parked long polls.
+ * Two flushes retiring tickets at about the same time call it from their
+ * own threads, so calls can arrive out of order (a lower hw after a higher
+ * one): a user keeps the maximum it was told, never the last value. */
 typedef void (*ks_hw_listener)(void *arg, ks_partition *p, int64_t hw);
 void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg);
 

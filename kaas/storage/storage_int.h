@@ -14,6 +14,7 @@
 #include "kaas/storage/producer.h"
 #include "kaas/storage/storage.h"
 #include "substrates/sub.h"
+#include "util/assert.h"
 
 /* <epoch:10>-<baseOffset:20> */
 #define SEG_STEM_LEN 31
@@ -34,12 +35,13 @@ typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entr
 #define IDX_ENTRY 8
 #define TIDX_ENTRY 12
 
-/* Group commit runs up to this many fsyncs per partition at once (commit.c).
- * Each pipeline slot fsyncs through its own descriptor of a segment: an
- * error is reported to every open file description but only once to each,
- * so two fsyncs overlapping on one descriptor could see one of them answer
- * success for pages whose write failed. */
-#define FLUSH_DEPTH 2
+/* Group commit runs up to p->depth (cfg.flush_depth, at most this many)
+ * fsyncs per partition at once (commit.c).  Each pipeline slot fsyncs
+ * through its own descriptor of a segment: an error is reported to every
+ * open file description but only once to each, so two fsyncs overlapping on
+ * one descriptor could see one of them answer success for pages whose write
+ * failed. */
+#define FLUSH_DEPTH_MAX KAAS_FLUSH_DEPTH_MAX
 
 typedef struct kseg {
 	int32_t epoch;
@@ -48,7 +50,7 @@ typedef struct kseg {
 	int refs;                /* partition list + read plans + flusher (atomic) */
 	/* leader only */
 	sub_file *log, *idx, *tidx;
-	sub_file *sync[FLUSH_DEPTH]; /* pipeline slot k > 0 fsyncs the log through sync[k] (slot 0: log) */
+	sub_file *sync[FLUSH_DEPTH_MAX]; /* pipeline slot k > 0 fsyncs the log through sync[k] (slot 0: log) */
 	int active;              /* the segment appends go to (ours, writable) */
 	int meta;                /* end_pos/end_off/max_ts/index known */
 	uint64_t end_pos;        /* valid bytes */
@@ -142,6 +144,7 @@ typedef struct kring {
 
 struct ks_partition {
 	pthread_mutex_t mu;
+	const void *lock_owner; /* who holds mu (KAAS_ASSERTS builds only) */
 	pthread_cond_t cv;
 	sub_vfs *vfs;
 	char dir[SUB_PATH_MAX];
@@ -162,8 +165,9 @@ struct ks_partition {
 	kp_table prod;
 
 	/* group commit: fsyncs started and not yet retired, in start order
-	 * (ticket t in slot t % FLUSH_DEPTH); the high watermark advances to a
+	 * (ticket t in slot t % depth); the high watermark advances to a
 	 * ticket's end only when it and every earlier ticket succeeded */
+	int depth;                  /* fsyncs in flight at most (cfg.flush_depth at open) */
 	int flushing;               /* tickets pending: fl_next - fl_retired */
 	uint64_t fl_next, fl_retired;
 	int64_t fl_end;             /* end of the newest ticket started */
@@ -174,8 +178,10 @@ struct ks_partition {
 		int64_t end;        /* log end when it started: what it makes durable */
 		int64_t seg;        /* ... and its position: active segment's base, */
 		uint64_t pos;       /* its end_pos */
+		uint64_t ticket;    /* the ticket that owns the slot */
 		int done;
-	} fl[FLUSH_DEPTH];
+	} fl[FLUSH_DEPTH_MAX];
+	uint64_t fl_stalls;         /* flushes that waited because every slot was busy */
 	int dir_dirty;              /* a segment was created since the last flush */
 	uint8_t *snap_buf;          /* snapshot waiting for the fsync that covers it */
 	size_t snap_len;
@@ -195,6 +201,54 @@ struct ks_partition {
 	int ended_rc;           /* 0: its relinquish made everything durable */
 	int64_t ended_durable;  /* its durable offset when it ended */
 };
+
+/* ---- the partition lock ------------------------------------------------------
+ * The lock order (docs/storage.md, "For the broker"): a partition's lock is
+ * the innermost lock.  It is never held across a flush ticket's fsyncs nor
+ * across a listener call, so a listener may take the broker's own locks,
+ * which are taken before a partition's, never after; storage code never
+ * takes it twice.  The ks__p_* helpers run with it held.  Under KAAS_ASSERTS
+ * the lock records its owner and KS__P_LOCKED / KS__P_UNLOCKED check it; in
+ * release builds these are the bare mutex calls. */
+const void *ks__p_self(void); /* this thread's identity for the record */
+
+static inline const void *ks__p_owner(const ks_partition *p)
+{
+	return __atomic_load_n(&p->lock_owner, __ATOMIC_RELAXED);
+}
+
+static inline void ks__p_lock(ks_partition *p)
+{
+	KAAS_ASSERT(ks__p_owner(p) != ks__p_self()); /* would deadlock */
+	pthread_mutex_lock(&p->mu);
+#ifdef KAAS_ASSERTS
+	__atomic_store_n(&p->lock_owner, ks__p_self(), __ATOMIC_RELAXED);
+#endif
+}
+
+static inline void ks__p_unlock(ks_partition *p)
+{
+	KAAS_ASSERT(ks__p_owner(p) == ks__p_self());
+#ifdef KAAS_ASSERTS
+	__atomic_store_n(&p->lock_owner, NULL, __ATOMIC_RELAXED);
+#endif
+	pthread_mutex_unlock(&p->mu);
+}
+
+static inline void ks__p_wait(ks_partition *p)
+{
+	KAAS_ASSERT(ks__p_owner(p) == ks__p_self());
+#ifdef KAAS_ASSERTS
+	__atomic_store_n(&p->lock_owner, NULL, __ATOMIC_RELAXED);
+#endif
+	pthread_cond_wait(&p->cv, &p->mu);
+#ifdef KAAS_ASSERTS
+	__atomic_store_n(&p->lock_owner, ks__p_self(), __ATOMIC_RELAXED);
+#endif
+}
+
+#define KS__P_LOCKED(p) KAAS_ASSERT(ks__p_owner(p) == ks__p_self())
+#define KS__P_UNLOCKED(p) KAAS_ASSERT(ks__p_owner(p) != ks__p_self())
 
 /* ---- shared by the partition's files (caller holds p->mu) ------------------ */
 /* listing.c: the directory's segments, and the list a partition adopts. */

@@ -448,11 +448,15 @@ static void *gc_worker(void *x)
 
 static int64_t listener_hw;
 static int listener_calls;
+/* Keeps the maximum: two flushing threads may call it out of order. */
 static void on_hw(void *arg, ks_partition *p, int64_t hw)
 {
 	(void)arg;
 	(void)p;
-	__atomic_store_n(&listener_hw, hw, __ATOMIC_RELAXED);
+	int64_t cur = __atomic_load_n(&listener_hw, __ATOMIC_RELAXED);
+	while (hw > cur &&
+	       !__atomic_compare_exchange_n(&listener_hw, &cur, hw, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 	__atomic_add_fetch(&listener_calls, 1, __ATOMIC_RELAXED);
 }
 
@@ -556,7 +560,7 @@ static void wait_ticket_done(ks_partition *p, uint64_t t)
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 60;
 	pthread_mutex_lock(&p->mu);
-	while (!(p->fl_retired > t || (p->fl_next > t && p->fl[t % FLUSH_DEPTH].done)))
+	while (!(p->fl_retired > t || (p->fl_next > t && p->fl[t % (uint64_t)p->depth].done)))
 		ck_assert_int_eq(pthread_cond_timedwait(&p->cv, &p->mu, &dl), 0);
 	pthread_mutex_unlock(&p->mu);
 }
