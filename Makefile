@@ -23,7 +23,7 @@ BUILD ?= build
 CC ?= cc
 PKGS := libuv jansson liblz4 libzstd zlib snappy libnfs
 
-WARN := -Wall -Wextra -Werror
+WARN := -Wall -Wextra -Werror -Wvla
 CPPFLAGS_ALL := -D_GNU_SOURCE -I. -MMD -MP \
 	$(shell pkg-config --cflags $(PKGS) check 2>/dev/null)
 CFLAGS_REL := -std=gnu11 -O2 -g $(WARN) -pthread -fno-strict-aliasing

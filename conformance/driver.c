@@ -17,6 +17,8 @@
 #include "conformance/actor.h"
 #include "conformance/agent.h"
 #include "conformance/kc.h"
+#include "conformance/opts.h"
+#include "util/assert.h"
 #include "util/clock.h"
 
 static void describe_status(int status, char *buf, size_t len)
@@ -103,9 +105,10 @@ static void drain(kc_driver *d, kc_actor *a)
 /* Reads whatever the actors sent, waiting up to timeout_ms for something. */
 static void pump(kc_driver *d, int timeout_ms)
 {
-	struct pollfd pfd[d->n > 0 ? d->n : 1];
-	int idx[d->n > 0 ? d->n : 1];
+	struct pollfd pfd[KC_MAX_ACTORS];
+	int idx[KC_MAX_ACTORS];
 	int np = 0;
+	KAAS_ASSERT(d->n <= KC_MAX_ACTORS); /* opts.c refuses more actors */
 	for (int i = 0; i < d->n; i++) {
 		kc_actor *a = &d->a[i];
 		if (!a->alive)
