@@ -55,30 +55,77 @@ void ks_epoch_end_offset(const ks_epoch_seg *segs, size_t n, int32_t current, in
 	}
 }
 
-int ks_partition_epoch_end(ks_partition *p, int32_t requested, int32_t *epoch, int64_t *end_offset,
-			   int32_t *current)
+int32_t ks_epoch_at(const ks_epoch_seg *segs, size_t n, int32_t current, int64_t log_end,
+		    int64_t offset)
 {
-	ks_epoch_seg *v = NULL;
+	if (offset < 0)
+		return KS_UNDEFINED_EPOCH;
+	if (offset >= log_end)
+		return current;
+	int32_t seen = -1, at = KS_UNDEFINED_EPOCH;
+	for (size_t i = 0; i < n && segs[i].base <= offset; i++) {
+		if (segs[i].epoch < seen)
+			continue; /* a zombie's */
+		seen = at = segs[i].epoch;
+	}
+	return at;
+}
+
+/* p's epoch, log start, log end and live segments, read together under
+ * its lock; *v is the caller's to free.  0 or as ks_partition_epoch_end. */
+static int snapshot(ks_partition *p, ks_epoch_seg **v, size_t *n, int32_t *current, int64_t *log_start,
+		    int64_t *log_end)
+{
 	int rc;
+	*v = NULL;
+	*n = 0;
 	pthread_mutex_lock(&p->mu);
-	if (current)
-		*current = p->epoch;
+	*current = p->epoch;
+	*log_start = p->log_start;
+	*log_end = p->leo;
 	rc = ks__p_unfit(p);
 	if (rc)
 		goto out;
-	size_t n = p->nsegs;
-	v = malloc((n ? n : 1) * sizeof(*v));
-	if (!v) {
+	*v = malloc((p->nsegs ? p->nsegs : 1) * sizeof(**v));
+	if (!*v) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		v[i].epoch = p->segs[i]->epoch;
-		v[i].base = p->segs[i]->base;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		(*v)[i].epoch = p->segs[i]->epoch;
+		(*v)[i].base = p->segs[i]->base;
 	}
-	ks_epoch_end_offset(v, n, p->epoch, p->log_start, p->leo, requested, epoch, end_offset);
+	*n = p->nsegs;
 out:
 	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+int ks_partition_epoch_end(ks_partition *p, int32_t requested, int32_t *epoch, int64_t *end_offset,
+			   int32_t *current)
+{
+	ks_epoch_seg *v;
+	size_t n;
+	int32_t cur;
+	int64_t start, end;
+	int rc = snapshot(p, &v, &n, &cur, &start, &end);
+	if (current)
+		*current = cur;
+	if (rc == 0)
+		ks_epoch_end_offset(v, n, cur, start, end, requested, epoch, end_offset);
+	free(v);
+	return rc;
+}
+
+int ks_partition_epoch_at(ks_partition *p, int64_t offset, int32_t *epoch)
+{
+	ks_epoch_seg *v;
+	size_t n;
+	int32_t cur;
+	int64_t start, end;
+	int rc = snapshot(p, &v, &n, &cur, &start, &end);
+	if (rc == 0)
+		*epoch = ks_epoch_at(v, n, cur, end, offset);
 	free(v);
 	return rc;
 }

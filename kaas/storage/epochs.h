@@ -59,4 +59,14 @@ void ks_epoch_end_offset(const ks_epoch_seg *segs, size_t n, int32_t current, in
 int ks_partition_epoch_end(ks_partition *p, int32_t requested, int32_t *epoch, int64_t *end_offset,
 			   int32_t *current);
 
+/* The epoch of the leader that wrote `offset` (ListOffsets v4+ answers it
+ * beside the offset): that of the live segment holding it; at or past
+ * log_end, the current epoch, which writes the next record.  -1 for a
+ * negative offset or one below every segment. */
+int32_t ks_epoch_at(const ks_epoch_seg *segs, size_t n, int32_t current, int64_t log_end,
+		    int64_t offset);
+
+/* The same on a partition this process leads; 0 or as above. */
+int ks_partition_epoch_at(ks_partition *p, int64_t offset, int32_t *epoch);
+
 #endif

@@ -2,7 +2,7 @@
  * test_epochs.c — where each leader epoch ends (OffsetForLeaderEpoch's
  * answer): the rules of epochs.h on hand-made segment lists (rolls,
  * zombies, epochs that wrote no segment, the log start cutting old
- * epochs), then on a real partition led at epochs 1, 2 and 4 with a
+ * epochs) and which epoch wrote an offset, then on a real partition led at epochs 1, 2 and 4 with a
  * zombie's segment planted among its files.
  */
 #include "kaas/storage/epochs.h"
@@ -82,6 +82,23 @@ START_TEST(current_epoch_without_a_segment)
 }
 END_TEST
 
+START_TEST(epoch_of_an_offset)
+{
+	const ks_epoch_seg s[] = {{1, 0}, {3, 100}, {2, 150}, {3, 180}, {4, 200}};
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 0), 1);
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 99), 1);
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 100), 3);
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 160), 3); /* 2@150 is a zombie's */
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 199), 3);
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 259), 4);
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, 260), 4); /* the next record's */
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 5, 260, 260), 5);
+	ck_assert_int_eq(ks_epoch_at(s, NSEG(s), 4, 260, -1), -1);
+	const ks_epoch_seg t[] = {{3, 200}};
+	ck_assert_int_eq(ks_epoch_at(t, NSEG(t), 3, 300, 100), -1); /* below every segment */
+}
+END_TEST
+
 static void append(ks_partition *p, int batches)
 {
 	for (int i = 0; i < batches; i++) {
@@ -149,6 +166,13 @@ START_TEST(partition_led_at_three_epochs)
 	append(p, 1);
 	want_p(p, 4, 4, 12);
 	want_p(p, 5, 5, 14);
+	int32_t at;
+	ck_assert_int_eq(ks_partition_epoch_at(p, 7, &at), 0);
+	ck_assert_int_eq(at, 2);
+	ck_assert_int_eq(ks_partition_epoch_at(p, 9, &at), 0); /* the zombie's 1@8 does not count */
+	ck_assert_int_eq(at, 2);
+	ck_assert_int_eq(ks_partition_epoch_at(p, 13, &at), 0);
+	ck_assert_int_eq(at, 5);
 	ks_partition_close(p);
 }
 END_TEST
@@ -163,6 +187,7 @@ Suite *epochs_suite(void)
 	tcase_add_test(tc, zombie_segments_are_ignored);
 	tcase_add_test(tc, log_start_cuts_old_epochs);
 	tcase_add_test(tc, current_epoch_without_a_segment);
+	tcase_add_test(tc, epoch_of_an_offset);
 	tcase_add_test(tc, partition_led_at_three_epochs);
 	suite_add_tcase(s, tc);
 	return s;
