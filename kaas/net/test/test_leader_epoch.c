@@ -10,6 +10,7 @@
 #include "kaas/net/test/hharness.h"
 
 #include "kaas/proto/kerr.h"
+#include "util/test/ktest.h"
 
 #define TS0 1700000000000LL
 
@@ -339,18 +340,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("leader-epoch");
-	TCase *tc = tcase_create("leader-epoch");
-	tcase_set_timeout(tc, 120);
-	tcase_add_checked_fixture(tc, hh_setup, hh_teardown);
-	tcase_add_test(tc, offset_for_leader_epoch_every_version);
-	tcase_add_test(tc, offset_for_leader_epoch_null_topics);
-	tcase_add_test(tc, offset_for_leader_epoch_malformed);
-	tcase_add_test(tc, list_offsets_and_fetch_across_a_restart);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "leader-epoch", .tcase = "leader-epoch", .timeout = 120,
+					  .setup = hh_setup, .teardown = hh_teardown },
+			  KTEST_LIST(offset_for_leader_epoch_every_version,
+				     offset_for_leader_epoch_null_topics, offset_for_leader_epoch_malformed,
+				     list_offsets_and_fetch_across_a_restart));
 }

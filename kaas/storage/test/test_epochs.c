@@ -7,6 +7,7 @@
  */
 #include "kaas/storage/epochs.h"
 #include "kaas/storage/test/harness.h"
+#include "util/test/ktest.h"
 
 #define NSEG(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -177,27 +178,11 @@ START_TEST(partition_led_at_three_epochs)
 }
 END_TEST
 
-Suite *epochs_suite(void)
-{
-	Suite *s = suite_create("storage-epochs");
-	TCase *tc = tcase_create("epochs");
-	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, history_with_rolls_and_gaps);
-	tcase_add_test(tc, zombie_segments_are_ignored);
-	tcase_add_test(tc, log_start_cuts_old_epochs);
-	tcase_add_test(tc, current_epoch_without_a_segment);
-	tcase_add_test(tc, epoch_of_an_offset);
-	tcase_add_test(tc, partition_led_at_three_epochs);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(epochs_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-epochs", .tcase = "epochs", .timeout = 60,
+					  .setup = h_setup, .teardown = h_teardown },
+			  KTEST_LIST(history_with_rolls_and_gaps, zombie_segments_are_ignored,
+				     log_start_cuts_old_epochs, current_epoch_without_a_segment,
+				     epoch_of_an_offset, partition_led_at_three_epochs));
 }
