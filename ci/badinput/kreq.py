@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from kproto import Enc, gzip_compress, record_batch  # noqa: E402
 
 # First flexible version per API (KIP-482) among what kaas serves.
-FLEX_FROM = {9: 6, 22: 2, 18: 3}
+FLEX_FROM = {9: 6, 22: 2, 18: 3, 23: 4}
 
 
 def _produce(v, topic, batch):
@@ -46,16 +46,39 @@ def _list_offsets(v, topic):
     w = Enc().i32(-1)
     if v >= 2:
         w.i8(0)
-    w.array(2).str(topic).array(2).i32(0).i64(-1)
-    if v == 0:
-        w.i32(1)
-    w.i32(1).i64(-2)
-    if v == 0:
-        w.i32(1)
-    w.str(topic + "-none").array(1).i32(0).i64(1700000000000)
-    if v == 0:
-        w.i32(1)
+
+    def part(index, epoch, ts):
+        w.i32(index)
+        if v >= 4:
+            w.i32(epoch)  # current_leader_epoch
+        w.i64(ts)
+        if v == 0:
+            w.i32(1)
+
+    w.array(2).str(topic).array(2)
+    part(0, -1, -1)
+    part(1, 1 << 30, -2)
+    w.str(topic + "-none").array(1)
+    part(0, 0, 1700000000000)
     return w.done()
+
+
+def _offset_for_leader_epoch(v, topic):
+    flex = v >= 4
+    w = Enc(flex)
+    if v >= 3:
+        w.i32(-1)
+    w.array(2).str(topic).array(2)
+    for index, current, epoch in ((0, -1, 1), (1, 1 << 30, 0)):
+        w.i32(index)
+        if v >= 2:
+            w.i32(current)
+        w.i32(epoch).tags()
+    w.tags().str(topic + "-none").array(1).i32(0)
+    if v >= 2:
+        w.i32(0)
+    w.i32(-1).tags().tags()
+    return w.tags().done()
 
 
 def _metadata(v, topic):
@@ -205,7 +228,7 @@ def samples(topic="kreq", group="kreq-group"):
     add("produce", 0, 0, 7, lambda v: _produce(v, topic, batch))
     add("produce-gzip", 0, 7, 7, lambda v: _produce(v, topic, zbatch))
     add("fetch", 1, 4, 11, lambda v: _fetch(v, topic))
-    add("list-offsets", 2, 0, 3, lambda v: _list_offsets(v, topic))
+    add("list-offsets", 2, 0, 5, lambda v: _list_offsets(v, topic))
     add("metadata", 3, 0, 7, lambda v: _metadata(v, topic))
     add("offset-commit", 8, 0, 7, lambda v: _offset_commit(v, topic, group))
     add("offset-fetch", 9, 0, 7, lambda v: _offset_fetch(v, topic, group))
@@ -221,6 +244,7 @@ def samples(topic="kreq", group="kreq-group"):
     add("delete-topics", 20, 0, 3, lambda v: _delete_topics(v, topic))
     add("delete-records", 21, 0, 1, lambda v: _delete_records(v, topic))
     add("init-producer-id", 22, 0, 4, _init_pid)
+    add("offset-for-leader-epoch", 23, 0, 4, lambda v: _offset_for_leader_epoch(v, topic))
     add("describe-configs", 32, 0, 2, lambda v: _describe_configs(v, topic))
     add("alter-configs", 33, 0, 1, lambda v: _alter_configs(v, topic))
     add("create-partitions", 37, 0, 1, lambda v: _create_partitions(v, topic))

@@ -70,7 +70,11 @@ def main():
     ls.listen(64)
     while True:
         c, _ = ls.accept()
-        u = socket.create_connection(("127.0.0.1", UPSTREAM))
+        try:
+            u = socket.create_connection(("127.0.0.1", UPSTREAM))
+        except OSError:  # the broker is restarting: the client retries
+            c.close()
+            continue
         threading.Thread(target=pump, args=(c, u, RequestLog()), daemon=True).start()
         threading.Thread(target=pump, args=(u, c), daemon=True).start()
 

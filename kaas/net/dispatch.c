@@ -25,7 +25,7 @@ const kw_api kn_dispatch_table[] = {
 	/* key, min, max, flexible_from, name, handler */
 	{KAAS_API_PRODUCE, 0, 7, 9, "Produce", kn_h_produce},
 	{KAAS_API_FETCH, 4, 11, 12, "Fetch", kn_h_fetch},
-	{KAAS_API_LIST_OFFSETS, 0, 3, 6, "ListOffsets", kn_h_list_offsets},
+	{KAAS_API_LIST_OFFSETS, 0, 5, 6, "ListOffsets", kn_h_list_offsets},
 	{KAAS_API_METADATA, 0, 7, 9, "Metadata", kn_h_metadata},
 	{KAAS_API_OFFSET_COMMIT, 0, 7, 8, "OffsetCommit", kg_h_offset_commit},
 	{KAAS_API_OFFSET_FETCH, 0, 7, 6, "OffsetFetch", kg_h_offset_fetch},
@@ -41,6 +41,7 @@ const kw_api kn_dispatch_table[] = {
 	{KAAS_API_DELETE_TOPICS, 0, 3, 4, "DeleteTopics", kt_h_delete_topics},
 	{KAAS_API_DELETE_RECORDS, 0, 1, 2, "DeleteRecords", kt_h_delete_records},
 	{KAAS_API_INIT_PRODUCER_ID, 0, 4, 2, "InitProducerId", kg_h_init_producer_id},
+	{KAAS_API_OFFSET_FOR_LEADER_EPOCH, 0, 4, 4, "OffsetForLeaderEpoch", kn_h_offset_for_leader_epoch},
 	{KAAS_API_ADD_PARTITIONS_TO_TXN, 0, 1, 3, "AddPartitionsToTxn", NULL},
 	{KAAS_API_ADD_OFFSETS_TO_TXN, 0, 1, 3, "AddOffsetsToTxn", NULL},
 	{KAAS_API_END_TXN, 0, 1, 3, "EndTxn", NULL},

@@ -1,7 +1,8 @@
 /*
  * handlers.h — the request handlers of the data path (this directory):
- * ApiVersions, Metadata, Produce, Fetch, ListOffsets.  Each follows the
- * contract of proto/api.h.  Also a decoding step two of them share.
+ * ApiVersions, Metadata, Produce, Fetch, ListOffsets, OffsetForLeaderEpoch.
+ * Each follows the contract of proto/api.h.  Also a decoding step two of
+ * them share and the leader-epoch check of KIP-320.
  */
 #ifndef KAAS_SERVER_HANDLERS_H
 #define KAAS_SERVER_HANDLERS_H
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 
 #include "kaas/proto/api.h"
+#include "kaas/proto/kerr.h"
 
 /* Reads an array's count (elements of at least min_elem bytes; not flexible)
  * and allocates that many zeroed elements into arr, their count into n; an
@@ -25,10 +27,20 @@
 		}                                                   \
 	} while (0)
 
+/* KIP-320: the leader epoch a client believes in against the one this
+ * broker leads at; -1 (the client does not know) skips the check. */
+static inline int16_t kn_epoch_check(int32_t client_epoch, int32_t leader_epoch)
+{
+	if (client_epoch < 0 || client_epoch == leader_epoch)
+		return KERR_NONE;
+	return client_epoch < leader_epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
+}
+
 int kn_h_api_versions(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_fetch(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_offset_for_leader_epoch(kb_req *req, kw_rd *body, kw_wr *resp);
 
 #endif

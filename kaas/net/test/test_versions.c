@@ -1,6 +1,6 @@
 /* test_versions.c — golden bytes of the data-path APIs at every version kaas
  * advertises: ApiVersions v0-3, Metadata v0-7, Produce v0-7, Fetch v4-11,
- * ListOffsets v0-3.  Requests are encoded and answers expected field by
+ * ListOffsets v0-5.  Requests are encoded and answers expected field by
  * field as Kafka's message schemas (the JSON files under
  * clients/src/main/resources/common/message/) lay them out for each version,
  * with the gb_* writer that shares no code with the broker's.  A field added,
@@ -14,9 +14,9 @@
 
 /* What kaas serves (DESIGN §8; Produce from v0, docs/broker.md), in table order. */
 static const int16_t served[][3] = {
-	{0, 0, 7},   {1, 4, 11},  {2, 0, 3},   {3, 0, 7},   {8, 0, 7},  {9, 0, 7},   {10, 0, 2},  {11, 0, 5},
+	{0, 0, 7},   {1, 4, 11},  {2, 0, 5},   {3, 0, 7},   {8, 0, 7},  {9, 0, 7},   {10, 0, 2},  {11, 0, 5},
 	{12, 0, 3},  {13, 0, 3},  {14, 0, 3},  {15, 0, 4},  {16, 0, 2}, {18, 0, 3},  {19, 0, 4},  {20, 0, 3},
-	{21, 0, 1},  {22, 0, 4},  {32, 0, 2},  {33, 0, 1},  {37, 0, 1}, {42, 0, 1},  {47, 0, 0},
+	{21, 0, 1},  {22, 0, 4},  {23, 0, 4},  {32, 0, 2},  {33, 0, 1}, {37, 0, 1},  {42, 0, 1},  {47, 0, 0},
 };
 #define NSERVED ((int32_t)(sizeof(served) / sizeof(served[0])))
 
@@ -490,7 +490,12 @@ START_TEST(list_offsets_every_version)
 		{TS0, 0, TS0},
 		{TS0 + 10 * NB, -1, -1},          /* after every batch: none */
 	};
-	for (int16_t v = 0; v <= 3; v++) {
+	kb_pref ref;
+	ck_assert_int_eq(kb_ptable_get(H.b.parts, (kw_str){"lo", 2}, 0, &ref), KERR_NONE);
+	int32_t epoch = ref.epoch; /* every batch was written at it */
+	kb_pref_put(&ref);
+	ck_assert_int_ge(epoch, 1);
+	for (int16_t v = 0; v <= 5; v++) {
 		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
 			if (v == 0 && q[i][0] >= 0)
 				continue; /* v0's by-time lookup answers segment starts (below) */
@@ -502,6 +507,8 @@ START_TEST(list_offsets_every_version)
 			gb_str(req, "lo");
 			gb_arr(req, 1);
 			gb32(req, 0);
+			if (v >= 4)
+				gb32(req, i % 2 ? epoch : -1); /* current_leader_epoch: right, or no check */
 			gb64(req, q[i][0]);
 			if (v == 0)
 				gb32(req, 1); /* max_num_offsets */
@@ -518,6 +525,8 @@ START_TEST(list_offsets_every_version)
 			} else {
 				gb64(want, q[i][2]);
 				gb64(want, q[i][1]);
+				if (v >= 4)
+					gb32(want, q[i][1] >= 0 ? epoch : -1); /* leader_epoch */
 			}
 			hreq *r = hh_send(KAAS_API_LIST_OFFSETS, v, req);
 			ck_assert_int_eq(r->rc, KAAS_HANDLED);
@@ -537,6 +546,8 @@ START_TEST(list_offsets_every_version)
 		gb_str(req, "lo");
 		gb_arr(req, 1);
 		gb32(req, 9);
+		if (v >= 4)
+			gb32(req, -1);
 		gb64(req, -1);
 		if (v == 0)
 			gb32(req, 1);
@@ -552,6 +563,8 @@ START_TEST(list_offsets_every_version)
 		} else {
 			gb64(want, -1);
 			gb64(want, -1);
+			if (v >= 4)
+				gb32(want, -1);
 		}
 		hreq *r = hh_send(KAAS_API_LIST_OFFSETS, v, req);
 		hh_expect("ListOffsets unknown partition", r->body, r->len, want);
