@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "..", "..", "ci", d) for d in ("badinput", "lib")]
+sys.path[:0] = [os.path.join(HERE, "..", "..", "ci", d) for d in ("badinput", "lib")]
 import kproto  # noqa: E402
 import kreq  # noqa: E402
 from kproto import Enc, record_batch  # noqa: E402
