@@ -25,6 +25,10 @@ int ks__p_roll(ks_partition *p, int64_t now_ms)
 	int rc = ks__p_fence_check(p);
 	if (rc)
 		return rc;
+	/* The sealed segment's index goes to its files now: they are not held
+	 * open, and nothing adds to them later. */
+	if (old && (rc = ks__p_write_index(p, old, 1)))
+		return rc;
 	/* The producer state as of the new segment's base, written by the
 	 * flush that makes the old segment durable. */
 	uint8_t *snap;
@@ -36,12 +40,9 @@ int ks__p_roll(ks_partition *p, int64_t now_ms)
 		free(snap);
 		return -ENOMEM;
 	}
-	for (int k = SEG_LOG; k <= SEG_TIMEINDEX && rc == 0; k++) {
-		char path[SUB_PATH_MAX];
-		sub_file **f = k == SEG_LOG ? &s->log : k == SEG_INDEX ? &s->idx : &s->tidx;
-		if ((rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)) == 0)
-			rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, f);
-	}
+	char path[SUB_PATH_MAX];
+	if ((rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG)) == 0)
+		rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, &s->log);
 	if (rc == 0)
 		rc = KAAS_GROW(p->segs, p->nsegs, p->capsegs, 16);
 	if (rc) {
@@ -52,8 +53,11 @@ int ks__p_roll(ks_partition *p, int64_t now_ms)
 	s->active = 1;
 	s->meta = 1;
 	p->segs[p->nsegs++] = s;
-	if (old)
+	if (old) {
 		old->active = 0; /* flushed later: its synced_pos is behind */
+		old->vlo = 0;    /* every batch in it was checked on append */
+		old->vhi = old->end_pos;
+	}
 	p->dir_dirty = 1;
 	p->ring_n = p->ring_head = 0;
 	free(p->snap_buf);
@@ -254,13 +258,18 @@ static int req_write(ks_partition *p, areq *r)
 {
 	kseg *s = p->segs[p->nsegs - 1];
 	uint64_t pos0 = s->end_pos;
-	const char *what = "segment write";
-	int rc = sub_pwrite_full(s->log, r->records, r->len, pos0);
+	const char *what = "segment reopen";
+	p->last_use_ms = r->now;
+	int rc = ks__p_seg_open_log(p, s, 1); /* closed while idle */
+	if (rc == 0) {
+		what = "segment write";
+		rc = sub_pwrite_full(s->log, r->records, r->len, pos0);
+	}
 	int64_t off = p->leo;
 	for (int i = 0; i < r->n && rc == 0; i++) {
 		const kb_info *in = &r->info[i];
 		uint64_t bpos = pos0 + in->pos;
-		what = "index write";
+		what = "index update";
 		if ((rc = ks__p_index_batch(p, s, off, bpos, in->size, in->max_ts, 1)))
 			break;
 		ring_push(p, off, off + in->count - 1, bpos, in->size);

@@ -23,12 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Makes sure pipeline slot `slot` has its own descriptor of s's log (slot 0
- * uses the log's own).  Under the partition lock, so a segment that
- * retention deletes is either not in the flush's list or already open. */
+#include "util/assert.h"
+
+/* Makes sure descriptor `slot` of s's log is open (0: the log's own, k:
+ * sync[k], one per fsync in flight).  Under the partition lock, so a
+ * segment that retention deletes is either not in the flush's list or
+ * already open. */
 static int slot_open(ks_partition *p, kseg *s, int slot)
 {
-	if (slot == 0 || s->sync[slot])
+	if (slot == 0)
+		return ks__p_seg_open_log(p, s, s->active); /* closed while idle */
+	if (s->sync[slot])
 		return 0;
 	char path[SUB_PATH_MAX];
 	int rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
@@ -121,12 +126,12 @@ static int flush_verdict(ks_partition *p, int64_t target, uint64_t gen, int led,
 typedef struct fseg {
 	kseg *s;        /* pinned (a reference and a flush pin) */
 	uint64_t upto;  /* its end_pos when the ticket started */
-	int idx;        /* its index files need an fsync too */
 } fseg;
 
 typedef struct ticket {
 	uint64_t t;
 	int slot;
+	int fd;             /* the descriptor it fsyncs through: 0 the log's, k sync[k] */
 	fseg *v, stack[8];
 	size_t n;
 	int dir;            /* the directory needs an fsync */
@@ -140,15 +145,15 @@ typedef struct ticket {
  * syncs.  -ENOMEM takes no ticket. */
 static int ticket_start(ks_partition *p, ticket *tk)
 {
-	/* Segments with unsynced bytes or index entries, oldest first.
-	 * Flushes sync in log order, so the first clean sealed segment met
-	 * walking back ends the search.  The active segment's index files are
-	 * synced only before a checkpoint (recovery trusts index entries below
-	 * the manifest's checkpoint alone). */
+	/* Segments with unsynced bytes, oldest first.  Flushes sync in log
+	 * order, so the first clean sealed segment met walking back ends the
+	 * search.  Index files are not the flush's: a roll writes and syncs the
+	 * sealed segment's, a checkpoint the active one's (recovery trusts
+	 * index entries below the manifest's checkpoint alone). */
 	size_t first = p->nsegs;
 	while (first > 0) {
 		kseg *s = p->segs[first - 1];
-		if (!s->active && s->synced_pos >= s->end_pos && !s->idx_dirty)
+		if (!s->active && s->synced_pos >= s->end_pos)
 			break;
 		first--;
 	}
@@ -167,7 +172,22 @@ static int ticket_start(ks_partition *p, ticket *tk)
 	KAAS_ASSERT(p->leo >= p->fl_end || p->fl_retired == p->fl_next);
 	tk->t = p->fl_next++;
 	tk->slot = (int)(tk->t % (uint64_t)p->depth);
+	/* The descriptor: the log's own unless a ticket in flight uses it
+	 * (only overlapping fsyncs need descriptors of their own, so an
+	 * unpipelined partition holds one). */
+	for (int used = 1; used;) {
+		used = 0;
+		for (uint64_t u = p->fl_retired; u < tk->t; u++) {
+			const struct kflight *o = &p->fl[u % (uint64_t)p->depth];
+			if (!o->done && o->fd == tk->fd) {
+				tk->fd++;
+				used = 1;
+			}
+		}
+	}
+	KAAS_ASSERT(tk->fd < p->depth);
 	struct kflight *f = &p->fl[tk->slot];
+	f->fd = tk->fd;
 	kseg *act = p->segs[p->nsegs - 1];
 	KAAS_ASSERT(act->active);
 	f->ticket = tk->t;
@@ -185,11 +205,8 @@ static int ticket_start(ks_partition *p, ticket *tk)
 		ks__seg_ref(s);
 		s->flush_pins++;
 		tk->v[k].s = s;
-		tk->v[k].idx = s->idx_dirty && s->idx && !s->active;
-		if (tk->v[k].idx)
-			s->idx_dirty = 0;
 		tk->v[k].upto = s->end_pos;
-		if (tk->rc == 0 && (tk->rc = slot_open(p, s, tk->slot)))
+		if (tk->rc == 0 && (tk->rc = slot_open(p, s, tk->fd)))
 			tk->what = "segment open for fsync";
 	}
 	tk->dir = p->dir_dirty;
@@ -209,12 +226,10 @@ static int ticket_sync(ks_partition *p, ticket *tk)
 	KS__P_UNLOCKED(p);
 	for (size_t i = 0; i < tk->n && rc == 0; i++) {
 		const fseg *g = &tk->v[i];
-		/* Pinned, and slot k > 0 fsyncs through a descriptor of its own. */
+		/* Pinned, and descriptor k > 0 is one of its own. */
 		KAAS_ASSERT(g->s->flush_pins > 0);
-		KAAS_ASSERT(tk->slot == 0 || (g->s->sync[tk->slot] && g->s->sync[tk->slot] != g->s->log));
-		rc = sub_fsync(tk->slot ? g->s->sync[tk->slot] : g->s->log);
-		if (rc == 0 && g->idx && (rc = sub_fsync(g->s->idx)) == 0)
-			rc = sub_fsync(g->s->tidx);
+		KAAS_ASSERT(tk->fd == 0 || (g->s->sync[tk->fd] && g->s->sync[tk->fd] != g->s->log));
+		rc = sub_fsync(tk->fd ? g->s->sync[tk->fd] : g->s->log);
 	}
 	if (rc == 0 && tk->dir) {
 		tk->what = "directory fsync";
@@ -248,11 +263,6 @@ static int64_t ticket_finish(ks_partition *p, ticket *tk, int rc)
 			 * slots' extra descriptors go. */
 			if (s->detached || (!s->active && s->synced_pos >= s->end_pos))
 				ks__seg_close_sync(s);
-			if (s->detached) {
-				sub_close(s->idx);
-				sub_close(s->tidx);
-				s->idx = s->tidx = NULL;
-			}
 		}
 		ks__seg_unref(s);
 	}

@@ -137,23 +137,42 @@ static int retention_cut(ks_partition *p, int64_t now_ms, int64_t *new_start, si
 }
 
 /* Rewrites the manifest's checkpoint; any failure poisons. */
+/* Descriptors only where they pay: the logs of a partition nobody appended
+ * to or read for idle_close_ms are closed, and reopened on demand (by the
+ * leader only, like every open).  A log with unsynced bytes, or one a read
+ * plan, a flush or the scrub holds, stays open. */
+static void close_idle(ks_partition *p)
+{
+	if (p->flushing || p->scrubbing)
+		return;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		kseg *s = p->segs[i];
+		if (!s->log || s->flush_pins || s->synced_pos < s->end_pos ||
+		    __atomic_load_n(&s->refs, __ATOMIC_ACQUIRE) != 1)
+			continue;
+		ks__seg_close_sync(s);
+		sub_close(s->log);
+		s->log = NULL;
+	}
+}
+
 static int checkpoint(ks_partition *p)
 {
 	int rc;
-	/* Index entries below the checkpoint must be durable with it (a
-	 * flush running across a roll leaves a sealed one dirty). */
+	/* Index entries below the checkpoint must be durable with it: the
+	 * active segment's are written and synced now (index files are not
+	 * held open; a roll wrote and synced the sealed ones'). */
 	for (size_t i = p->nsegs; i > 0; i--) {
 		kseg *a = p->segs[i - 1];
-		if (!a->idx_dirty || !a->idx) {
+		if (!a->idx_dirty) {
 			if (!a->active)
 				break;
 			continue;
 		}
-		if ((rc = sub_fsync(a->idx)) || (rc = sub_fsync(a->tidx))) {
-			ks__p_poison(p, "index fsync", rc);
+		if ((rc = ks__p_write_index(p, a, 1))) {
+			ks__p_poison(p, "index write", rc);
 			return rc;
 		}
-		a->idx_dirty = 0;
 	}
 	if ((rc = ks__p_write_manifest(p, p->hw, p->log_start)))
 		ks__p_poison(p, "manifest write", rc);
@@ -212,6 +231,8 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 	if ((p->man.hw != p->hw || p->man.log_start != p->log_start) &&
 	    ku_mono_ms() - p->manifest_ms >= c->checkpoint_ms)
 		rc = checkpoint(p);
+	if (rc == 0 && c->idle_close_ms >= 0 && now_ms - p->last_use_ms >= c->idle_close_ms)
+		close_idle(p);
 out:
 	ks__p_unlock(p);
 	if (rc == -ESTALE)

@@ -12,6 +12,7 @@
 #include "kaas/storage/storage_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,14 +43,20 @@ static int cmp_seg(const void *a, const void *b)
 	return x->epoch > y->epoch ? -1 : x->epoch < y->epoch; /* higher epoch first */
 }
 
-/* Every .log segment in the directory, sorted by (base, epoch desc);
- * *max_epoch the highest epoch of any segment file. */
-int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch)
+/* Adds the .log segments named in directory `sub` ("" or the quarantine
+ * area) to out. */
+static int list_in(ks_partition *p, const char *sub, int stat_sizes, seglist *out, int32_t *max_epoch)
 {
-	char **names = NULL;
+	char **names = NULL, dir[SUB_PATH_MAX];
 	size_t n = 0;
-	*max_epoch = -1;
-	int rc = sub_list(p->vfs, p->dir, &names, &n);
+	int rc = sub[0] ? sub_join(dir, sizeof(dir), p->dir, sub) : 0;
+	if (rc)
+		return rc;
+	if (!sub[0])
+		snprintf(dir, sizeof(dir), "%s", p->dir);
+	rc = sub_list(p->vfs, dir, &names, &n);
+	if (rc == -ENOENT && sub[0])
+		return 0;
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -68,21 +75,49 @@ int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *
 			rc = rc ? rc : -ENOMEM;
 			break;
 		}
+		s->quarantined = sub[0] != 0;
 		if (stat_sizes) {
 			char path[SUB_PATH_MAX];
 			sub_stat st;
-			if (ks__seg_path(path, sizeof(path), p->dir, e, b, SEG_LOG) == 0 &&
+			if (ks__seg_path(path, sizeof(path), dir, e, b, SEG_LOG) == 0 &&
 			    sub_stat_path(p->vfs, path, &st) == 0)
 				s->disk_size = st.size;
 		}
 	}
 	sub_names_free(names, n);
+	return rc;
+}
+
+/* Every .log segment in the directory and its quarantine area (a damaged
+ * segment stays part of the log there), sorted by (base, epoch desc); a
+ * name in both places counts once, from the directory (an operator put a
+ * repaired copy back).  *max_epoch the highest epoch of any segment file. */
+int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch)
+{
+	*max_epoch = -1;
+	int rc = list_in(p, "", stat_sizes, out, max_epoch);
+	if (rc == 0)
+		rc = list_in(p, QUARANTINE_DIR, stat_sizes, out, max_epoch);
 	if (rc) {
 		ks__seglist_free(out);
 		return rc;
 	}
 	if (out->n > 1)
 		qsort(out->v, out->n, sizeof(out->v[0]), cmp_seg);
+	size_t k = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		kseg *s = out->v[i];
+		if (k && out->v[k - 1]->base == s->base && out->v[k - 1]->epoch == s->epoch) {
+			if (s->quarantined) {
+				ks__seg_unref(s);
+				continue;
+			}
+			ks__seg_unref(out->v[k - 1]);
+			k--;
+		}
+		out->v[k++] = s;
+	}
+	out->n = k;
 	return 0;
 }
 
@@ -110,17 +145,14 @@ static int split_live(seglist *all, seglist *live, seglist *zombies)
 }
 
 /* Read plans may hold a segment after the partition let go of it; they only
- * need the log, so the index handles close now (a flusher still syncing
- * them closes them when it is done). */
+ * need the log, so the slots' extra descriptors close now (a flusher still
+ * syncing through them closes them when it is done). */
 void ks__seg_detach(kseg *s)
 {
 	KAAS_ASSERT(!s->detached && s->flush_pins >= 0);
 	s->detached = 1;
 	if (!s->flush_pins) {
 		ks__seg_close_sync(s);
-		sub_close(s->idx);
-		sub_close(s->tidx);
-		s->idx = s->tidx = NULL;
 	}
 	ks__seg_unref(s);
 }

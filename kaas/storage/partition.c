@@ -36,6 +36,7 @@ void ks_log_config_defaults(ks_log_config *c)
 	c->producer_expiration_ms = 7LL * 24 * 3600 * 1000;
 	c->checkpoint_ms = 60000;
 	c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
+	c->idle_close_ms = 60000;
 }
 
 static void sanitize_cfg(ks_log_config *c)
@@ -58,6 +59,8 @@ static void sanitize_cfg(ks_log_config *c)
 		c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
 	if (c->flush_depth > KAAS_FLUSH_DEPTH_MAX)
 		c->flush_depth = KAAS_FLUSH_DEPTH_MAX;
+	if (c->idle_close_ms == 0)
+		c->idle_close_ms = 60000;
 }
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
@@ -166,13 +169,74 @@ int ks__p_write_snapshot(ks_partition *p, const uint8_t *buf, size_t len)
 	return rc ? rc : sub_write_atomic(p->vfs, path, buf, len);
 }
 
+int ks__p_seg_file(const ks_partition *p, const kseg *s, int kind, char *dst, size_t len)
+{
+	char dir[SUB_PATH_MAX];
+	if (!s->quarantined)
+		return ks__seg_path(dst, len, p->dir, s->epoch, s->base, kind);
+	int rc = sub_join(dir, sizeof(dir), p->dir, QUARANTINE_DIR);
+	return rc ? rc : ks__seg_path(dst, len, dir, s->epoch, s->base, kind);
+}
+
+/* Logs are opened on demand and closed when idle (ks_partition_housekeep):
+ * the active segment read-write, any other read-only. */
 int ks__p_seg_open_log(ks_partition *p, kseg *s, int writable)
 {
 	if (s->log)
 		return 0;
 	char path[SUB_PATH_MAX];
-	int rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, SEG_LOG);
+	int rc = ks__p_seg_file(p, s, SEG_LOG, path, sizeof(path));
+	if (s->quarantined)
+		writable = 0;
 	return rc ? rc : sub_open(p->vfs, path, writable ? O_RDWR : O_RDONLY, 0, &s->log);
+}
+
+int ks__p_write_index(ks_partition *p, kseg *s, int sync)
+{
+	if (!s->idx_dirty || s->epoch != p->epoch || s->quarantined)
+		return 0;
+	int rc = 0;
+	for (int k = SEG_INDEX; k <= SEG_TIMEINDEX && rc == 0; k++) {
+		uint32_t from = k == SEG_INDEX ? s->ix_written : s->tx_written;
+		uint32_t to = k == SEG_INDEX ? s->nix : s->ntx;
+		size_t esz = k == SEG_INDEX ? IDX_ENTRY : TIDX_ENTRY;
+		if (from >= to && !sync)
+			continue;
+		uint8_t *buf = malloc((to - from) * esz + 1);
+		if (!buf)
+			return -ENOMEM;
+		for (uint32_t j = from; j < to; j++) {
+			uint8_t *e = buf + (j - from) * esz;
+			if (k == SEG_INDEX) {
+				kb_put32(e, s->ix[j].rel);
+				kb_put32(e + 4, s->ix[j].pos);
+			} else {
+				kb_put64(e, (uint64_t)s->tx[j].ts);
+				kb_put32(e + 8, s->tx[j].rel);
+			}
+		}
+		char path[SUB_PATH_MAX];
+		sub_file *f = NULL;
+		if ((rc = ks__p_seg_file(p, s, k, path, sizeof(path))) == 0 &&
+		    (rc = sub_open(p->vfs, path, O_RDWR | O_CREAT, 0644, &f)) == 0) {
+			rc = sub_pwrite_full(f, buf, (to - from) * esz, (uint64_t)from * esz);
+			if (rc == 0 && sync)
+				rc = sub_fsync(f);
+			int c = sub_close(f);
+			if (rc == 0)
+				rc = c;
+		}
+		free(buf);
+		if (rc == 0) {
+			if (k == SEG_INDEX)
+				s->ix_written = to;
+			else
+				s->tx_written = to;
+		}
+	}
+	if (rc == 0 && sync)
+		s->idx_dirty = 0;
+	return rc;
 }
 
 int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base)
@@ -194,7 +258,9 @@ int ks__p_delete_seg(ks_partition *p, size_t i)
 	kseg *s = p->segs[i];
 	memmove(&p->segs[i], &p->segs[i + 1], (p->nsegs - i - 1) * sizeof(p->segs[0]));
 	p->nsegs--;
-	int rc = ks__p_unlink_seg(p, s->epoch, s->base);
+	/* Retention past a quarantined segment: it leaves the log, its files
+	 * stay where the operator finds them. */
+	int rc = s->quarantined ? 0 : ks__p_unlink_seg(p, s->epoch, s->base);
 	if (rc)
 		KLOG_WARN("storage", "%s: removing segment %d-%lld: %s (retried by housekeeping)",
 			  p->dir, (int)s->epoch, (long long)s->base, sub_strerror(rc));
@@ -228,6 +294,8 @@ int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int c
 	p->depth = p->cfg.flush_depth;
 	p->state = KAAS_PART_FOLLOWER;
 	p->epoch = -1;
+	p->durable_floor = INT64_MAX;
+	p->scrub_base = -1;
 	int rc = 0;
 	sub_stat st;
 	if (create && (rc = sub_mkdirs(vfs, dir, 0755)))
@@ -333,12 +401,13 @@ int ks_partition_relinquish(ks_partition *p)
 			kseg *s = p->segs[i];
 			if (!s->active && s->synced_pos >= s->end_pos && !s->idx_dirty)
 				continue;
-			if ((rc = sub_fsync(s->log)) == 0 && s->idx && (rc = sub_fsync(s->idx)) == 0)
-				rc = sub_fsync(s->tidx);
-			if (rc == 0) {
+			/* A log closed while idle had nothing unsynced. */
+			if (s->log)
+				rc = sub_fsync(s->log);
+			if (rc == 0)
+				rc = ks__p_write_index(p, s, 1);
+			if (rc == 0)
 				s->synced_pos = s->end_pos;
-				s->idx_dirty = 0;
-			}
 		}
 		if (rc == 0 && p->dir_dirty)
 			rc = sub_fsync_dir(p->vfs, p->dir);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kaas/proto/kerr.h"
+#include "util/clock.h"
 
 /* The header walk from an index entry to the batch holding `cur` reads this
  * much at a time: an index interval's worth of small batches, or the one
@@ -31,7 +32,7 @@
  * at the segment start; an entry pointing into a batch, which shows no sane
  * header at all, counts as wrong too, never as the end of the segment). */
 static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, int64_t cur,
-		      uint64_t *start, uint32_t *size)
+		      uint64_t *start, uint32_t *size, int64_t *start_off)
 {
 	*size = 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -49,6 +50,7 @@ static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, in
 			if (kb_last_offset(&h) >= cur) {
 				*start = bpos;
 				*size = kb_size(&h);
+				*start_off = h.base_offset;
 				break;
 			}
 		}
@@ -66,7 +68,8 @@ static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, in
 }
 
 /* The same from the ring of the active segment's recent batches. */
-static void ring_start(const ks_partition *p, int64_t cur, uint64_t *start, uint32_t *size)
+static void ring_start(const ks_partition *p, int64_t cur, uint64_t *start, uint32_t *size,
+		       int64_t *start_off)
 {
 	*size = 0;
 	for (uint32_t k = 0; k < p->ring_n; k++) {
@@ -74,6 +77,7 @@ static void ring_start(const ks_partition *p, int64_t cur, uint64_t *start, uint
 		if (r->last >= cur) {
 			*start = r->pos;
 			*size = r->size;
+			*start_off = r->base;
 			return;
 		}
 	}
@@ -111,20 +115,17 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 	uint32_t budget = max_bytes > 0 ? (uint32_t)max_bytes : 0;
 	int64_t cur = offset;
 	int rc = 0;
+	p->last_use_ms = ku_wall_ms();
 	while (cur < hw && plan->n < KAAS_READ_MAX_RANGES && p->state == KAAS_PART_LEADER) {
 		size_t i = ks__p_seg_find(p, cur);
 		if (i >= p->nsegs)
 			break;
-		if ((rc = ks__p_seg_load(p, i, INT64_MAX)))
+		if ((rc = ks__p_seg_load(p, i, INT64_MAX)) || (rc = ks__p_seg_open_log(p, p->segs[i],
+											 p->segs[i]->active)))
 			break;
 		kseg *s = p->segs[i];
 		if (s->base > p->hw_seg)
 			break; /* wholly above the high watermark */
-		/* Valid bytes below the high watermark. */
-		uint64_t bend = s->base == p->hw_seg ? p->hw_pos : s->end_pos;
-		if (bend > s->end_pos)
-			bend = s->end_pos;
-		int64_t seg_next = i + 1 < p->nsegs ? p->segs[i + 1]->base : hw;
 		if (cur < s->base) {
 			/* A plan holds consecutive batches: going on into the next
 			 * segment it must start where the last range ended.  When
@@ -134,24 +135,50 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 				break;
 			cur = s->base;
 		}
+		int damaged = s->dmg_hi > s->dmg_lo;
+		if (damaged && cur >= s->dmg_lo && cur < s->dmg_hi) {
+			/* Never skipped as if the records did not exist: the fetch
+			 * that reaches them is answered as Kafka answers corruption
+			 * (a plan that already holds data ends before them). */
+			if (plan->total == 0) {
+				plan->error = KERR_CORRUPT_MESSAGE;
+				KS_COUNT(p, corrupt_reads, 1);
+			}
+			break;
+		}
+		/* Valid bytes below the high watermark, and before the damage. */
+		uint64_t bend = s->base == p->hw_seg ? p->hw_pos : s->end_pos;
+		if (bend > s->end_pos)
+			bend = s->end_pos;
+		int clipped = 0;
+		if (damaged && cur < s->dmg_lo && bend >= s->dpos_lo) {
+			bend = s->dpos_lo;
+			clipped = 1;
+		}
+		int64_t seg_next = i + 1 < p->nsegs ? p->segs[i + 1]->base : hw;
 		uint64_t start = 0;
 		uint32_t first = 0;
+		int64_t start_off = s->base;
 		ks__seg_ref(s); /* held across the unlocked walk, then by the plan */
 		if (cur == s->base && plan->total > 0) {
 			start = 0; /* a plan going on into the next segment: its start */
 			first = 1;
 		} else if (ring_covers(p, s, cur)) {
-			ring_start(p, cur, &start, &first);
+			ring_start(p, cur, &start, &first, &start_off);
 		} else {
 			uint64_t pos;
 			int64_t eoff;
 			ks__seg_ix_lookup(s, cur, &pos, &eoff);
+			if (damaged && cur >= s->dmg_hi && pos < s->dpos_hi) {
+				pos = s->dpos_hi; /* the first batch after the damage */
+				eoff = s->dmg_hi;
+			}
 			if (pos >= bend) {
 				pos = 0; /* an entry at or past the end cannot be the start */
 				eoff = s->base;
 			}
 			ks__p_unlock(p);
-			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first);
+			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first, &start_off);
 			ks__p_lock(p);
 			if (rc) {
 				ks__seg_unref(s);
@@ -167,6 +194,39 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 			if (plan->total == 0 && len < first)
 				len = first; /* KIP-74: the first batch whole */
 		}
+		if (len && !s->active && !(start >= s->vlo && start + len <= s->vhi)) {
+			/* Bytes of a segment this leadership did not write are
+			 * CRC-checked the first time they are served (the pages come
+			 * into the cache the send would read them into anyway). */
+			uint64_t clean;
+			int64_t next;
+			kdamage d;
+			int64_t limit = p_seg_limit(p, i);
+			ks__p_unlock(p);
+			int v = ks__seg_verify(s->log, start, start_off, start + len, limit, 0, &clean,
+					       &next, &d);
+			ks__p_lock(p);
+			if (v < 0) {
+				rc = v;
+				ks__seg_unref(s);
+				break;
+			}
+			if (v == 1) {
+				if (ks__seg_add_damage(s, d.lo, d.hi, d.plo, d.phi))
+					ks__p_report_damage(p, s, d.why);
+				ks__seg_unref(s);
+				continue; /* plan this segment again, around the damage */
+			}
+			if (start <= s->vhi && clean >= s->vlo && s->vhi > s->vlo) {
+				if (start < s->vlo)
+					s->vlo = start;
+				if (clean > s->vhi)
+					s->vhi = clean;
+			} else {
+				s->vlo = start;
+				s->vhi = clean;
+			}
+		}
 		if (len) {
 			KAAS_ASSERT(plan->n < KAAS_READ_MAX_RANGES && s->log);
 			plan->r[plan->n].file = s->log;
@@ -180,6 +240,10 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 		}
 		if (first && (start + len < bend || plan->total >= budget))
 			break; /* cut by max_bytes */
+		if (clipped) {
+			cur = s->dmg_lo; /* the damage comes next: the plan ends there */
+			continue;
+		}
 		/* This segment has nothing more below the high watermark: go on. */
 		if (seg_next <= cur)
 			break;

@@ -42,6 +42,8 @@ static int replay_producers(ks_partition *p, int64_t from)
 				break;
 			if (kb_last_offset(&h) < from || h.pid < 0)
 				continue;
+			if (h.base_offset >= s->dmg_lo && h.base_offset < s->dmg_hi)
+				continue; /* damaged: its producer fields are not to be trusted */
 			kp_batch b = {h.base_seq, kb_seq_add(h.base_seq, h.last_delta), h.base_offset,
 				      kb_last_offset(&h), h.max_ts};
 			if ((rc = ks__kp_apply(&p->prod, h.pid, h.pepoch, &b)))
@@ -75,6 +77,12 @@ static int restore_producers(ks_partition *p, int *rebuilt)
 		return rc;
 	} else if (ks__kp_decode((uint8_t *)buf, len, &p->prod, &sepoch, &soff)) {
 		why = "corrupt";
+	} else if (sepoch > p->epoch) {
+		/* No leader that could have written it was ever issued. */
+		why = "from a foreign epoch";
+		ks__p_foreign(p, "%s/%s: producer snapshot of epoch %d, above %d: not obeyed", p->dir,
+			      SNAPSHOT_NAME, (int)sepoch, (int)p->epoch);
+		ks__p_quarantine_file(p, SNAPSHOT_NAME, "foreign.");
 	} else if (soff > p->leo) {
 		why = "ahead of the log";
 	} else {
@@ -128,18 +136,27 @@ static int create_active(ks_partition *p)
 	}
 	ks__seg_close_files(s);
 	int rc = 0;
+	/* The index files are written later, when they have entries (roll,
+	 * checkpoint, relinquish); a leftover of an earlier attempt is cut. */
 	for (int k = SEG_LOG; k <= SEG_TIMEINDEX && rc == 0; k++) {
 		char path[SUB_PATH_MAX];
-		sub_file **f = k == SEG_LOG ? &s->log : k == SEG_INDEX ? &s->idx : &s->tidx;
+		sub_file *f = NULL;
 		if ((rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, k)))
 			break;
-		rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, f);
-		if (rc == -EEXIST) {
+		if (k == SEG_LOG)
+			rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, &f);
+		if (k != SEG_LOG || rc == -EEXIST) {
 			/* Only ever our own epoch's leftover without valid data. */
-			rc = sub_open(p->vfs, path, O_RDWR, 0, f);
+			rc = sub_open(p->vfs, path, O_RDWR, 0, &f);
 			if (rc == 0)
-				rc = sub_ftruncate(*f, 0);
+				rc = sub_ftruncate(f, 0);
+			if (rc == -ENOENT && k != SEG_LOG)
+				rc = 0;
 		}
+		if (k == SEG_LOG)
+			s->log = f;
+		else
+			sub_close(f);
 	}
 	if (rc) {
 		if (!reuse)
@@ -151,6 +168,8 @@ static int create_active(ks_partition *p)
 	s->end_pos = 0;
 	s->synced_pos = 0;
 	s->idx_dirty = 0;
+	s->ix_written = s->tx_written = 0;
+	s->dmg_lo = s->dmg_hi = 0;
 	s->end_off = s->base;
 	s->max_ts = -1;
 	s->nix = s->ntx = 0;
@@ -206,17 +225,73 @@ static void remove_strays(ks_partition *p, int temps)
 	sub_names_free(names, n);
 }
 
-/* Over 100 lines by exception: the recovery sequence (checkpoint, tail walk,
- * hole cut, fsync, producers, new segment, manifest) reads best as one list
- * of steps, and it is being reworked as a whole (issue 9); splitting it
- * first would only move the same steps around twice. */
-static int do_take_over(ks_partition *p, int32_t epoch)
+/* The producer snapshot's offset when it can serve as a durable point:
+ * every writer of a snapshot (the flush after a roll, relinquish, a
+ * take-over) fsynced the log below its offset first.  -1 when unusable. */
+static int64_t snapshot_point(ks_partition *p, int32_t epoch)
+{
+	char path[SUB_PATH_MAX], *buf = NULL;
+	size_t len;
+	int32_t sepoch = -1;
+	int64_t soff = -1;
+	kp_table t;
+	memset(&t, 0, sizeof(t));
+	if (sub_join(path, sizeof(path), p->dir, SNAPSHOT_NAME) ||
+	    sub_read_file(p->vfs, path, 1u << 30, &buf, &len))
+		return -1;
+	int bad = ks__kp_decode((uint8_t *)buf, len, &t, &sepoch, &soff);
+	ks__kp_free(&t);
+	free(buf);
+	if (bad || sepoch > epoch)
+		return -1;
+	for (size_t i = 0; i < p->nsegs; i++)
+		if (p->segs[i]->epoch > sepoch && p->segs[i]->base < soff)
+			return -1; /* its writer was superseded below its offset */
+	return soff;
+}
+
+/* Moves segments i.. (written after a torn point, never acknowledged: the
+ * group commit syncs segments in log order) out of the log into the
+ * quarantine area, so that no later leader mistakes them for live. */
+static int set_aside_tail(ks_partition *p, size_t i)
+{
+	while (p->nsegs > i) {
+		kseg *d = p->segs[p->nsegs - 1];
+		for (int k = 0; k < SEG_NKINDS; k++) {
+			char path[SUB_PATH_MAX];
+			int rc = ks__p_seg_file(p, d, k, path, sizeof(path));
+			if (rc)
+				return rc;
+			if (d->quarantined)
+				continue; /* already aside, and known damaged */
+			rc = ks__p_quarantine_file(p, strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+						   "tail.");
+			if (rc && rc != -ENOENT)
+				return rc;
+		}
+		p->nsegs--;
+		ks__seg_unref(d);
+	}
+	return 0;
+}
+
+/* Over 100 lines by exception: the recovery sequence (foreign numbers,
+ * durable point, tail walk, set-aside of a torn tail, fsync, producers,
+ * new segment, manifest) reads best as one list of steps. */
+static int do_take_over(ks_partition *p, int32_t epoch, int32_t ceiling)
 {
 	seglist all = {0};
 	int32_t maxe;
 	int rc = ks__manifest_read(p->vfs, p->dir, &p->man);
 	if (rc)
 		return rc;
+	if (p->man.valid && p->man.epoch > ceiling) {
+		ks__p_foreign(p, "%s/%s: epoch %d is above any issued (%d): not obeyed", p->dir,
+			      MANIFEST_NAME, (int)p->man.epoch, (int)ceiling);
+		if ((rc = ks__p_quarantine_file(p, MANIFEST_NAME, "foreign.")) && rc != -ENOENT)
+			return rc;
+		memset(&p->man, 0, sizeof(p->man));
+	}
 	if (p->man.valid && p->man.epoch > epoch) {
 		KLOG_WARN("storage", "%s: manifest is from epoch %d, newer than %d", p->dir,
 			  (int)p->man.epoch, (int)epoch);
@@ -225,6 +300,8 @@ static int do_take_over(ks_partition *p, int32_t epoch)
 	if (p->man.valid && p->topic_id[0] && p->man.topic_id[0] &&
 	    strcmp(p->man.topic_id, p->topic_id))
 		return -ESTALE;
+	if ((rc = ks__p_quarantine_foreign(p, ceiling)))
+		return rc;
 	if ((rc = ks__p_list_segments(p, 1, &all, &maxe)))
 		return rc;
 	if (maxe > epoch) {
@@ -237,34 +314,69 @@ static int do_take_over(ks_partition *p, int32_t epoch)
 		return rc;
 	p->epoch = epoch;
 
-	/* The checkpoint: offsets below it were durable when recorded. */
+	/* The last durable point: every offset below it was fsynced before
+	 * something recorded it.  Candidates: the first offset of the newest
+	 * epoch (its take-over synced all below), the manifest's checkpoint
+	 * when the manifest is at least that new, and the producer snapshot's
+	 * offset.  Each is a number from the volume: one beyond what the
+	 * segments can physically hold (one offset per byte) is refused. */
 	int32_t live_maxe = -1;
 	for (size_t i = 0; i < p->nsegs; i++)
 		if (p->segs[i]->epoch > live_maxe)
 			live_maxe = p->segs[i]->epoch;
-	int stale_manifest = p->man.valid && p->man.epoch < live_maxe;
-	int64_t ck = 0;
-	if (p->man.valid && !stale_manifest) {
-		ck = p->man.hw;
-	} else {
-		/* The latest leader fsynced everything below its first segment. */
-		for (size_t i = 0; i < p->nsegs; i++)
-			if (p->segs[i]->epoch == live_maxe) {
-				ck = p->segs[i]->base;
-				break;
-			}
+	int64_t phys = INT64_MAX;
+	if (p->nsegs) {
+		const kseg *last = p->segs[p->nsegs - 1];
+		phys = last->base + (int64_t)(last->disk_size < (uint64_t)KB_OFFSET_MAX ? last->disk_size
+											: (uint64_t)KB_OFFSET_MAX);
 	}
+	int stale_manifest = p->man.valid && p->man.epoch < live_maxe;
+	if (p->man.valid && p->man.hw > phys) {
+		ks__p_foreign(p, "%s/%s: high_watermark %lld is beyond what the segments can hold "
+			      "(%lld): the manifest is ignored", p->dir, MANIFEST_NAME,
+			      (long long)p->man.hw, (long long)phys);
+		memset(&p->man, 0, sizeof(p->man));
+		stale_manifest = 0;
+	}
+	int64_t ck = 0;
+	for (size_t i = 0; i < p->nsegs; i++)
+		if (p->segs[i]->epoch == live_maxe) {
+			ck = p->segs[i]->base;
+			break;
+		}
+	if (p->man.valid && !stale_manifest && p->man.hw > ck)
+		ck = p->man.hw;
+	int64_t soff = snapshot_point(p, epoch);
+	if (soff > phys) {
+		ks__p_foreign(p, "%s/%s: offset %lld is beyond what the segments can hold (%lld)", p->dir,
+			      SNAPSHOT_NAME, (long long)soff, (long long)phys);
+		soff = -1;
+	}
+	if (soff > ck)
+		ck = soff;
 	p->log_start = p->man.valid ? p->man.log_start : 0;
 	/* A stale manifest's writer was superseded where the newest epoch
-	 * begins (ck): above that its offsets named other records, so its log
+	 * begins: above that its offsets named other records, so its log
 	 * start counts only up to there. */
-	if (stale_manifest && p->log_start > ck)
-		p->log_start = ck;
+	if (stale_manifest) {
+		int64_t newest = 0;
+		for (size_t i = 0; i < p->nsegs; i++)
+			if (p->segs[i]->epoch == live_maxe) {
+				newest = p->segs[i]->base;
+				break;
+			}
+		if (p->log_start > newest)
+			p->log_start = newest;
+	}
 	if (p->nsegs && p->segs[0]->base > p->log_start)
 		p->log_start = p->segs[0]->base;
 	int64_t from = ck > p->log_start ? ck : p->log_start;
 
-	/* Recover every segment from the one holding the checkpoint onwards. */
+	/* Recover the tail only: from the segment holding the durable point
+	 * onwards.  Sealed segments below it are not read here; damage in
+	 * them (or below the point in this one) is corruption, found where
+	 * the log is read, never a reason to cut the log. */
+	p->durable_floor = ck;
 	p->leo = p->nsegs ? p->segs[0]->base : 0;
 	size_t i0 = p->nsegs ? ks__p_seg_find(p, from) : 0;
 	for (size_t i = i0; i < p->nsegs; i++) {
@@ -274,45 +386,37 @@ static int do_take_over(ks_partition *p, int32_t epoch)
 		int64_t limit = p_seg_limit(p, i);
 		p->leo = s->end_off;
 		if (limit != INT64_MAX && s->end_off < limit) {
-			/* A hole: nothing after it was ever acknowledged as durable
-			 * (flushes sync segments in order).  Remove what follows so a
-			 * later leader of this same epoch cannot mistake it for live. */
+			/* A hole at or above the durable point: the torn tail.
+			 * Nothing after it was ever acknowledged (flushes sync
+			 * segments in order); it is set aside, not deleted. */
 			KLOG_WARN("storage", "%s: segment %d-%lld ends at offset %lld before the next "
-				  "segment's base %lld; discarding %zu later segment(s)", p->dir,
+				  "segment's base %lld; %zu later segment(s) set aside in %s/", p->dir,
 				  (int)s->epoch, (long long)s->base, (long long)s->end_off,
-				  (long long)limit, p->nsegs - i - 1);
-			while (p->nsegs > i + 1) {
-				kseg *d = p->segs[p->nsegs - 1];
-				if ((rc = ks__p_unlink_seg(p, d->epoch, d->base)))
-					return rc;
-				p->nsegs--;
-				ks__seg_unref(d);
-			}
+				  (long long)limit, p->nsegs - i - 1, QUARANTINE_DIR);
+			if ((rc = set_aside_tail(p, i + 1)))
+				return rc;
 			break;
 		}
 	}
 	if (p->nsegs == 0)
 		p->leo = p->man.valid ? (p->man.hw > p->log_start ? p->man.hw : p->log_start) : 0;
 	if (p->leo < p->log_start) {
-		/* Everything left is below the log start: start empty there. */
-		while (p->nsegs) {
-			kseg *d = p->segs[p->nsegs - 1];
-			if ((rc = ks__p_unlink_seg(p, d->epoch, d->base)))
-				return rc;
-			p->nsegs--;
-			ks__seg_unref(d);
-		}
+		/* Everything left is below the log start: the log goes on from
+		 * there; the files stay (retention removes what is below). */
 		p->leo = p->log_start;
 	}
-	if (p->man.valid && !stale_manifest && p->man.hw > p->leo)
-		KLOG_ERR("storage", "%s: the manifest records offset %lld as durable but the log ends "
+	if (ck > p->leo)
+		KLOG_ERR("storage", "%s: the %s records offset %lld as durable but the log ends "
 			 "at %lld: the volume lost acknowledged writes (is fsync honest?)", p->dir,
-			 (long long)p->man.hw, (long long)p->leo);
+			 ck == soff ? "producer snapshot" : "manifest", (long long)ck, (long long)p->leo);
 
 	/* What we recovered becomes durable before we claim it as the HW. */
 	for (size_t i = i0; i < p->nsegs; i++)
 		if (p->segs[i]->log && (rc = sub_fsync(p->segs[i]->log)))
 			return rc;
+	/* From here on every offset below the log end is durable: a segment
+	 * loaded later that ends short is damaged. */
+	p->durable_floor = INT64_MAX;
 
 	int rebuilt;
 	if ((rc = restore_producers(p, &rebuilt)))
@@ -345,7 +449,12 @@ static int do_take_over(ks_partition *p, int32_t epoch)
 
 int ks_partition_take_over(ks_partition *p, int32_t epoch)
 {
-	if (epoch < 0)
+	return ks_partition_take_over_bounded(p, epoch, epoch);
+}
+
+int ks_partition_take_over_bounded(ks_partition *p, int32_t epoch, int32_t ceiling)
+{
+	if (epoch < 0 || ceiling < epoch)
 		return -EINVAL;
 	ks__p_lock(p);
 	if (p->state == KAAS_PART_LEADER && p->epoch == epoch) {
@@ -359,7 +468,10 @@ int ks_partition_take_over(ks_partition *p, int32_t epoch)
 	/* A leadership replaced without relinquish: its flushes fail (the
 	 * producers retry and are deduplicated). */
 	ks__p_drop_leadership(p, -EPERM);
-	int rc = do_take_over(p, epoch);
+	p->recovering = 1;
+	int rc = do_take_over(p, epoch, ceiling);
+	p->recovering = 0;
+	p->durable_floor = INT64_MAX;
 	if (rc) {
 		KLOG_WARN("storage", "%s: take over at epoch %d: %s", p->dir, (int)epoch, sub_strerror(rc));
 		ks__p_drop_leadership(p, -EPERM);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/log.h"
 
@@ -20,7 +21,7 @@ static int read_index(ks_partition *p, kseg *s, int kind, uint8_t **buf, size_t 
 	char *b = NULL;
 	*buf = NULL;
 	*len = 0;
-	int rc = ks__seg_path(path, sizeof(path), p->dir, s->epoch, s->base, kind);
+	int rc = ks__p_seg_file(p, s, kind, path, sizeof(path));
 	if (rc)
 		return rc;
 	rc = sub_read_file(p->vfs, path, INDEX_FILE_MAX, &b, len);
@@ -92,18 +93,8 @@ int ks__p_index_batch(ks_partition *p, kseg *s, int64_t base, uint64_t pos, uint
 	}
 	if (pos > 0 && s->since_ix >= (uint64_t)p->cfg.index_interval_bytes) {
 		uint32_t rel = (uint32_t)(base - s->base);
-		if (write) {
-			uint8_t e[IDX_ENTRY + TIDX_ENTRY];
-			kb_put32(e, rel);
-			kb_put32(e + 4, (uint32_t)pos);
-			kb_put64(e + 8, (uint64_t)s->max_ts);
-			kb_put32(e + 16, rel);
-			if ((rc = sub_pwrite_full(s->idx, e, IDX_ENTRY, (uint64_t)s->nix * IDX_ENTRY)) ||
-			    (rc = sub_pwrite_full(s->tidx, e + 8, TIDX_ENTRY,
-						  (uint64_t)s->ntx * TIDX_ENTRY)))
-				return rc;
-			s->idx_dirty = 1;
-		}
+		if (write)
+			s->idx_dirty = 1; /* to the files at roll, checkpoint, relinquish */
 		if ((rc = ks__seg_ix_push(s, rel, (uint32_t)pos)) || (rc = ks__seg_tx_push(s, s->max_ts, rel)))
 			return rc;
 		s->since_ix = 0;
@@ -114,9 +105,13 @@ int ks__p_index_batch(ks_partition *p, kseg *s, int64_t base, uint64_t pos, uint
 
 /* Walks s from (pos, off) with CRC checks, stopping before `limit`;
  * rebuilds in-memory index entries as it goes.  *ok = 0 when the very first
- * batch was not the expected one. */
+ * batch was not the expected one.  Below `durable` (offsets that were
+ * durable before this take-over) a bad batch is damage, not a torn tail:
+ * it is recorded and the walk goes on after it when its header can be
+ * trusted, else the rest of the segment up to its limit (or, for the
+ * newest segment, up to `durable`) is damaged. */
 static int walk_rebuild(ks_partition *p, kseg *s, uint64_t pos, int64_t off, uint64_t size,
-			int64_t limit, int *first_ok)
+			int64_t limit, int64_t durable, int *first_ok)
 {
 	seg_iter it;
 	kb_hdr h;
@@ -126,14 +121,47 @@ static int walk_rebuild(ks_partition *p, kseg *s, uint64_t pos, int64_t off, uin
 	s->since_ix = 0;
 	s->end_pos = pos;
 	s->end_off = off;
+	s->vlo = s->vhi = pos;
 	*first_ok = 1;
-	while ((rc = ks__seg_iter_next(&it, &h, &bpos)) == 1) {
-		if (h.base_offset != off || h.base_offset >= limit || kb_last_offset(&h) >= limit) {
-			it.why = h.base_offset >= limit ? "next live segment begins" : "offset gap";
-			if (first && h.base_offset < limit)
-				*first_ok = 0;
+	for (;;) {
+		rc = ks__seg_iter_next(&it, &h, &bpos);
+		if (rc < 0)
+			break;
+		int gap = rc == 1 && (h.base_offset != off || h.base_offset >= limit ||
+				      kb_last_offset(&h) >= limit);
+		if (rc == 1 && !gap)
+			goto take;
+		if (first && pos != 0 && (rc == 0 || h.base_offset < limit)) {
+			*first_ok = 0; /* the index is wrong: the caller walks from 0 */
 			break;
 		}
+		if (rc == 1 && h.base_offset >= limit && h.base_offset == off)
+			break; /* the next live segment begins */
+		if (off >= durable || off >= limit)
+			break; /* the torn tail, or the segment's end */
+		if (limit == INT64_MAX && rc == 0 && !it.crc_bad && it.why &&
+		    (strcmp(it.why, "end of segment") == 0 || strncmp(it.why, "truncated batch", 15) == 0))
+			break; /* the newest file just ends: bytes lost, not damaged (logged
+				* by the take-over), and nothing after them to protect */
+		/* Damage in what was durable. */
+		if (rc == 0 && it.crc_bad && h.base_offset == off && kb_last_offset(&h) < limit) {
+			if (ks__seg_add_damage(s, off, kb_last_offset(&h) + 1, bpos, bpos + kb_size(&h)))
+				ks__p_report_damage(p, s, it.why);
+			it.pos = bpos + kb_size(&h);
+			off = kb_last_offset(&h) + 1;
+			s->end_pos = it.pos;
+			s->end_off = off;
+			s->since_ix += kb_size(&h);
+			first = 0;
+			continue;
+		}
+		int64_t hi = limit != INT64_MAX ? limit : durable;
+		if (ks__seg_add_damage(s, off, hi, it.pos, size > it.pos ? size : it.pos + 1))
+			ks__p_report_damage(p, s, gap ? "offset gap" : it.why);
+		s->end_off = hi; /* nothing after the damage is readable */
+		rc = 0;
+		break;
+take:
 		if (!first || pos == 0) {
 			if ((rc = ks__p_index_batch(p, s, h.base_offset, bpos, kb_size(&h), h.max_ts, 0)))
 				break;
@@ -149,6 +177,7 @@ static int walk_rebuild(ks_partition *p, kseg *s, uint64_t pos, int64_t off, uin
 		off = kb_last_offset(&h) + 1;
 		s->end_pos = bpos + kb_size(&h);
 		s->end_off = off;
+		s->vhi = s->end_pos;
 	}
 	if (rc == 0 && first && pos != 0)
 		*first_ok = 0;
@@ -164,8 +193,11 @@ int ks__p_seg_load(ks_partition *p, size_t i, int64_t trust_off)
 {
 	kseg *s = p->segs[i];
 	if (s->meta)
-		return 0;
+		return s->log ? 0 : ks__p_seg_open_log(p, s, s->active); /* closed while idle */
 	int64_t limit = p_seg_limit(p, i);
+	/* Offsets that were durable before the take-over: all of a segment the
+	 * take-over did not recover, up to the checkpoint while it runs. */
+	int64_t durable = p->durable_floor < limit ? p->durable_floor : limit;
 	sub_stat st;
 	int rc = ks__p_seg_open_log(p, s, 0);
 	if (rc || (rc = sub_fstat(s->log, &st)))
@@ -196,7 +228,8 @@ int ks__p_seg_load(ks_partition *p, size_t i, int64_t trust_off)
 			s->nix = s->ntx = 0;
 		}
 		int ok;
-		if ((rc = walk_rebuild(p, s, pos, off, st.size, limit, &ok)))
+		s->dmg_lo = s->dmg_hi = 0;
+		if ((rc = walk_rebuild(p, s, pos, off, st.size, limit, durable, &ok)))
 			return rc;
 		if (ok || k < 0)
 			break;
@@ -206,5 +239,10 @@ int ks__p_seg_load(ks_partition *p, size_t i, int64_t trust_off)
 	}
 	s->meta = 1;
 	s->synced_pos = s->end_pos;
+	/* A loaded segment is sealed: its index files are never written again
+	 * (what the walk rebuilt stays in memory). */
+	s->idx_dirty = 0;
+	s->ix_written = s->nix;
+	s->tx_written = s->ntx;
 	return 0;
 }

@@ -87,9 +87,7 @@ void ks__seg_close_files(kseg *s)
 {
 	ks__seg_close_sync(s);
 	sub_close(s->log);
-	sub_close(s->idx);
-	sub_close(s->tidx);
-	s->log = s->idx = s->tidx = NULL;
+	s->log = NULL;
 }
 
 void ks__seg_unref(kseg *s)
@@ -211,6 +209,7 @@ static int fill(seg_iter *it, uint64_t off, size_t n)
 
 int ks__seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
 {
+	it->crc_bad = 0;
 	if (it->pos >= it->end) {
 		it->why = "end of segment";
 		return 0;
@@ -251,6 +250,8 @@ int ks__seg_iter_next(seg_iter *it, kb_hdr *h, uint64_t *pos)
 		}
 		if (crc != h->crc) {
 			it->why = "CRC-32C mismatch";
+			it->crc_bad = 1;
+			*pos = it->pos;
 			return 0;
 		}
 	}

@@ -42,6 +42,7 @@ typedef struct ks_log_config {
 	int32_t flush_depth;            /* group commit: fsyncs of one partition in flight at once,
 	                                   1..KAAS_FLUSH_DEPTH_MAX (0: KAAS_FLUSH_DEPTH_DEFAULT);
 	                                   taken at open, ks_partition_set_config leaves it */
+	int64_t idle_close_ms;          /* housekeep closes the logs of a partition unused this long (0: 60 s; < 0: never) */
 } ks_log_config;
 
 #define KAAS_FLUSH_DEPTH_DEFAULT 2
@@ -70,6 +71,16 @@ int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int c
  * segment <epoch>-<logEndOffset>.  -ESTALE when a segment of a higher epoch
  * exists (someone newer leads: we are fenced). */
 int ks_partition_take_over(ks_partition *p, int32_t epoch);
+
+/* The same, with `ceiling` the highest epoch the caller's authority has
+ * ever issued for this partition (>= epoch).  An epoch read from the volume
+ * (manifest, segment name, producer snapshot) in (epoch, ceiling] is a
+ * newer leader's: -ESTALE.  One above ceiling cannot have been issued: it
+ * is foreign, reported by name, its file moved into the quarantine area,
+ * and never obeyed.  ks_partition_take_over(p, e) is
+ * ks_partition_take_over_bounded(p, e, e): the caller asserts that e is the
+ * newest epoch issued (docs/storage.md, "Numbers from the volume"). */
+int ks_partition_take_over_bounded(ks_partition *p, int32_t epoch, int32_t ceiling);
 
 /* Persists manifest + producer snapshot, then closes every handle. */
 int ks_partition_relinquish(ks_partition *p);
@@ -177,5 +188,53 @@ void ks_partition_set_listener(ks_partition *p, ks_hw_listener fn, void *arg);
  * retention.ms and retention.bytes, remove zombie and stray files, checkpoint
  * the manifest.  Returns the number of segments deleted or -errno. */
 int ks_partition_housekeep(ks_partition *p, int64_t now_ms);
+
+/* ---- damage, quarantine, scrub (docs/storage.md, "Damage") ----------------
+ * Damage in data that was durable (a sealed segment, or bytes below the
+ * last durable point) is never a reason to truncate or delete: the range is
+ * logged as ERROR naming the file and byte range, counted, the segment is
+ * moved into DIR/quarantine/ (and still read from there), and a fetch that
+ * meets the range answers KERR_CORRUPT_MESSAGE. */
+typedef struct ks_partition_stats {
+	uint64_t corrupt_ranges;    /* damaged ranges found (recovery, reads, scrub) */
+	uint64_t corrupt_bytes;     /* bytes in them */
+	uint64_t corrupt_reads;     /* fetches answered CORRUPT_MESSAGE */
+	uint64_t quarantined_files; /* files moved into the quarantine area */
+	uint64_t foreign_numbers;   /* numbers read from the volume refused as impossible */
+	uint64_t scrubbed_bytes;    /* bytes the scrub verified */
+	uint64_t scrub_passes;      /* complete scrub passes over the sealed segments */
+	int damaged_segments;       /* live segments with a damaged range now */
+	int open_files;             /* descriptors the partition holds now (read plans' excluded) */
+} ks_partition_stats;
+
+/* This partition's counters since it was opened (not reset by take-over). */
+void ks_partition_stats_get(ks_partition *p, ks_partition_stats *out);
+
+/* The same counters summed over every partition of the process since it
+ * started (damaged_segments and open_files: current totals). */
+typedef ks_partition_stats ks_storage_stats;
+void ks_storage_stats_get(ks_storage_stats *out);
+
+/* A token bucket shared by the scrub steps of one worker: bytes_per_sec
+ * refill, at most one second's worth banked. */
+typedef struct ks_scrub_rate {
+	int64_t bytes_per_sec;
+	int64_t tokens;
+	int64_t last_ms;
+} ks_scrub_rate;
+
+void ks_scrub_rate_init(ks_scrub_rate *r, int64_t bytes_per_sec, int64_t now_ms);
+
+/* One step of the background scrub of p's sealed segments (every segment
+ * but the active one): verifies the CRC-32C of whole batches from where
+ * the previous step stopped, as much as `rate` allows at now_ms (a batch
+ * larger than what is left may overdraw the bucket once: it pays it back
+ * before the next step reads).  Damage is handled as above.  Returns the
+ * bytes verified (0: the bucket is empty or nothing is sealed) and sets
+ * *pass_done when this step finished a pass over every sealed segment
+ * (the next step starts another).  Reads without the partition lock.
+ * Not leader: -EPERM; I/O failure: -errno (the partition is not poisoned:
+ * reading is not writing). */
+int64_t ks_partition_scrub(ks_partition *p, ks_scrub_rate *rate, int64_t now_ms, int *pass_done);
 
 #endif

@@ -8,6 +8,7 @@
 #define KAAS_STORAGE_STORAGE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kaas/storage/batch.h"
@@ -20,6 +21,11 @@
 #define SEG_STEM_LEN 31
 #define SNAPSHOT_NAME "producer-state.snapshot"
 #define MANIFEST_NAME "manifest.json"
+/* Where damaged and foreign files are moved (docs/storage.md, "Damage").
+ * A damaged segment keeps its name there and stays part of the log; files
+ * that are not (foreign epochs, an unacknowledged torn tail) get a prefix
+ * that no segment name parses as. */
+#define QUARANTINE_DIR "quarantine"
 
 enum { SEG_LOG = 0, SEG_INDEX, SEG_TIMEINDEX, SEG_TXNINDEX, SEG_NKINDS };
 extern const char *const ks__seg_suffix[SEG_NKINDS];
@@ -49,7 +55,7 @@ typedef struct kseg {
 	uint64_t disk_size;      /* size seen when listed */
 	int refs;                /* partition list + read plans + flusher (atomic) */
 	/* leader only */
-	sub_file *log, *idx, *tidx;
+	sub_file *log;           /* index files are never held open (docs/storage.md) */
 	sub_file *sync[FLUSH_DEPTH_MAX]; /* pipeline slot k > 0 fsyncs the log through sync[k] (slot 0: log) */
 	int active;              /* the segment appends go to (ours, writable) */
 	int meta;                /* end_pos/end_off/max_ts/index known */
@@ -63,10 +69,18 @@ typedef struct kseg {
 	ktidx *tx;
 	uint32_t ntx, captx;
 	uint64_t since_ix;       /* bytes appended since the last index entry */
-	int idx_dirty;           /* index entries written since the last fsync */
-	int flush_pins;          /* flushers using idx/tidx/sync (under the partition lock) */
-	int detached;            /* dropped by the partition: close idx/tidx/sync when unpinned */
+	int idx_dirty;           /* index entries not yet written to the index files */
+	uint32_t ix_written;     /* entries of ix[] / tx[] already in the files */
+	uint32_t tx_written;
+	int flush_pins;          /* flushers using sync (under the partition lock) */
+	int detached;            /* dropped by the partition: close sync when unpinned */
 	int64_t first_append_ms; /* wall time of the first append (segment.ms) */
+	/* Damage (damage.c): offsets [dmg_lo, dmg_hi), bytes [dpos_lo, dpos_hi),
+	 * are unreadable; dmg_hi > dmg_lo when there is any. */
+	int64_t dmg_lo, dmg_hi;
+	uint64_t dpos_lo, dpos_hi;
+	int quarantined;         /* its files are in DIR/quarantine/ */
+	uint64_t vlo, vhi;       /* bytes whose CRCs were verified this leadership */
 } kseg;
 
 kseg *ks__seg_new(int32_t epoch, int64_t base);
@@ -74,8 +88,9 @@ void ks__seg_ref(kseg *s);
 void ks__seg_unref(kseg *s);  /* closes files and frees at zero */
 void ks__seg_close_files(kseg *s);
 void ks__seg_close_sync(kseg *s); /* the pipeline slots' extra descriptors */
-/* The partition lets go of s: index handles close now (or when the last
- * flusher using them is done), the log when the last reference goes. */
+/* The partition lets go of s: the slots' descriptors close now (or when
+ * the last flusher using them is done), the log when the last reference
+ * goes. */
 void ks__seg_detach(kseg *s);
 
 int ks__seg_ix_push(kseg *s, uint32_t rel, uint32_t pos);
@@ -98,6 +113,8 @@ typedef struct seg_iter {
 	size_t blen;
 	const char *why;  /* why the walk ended */
 	int io_err;
+	int crc_bad;      /* the walk ended at a batch whose header is sane and CRC wrong
+			   * (its header in *h, its position in *pos): skippable */
 } seg_iter;
 
 void ks__seg_iter_init(seg_iter *it, sub_file *f, uint64_t pos, uint64_t end, int crc, size_t bufsize);
@@ -180,6 +197,7 @@ struct ks_partition {
 		uint64_t pos;       /* its end_pos */
 		uint64_t ticket;    /* the ticket that owns the slot */
 		int done;
+		int fd;             /* the descriptor it fsyncs through: 0 the log's, k sync[k] */
 	} fl[FLUSH_DEPTH_MAX];
 	uint64_t fl_stalls;         /* flushes that waited because every slot was busy */
 	int dir_dirty;              /* a segment was created since the last flush */
@@ -200,6 +218,18 @@ struct ks_partition {
 	uint64_t ended_gen;     /* lead_gen of the leadership that ended last; 0: none */
 	int ended_rc;           /* 0: its relinquish made everything durable */
 	int64_t ended_durable;  /* its durable offset when it ended */
+
+	/* Damage and foreign numbers (damage.c). */
+	int64_t durable_floor;  /* offsets below this were durable before the
+				 * take-over: a segment ending short there is
+				 * damaged, not torn (INT64_MAX once led) */
+	int recovering;         /* a take-over is running (may quarantine) */
+	int64_t last_use_ms;    /* wall time of the last append or read */
+	int64_t scrub_base;     /* the scrub's cursor: segment base, -1 = a new pass */
+	uint64_t scrub_pos;
+	int64_t scrub_off;
+	int scrubbing;          /* a scrub step is reading (unlocked) */
+	ks_partition_stats st;
 };
 
 /* ---- the partition lock ------------------------------------------------------
@@ -310,6 +340,41 @@ int ks__p_delete_seg(ks_partition *p, size_t i);
 int ks__p_write_snapshot(ks_partition *p, const uint8_t *buf, size_t len);
 int ks__p_index_batch(ks_partition *p, kseg *s, int64_t base, uint64_t pos, uint32_t size,
 		  int64_t max_ts, int write);
+/* Writes s's index entries not yet in its index files through a short-lived
+ * descriptor (fsynced when `sync`).  Our own epoch's segments only. */
+int ks__p_write_index(ks_partition *p, kseg *s, int sync);
+/* dir/[quarantine/]<epoch>-<base><suffix> for s. */
+int ks__p_seg_file(const ks_partition *p, const kseg *s, int kind, char *dst, size_t len);
+
+/* ---- damage.c ---------------------------------------------------------------- */
+/* Records damage in s (merged with what is known); returns 1 when it is
+ * new.  Then reports it: ERROR naming file and byte range, counters, and
+ * (leader or take-over) the segment moves into the quarantine area. */
+int ks__seg_add_damage(kseg *s, int64_t lo, int64_t hi, uint64_t plo, uint64_t phi);
+void ks__p_report_damage(ks_partition *p, kseg *s, const char *why);
+/* Moves a file of the partition directory into the quarantine area under
+ * `prefix` + its name ("" keeps the name); -ENOENT when it is gone. */
+int ks__p_quarantine_file(ks_partition *p, const char *leaf, const char *prefix);
+/* Moves every segment file whose epoch is above `ceiling` aside as foreign. */
+int ks__p_quarantine_foreign(ks_partition *p, int32_t ceiling);
+/* A number from the volume refused: logged by name and counted. */
+void ks__p_foreign(ks_partition *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+typedef struct kdamage {
+	int64_t lo, hi;    /* offsets */
+	uint64_t plo, phi; /* bytes */
+	const char *why;
+} kdamage;
+/* Walks bytes [pos, end) of f (a segment's log) with CRC checks, from the
+ * batch boundary of offset `off`, below the segment's `limit`.  0: clean
+ * (*clean_end, *next_off: where the whole batches walked end); 1: damage
+ * found, described in *d (the walk stops there); <0: I/O error.  Needs no
+ * lock (sealed bytes do not change); `budget` > 0 stops it once that many
+ * bytes were verified (reads at most 64 KiB more than that). */
+int ks__seg_verify(sub_file *f, uint64_t pos, int64_t off, uint64_t end, int64_t limit,
+		   int64_t budget, uint64_t *clean_end, int64_t *next_off, kdamage *d);
+/* Global counters (ks_storage_stats_get). */
+void ks__stats_add(ks_partition *p, size_t field_offset, uint64_t n);
+#define KS_COUNT(p, field, n) ks__stats_add((p), offsetof(ks_partition_stats, field), (n))
 static inline int64_t p_seg_limit(const ks_partition *p, size_t i)
 {
 	return i + 1 < p->nsegs ? p->segs[i + 1]->base : INT64_MAX;

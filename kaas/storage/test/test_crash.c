@@ -356,12 +356,12 @@ static void crash_sweep_ex(const char *mode, uint64_t seed0, int stride, int dou
 		{"takeover", "create", ".log"},             /* the new epoch's segment */
 		{"takeover", "rename", "manifest.json"},
 		{"append", "pwrite", ".log"},               /* the append itself */
-		{"append", "pwrite", ".index"},
+		{"append", "pwrite", ".index"},             /* the sealed segment's, at a roll */
 		{"append", "pwrite", ".timeindex"},
 		{"append", "create", ".log"},               /* roll by size */
-		{"append", "create", ".index"},
+		{"append", "create", ".index"},             /* written at the roll ... */
+		{"append", "fsync", ".index"},              /* ... and synced there */
 		{"flush", "fsync", ".log"},                 /* group commit */
-		{"flush", "fsync", ".index"},               /* a sealed segment's index */
 		{"flush", "fsync_dir", "dir"},              /* the rolled segment's name */
 		{"flush", "create", "producer-state.snapshot"}, /* snapshot of a roll */
 		{"flush", "fsync", "producer-state.snapshot"},

@@ -118,8 +118,9 @@ START_TEST(takeover_by_another_instance_continues_the_log)
 					     &cfg, &b), 0);
 	/* Followers know the offsets from the manifest. */
 	ck_assert_int_eq(ks_partition_high_watermark(b), 40);
-	/* Lower and equal-but-older epochs are refused once 3 exists. */
-	ck_assert_int_eq(ks_partition_take_over(b, 2), -ESTALE);
+	/* Lower epochs are refused once 3 exists, when the caller knows 3 was
+	 * issued (above what was issued an epoch is foreign: test_damage.c). */
+	ck_assert_int_eq(ks_partition_take_over_bounded(b, 2, 3), -ESTALE);
 	ck_assert_int_eq(ks_partition_state_of(b, NULL), KAAS_PART_FOLLOWER);
 	ck_assert_int_eq(ks_partition_take_over(b, 4), 0);
 	ck_assert_int_eq(ks_partition_log_end(b), 40);
@@ -165,7 +166,9 @@ START_TEST(roll_by_size_and_reads_across_segments)
 	ck_assert_int_eq(ks_partition_flush(p, NULL), 0);
 	int nseg = h_count_files("t/2", ".log");
 	ck_assert_int_gt(nseg, 5);
-	ck_assert_int_eq(h_count_files("t/2", ".index"), nseg);
+	/* Every sealed segment's index was written at its roll; the active
+	 * one's is written at a checkpoint or relinquish. */
+	ck_assert_int_eq(h_count_files("t/2", ".index"), nseg - 1);
 	/* Whole log, in small and large fetches. */
 	uint8_t *log;
 	size_t len = h_read_all(p, 0, 700, &log);
@@ -954,12 +957,16 @@ START_TEST(read_plans_end_mid_batch)
 			ck_assert_int_eq(ks_partition_take_over(p, 2), 0);
 			hw = t[N - 1].last + 1;
 			ck_assert_int_eq(ks_partition_high_watermark(p), hw);
-			/* Load every segment's metadata before counting reads. */
+			/* Load every segment's metadata, and let the first read
+			 * of each byte verify its CRC, before counting reads. */
 			for (int i = 0; i < N; i++) {
 				ks_read_plan plan = KAAS_READ_PLAN_INIT;
 				ck_assert_int_eq(ks_partition_read(p, t[i].base, 1, &plan), 0);
 				ks_read_plan_release(&plan);
 			}
+			uint8_t *all;
+			h_read_all(p, 0, 1 << 30, &all);
+			free(all);
 		}
 		int hwb = pass == 0 ? HWB : N;
 		int cut = 0, kip74 = 0, at_hw = 0, multi = 0;
@@ -1072,7 +1079,7 @@ START_TEST(read_plan_keeps_file_after_relinquish)
 	ck_assert_int_eq(ks_partition_read(p, 0, 1000, &plan), 0);
 	ck_assert_int_eq(plan.n, 1);
 	ck_assert_int_eq(ks_partition_relinquish(p), 0);
-	ck_assert_int_lt(h_count_fds(), before);
+	ck_assert_int_le(h_count_fds(), before); /* only the plan's log is left */
 	/* Still readable through the plan. */
 	uint8_t buf[KB_HDR];
 	ck_assert_int_eq(sub_pread_full(plan.r[0].file, buf, KB_HDR, plan.r[0].pos), 0);
