@@ -114,9 +114,15 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 	}
 	uint32_t budget = max_bytes > 0 ? (uint32_t)max_bytes : 0;
 	int64_t cur = offset;
-	int rc = 0;
+	int rc = 0, replans = 0;
 	p->last_use_ms = ku_wall_ms();
 	while (cur < hw && plan->n < KAAS_READ_MAX_RANGES && p->state == KAAS_PART_LEADER) {
+		if (replans > 8) {
+			/* Damage that planning around did not settle: say so. */
+			if (plan->total == 0)
+				plan->error = KERR_CORRUPT_MESSAGE;
+			break;
+		}
 		size_t i = ks__p_seg_find(p, cur);
 		if (i >= p->nsegs)
 			break;
@@ -177,9 +183,33 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 				pos = 0; /* an entry at or past the end cannot be the start */
 				eoff = s->base;
 			}
+			/* What the damage check below needs, read under the lock. */
+			int sealed = !s->active;
+			int64_t seg_end = s->end_off, limit = p_seg_limit(p, i);
 			ks__p_unlock(p);
 			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first, &start_off);
-			ks__p_lock(p);
+			if (rc == 0 && !first && sealed && cur < seg_end) {
+				/* No batch holds an offset the segment must hold: a
+				 * damaged header.  Find out where, then plan again. */
+				uint64_t clean;
+				int64_t next;
+				kdamage d;
+				int v = ks__seg_verify(s->log, 0, s->base, bend, limit, 0, &clean, &next, &d);
+				ks__p_lock(p);
+				if (v == 0)
+					d = (kdamage){next, limit, clean, s->end_pos + 1,
+						      "no batch holds the offset"};
+				if (v >= 0) {
+					if (ks__seg_add_damage(s, d.lo, d.hi, d.plo, d.phi))
+						ks__p_report_damage(p, s, d.why);
+					ks__seg_unref(s);
+					replans++;
+					continue;
+				}
+				rc = v;
+			} else {
+				ks__p_lock(p);
+			}
 			if (rc) {
 				ks__seg_unref(s);
 				break;
@@ -215,6 +245,7 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 				if (ks__seg_add_damage(s, d.lo, d.hi, d.plo, d.phi))
 					ks__p_report_damage(p, s, d.why);
 				ks__seg_unref(s);
+				replans++;
 				continue; /* plan this segment again, around the damage */
 			}
 			if (start <= s->vhi && clean >= s->vlo && s->vhi > s->vlo) {
