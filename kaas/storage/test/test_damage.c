@@ -12,6 +12,7 @@
  * CORRUPT_MESSAGE instead of skipping the records.
  */
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "kaas/storage/test/harness.h"
@@ -586,6 +587,47 @@ START_TEST(descriptors_of_idle_and_active_partitions)
 }
 END_TEST
 
+/* The goal of the descriptor economy: 10,000 led partitions on one broker,
+ * each with an appended batch, hold one descriptor each (under the hard
+ * limit of 20,000 here, with the soft limit raised to it as the broker
+ * does), and none once idle. */
+START_TEST(ten_thousand_led_partitions)
+{
+	enum { N = 10000 };
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < N + 256) {
+		fprintf(stderr, "ten_thousand_led_partitions: hard limit %llu is below %d, not run\n",
+			(unsigned long long)rl.rlim_max, N + 256);
+		return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	ks_log_config cfg = h_cfg();
+	cfg.idle_close_ms = 1000;
+	ks_partition **ps = calloc(N, sizeof(*ps));
+	int before = h_count_fds();
+	for (int i = 0; i < N; i++) {
+		char dir[32];
+		snprintf(dir, sizeof(dir), "t%d/%d", i / 100, i % 100);
+		ck_assert_int_eq(ks_partition_open(h_vfs, dir, NULL, 1, &cfg, &ps[i]), 0);
+		ck_assert_int_eq(ks_partition_take_over(ps[i], 1), 0);
+		h_put(ps[i], 1, "k", 10);
+		ck_assert_int_eq(ks_partition_flush(ps[i], NULL), 0);
+	}
+	int held = h_count_fds() - before;
+	ck_assert_msg(held <= N, "%d descriptors for %d led partitions", held, N);
+	int64_t later = ku_wall_ms() + 5000;
+	for (int i = 0; i < N; i++)
+		ck_assert_int_ge(ks_partition_housekeep(ps[i], later), 0);
+	ck_assert_int_eq(h_count_fds() - before, 0);
+	for (int i = 0; i < N; i++)
+		ks_partition_close(ps[i]);
+	free(ps);
+	ck_assert_int_eq(h_count_fds(), before);
+}
+END_TEST
+
 Suite *damage_suite(void)
 {
 	Suite *s = suite_create("storage-damage");
@@ -600,6 +642,7 @@ Suite *damage_suite(void)
 	tcase_add_test(tc, foreign_epoch_in_a_segment_name);
 	tcase_add_test(tc, foreign_epoch_in_the_producer_snapshot);
 	tcase_add_test(tc, descriptors_of_idle_and_active_partitions);
+	tcase_add_test(tc, ten_thousand_led_partitions);
 	suite_add_tcase(s, tc);
 	return s;
 }
