@@ -643,6 +643,10 @@ static void damage_sweep(const char *mode, uint64_t seed0, int stride, int cut)
 		run_once(dir, opts, &e);
 		int64_t lo, hi;
 		if (damage_sealed(dir, &e, cut, seed0 * 31 + n * 7919, &lo, &hi) == 0) {
+			/* Every fifth point, crash the recovering take-overs too
+			 * (what they set aside must converge when re-driven). */
+			if (n % 5 == 0)
+				interrupted_takeovers(dir, seed0 + 7919 * n);
 			verify_damaged(dir, &e, n, lo, hi);
 			damaged++;
 		}
