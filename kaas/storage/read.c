@@ -88,6 +88,67 @@ static int ring_covers(const ks_partition *p, const kseg *s, int64_t cur)
 	return s->active && p->ring_n && cur >= p->ring[p->ring_head].base;
 }
 
+/* Records damage d of s (found by a walk) and reports it when it is new.
+ * Called with the lock held. */
+static void note_damage(ks_partition *p, kseg *s, const kdamage *d)
+{
+	if (ks__seg_add_damage(s, d->lo, d->hi, d->plo, d->phi))
+		ks__p_report_damage(p, s, d->why);
+}
+
+/* find_start found no batch holding an offset the sealed segment s must
+ * hold: a damaged header.  Walks s to find where (unlocked: the caller
+ * unlocked and holds a reference), records it, and returns 1 with the lock
+ * held again (the caller plans the segment anew), or <0. */
+static int locate_damage(ks_partition *p, kseg *s, uint64_t bend, int64_t limit)
+{
+	uint64_t clean;
+	int64_t next;
+	kdamage d;
+	int v = ks__seg_verify(s->log, 0, s->base, bend, limit, 0, &clean, &next, &d);
+	ks__p_lock(p);
+	if (v < 0)
+		return v;
+	if (v == 0)
+		d = (kdamage){next, limit, clean, s->end_pos + 1, "no batch holds the offset"};
+	note_damage(p, s, &d);
+	return 1;
+}
+
+/* Bytes [start, start+len) of a segment this leadership did not write are
+ * CRC-checked the first time they are served (the pages come into the
+ * cache the send reads them from anyway); s->vlo/vhi remember what was.
+ * 0: clean; 1: damage found and recorded (plan again); <0: I/O error.
+ * Called with the lock held and a reference on s; unlocks meanwhile. */
+static int verify_served(ks_partition *p, kseg *s, int64_t limit, uint64_t start, int64_t start_off,
+			 uint64_t len)
+{
+	if (start >= s->vlo && start + len <= s->vhi)
+		return 0;
+	uint64_t clean;
+	int64_t next;
+	kdamage d;
+	ks__p_unlock(p);
+	int v = ks__seg_verify(s->log, start, start_off, start + len, limit, 0, &clean, &next, &d);
+	ks__p_lock(p);
+	if (v < 0)
+		return v;
+	if (v == 1) {
+		note_damage(p, s, &d);
+		return 1;
+	}
+	if (start <= s->vhi && clean >= s->vlo && s->vhi > s->vlo) {
+		if (start < s->vlo)
+			s->vlo = start;
+		if (clean > s->vhi)
+			s->vhi = clean;
+	} else {
+		s->vlo = start;
+		s->vhi = clean;
+	}
+	return 0;
+}
+
 int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan)
 {
 	/* A plan still holding segments would leak them here: release first. */
@@ -188,27 +249,14 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 			int64_t seg_end = s->end_off, limit = p_seg_limit(p, i);
 			ks__p_unlock(p);
 			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first, &start_off);
-			if (rc == 0 && !first && sealed && cur < seg_end) {
-				/* No batch holds an offset the segment must hold: a
-				 * damaged header.  Find out where, then plan again. */
-				uint64_t clean;
-				int64_t next;
-				kdamage d;
-				int v = ks__seg_verify(s->log, 0, s->base, bend, limit, 0, &clean, &next, &d);
+			if (rc == 0 && !first && sealed && cur < seg_end)
+				rc = locate_damage(p, s, bend, limit); /* relocks */
+			else
 				ks__p_lock(p);
-				if (v == 0)
-					d = (kdamage){next, limit, clean, s->end_pos + 1,
-						      "no batch holds the offset"};
-				if (v >= 0) {
-					if (ks__seg_add_damage(s, d.lo, d.hi, d.plo, d.phi))
-						ks__p_report_damage(p, s, d.why);
-					ks__seg_unref(s);
-					replans++;
-					continue;
-				}
-				rc = v;
-			} else {
-				ks__p_lock(p);
+			if (rc == 1) {
+				ks__seg_unref(s);
+				replans++;
+				continue; /* plan this segment again, around the damage */
 			}
 			if (rc) {
 				ks__seg_unref(s);
@@ -224,39 +272,13 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 			if (plan->total == 0 && len < first)
 				len = first; /* KIP-74: the first batch whole */
 		}
-		if (len && !s->active && !(start >= s->vlo && start + len <= s->vhi)) {
-			/* Bytes of a segment this leadership did not write are
-			 * CRC-checked the first time they are served (the pages come
-			 * into the cache the send would read them into anyway). */
-			uint64_t clean;
-			int64_t next;
-			kdamage d;
-			int64_t limit = p_seg_limit(p, i);
-			ks__p_unlock(p);
-			int v = ks__seg_verify(s->log, start, start_off, start + len, limit, 0, &clean,
-					       &next, &d);
-			ks__p_lock(p);
-			if (v < 0) {
-				rc = v;
-				ks__seg_unref(s);
+		if (len && !s->active && (rc = verify_served(p, s, p_seg_limit(p, i), start, start_off, len))) {
+			ks__seg_unref(s);
+			if (rc < 0)
 				break;
-			}
-			if (v == 1) {
-				if (ks__seg_add_damage(s, d.lo, d.hi, d.plo, d.phi))
-					ks__p_report_damage(p, s, d.why);
-				ks__seg_unref(s);
-				replans++;
-				continue; /* plan this segment again, around the damage */
-			}
-			if (start <= s->vhi && clean >= s->vlo && s->vhi > s->vlo) {
-				if (start < s->vlo)
-					s->vlo = start;
-				if (clean > s->vhi)
-					s->vhi = clean;
-			} else {
-				s->vlo = start;
-				s->vhi = clean;
-			}
+			rc = 0;
+			replans++;
+			continue; /* plan this segment again, around the damage */
 		}
 		if (len) {
 			KAAS_ASSERT(plan->n < KAAS_READ_MAX_RANGES && s->log);
