@@ -5,7 +5,8 @@
 # segment (nothing truncated or deleted), log the damage as an ERROR naming
 # the file, and answer a consumer that reaches it CORRUPT_MESSAGE instead
 # of skipping to the next segment (librdkafka reports error 2 as "Broker:
-# Invalid message"); records after the damage stay readable.
+# Invalid message"); records after the damage stay readable.  Then epochs of
+# 2^31-1 in the manifest and a segment name: refused, not obeyed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh damage
@@ -75,4 +76,27 @@ grep -qiE 'corrupt|Invalid message' "$T/c2.err" || fail "after a clean close the
 rest=$(kcat -C -b "$BROKER" -t d -p 0 -o "$hi2" -e -q -f '%o\n' | wc -l)
 [ "$rest" = $((400 - hi2)) ] || fail "after the second damage: $rest records, want $((400 - hi2))"
 echo "ok a bit flip after a clean shutdown: the consumer stops at $lo2 with CORRUPT_MESSAGE instead of jumping, $rest records after it served"
+
+# 3. Another host's numbers: a manifest and a segment name claiming epoch
+# 2^31-1 must not leave the partition unleadable (it was: -ESTALE at every
+# epoch the broker could pick, NOT_LEADER_OR_FOLLOWER for ever).
+broker_stop
+[ "$BROKER_RC" = 0 ] || fail "SIGTERM exited $BROKER_RC"
+$PY - "$PART/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["epoch"] = 2147483647
+open(sys.argv[1], "w").write(json.dumps(m))
+PY
+: >"$PART/2147483647-00000000000000000400.log"
+broker_crash_restart
+echo foreign-test | kcat -P -b "$BROKER" -t d -p 0 -X acks=all -X message.timeout.ms=15000 \
+	2>"$T/p3.err" || fail "produce after the foreign epochs: $(cat "$T/p3.err")"
+last=$(kcat -C -b "$BROKER" -t d -p 0 -o -1 -e -q -f '%o %s\n')
+[ "$last" = "400 foreign-test" ] || fail "after the foreign epochs the log ends with '$last'"
+ls "$PART"/quarantine/foreign.*2147483647-00000000000000000400.log >/dev/null 2>&1 ||
+	fail "the foreign segment was not kept in quarantine/"
+ls "$PART"/quarantine/foreign.*manifest.json >/dev/null 2>&1 || fail "the foreign manifest was not kept"
+grep -q "2147483647 is above any issued" "$BROKER_LOGFILE" || fail "no ERROR naming the foreign epoch"
+echo "ok a manifest and a segment name of epoch 2^31-1: reported, moved aside, the partition led and appended to"
 echo "test_damage: all passed"
