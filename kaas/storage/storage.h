@@ -66,10 +66,12 @@ enum ks_partition_state {
 int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int create,
 			const ks_log_config *cfg, ks_partition **out);
 
-/* Becomes leader at `epoch`: opens handles, restores the producer snapshot,
- * recovers the newest live segment, reconciles the manifest and rolls a new
- * segment <epoch>-<logEndOffset>.  -ESTALE when a segment of a higher epoch
- * exists (someone newer leads: we are fenced). */
+/* Becomes leader at `epoch`: opens the active log, restores the producer
+ * snapshot, recovers the tail written since the last durable point (damage
+ * below it is contained, never cut: see "damage" below), reconciles the
+ * manifest and rolls a new segment <epoch>-<logEndOffset>.  `epoch` is
+ * taken to be the newest ever issued: a file of a higher epoch is foreign
+ * (see ks_partition_take_over_bounded for callers that know better). */
 int ks_partition_take_over(ks_partition *p, int32_t epoch);
 
 /* The same, with `ceiling` the highest epoch the caller's authority has
@@ -149,7 +151,8 @@ typedef struct ks_read_range {
 } ks_read_range;
 
 typedef struct ks_read_plan {
-	int16_t error;             /* KERR_OFFSET_OUT_OF_RANGE, KERR_NOT_LEADER_OR_FOLLOWER, ... */
+	int16_t error;             /* KERR_OFFSET_OUT_OF_RANGE, KERR_NOT_LEADER_OR_FOLLOWER,
+				    * KERR_CORRUPT_MESSAGE (offset in a damaged range), ... */
 	int64_t high_watermark;
 	int64_t log_start_offset;
 	int64_t last_stable_offset;
