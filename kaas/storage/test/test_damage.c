@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "kaas/storage/test/harness.h"
+#include "util/test/ktest.h"
 #include "util/clock.h"
 #include "util/crc32c.h"
 
@@ -628,30 +629,14 @@ START_TEST(ten_thousand_led_partitions)
 }
 END_TEST
 
-Suite *damage_suite(void)
-{
-	Suite *s = suite_create("storage-damage");
-	TCase *tc = tcase_create("damage");
-	tcase_add_checked_fixture(tc, h_setup_mem, h_teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, bitflip_in_a_sealed_segment_after_a_crash);
-	tcase_add_test(tc, truncation_of_a_sealed_segment_after_a_crash);
-	tcase_add_test(tc, damage_after_a_clean_close_is_answered_not_skipped);
-	tcase_add_test(tc, scrub_finds_damage_within_its_rate);
-	tcase_add_test(tc, foreign_epoch_in_the_manifest);
-	tcase_add_test(tc, foreign_epoch_in_a_segment_name);
-	tcase_add_test(tc, foreign_epoch_in_the_producer_snapshot);
-	tcase_add_test(tc, descriptors_of_idle_and_active_partitions);
-	tcase_add_test(tc, ten_thousand_led_partitions);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(damage_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ktest_main((struct ktest){ .suite = "storage-damage", .tcase = "damage", .timeout = 120,
+					  .setup = h_setup_mem, .teardown = h_teardown },
+			  KTEST_LIST(bitflip_in_a_sealed_segment_after_a_crash,
+				     truncation_of_a_sealed_segment_after_a_crash,
+				     damage_after_a_clean_close_is_answered_not_skipped,
+				     scrub_finds_damage_within_its_rate, foreign_epoch_in_the_manifest,
+				     foreign_epoch_in_a_segment_name, foreign_epoch_in_the_producer_snapshot,
+				     descriptors_of_idle_and_active_partitions, ten_thousand_led_partitions));
 }
