@@ -12,8 +12,3 @@ cluster_PREFIX := kcl
 cluster_TESTS := kaas/cluster/test/test_member.c kaas/cluster/test/test_lease.c \
 	kaas/cluster/test/test_controller.c kaas/cluster/test/test_assignment.c \
 	kaas/cluster/test/test_balancer.c kaas/cluster/test/test_token.c
-# End-to-end: three brokers on one directory (ci/lib/cluster.sh), real
-# clients, the history checker of ci/chaos/.
-E2E_TESTS += kaas/cluster/test/e2e_shared_dir.sh kaas/cluster/test/e2e_failover.sh \
-	kaas/cluster/test/e2e_zombie.sh kaas/cluster/test/e2e_rolling.sh \
-	kaas/cluster/test/e2e_badfiles.sh

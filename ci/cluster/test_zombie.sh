@@ -1,5 +1,5 @@
 #!/bin/bash
-# e2e_zombie.sh — the lease: a leader paused (SIGSTOP) under acks=all load,
+# ci/cluster/test_zombie.sh — the lease: a leader paused (SIGSTOP) under acks=all load,
 # with produce requests and group commits in its pipeline and flushes in
 # flight, for longer than the session timeout, then resumed (SIGCONT).
 # Meanwhile the others must judge it expired and take its partitions over.
@@ -9,7 +9,7 @@
 # incarnation.  The checker (ci/chaos/checker.py) then verifies that no
 # record was acknowledged that the new leaders do not serve.  Done twice.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-zombie
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
@@ -85,5 +85,5 @@ $PY ci/chaos/workload.py final "$CL_BOOT" chaos "$H" --partitions "$PARTS" || fa
 python3 ci/chaos/checker.py "$H" --bound-s 30 --json "$T/verdict.json" || fail_cl "the checker found violations"
 acked=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["acknowledged"])' "$T/verdict.json")
 [ "$acked" -gt 0 ] || fail_cl "nothing was acknowledged"
-python3 ci/lib/failover_gaps.py "$H" || true
-echo "PASS e2e_zombie: 2 pauses past the session timeout, $acked acknowledged records all served"
+python3 ci/cluster/failover_gaps.py "$H" || true
+echo "PASS test_zombie: 2 pauses past the session timeout, $acked acknowledged records all served"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# e2e_shared_dir.sh — two brokers (ids 1 and 2) started on one data
+# ci/cluster/test_shared_dir.sh — two brokers (ids 1 and 2) started on one data
 # directory form a cluster instead of co-owning it.  This is the scenario
 # that once lost data: both took every partition over, the first went on
 # acknowledging acks=all produces into its old-epoch segments, and consumers
@@ -15,7 +15,7 @@
 #   - a third broker joins; a fresh broker on the volume of an earlier
 #     single-broker run continues the epochs above the ones on disk.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-shared
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
@@ -149,4 +149,4 @@ for part in range(4):
     assert err == 0, (part, err)
 print("ok after a single-broker assignment.json the epochs continue above the disk's (%s): %s" % (before, eps))
 PY
-echo "PASS e2e_shared_dir"
+echo "PASS test_shared_dir"

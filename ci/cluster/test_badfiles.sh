@@ -1,5 +1,5 @@
 #!/bin/bash
-# e2e_badfiles.sh — cluster files written by "another host" that are
+# ci/cluster/test_badfiles.sh — cluster files written by "another host" that are
 # truncated, of a newer version, or claim impossible values, dropped into a
 # running three-broker cluster.  Every broker must log a named refusal,
 # keep running, and never act on them: no phantom broker in Metadata, the
@@ -9,7 +9,7 @@
 # controller steps down, as it must for a claim that might be a real
 # candidate's, and a new one is elected above it).
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-badfiles
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
@@ -120,4 +120,4 @@ done
 $PY -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["version"] == 1, p' "$C/assignment.json" ||
 	fail_cl "the damaged pointer was not replaced"
 echo "ok the controller replaced the damaged assignment pointer"
-echo "PASS e2e_badfiles"
+echo "PASS test_badfiles"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# e2e_rolling.sh — a rolling restart of every broker of a three-broker
+# ci/cluster/test_rolling.sh — a rolling restart of every broker of a three-broker
 # cluster under idempotent acks=all load.  Each SIGTERM is a drain: the
 # broker says "draining", the controller moves its partitions away (planned
 # hand-offs), it relinquishes them as the new assignment arrives, exits 0
@@ -10,7 +10,7 @@
 # the clients could see (librdkafka retries retriable errors — only others
 # would reach the history as failures).
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-rolling
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
@@ -61,5 +61,5 @@ bad = [o for o in sends if o["type"] != "ok"]
 assert sends and not bad, (len(sends), bad[:5])
 print("ok %d sends, every one acknowledged: clients saw only retriable errors" % len(sends))
 EOF2
-python3 ci/lib/failover_gaps.py "$H" || true
-echo "PASS e2e_rolling: every broker restarted under load, nothing lost"
+python3 ci/cluster/failover_gaps.py "$H" || true
+echo "PASS test_rolling: every broker restarted under load, nothing lost"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# e2e_failover.sh — three brokers on one directory under idempotent acks=all
+# ci/cluster/test_failover.sh — three brokers on one directory under idempotent acks=all
 # producers (ci/chaos/workload.py: real clients writing a history), while
 # the leader of the most partitions is killed with SIGKILL again and again,
 # and, every other round, the controller instead.  After each kill the
@@ -10,7 +10,7 @@
 # the broker) verifies every acknowledged record is there exactly once, in
 # produce order per partition.  Failover times are printed, not asserted.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-failover
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
@@ -90,6 +90,6 @@ $PY ci/chaos/workload.py final "$CL_BOOT" chaos "$H" --partitions "$PARTS" || fa
 python3 ci/chaos/checker.py "$H" --bound-s 30 --json "$T/verdict.json" || fail_cl "the checker found violations"
 acked=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["acknowledged"])' "$T/verdict.json")
 [ "$acked" -gt 0 ] || fail_cl "nothing was acknowledged: the test tested nothing"
-python3 ci/lib/failover_gaps.py "$H" || true
+python3 ci/cluster/failover_gaps.py "$H" || true
 grep -h "gone (same-host token refused)" "$T"/b*.log | head -3 || true
-echo "PASS e2e_failover: $ROUNDS kills, $acked acknowledged records, none lost, duplicated or reordered"
+echo "PASS test_failover: $ROUNDS kills, $acked acknowledged records, none lost, duplicated or reordered"
