@@ -9,6 +9,7 @@
 #   make e2e        the end-to-end scripts (E2E=path-substring); installs nothing
 #   make layout     the layer rule and the naming rule (docs/hacking.md)
 #   make run        install, build, qualify ./var/data, start a broker on it
+#                   (BROKERS=3: a cluster of three on it, ports 9092-9094)
 #   make bench      benchmarks (results/), ratios against limits measured in the same run
 #   make matrix     the real-substrate conformance matrix (results/)
 #   make fuzz       run the fuzz targets for a while
@@ -152,9 +153,10 @@ deps:
 deps-test:
 	@bash ci/deps.sh test
 
+# BROKERS=N starts a cluster of N brokers on the one local directory.
 run: deps
 	$(MAKE) all
-	@bash ci/run-default.sh
+	@KAAS_RUN_BROKERS=$(BROKERS) bash ci/run-default.sh
 
 # Installs the test and bench packages first, then builds (the bench
 # programs link librdkafka, a test package).

@@ -7,6 +7,14 @@
 #
 # KAAS_RUN_DIR (default ./var) and KAAS_RUN_LISTEN (default 127.0.0.1:9092)
 # move the job elsewhere; ci/broker/test_make_run.sh uses them.
+#
+# KAAS_RUN_BROKERS=N (make run BROKERS=N) starts a cluster instead: brokers
+# 1..N on the same directory, on consecutive ports from KAAS_RUN_LISTEN's,
+# logging to DIR/broker-<i>.log.  This script stays as their supervisor: a
+# broker that exits asking to be started again (75 superseded, 76 lease
+# lapsed, 77 stalled) is restarted as a new incarnation; one you kill stays
+# down (start it again with the command printed).  Ctrl-C drains and stops
+# them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(cd "${BIN:-bin}" && pwd)
@@ -14,6 +22,60 @@ dir=${KAAS_RUN_DIR:-./var}
 listen=${KAAS_RUN_LISTEN:-127.0.0.1:9092}
 mkdir -p "$dir/data"
 "$BIN/kaas-conform" check "$dir/data" --actors 4 --stamp --json "$dir/kaas-conform-report.json"
+n=${KAAS_RUN_BROKERS:-1}
+if [ -n "$n" ] && [ "$n" -gt 1 ] 2>/dev/null; then
+	host=${listen%:*}
+	base=${listen##*:}
+	declare -a pids
+	cmd() { echo "$BIN/kaas --data $dir/data --listen $host:$((base + $1 - 1)) --broker-id $1"; }
+	start_one() {
+		# shellcheck disable=SC2046 # cmd prints a word list
+		$(cmd "$1") >>"$dir/broker-$1.log" 2>&1 &
+		pids[$1]=$!
+	}
+	for i in $(seq 1 "$n"); do start_one "$i"; done
+	boot=$(for i in $(seq 1 "$n"); do printf '%s%s:%d' "$([ "$i" = 1 ] || echo ,)" "$host" $((base + i - 1)); done)
+	cat <<HINT
+
+Started a kaas cluster of $n brokers on one directory ($dir/data); Ctrl-C stops them all.
+  bootstrap: $boot
+$(for i in $(seq 1 "$n"); do printf '  broker %d: %s:%d  pid %d  log %s\n' "$i" "$host" $((base + i - 1)) "${pids[$i]}" "$dir/broker-$i.log"; done)
+In another terminal:
+  produce:  seq 1 100 | kcat -b $boot -P -t demo -X acks=all
+  consume:  kcat -b $boot -C -t demo -o beginning -e -f '%p %o %s\n'
+  leaders:  kcat -b $boot -L
+  crash one (its partitions move in well under a second):   kill -9 <pid>
+  drain one (SIGTERM: partitions handed over, then it exits): kill <pid>
+  start broker i again:  $(cmd i | sed 's/broker-id i$/broker-id <i>/; s/:[0-9]* --broker-id/:<port> --broker-id/')
+
+HINT
+	stop=0
+	trap 'stop=1; for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done' INT TERM
+	while :; do
+		alive=0
+		for i in $(seq 1 "$n"); do
+			p=${pids[$i]:-}
+			[ -n "$p" ] || continue
+			if kill -0 "$p" 2>/dev/null; then
+				alive=$((alive + 1))
+				continue
+			fi
+			rc=0
+			wait "$p" 2>/dev/null || rc=$?
+			pids[$i]=
+			if [ "$stop" = 0 ] && { [ "$rc" = 75 ] || [ "$rc" = 76 ] || [ "$rc" = 77 ]; }; then
+				echo "broker $i exited $rc (gave its leadership up); starting it again as a new incarnation"
+				start_one "$i"
+				alive=$((alive + 1))
+			elif [ "$stop" = 0 ]; then
+				echo "broker $i exited $rc; start it again with: $(cmd "$i")"
+			fi
+		done
+		[ "$stop" = 1 ] && [ "$alive" = 0 ] && exit 0
+		sleep 0.5
+	done
+fi
+
 cat <<HINT
 
 Starting the kaas broker on $listen (data in $dir/data; Ctrl-C stops it).

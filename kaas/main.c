@@ -5,10 +5,14 @@
  * Start-up order: settings (defaults < --config file < KAAS_* environment <
  * flags) -> the descriptor limit raised -> volumes -> qualification gate +
  * self-check -> cluster id -> topic registry -> server (loop, workers,
- * listening socket, not yet serving) -> partition table (take over every
- * partition at a fresh epoch) -> coordinator -> serve.  Shutdown (SIGTERM/SIGINT): stop accepting,
- * finish the requests in flight, answer parked ones, relinquish every
- * partition (manifest + producer snapshot, then close), exit 0.
+ * listening socket, not yet serving) -> partition table (knows every
+ * partition, leads none) -> join the cluster (kaas/cluster: heartbeat,
+ * controller, assignment; the table leads what the assignment gives it) ->
+ * coordinator -> serve.  A single broker is a cluster of one that elects
+ * itself.  Shutdown (SIGTERM/SIGINT): drain (the controller moves every
+ * partition away while this broker keeps answering), stop accepting, finish
+ * the requests in flight, relinquish what is left, heartbeat "stopped",
+ * exit 0.
  *
  * Exit codes: 0 clean shutdown, 1 runtime failure, 2 bad flag/setting/volume
  * path, 78 (EX_CONFIG) the volume is not qualified.
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "qualify/stamp.h"
+#include "kaas/cluster/runtime.h"
 #include "kaas/coord/coord.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
@@ -462,6 +467,10 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 	to.default_replication_factor = cfg->default_replication_factor;
 	to.trash_retention_ms = cfg->trash_retention_ms;
 	to.reserved_name = explicit_cluster ? NULL : DEFAULT_CLUSTER_SUBDIR;
+	/* A topic created through another broker reaches the controller (which
+	 * assigns it) and every broker through this re-read: one listing a
+	 * second keeps "created" to "led" short. */
+	to.refresh_ms = 1000;
 	kt_topics_ptable_hooks(b, &to.hooks);
 	int rc = kt_topics_open(&to, &b->topics);
 	if (rc)
@@ -469,6 +478,7 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 	rc = kb_ptable_create(b, &b->parts);
 	if (rc)
 		die(1, "partition table: %s", strerror(-rc));
+	kb_ptable_set_driven(b->parts); /* it leads what the cluster's assignment says */
 	rc = kt_topics_broker_upkeep(b);
 	if (rc)
 		die(1, "topic registry upkeep: %s", strerror(-rc));
@@ -496,11 +506,11 @@ static void start_partitions(kb_broker *b)
 		die(1, "out of memory building the partition table (%zu topic(s), %lld partition(s))", ntopics,
 		    (long long)nparts);
 	if (rc)
-		die(1, "recording leadership epochs in %s/assignment.json: %s", b->cfg.cluster_url,
-		    sub_strerror(rc));
+		die(1, "partition table: %s", sub_strerror(rc));
 	free(descs);
 	free(list);
-	KLOG_INFO("kaas", "leading %zu topic(s), %lld partition(s)", ntopics, (long long)nparts);
+	KLOG_INFO("kaas", "%zu topic(s), %lld partition(s) known; leading what the cluster assigns", ntopics,
+		  (long long)nparts);
 }
 
 /* The endpoint given to clients: explicit, else the listener (its bound port). */
@@ -526,12 +536,14 @@ static void advertise(kb_broker *b, kn_server *srv)
 
 /* After the drain: relinquish every partition, close everything.  The exit
  * code says whether every partition was relinquished. */
-static int stop_broker(kb_broker *b, kn_server *srv)
+static int stop_broker(kb_broker *b, kn_server *srv, kcl_rt *crt)
 {
 	KLOG_INFO("kaas", "stopping: relinquishing partitions");
 	kg_coord_close(b->coord);
 	b->coord = NULL;
+	kcl_rt_stop(crt); /* no more take-overs; the lease holds on while relinquishing */
 	int src = kb_ptable_shutdown(b->parts);
+	kcl_rt_finish(crt);
 	kn_server_destroy(srv);
 	kt_topics_close(b->topics);
 	kb_ptable_destroy(b->parts);
@@ -584,6 +596,13 @@ int main(int argc, char **argv)
 	start_partitions(b);
 	advertise(b, srv);
 
+	kcl_rt *crt = NULL;
+	rc = kcl_rt_start(b, &crt, err, sizeof(err));
+	if (rc)
+		die(rc == -EINVAL ? EXIT_USAGE : 1, "%s", err);
+	b->drain = (void (*)(void *))kcl_rt_drain;
+	b->drain_arg = crt;
+
 	rc = kg_coord_open(b, &b->coord);
 	if (rc)
 		die(1, "group coordinator: %s", strerror(-rc));
@@ -591,5 +610,5 @@ int main(int argc, char **argv)
 	KLOG_INFO("kaas", "broker %d listening on %s:%d, advertised as %s:%d (cluster %s)", b->id,
 		  cfg->listen_host, kn_server_port(srv), b->host, b->port, b->cluster_id);
 	kn_server_run(srv);
-	return stop_broker(b, srv);
+	return stop_broker(b, srv, crt);
 }

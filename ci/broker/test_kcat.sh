@@ -101,12 +101,15 @@ for name, want in codecs.items():
           (name, hit, n, want, "; the others hold %s record(s)" % sorted(set(p[0] for p in plain)) if plain else ""))
 PY
 
-# After SIGTERM: every partition has its manifest at the epoch assignment.json
-# gave it, and no segment is named with a later epoch.
+# After SIGTERM: every partition has its manifest at the epoch the cluster's
+# assignment gave it, and no segment is named with a later epoch.
 $PY - "$T/data" "$N" <<'PY' || fail "on-volume state after SIGTERM"
 import json, os, re, sys
 root, n = sys.argv[1], int(sys.argv[2])
-assign = json.load(open(os.path.join(root, "__cluster", "assignment.json")))["partitions"]
+# The cluster's assignment: the pointer names the current document.
+ptr = json.load(open(os.path.join(root, "__cluster", "assignment.json")))
+doc = json.load(open(os.path.join(root, "__cluster", ptr["document"])))
+assign = {"%s-%d" % (t["name"], i): {"epoch": e} for t in doc["topics"] for i, e in enumerate(t["epochs"])}
 seen = 0
 for key, a in assign.items():
     topic, part = key.rsplit("-", 1)

@@ -57,6 +57,12 @@ _broker_wait_ready() {
 		fi
 		local line
 		line=$(tail -n +"$start" "$log" | grep -m1 -o 'listening on [^ ]*:[0-9]*,' || true)
+		# In the cluster, a broker leads only after it has watched its peers
+		# for a session timeout and applied the assignment: "cluster: ready".
+		if [ -n "$line" ] && [ "${BROKER_WAIT_READY:-1}" = 1 ] &&
+			! tail -n +"$start" "$log" | grep -q 'cluster: ready'; then
+			line=
+		fi
 		if [ -n "$line" ]; then
 			BROKER_PORT=${line##*:}
 			BROKER_PORT=${BROKER_PORT%,}

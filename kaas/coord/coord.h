@@ -52,6 +52,11 @@ typedef struct kg_coord_config {
 	/* When it points at a flag that becomes non-zero (the broker's
 	 * b->stopping), the coordinator drains as kg_coord_drain() does. */
 	volatile int *stopping;
+	/* The ack gate (kb_ptable_set_ack_gate): asked after a commit's file
+	 * write returned and before the commit is answered; 0 answers
+	 * NOT_COORDINATOR (this broker's lease no longer holds).  NULL: open. */
+	int (*ack_gate)(void *arg);
+	void *ack_gate_arg;
 	/* Tests: no threads; time comes from now_ms(); kg_coord_tick() and
 	 * kg_coord_flush() do the threads' work. */
 	int manual;

@@ -28,6 +28,12 @@ static int16_t topic_exists(void *arg, kw_str topic, int32_t partition)
 	return err == KERR_UNKNOWN_TOPIC_OR_PARTITION ? err : KERR_NONE;
 }
 
+static int ack_gate(void *arg)
+{
+	kb_broker *b = arg;
+	return !b->parts || kb_ptable_ack_ok(b->parts);
+}
+
 int kg_coord_open(kb_broker *b, kg_coord **out)
 {
 	kg_coord_config cfg;
@@ -41,6 +47,8 @@ int kg_coord_open(kb_broker *b, kg_coord **out)
 	cfg.max_group_size = b->cfg.group_max_size;
 	cfg.offsets_retention_ms = b->cfg.offsets_retention_minutes * 60000;
 	cfg.stopping = &b->stopping;
+	cfg.ack_gate = ack_gate;
+	cfg.ack_gate_arg = b;
 	int rc = kg_coord_create(b->cluster, &cfg, out);
 	if (!rc)
 		kg_coord_set_topic_check(*out, topic_exists, b);

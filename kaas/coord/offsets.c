@@ -315,6 +315,7 @@ void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob)
 	c->stats.group_writes++;
 	g->file_exists = !remove;
 	kg__group_meta_written(c, g, 1, meta_upto, ob);
+	int16_t ok = c->cfg.ack_gate && !c->cfg.ack_gate(c->cfg.ack_gate_arg) ? KERR_NOT_COORDINATOR : KERR_NONE;
 	while (g->pc_head && g->pc_head->seq <= upto) {
 		kg_pcommit *pc = g->pc_head;
 		g->pc_head = pc->next;
@@ -331,7 +332,7 @@ void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob)
 			if (kg__offset_put(g, &it->off))
 				g->loaded = 0; /* the file has it, memory does not: read it again */
 		}
-		answer_pcommit(pc, KERR_NONE, ob);
+		answer_pcommit(pc, ok, ob);
 		kg__pcommit_free(pc);
 	}
 	if (!g->loaded) {

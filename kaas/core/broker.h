@@ -87,6 +87,13 @@ typedef struct kb_config {
 	int32_t max_connections_per_ip;     /* max.connections.per.ip (2147483647) */
 	int64_t shutdown_timeout_ms;        /* kaas.shutdown.timeout.ms (30000) */
 
+	/* the cluster (kaas/cluster/, docs/cluster.md) */
+	int64_t broker_heartbeat_interval_ms; /* broker.heartbeat.interval.ms (250) */
+	int64_t broker_session_timeout_ms;    /* broker.session.timeout.ms (3000) */
+	int64_t cluster_stall_timeout_ms;     /* kaas.cluster.stall.timeout.ms (1500) */
+	int64_t cluster_poll_ms;              /* kaas.cluster.poll.ms (100): membership and assignment */
+	int64_t drain_timeout_ms;             /* kaas.drain.timeout.ms (30000): SIGTERM hand-offs */
+
 	/* consumer groups and producer ids (used by kaas/coord/) */
 	int64_t group_initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms (3000) */
 	int64_t group_min_session_timeout_ms;     /* group.min.session.timeout.ms (6000) */
@@ -150,6 +157,11 @@ typedef struct kb_broker {
 		void *arg;
 	} upkeep[KAAS_UPKEEP_MAX];
 	int nupkeep;                  /* registered before serving; read-only after */
+	/* SIGTERM, before the server stops reading requests: hands every
+	 * partition to other brokers while still answering (NOT_LEADER as they
+	 * move); returns when nothing is led here any more.  NULL: none. */
+	void (*drain)(void *arg);
+	void *drain_arg;
 	volatile int stopping;        /* set when SIGTERM/SIGINT arrives; read it with
 	                                 __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE) */
 } kb_broker;

@@ -96,6 +96,17 @@ const kb_config_key kb_config_keys[] = {
 	 "closed as soon as it is accepted"},
 	{"kaas.shutdown.timeout.ms", KCFG_I64, OFF(shutdown_timeout_ms), 0, INT64_MAX, "30000",
 	 "on SIGTERM, how long in-flight requests may take before connections are closed"},
+	{"broker.heartbeat.interval.ms", KCFG_I64, OFF(broker_heartbeat_interval_ms), 10, 60000, "250",
+	 "how often a broker rewrites CLUSTER/brokers/<id>.json (renewing its lease)"},
+	{"broker.session.timeout.ms", KCFG_I64, OFF(broker_session_timeout_ms), 100, 600000, "3000",
+	 "a broker whose heartbeat has not moved this long is dead; its lease is this minus a drift "
+	 "margin"},
+	{"kaas.cluster.stall.timeout.ms", KCFG_I64, OFF(cluster_stall_timeout_ms), 10, 600000, "1500",
+	 "an fsync or heartbeat write outstanding this long makes the broker give up leadership and exit"},
+	{"kaas.cluster.poll.ms", KCFG_I64, OFF(cluster_poll_ms), 10, 60000, "100",
+	 "how often peers' heartbeats, the controller and the assignment are read"},
+	{"kaas.drain.timeout.ms", KCFG_I64, OFF(drain_timeout_ms), 0, INT64_MAX, "30000",
+	 "on SIGTERM, how long to wait for the controller to move this broker's partitions away"},
 	{"group.initial.rebalance.delay.ms", KCFG_I64, OFF(group_initial_rebalance_delay_ms), 0,
 	 INT64_MAX, "3000", "wait for more members before the first rebalance of a group"},
 	{"group.min.session.timeout.ms", KCFG_I64, OFF(group_min_session_timeout_ms), 0, INT64_MAX,
@@ -143,6 +154,11 @@ void kb_config_defaults(kb_config *c)
 	c->max_connections = INT32_MAX;
 	c->max_connections_per_ip = INT32_MAX;
 	c->shutdown_timeout_ms = 30000;
+	c->broker_heartbeat_interval_ms = 250;
+	c->broker_session_timeout_ms = 3000;
+	c->cluster_stall_timeout_ms = 1500;
+	c->cluster_poll_ms = 100;
+	c->drain_timeout_ms = 30000;
 	c->group_initial_rebalance_delay_ms = 3000;
 	c->group_min_session_timeout_ms = 6000;
 	c->group_max_session_timeout_ms = 1800000;

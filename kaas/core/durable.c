@@ -88,10 +88,14 @@ static void settle(kb_pentry *e, int failed, int64_t hw)
 	kb__fire_watches(e, failed);
 	hw = e->durable;
 	kb__unlock(&t->mu, KB_MU);
+	/* The ack gate, after the fsync and before the answer: a leader whose
+	 * lease no longer holds says nothing is durable (docs/cluster.md). */
+	int16_t ok = failed ? KERR_KAFKA_STORAGE_ERROR
+			    : done && !kb_ptable_ack_ok(t) ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_NONE;
 	while (done) {
 		dwaiter *w = done;
 		done = w->next;
-		w->fn(w->arg, failed ? KERR_KAFKA_STORAGE_ERROR : KERR_NONE, failed ? -1 : hw);
+		w->fn(w->arg, ok, ok != KERR_NONE ? -1 : hw);
 		free(w);
 	}
 }
@@ -108,9 +112,11 @@ void kb__on_durable(void *arg, ks_partition *p, int64_t hw)
 
 static void flush_entry(kb_ptable *t, kb_pentry *e)
 {
-	(void)t;
 	int64_t durable = -1;
+	int tok = t->io_begin ? t->io_begin(t->io_arg) : -1;
 	int rc = ks_partition_flush(e->p, &durable);
+	if (t->io_end)
+		t->io_end(t->io_arg, tok);
 	if (rc)
 		KLOG_ERR("ptable", "%s/%d: flush failed: %s (partition poisoned)", e->topic->name, e->index,
 			 sub_strerror(rc));
@@ -168,7 +174,10 @@ int kb_ptable_when_durable(kb_pref *ref, int64_t offset, kb_durable_fn fn, void 
 	if (e->durable >= offset) {
 		int64_t hw = e->durable;
 		kb__unlock(&t->mu, KB_MU);
-		fn(arg, KERR_NONE, hw);
+		if (!kb_ptable_ack_ok(t))
+			fn(arg, KERR_NOT_LEADER_OR_FOLLOWER, -1);
+		else
+			fn(arg, KERR_NONE, hw);
 		return 0;
 	}
 	dwaiter *w = malloc(sizeof(*w));

@@ -136,7 +136,7 @@ void kb__assign_del_topic(kb_ptable *t, const char *topic, int32_t n)
 }
 
 /* The highest epoch named by the partition's segment files or its manifest. */
-static int32_t disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
+int32_t kb__disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 {
 	char dir[512];
 	kb__part_dir(dir, sizeof(dir), topic, partition);
@@ -179,7 +179,7 @@ static int32_t disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 int32_t kb__next_epoch(kb_ptable *t, const char *topic, int32_t partition, int32_t at_least)
 {
 	int32_t e = assign_epoch(t, topic, partition);
-	int32_t d = disk_epoch(t, topic, partition);
+	int32_t d = kb__disk_epoch(t, topic, partition);
 	if (d > e)
 		e = d;
 	if (at_least > e)

@@ -90,7 +90,8 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic);
 /* Applies a changed effective config to the open partitions of a topic. */
 int kb_ptable_set_config(kb_ptable *t, const char *topic, const ks_log_config *cfg);
 
-/* The data-path lookup.  Returns KERR_NONE with *ref filled, or a Kafka error:
+/* The data-path lookup (refused while the ack gate is closed).  Returns
+ * KERR_NONE with *ref filled, or a Kafka error:
  * UNKNOWN_TOPIC_OR_PARTITION (no such topic/partition here, or being dropped),
  * NOT_LEADER_OR_FOLLOWER (another broker leads it, or a newer epoch fenced us),
  * KAFKA_STORAGE_ERROR (take-over failed or the partition is poisoned). */
@@ -141,6 +142,68 @@ void kb_ptable_wake_all(kb_ptable *t);
  * -errno (every partition is still attempted). */
 int kb_ptable_shutdown(kb_ptable *t);
 void kb_ptable_destroy(kb_ptable *t); /* after shutdown; NULL-safe */
+
+/* ---- driven by the cluster (kaas/cluster/) ---------------------------------------
+ * In a cluster the table leads only what it is told.  kb_ptable_set_driven()
+ * (before kb_ptable_start) turns self-assignment off: start-up and
+ * kb_ptable_ensure_topic() only make the topics and partitions known (not led:
+ * NOT_LEADER_OR_FOLLOWER), epoch.c's single-broker assignment.json is never
+ * written, and the failed-partition re-drive is left to the driver. */
+void kb_ptable_set_driven(kb_ptable *t);
+
+/* Becomes leader of topic/partition at `epoch` (idempotent: 0 when already
+ * leading at that epoch; leading at a lower one is relinquished first).
+ * Refuses (-ESTALE) an epoch below the highest on disk, or equal to it unless
+ * this table already tried that very epoch; -ENOENT when the table does not
+ * know the partition (or topic_id names another incarnation); other -errno
+ * from storage (the entry answers KAFKA_STORAGE_ERROR until re-driven).
+ * prev_epoch/planned say a planned hand-off from prev_epoch is being
+ * completed (logged; recovery still runs, it is cheap and always safe). */
+int kb_ptable_take_over(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition,
+			int32_t epoch, int32_t prev_epoch, int planned);
+
+/* Stops leading topic/partition: no new references, waits for the held ones,
+ * then flush + final manifest + producer snapshot + close.  Idempotent (0 when
+ * not led). */
+int kb_ptable_relinquish(kb_ptable *t, const char *topic, int32_t partition);
+
+/* What the table leads (or tried to): cb once per partition not idle, with
+ * its state (1 leader, 2 failed take-over/poisoned).  Runs under the table
+ * lock: cb must only copy. */
+typedef void (*kb_led_fn)(void *arg, const char *topic, const char *topic_id, int32_t partition,
+			  int32_t epoch, int state);
+void kb_ptable_led(kb_ptable *t, kb_led_fn cb, void *arg);
+
+/* The highest epoch named by the partition's segment files or manifest (0
+ * when none): the balancer's floor for partitions an earlier run led. */
+int32_t kb_ptable_disk_epoch(kb_ptable *t, const char *topic, int32_t partition);
+
+/* The ack gate: holds(arg) is asked after the fsync that made a write durable
+ * and before any answer saying so (acks=all waiters, acks=1, offset commits);
+ * 0 turns the answer into NOT_LEADER_OR_FOLLOWER.  No gate: always open. */
+typedef int (*kb_gate_fn)(void *arg);
+void kb_ptable_set_ack_gate(kb_ptable *t, kb_gate_fn holds, void *arg);
+int kb_ptable_ack_ok(kb_ptable *t);
+
+/* Stall watchdog hooks around every flusher fsync: begin returns a token
+ * handed to end. */
+typedef int (*kb_io_begin_fn)(void *arg);
+typedef void (*kb_io_end_fn)(void *arg, int token);
+void kb_ptable_set_io_hooks(kb_ptable *t, kb_io_begin_fn begin, kb_io_end_fn end, void *arg);
+
+/* Driven: waits (at most timeout_ms) until the applied leader map names a
+ * leader for every partition of the topic and this broker leads its own
+ * share, so a client told "created" finds the topic served.  1 when so, 0
+ * on timeout (or when nothing drives the table), -errno of a take-over of
+ * one of its own partitions that failed (it is re-driven). */
+int kb_ptable_wait_led(kb_ptable *t, const char *topic, int64_t timeout_ms);
+
+/* The applied leader map (kaas/core/leaders.h): Metadata, FindCoordinator and
+ * the not-leader answers read it.  apply takes over the caller's reference;
+ * kb_ptable_leaders returns a new reference (kb_leaders_put) or NULL. */
+struct kb_leaders;
+void kb_ptable_apply_leaders(kb_ptable *t, struct kb_leaders *m);
+struct kb_leaders *kb_ptable_leaders(kb_ptable *t);
 
 /* "orders-3" -> "orders", 3: split at the last '-'.  -EINVAL when malformed. */
 int kb_partition_key_parse(const char *key, char *topic, size_t topiclen, int32_t *partition);

@@ -34,7 +34,7 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 60000
 
-enum { PE_LEADER = 1, PE_FAILED = 2 };
+enum { PE_IDLE = 0, PE_LEADER = 1, PE_FAILED = 2 };
 
 typedef struct dwaiter {
 	struct dwaiter *next;
@@ -59,6 +59,7 @@ struct kb_pentry {
 	int32_t index;
 	ks_partition *p;
 	int32_t epoch;
+	int32_t tried_epoch;   /* the last epoch a take-over was attempted at (driven mode) */
 	int state;
 	int err;               /* -errno of the last failed open/take-over */
 	int64_t retry_at_ms;   /* monotonic */
@@ -94,6 +95,13 @@ struct kb_ptable {
 	json_t *assign;        /* {"version","controller_epoch","partitions":{}} (ctl) */
 	int64_t last_retention_ms;
 	int stopped;
+	int driven;            /* led by the cluster: no self-assignment */
+	kb_gate_fn gate;
+	void *gate_arg;
+	kb_io_begin_fn io_begin;
+	kb_io_end_fn io_end;
+	void *io_arg;
+	struct kb_leaders *leaders; /* applied leader map (mu) */
 
 	/* Descriptors held back (on /dev/null) for relinquishing: writing a
 	 * manifest and a snapshot needs a few, and at the descriptor limit a
@@ -182,6 +190,7 @@ void kb__assign_del_topic(kb_ptable *t, const char *topic, int32_t n);
 /* Picks and records (in memory) the next epoch of a partition: one more than
  * the larger of assignment.json's, the partition's files' and at_least. */
 int32_t kb__next_epoch(kb_ptable *t, const char *topic, int32_t partition, int32_t at_least);
+int32_t kb__disk_epoch(kb_ptable *t, const char *topic, int32_t partition);
 
 /* durable.c */
 void kb__fire_watches(kb_pentry *e, int all);          /* mu held */

@@ -118,7 +118,8 @@ void kb_ptable_housekeep(kb_ptable *t)
 	free(lead);
 
 	if (kb__trylock(&t->ctl, KB_CTL)) {
-		if (!t->stopped)
+		/* Driven: the cluster's driver re-drives at the assigned epoch. */
+		if (!t->stopped && !t->driven)
 			redrive_failed(t, now);
 		kb__unlock(&t->ctl, KB_CTL);
 	}

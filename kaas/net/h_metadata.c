@@ -1,9 +1,11 @@
 /*
  * h_metadata.c — Metadata v0-v7.
  *
- * The broker list is this broker; every partition's leader comes from the
- * partition table (the assignment this broker applied) and replicas = ISR =
- * [leader], since the shared volume is the only copy.  Topics that do not
+ * The broker list is every live broker of the cluster (endpoint from its
+ * heartbeat) and every partition's leader and leader epoch come from the
+ * leader map the cluster applied (kaas/core/leaders.h); replicas = ISR =
+ * [leader], since the shared volume is the only copy.  Without a map (a
+ * table nobody drives) this broker is the only one.  Topics that do not
  * exist are created when auto.create.topics.enable is on and the request
  * allows it (v4+ has a flag; older versions always allow it), as Kafka does.
  *
@@ -18,6 +20,7 @@
 
 #include "kaas/core/broker.h"
 #include "kaas/net/handlers.h"
+#include "kaas/core/leaders.h"
 #include "kaas/core/ptable.h"
 #include "kaas/topics/topics.h"
 #include "kaas/proto/kerr.h"
@@ -39,7 +42,7 @@ static void write_partitions(kb_req *req, kw_wr *w, const char *topic, int32_t n
 		if (v >= 7)
 			kw_wr_i32(w, epoch);
 		kw_wr_array(w, 0, 1); /* replicas: the volume is the only copy */
-		kw_wr_i32(w, b->id);
+		kw_wr_i32(w, leader >= 0 ? leader : b->id);
 		if (leader >= 0) {
 			kw_wr_array(w, 0, 1);
 			kw_wr_i32(w, leader);
@@ -117,16 +120,36 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 
 	if (v >= 3)
 		kw_wr_i32(resp, 0); /* throttle_time_ms */
-	kw_wr_array(resp, 0, 1);
-	kw_wr_i32(resp, b->id);
-	kw_wr_str(resp, 0, b->host);
-	kw_wr_i32(resp, b->port);
-	if (v >= 1)
-		kw_wr_strn(resp, 0, NULL, -1); /* rack */
+	kb_leaders *m = kb_ptable_leaders(b->parts);
+	int self_listed = 0;
+	size_t nb = 0;
+	for (size_t i = 0; m && i < m->nbrokers; i++) {
+		nb += m->brokers[i].live || m->brokers[i].id == b->id;
+		self_listed |= m->brokers[i].id == b->id;
+	}
+	kw_wr_array(resp, 0, (int32_t)(nb + !self_listed));
+	if (!self_listed) {
+		kw_wr_i32(resp, b->id);
+		kw_wr_str(resp, 0, b->host);
+		kw_wr_i32(resp, b->port);
+		if (v >= 1)
+			kw_wr_strn(resp, 0, NULL, -1); /* rack */
+	}
+	for (size_t i = 0; m && i < m->nbrokers; i++) {
+		const kb_lbroker *lb = &m->brokers[i];
+		if (!lb->live && lb->id != b->id)
+			continue;
+		kw_wr_i32(resp, lb->id);
+		kw_wr_str(resp, 0, lb->id == b->id ? b->host : lb->host);
+		kw_wr_i32(resp, lb->id == b->id ? b->port : lb->port);
+		if (v >= 1)
+			kw_wr_strn(resp, 0, lb->rack[0] ? lb->rack : NULL, lb->rack[0] ? (int32_t)strlen(lb->rack) : -1);
+	}
 	if (v >= 2)
 		kw_wr_str(resp, 0, b->cluster_id[0] ? b->cluster_id : NULL);
-	if (v >= 1)
-		kw_wr_i32(resp, b->id); /* controller: this broker answers admin requests */
+	if (v >= 1) /* admin requests work on every broker; clients send them here */
+		kw_wr_i32(resp, m && m->controller >= 0 ? m->controller : b->id);
+	kb_leaders_put(m);
 
 	int all = n < 0 || (v == 0 && n == 0);
 	if (all) {

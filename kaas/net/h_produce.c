@@ -256,6 +256,12 @@ static int finish(pctx *c, int16_t acks, int32_t timeout_ms, kw_wr *resp)
 		pctx_put(c);
 		return failed ? -ECONNABORTED : KAAS_NO_RESPONSE;
 	}
+	/* acks=1: the ack gate before the answer, as for acks=all after the fsync. */
+	if (acks == 1 && !kb_ptable_ack_ok(c->req->broker->parts))
+		for (int32_t i = 0; i < c->ntopics; i++)
+			for (int32_t k = 0; k < c->topics[i].n; k++)
+				if (c->topics[i].parts[k].err == KERR_NONE)
+					c->topics[i].parts[k].err = KERR_NOT_LEADER_OR_FOLLOWER;
 	pthread_mutex_lock(&c->mu);
 	c->handler_done = 1;
 	int now = c->pending == 0;

@@ -494,9 +494,43 @@ static void on_drain_deadline(uv_timer_t *t)
 	uv_stop(&s->loop);
 }
 
+/* The cluster drain runs first, on its own thread, while the server keeps
+ * answering (NOT_LEADER_OR_FOLLOWER as partitions move away); when it is
+ * done it raises SIGTERM again and the server's own drain follows. */
+static int cluster_drain_state; /* 0 none, 1 running, 2 done */
+
+static void *cluster_drain_main(void *arg)
+{
+	kn_server *s = arg;
+	s->b->drain(s->b->drain_arg);
+	int running = 1;
+	if (__atomic_compare_exchange_n(&cluster_drain_state, &running, 2, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		kill(getpid(), SIGTERM);
+	return NULL;
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
 	kn_server *s = h->data;
+	if (s->b->drain && !s->draining) {
+		int none = 0, running = 1;
+		if (__atomic_compare_exchange_n(&cluster_drain_state, &none, 1, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			pthread_t th;
+			KLOG_INFO("server", "%s: handing this broker's partitions to the others first",
+				  signum == SIGTERM ? "SIGTERM" : "SIGINT");
+			if (pthread_create(&th, NULL, cluster_drain_main, s) == 0) {
+				pthread_detach(th);
+				return;
+			}
+			__atomic_store_n(&cluster_drain_state, 2, __ATOMIC_RELEASE);
+		} else if (__atomic_compare_exchange_n(&cluster_drain_state, &running, 2, 0, __ATOMIC_ACQ_REL,
+						       __ATOMIC_ACQUIRE)) {
+			KLOG_WARN("server", "second %s during the hand-offs: stopping now",
+				  signum == SIGTERM ? "SIGTERM" : "SIGINT");
+		}
+	}
 	if (s->draining) {
 		KLOG_WARN("server", "second %s: exiting without waiting", signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		on_drain_deadline(&s->drain_deadline);

@@ -76,7 +76,15 @@ static int hook_changed(void *arg, const kt_topic_info *t)
 	if (!b->parts)
 		return -EAGAIN; /* not serving yet: the tick re-drives it */
 	kb_topic_desc d = {t->name, t->id, t->partitions, t->cfg};
-	return kb_ptable_ensure_topic(b->parts, &d);
+	int rc = kb_ptable_ensure_topic(b->parts, &d);
+	/* In a cluster the controller assigns the new partitions a moment
+	 * later: wait for that (bounded), so "created" means "served". */
+	if (!rc) {
+		int w = kb_ptable_wait_led(b->parts, t->name, 2 * b->cfg.broker_session_timeout_ms);
+		if (w < 0)
+			rc = w; /* CreateTopics says which partitions could not be led */
+	}
+	return rc;
 }
 
 static int hook_dropped(void *arg, const char *name, const char *topic_id)

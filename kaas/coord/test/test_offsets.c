@@ -32,6 +32,41 @@ START_TEST(commit_is_acknowledged_only_when_durable)
 }
 END_TEST
 
+/* The ack gate (the broker's lease): a commit whose write returned while
+ * the gate is closed is answered NOT_COORDINATOR, never success. */
+static int gate_state = 1;
+static int gate(void *arg)
+{
+	(void)arg;
+	return gate_state;
+}
+
+START_TEST(commit_is_refused_when_the_lease_is_gone)
+{
+	th t;
+	th_open(&t);
+	kg_coord_close(t.c);
+	t.cfg.ack_gate = gate;
+	th_start(&t);
+	th_resp r = {0};
+	gate_state = 1;
+	ck_assert_int_eq(th_commit(&t, 2, "g1", -1, "", "orders", 3, 42, "m1", &r), KAAS_DEFERRED);
+	kg_coord_flush(t.c);
+	ck_assert_int_eq(r.got, 1);
+	ck_assert_int_eq(commit_err(&r, 2, "orders", 3), KERR_NONE);
+	th_resp_free(&r);
+	memset(&r, 0, sizeof(r));
+	gate_state = 0;
+	ck_assert_int_eq(th_commit(&t, 2, "g1", -1, "", "orders", 3, 43, "m2", &r), KAAS_DEFERRED);
+	kg_coord_flush(t.c);
+	ck_assert_int_eq(r.got, 1);
+	ck_assert_int_eq(commit_err(&r, 2, "orders", 3), KERR_NOT_COORDINATOR);
+	th_resp_free(&r);
+	gate_state = 1;
+	th_close(&t);
+}
+END_TEST
+
 /* Every OffsetCommit version writes, every OffsetFetch version reads,
  * and everything survives a coordinator restart. */
 START_TEST(all_versions_round_trip_and_reload)
@@ -636,7 +671,7 @@ END_TEST
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "coord-offsets", .tcase = "offsets", .timeout = 60 },
-			  KTEST_LIST(commit_is_acknowledged_only_when_durable,
+			  KTEST_LIST(commit_is_acknowledged_only_when_durable, commit_is_refused_when_the_lease_is_gone,
 				     all_versions_round_trip_and_reload,
 				     fetch_all_topics,
 				     commits_coalesce_into_one_write,

@@ -3,7 +3,10 @@
  * take-over and growing at every start (also when assignment.json is lost),
  * lookups and their errors, group commit waking acks=all waiters and long-poll
  * watches (through storage's listener, whoever flushes, keeping the
- * maximum), growing a topic, and dropping one closing every descriptor. */
+ * maximum), growing a topic, and dropping one closing every descriptor.
+ * Driven by a cluster: nothing led until told, take-over and relinquish
+ * idempotent, epochs below the disk's refused, the ack gate turning
+ * durable answers into NOT_LEADER_OR_FOLLOWER, the applied leader map. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "kaas/core/broker.h"
+#include "kaas/core/leaders.h"
 #include "kaas/core/ptable.h"
 #include "kaas/core/ptable_int.h"
 #include "kaas/proto/kerr.h"
@@ -317,6 +321,108 @@ START_TEST(group_commit_wakes_waiters_and_watches)
 }
 END_TEST
 
+static int gate_open = 1;
+static int gate(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&gate_open, __ATOMIC_ACQUIRE);
+}
+
+static int led_count;
+static void count_led(void *arg, const char *topic, const char *id, int32_t p, int32_t epoch, int state)
+{
+	(void)arg, (void)topic, (void)id, (void)p, (void)epoch;
+	led_count += state == 1;
+}
+
+START_TEST(driven_by_the_cluster)
+{
+	kb_ptable *t;
+	kb_topic_desc d = desc("dr", 2);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	/* Known, not led; no single-broker assignment.json written. */
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NOT_LEADER_OR_FOLLOWER);
+	ck_assert_int_eq(assigned_epoch("dr-0"), -1);
+	ck_assert_int_eq(kb_ptable_take_over(t, "nope", NULL, 0, 1, 0, 0), -ENOENT);
+	ck_assert_int_eq(kb_ptable_take_over(t, "dr", NULL, 0, 3, 0, 0), 0);
+	ck_assert_int_eq(kb_ptable_take_over(t, "dr", NULL, 0, 3, 0, 0), 0); /* idempotent */
+	ck_assert_int_eq(kb_ptable_disk_epoch(t, "dr", 0), 3);
+	led_count = 0;
+	kb_ptable_led(t, count_led, NULL);
+	ck_assert_int_eq(led_count, 1);
+
+	/* The ack gate: durable, but the lease is gone -> NOT_LEADER. */
+	kb_ptable_set_ack_gate(t, gate, NULL);
+	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NONE);
+	kw_wr b = KAAS_WR_INIT;
+	batch(&b, "one");
+	ks_append_result res;
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	durable_calls = 0;
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 1, on_durable, NULL), 0);
+	wait_for(&durable_calls, 1);
+	ck_assert_int_eq(durable_err, KERR_NONE);
+	__atomic_store_n(&gate_open, 0, __ATOMIC_RELEASE);
+	ck_assert_int_eq(kb_ptable_ack_ok(t), 0);
+	kw_wr_free(&b);
+	batch(&b, "two");
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 2, on_durable, NULL), 0);
+	wait_for(&durable_calls, 2);
+	ck_assert_int_eq(durable_err, KERR_NOT_LEADER_OR_FOLLOWER);
+	kb_pref_put(&r);
+	/* Closed gate: nothing is served at all. */
+	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NOT_LEADER_OR_FOLLOWER);
+	__atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE);
+	kw_wr_free(&b);
+
+	/* Relinquish: idempotent, writes the final manifest, no longer led. */
+	ck_assert_int_eq(kb_ptable_relinquish(t, "dr", 0), 0);
+	ck_assert_int_eq(kb_ptable_relinquish(t, "dr", 0), 0);
+	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NOT_LEADER_OR_FOLLOWER);
+	char *buf = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(sub_read_file(B.data, "dr/0/manifest.json", 1 << 20, &buf, &len), 0);
+	json_t *m = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "high_watermark")), 2);
+	json_decref(m);
+	/* An epoch below the disk's is refused, the disk's own only for the
+	 * table that led it (a re-drive); above it is taken. */
+	ck_assert_int_eq(kb_ptable_take_over(t, "dr", NULL, 0, 2, 0, 0), -ESTALE);
+	ck_assert_int_eq(kb_ptable_take_over(t, "dr", NULL, 1, 3, 0, 0), 0);
+	ck_assert_int_eq(kb_ptable_relinquish(t, "dr", 1), 0);
+	ck_assert_int_eq(kb_ptable_take_over(t, "dr", NULL, 0, 4, 3, 1), 0);
+	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NONE);
+	ck_assert_int_eq(r.epoch, 4);
+	ck_assert_int_eq(ks_partition_high_watermark(r.p), 2);
+	kb_pref_put(&r);
+
+	/* The leader map answers Metadata's question. */
+	int32_t leader, epoch;
+	kb_leaders *lm = kb_leaders_new(1, 1, 0);
+	ck_assert_ptr_nonnull(lm);
+	lm->brokers[0].id = 9;
+	ck_assert_int_eq(kb_ltopic_init(&lm->topics[0], "dr", NULL, 2), 0);
+	lm->topics[0].leader[0] = 7, lm->topics[0].epoch[0] = 4;
+	lm->topics[0].leader[1] = 9, lm->topics[0].epoch[1] = 6;
+	kb_ptable_apply_leaders(t, lm);
+	ck_assert_int_eq(kb_ptable_leader(t, "dr", 1, &leader, &epoch), KERR_NONE);
+	ck_assert_int_eq(leader, 9);
+	ck_assert_int_eq(epoch, 6);
+	ck_assert_int_eq(kb_ptable_leader(t, "dr", 5, &leader, &epoch), KERR_LEADER_NOT_AVAILABLE);
+	ck_assert_int_eq(kb_ptable_wait_led(t, "dr", 10), 1); /* 0 is led here at 4, 1 by broker 9 */
+	kb_leaders *got = kb_ptable_leaders(t);
+	ck_assert_ptr_eq(got, lm);
+	kb_leaders_put(got);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
 START_TEST(drop_closes_every_descriptor)
 {
 	kb_ptable *t;
@@ -522,7 +628,7 @@ int main(void)
 					  .setup = setup, .teardown = teardown },
 			  KTEST_LIST(epochs_grow_at_every_start, lookups_and_errors,
 				     group_commit_wakes_waiters_and_watches,
-				     drop_closes_every_descriptor,
+				     drop_closes_every_descriptor, driven_by_the_cluster,
 				     durability_comes_from_the_storage_listener,
 				     start_fails_whole_when_an_allocation_fails,
 				     ensure_reports_partitions_that_cannot_be_led,

@@ -1,0 +1,141 @@
+# ci/lib/cluster.sh — N kaas brokers on one data directory, for a test.
+#
+#   source ci/lib/e2e.sh NAME; source ci/lib/cluster.sh
+#   cluster_start DIR N [extra kaas flags...]  # brokers 1..N on 127.0.0.1, free ports
+#   "$CL_BOOT"                                 # 127.0.0.1:P1,127.0.0.1:P2,...
+#   ${CL_PORT[i]} ${CL_PID[i]} ${CL_LOG[i]}    # broker i
+#   cluster_kill i        # SIGKILL (no wait for a successor)
+#   cluster_term i        # SIGTERM and wait; CL_RC[i] = exit code
+#   cluster_stop_sig i SIG   # any signal, no wait
+#   cluster_launch i      # (re)start broker i on its port, wait until it says ready
+#   cluster_alive i       # 0 when its process runs
+#   cluster_cleanup       # SIGTERM everything still running (e2e_on_exit does it)
+#
+# Each broker logs to $T/b<i>.log (appended across restarts), runs with
+# --trust-unqualified and --broker-id i, listens on 127.0.0.1.  A broker is
+# started when its log says both "listening on" and "cluster: ready" (it has
+# watched its peers for a session timeout and leads what it was given).
+# CL_WRAP (optional) prefixes the command, like BROKER_WRAP.
+
+CL_DIR=
+CL_N=0
+CL_BOOT=
+CL_ARGS=()
+declare -a CL_PID CL_PORT CL_LOG CL_RC
+
+_cl_wait() { # _cl_wait i start_line
+	local i=$1 start=$2 log=${CL_LOG[$1]}
+	for _ in $(seq 1 900); do
+		if ! kill -0 "${CL_PID[$i]}" 2>/dev/null; then
+			CL_RC[$i]=0
+			wait "${CL_PID[$i]}" || CL_RC[$i]=$?
+			echo "cluster.sh: broker $i exited (${CL_RC[$i]}) during start-up; log:" >&2
+			tail -n +"$start" "$log" | tail -n 40 >&2
+			CL_PID[$i]=
+			return 1
+		fi
+		local line
+		line=$(tail -n +"$start" "$log" | grep -m1 -o 'listening on [^ ]*:[0-9]*,' || true)
+		if [ -n "$line" ] && tail -n +"$start" "$log" | grep -q 'cluster: ready'; then
+			line=${line##*:}
+			CL_PORT[$i]=${line%,}
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "cluster.sh: broker $i did not become ready within 90 s; log:" >&2
+	tail -n +"$start" "$log" | tail -n 40 >&2
+	return 1
+}
+
+cluster_launch() {
+	local i=$1 port=${CL_PORT[$1]:-0}
+	touch "${CL_LOG[$i]}"
+	local start=$(( $(wc -l < "${CL_LOG[$i]}") + 1 ))
+	# shellcheck disable=SC2086 # CL_WRAP is a word list
+	${CL_WRAP:-} "$BIN/kaas" --data "$CL_DIR" --listen "127.0.0.1:$port" --broker-id "$i" \
+		--trust-unqualified "${CL_ARGS[@]}" >>"${CL_LOG[$i]}" 2>&1 &
+	CL_PID[$i]=$!
+	_cl_wait "$i" "$start"
+}
+
+_cl_boot() {
+	CL_BOOT=
+	local i
+	for i in $(seq 1 "$CL_N"); do
+		CL_BOOT=${CL_BOOT:+$CL_BOOT,}127.0.0.1:${CL_PORT[$i]}
+	done
+}
+
+cluster_start() {
+	CL_DIR=$1
+	CL_N=$2
+	shift 2
+	CL_ARGS=("$@")
+	mkdir -p "$CL_DIR"
+	local i
+	for i in $(seq 1 "$CL_N"); do
+		CL_LOG[$i]=$T/b$i.log
+		CL_PORT[$i]=0
+		# Started one after the other: each must find its port before the
+		# next one starts; they become ready about together.
+		touch "${CL_LOG[$i]}"
+		"$BIN/kaas" --data "$CL_DIR" --listen "127.0.0.1:0" --broker-id "$i" --trust-unqualified \
+			"${CL_ARGS[@]}" >>"${CL_LOG[$i]}" 2>&1 &
+		CL_PID[$i]=$!
+	done
+	for i in $(seq 1 "$CL_N"); do
+		_cl_wait "$i" 1 || return 1
+	done
+	_cl_boot
+}
+
+cluster_alive() { [ -n "${CL_PID[$1]:-}" ] && kill -0 "${CL_PID[$1]}" 2>/dev/null; }
+
+cluster_kill() {
+	local i=$1
+	[ -n "${CL_PID[$i]:-}" ] || return 0
+	kill -KILL "${CL_PID[$i]}" 2>/dev/null || true
+	wait "${CL_PID[$i]}" 2>/dev/null || true
+	CL_PID[$i]=
+}
+
+cluster_term() {
+	local i=$1
+	CL_RC[$i]=
+	[ -n "${CL_PID[$i]:-}" ] || return 0
+	kill -TERM "${CL_PID[$i]}" 2>/dev/null || true
+	CL_RC[$i]=0
+	wait "${CL_PID[$i]}" || CL_RC[$i]=$?
+	CL_PID[$i]=
+}
+
+cluster_stop_sig() { kill -"$2" "${CL_PID[$1]}" 2>/dev/null || true; }
+
+cluster_cleanup() {
+	set +e
+	local i
+	for i in $(seq 1 "$CL_N"); do
+		if [ -n "${CL_PID[$i]:-}" ]; then
+			kill -CONT "${CL_PID[$i]}" 2>/dev/null
+			kill -TERM "${CL_PID[$i]}" 2>/dev/null
+		fi
+	done
+	for i in $(seq 1 "$CL_N"); do
+		[ -n "${CL_PID[$i]:-}" ] || continue
+		for _ in $(seq 1 300); do kill -0 "${CL_PID[$i]}" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "${CL_PID[$i]}" 2>/dev/null
+		wait "${CL_PID[$i]}" 2>/dev/null
+		CL_PID[$i]=
+	done
+}
+
+# Prints the tails of every broker's log (for fail messages).
+cluster_logs() {
+	local i
+	for i in $(seq 1 "$CL_N"); do
+		echo "--- broker $i (tail) ---" >&2
+		tail -n "${1:-25}" "${CL_LOG[$i]}" 2>/dev/null | grep -v ' DEBUG ' >&2
+	done
+}
+e2e_on_exit cluster_cleanup

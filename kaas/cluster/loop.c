@@ -1,0 +1,738 @@
+/*
+ * loop.c — the cluster loop, one pass every kaas.cluster.poll.ms:
+ *   membership  read every brokers/<id>.json into the view (the observer's
+ *               clock), look for exit certificates, probe same-host tokens;
+ *   controller  find the controller, elect one when it is gone (lowest live
+ *               id first), step down on a higher epoch; as controller,
+ *               balance the live brokers and publish when the result changed;
+ *   assignment  read the pointer (and the document when it is new);
+ *   driver      converge the partition table to the assignment last read:
+ *               relinquish what it lost, report `released`, take over what
+ *               it gained once the successor rule allows (kcl_view_clear_for);
+ *   leaders     hand the applied leader map and live brokers to the table.
+ * Every step is idempotent and re-driven by the next pass (Rule 2).  Files
+ * that do not decode are refused by name in the log (rate-limited) and never
+ * acted on.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kaas/cluster/runtime_int.h"
+#include "kaas/core/leaders.h"
+#include "kaas/core/ptable.h"
+#include "kaas/topics/topics.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* ---- refusals, logged by name but not every poll ------------------------------------- */
+
+#define REFUSE_SLOTS 32
+static struct {
+	char what[96];
+	int64_t next_ns;
+} refused[REFUSE_SLOTS];
+
+static void refuse(const char *what, const char *why)
+{
+	int64_t now = ku_mono_ns();
+	int slot = -1;
+	for (int i = 0; i < REFUSE_SLOTS; i++)
+		if (strcmp(refused[i].what, what) == 0) {
+			slot = i;
+			break;
+		}
+	if (slot < 0) {
+		slot = 0;
+		for (int i = 1; i < REFUSE_SLOTS; i++)
+			if (refused[i].next_ns < refused[slot].next_ns)
+				slot = i;
+		snprintf(refused[slot].what, sizeof(refused[slot].what), "%s", what);
+		refused[slot].next_ns = 0;
+	}
+	if (now < refused[slot].next_ns)
+		return;
+	refused[slot].next_ns = now + 30 * 1000000000LL;
+	KLOG_WARN("cluster", "refusing %s: %s (ignored; the last good state stays in force)", what, why);
+}
+
+/* ---- membership ------------------------------------------------------------------------ */
+
+static kcl_hostent *hostent(kcl_rt *rt, int32_t id, kcl_incarn inc)
+{
+	for (size_t i = 0; i < rt->nhosts; i++)
+		if (rt->hosts[i].id == id && kcl_incarn_cmp(rt->hosts[i].inc, inc) == 0)
+			return &rt->hosts[i];
+	if (rt->nhosts == rt->caphosts) {
+		size_t nc = rt->caphosts ? rt->caphosts * 2 : 16;
+		kcl_hostent *nh = realloc(rt->hosts, nc * sizeof(*nh));
+		if (!nh)
+			return NULL;
+		rt->hosts = nh;
+		rt->caphosts = nc;
+	}
+	kcl_hostent *h = &rt->hosts[rt->nhosts++];
+	memset(h, 0, sizeof(*h));
+	h->id = id;
+	h->inc = inc;
+	h->first_seen_ns = ku_mono_ns();
+	return h;
+}
+
+static int parse_hb_name(const char *s, int32_t *id)
+{
+	int64_t v = 0;
+	const char *p = s;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > KCL_ID_MAX)
+			return -1;
+	}
+	if (strcmp(p, ".json") != 0)
+		return -1;
+	*id = (int32_t)v;
+	return 0;
+}
+
+static void membership(kcl_rt *rt)
+{
+	sub_vfs *v = rt->b->cluster;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sub_list(v, "brokers", &names, &n);
+	if (rc) {
+		refuse("brokers/", sub_strerror(rc));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int32_t id;
+		if (parse_hb_name(names[i], &id))
+			continue; /* certificates, temporaries */
+		kcl_hb hb;
+		char err[256], what[96];
+		int64_t s = ku_mono_ns();
+		rc = kcl_hb_read(v, id, &hb, err, sizeof(err));
+		int64_t e = ku_mono_ns();
+		if (rc == 0) {
+			kcl_view_observe(&rt->view, &hb, s, e);
+			kcl_hostent *h = hostent(rt, hb.id, hb.inc);
+			if (h)
+				snprintf(h->host_id, sizeof(h->host_id), "%s", hb.host_id);
+		} else {
+			if (rc != -ENOENT) {
+				snprintf(what, sizeof(what), "brokers/%d.json", id);
+				refuse(what, err);
+			}
+			kcl_view_unreadable(&rt->view, id, e);
+		}
+	}
+	sub_names_free(names, n);
+	/* Proofs of death, faster than the session timeout. */
+	for (size_t i = 0; i < rt->view.n; i++) {
+		kcl_peer *p = &rt->view.peers[i];
+		if (p->live != KCL_LIVE_ALIVE || (p->id == rt->id && kcl_incarn_cmp(p->inc, rt->inc) == 0))
+			continue;
+		if (kcl_gone_exists(v, p->id, p->inc) == 1) {
+			KLOG_INFO("cluster", "broker %d incarnation %" PRIu64 " is gone (exit certificate)", p->id,
+				  p->inc.incarnation);
+			kcl_view_proven_gone(&rt->view, p->id, p->inc);
+			continue;
+		}
+		kcl_hostent *h = hostent(rt, p->id, p->inc);
+		if (h && h->host_id[0] && strcmp(h->host_id, rt->host_id) == 0 &&
+		    kcl_token_probe(rt->b->cluster_id, p->id, p->inc) == 0) {
+			KLOG_INFO("cluster", "broker %d incarnation %" PRIu64 " is gone (same-host token refused)",
+				  p->id, p->inc.incarnation);
+			kcl_gone_write(v, p->id, p->inc, "same-host");
+			kcl_view_proven_gone(&rt->view, p->id, p->inc);
+		}
+	}
+}
+
+/* A live broker that may lead: the newest incarnation of its id, alive. */
+static int eligible_peer(const kcl_rt *rt, const kcl_peer *p)
+{
+	if (p->live != KCL_LIVE_ALIVE || p->superseded)
+		return 0;
+	if (kcl_view_current(&rt->view, p->id) != p)
+		return 0;
+	return p->state == KCL_ST_RUNNING || p->state == KCL_ST_DRAINING;
+}
+
+/* ---- controller ----------------------------------------------------------------------- */
+
+static int assign_equal(const kcl_assign *a, const kcl_assign *b)
+{
+	if (a->nbrokers != b->nbrokers || a->ntopics != b->ntopics || a->nshards != b->nshards)
+		return 0;
+	for (size_t i = 0; i < a->nbrokers; i++)
+		if (a->brokers[i].id != b->brokers[i].id || kcl_incarn_cmp(a->brokers[i].inc, b->brokers[i].inc))
+			return 0;
+	for (size_t i = 0; i < a->ntopics; i++) {
+		const kcl_atopic *x = &a->topics[i], *y = &b->topics[i];
+		if (strcmp(x->name, y->name) || strcmp(x->topic_id, y->topic_id) || x->n != y->n)
+			return 0;
+		for (int32_t k = 0; k < x->n; k++)
+			if (x->parts[k].leader != y->parts[k].leader || x->parts[k].epoch != y->parts[k].epoch)
+				return 0;
+	}
+	for (int32_t k = 0; k < a->nshards; k++)
+		if (a->shards[k].leader != b->shards[k].leader || a->shards[k].epoch != b->shards[k].epoch)
+			return 0;
+	return 1;
+}
+
+static void assignment_poll(kcl_rt *rt);
+
+static int64_t last_pub_gen; /* this process's last published generation (its epoch) */
+
+/* The controller checks that the pointer still names its document: one
+ * that another writer replaced or damaged is republished (a reader that
+ * cannot follow it would never apply anything). */
+static int pointer_ok(kcl_rt *rt, kcl_gen mine)
+{
+	char *buf = NULL, why[256];
+	size_t len = 0;
+	kcl_aptr p;
+	int rc = sub_read_file(rt->b->cluster, "assignment.json", KCL_APTR_MAX_BYTES, &buf, &len);
+	if (!rc)
+		rc = kcl_aptr_decode(buf, len, &p, why, sizeof(why));
+	free(buf);
+	if (rc || kcl_gen_cmp(p.gen, mine) != 0) {
+		KLOG_WARN("cluster", "controller epoch %" PRId64 ": assignment.json no longer names generation %" PRId64
+				     " (%s); publishing again",
+			  rt->ctl_epoch, mine.generation, rc ? "unreadable" : "another document");
+		return 0;
+	}
+	return 1;
+}
+
+static void publish(kcl_rt *rt)
+{
+	kb_broker *b = rt->b;
+	kt_topic_info *list = NULL;
+	size_t nt = 0;
+	if (kt_topics_list(b->topics, &list, &nt))
+		return;
+	kcl_bbroker *br = calloc(rt->view.n + 1, sizeof(*br));
+	kcl_btopic *tp = calloc(nt ? nt : 1, sizeof(*tp));
+	int32_t **floors = calloc(nt ? nt : 1, sizeof(*floors));
+	kcl_assign next;
+	memset(&next, 0, sizeof(next));
+	if (!br || !tp || !floors)
+		goto out;
+	size_t nb = 0;
+	const kcl_assign *prev = rt->have_cur ? &rt->cur : NULL;
+	int64_t now = ku_mono_ns();
+	for (size_t i = 0; i < rt->view.n; i++) {
+		const kcl_peer *p = &rt->view.peers[i];
+		if (!eligible_peer(rt, p))
+			continue;
+		/* A joiner takes nothing over before it has watched its peers for
+		 * a session (kcl_view_settled): give it partitions only once that
+		 * is over, or they would wait on it. */
+		const kcl_abroker *was = prev ? kcl_assign_broker(prev, p->id) : NULL;
+		kcl_hostent *h = hostent(rt, p->id, p->inc);
+		if (h && now - h->first_seen_ns < rt->session_ns && !(was && kcl_incarn_cmp(was->inc, p->inc) == 0))
+			continue;
+		int self = p->id == rt->id && kcl_incarn_cmp(p->inc, rt->inc) == 0;
+		pthread_mutex_lock(&rt->mu);
+		int draining = self ? rt->state == KCL_ST_DRAINING : p->state == KCL_ST_DRAINING;
+		pthread_mutex_unlock(&rt->mu);
+		br[nb++] = (kcl_bbroker){p->id, p->inc, p->rack, draining};
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < nt; i++) {
+		if (list[i].partitions <= 0)
+			continue;
+		tp[k] = (kcl_btopic){list[i].name, list[i].id, list[i].partitions, NULL};
+		const kcl_atopic *pt = prev ? kcl_assign_topic(prev, list[i].name) : NULL;
+		if (!pt || strcmp(pt->topic_id, list[i].id) != 0) {
+			/* New to the assignment (first controller on a volume an earlier
+			 * single broker ran, or a topic created since): epochs continue
+			 * above whatever its files carry. */
+			floors[k] = calloc((size_t)list[i].partitions, sizeof(int32_t));
+			for (int32_t p = 0; floors[k] && p < list[i].partitions; p++)
+				floors[k][p] = kb_ptable_disk_epoch(b->parts, list[i].name, p);
+			tp[k].epoch_floor = floors[k];
+		}
+		k++;
+	}
+	int64_t g = 1;
+	if (prev && prev->gen.controller_epoch == rt->ctl_epoch)
+		g = prev->gen.generation + 1;
+	if (last_pub_gen >= g)
+		g = last_pub_gen + 1;
+	kcl_binput in = {br, nb, tp, k, KCL_NSHARDS, prev, {rt->ctl_epoch, g}, rt->id};
+	kcl_bstats st;
+	int rc = kcl_balance(&in, &next, &st);
+	if (rc) {
+		KLOG_ERR("cluster", "controller: balancing failed: %s", strerror(-rc));
+		goto out;
+	}
+	if (prev && prev->gen.controller_epoch == rt->ctl_epoch && assign_equal(prev, &next) && pointer_ok(rt, prev->gen))
+		goto out;
+	if (!kcl_lease_holds(&rt->lease, ku_mono_ns()) || kcl_ctl_superseded(b->cluster, rt->ctl_epoch) != 0)
+		goto out;
+	char err[256];
+	rc = kcl_assign_publish(b->cluster, &next, ku_wall_ms(), err, sizeof(err));
+	if (rc) {
+		KLOG_WARN("cluster", "controller: publishing generation %" PRId64 ": %s", g, err);
+		goto out;
+	}
+	last_pub_gen = g;
+	KLOG_INFO("cluster",
+		  "controller epoch %" PRId64 ": published generation %" PRId64 " (%zu broker(s), %zu partition(s) "
+		  "moved, %zu kept, %zu unled)",
+		  rt->ctl_epoch, g, nb, st.moved_parts, st.kept_parts, st.unled);
+	assignment_poll(rt);
+out:
+	kcl_assign_free(&next);
+	for (size_t i = 0; floors && i < nt; i++)
+		free(floors[i]);
+	free(floors);
+	free(tp);
+	free(br);
+	free(list);
+}
+
+static int64_t noctl_since_ns;
+static int32_t ctl_owner = -1;
+
+static void controller(kcl_rt *rt)
+{
+	sub_vfs *v = rt->b->cluster;
+	int64_t now = ku_mono_ns();
+	kcl_ctl_view cv;
+	int rc = kcl_ctl_scan(v, &cv);
+	if (rc) {
+		refuse("controller/", sub_strerror(rc));
+		return;
+	}
+	if (cv.highest_complete > 0)
+		kcl_areader_note_epoch(&rt->areader, cv.highest_complete);
+	if (cv.highest_name > cv.highest_complete && cv.note[0]) {
+		char what[64];
+		snprintf(what, sizeof(what), "controller/%010" PRId64 ".json", cv.highest_name);
+		refuse(what, cv.note);
+	}
+	if (rt->ctl_epoch > 0) {
+		if (cv.highest_name > rt->ctl_epoch || rt->areader.max_epoch > rt->ctl_epoch ||
+		    kcl_ctl_superseded(v, rt->ctl_epoch) == 1) {
+			KLOG_WARN("cluster", "controller epoch %" PRId64 ": a higher epoch exists; stepping down",
+				  rt->ctl_epoch);
+			rt->ctl_epoch = 0;
+		} else {
+			ctl_owner = rt->id;
+			publish(rt);
+			if (now >= rt->ctl_cleanup_ns) {
+				unsigned removed;
+				kcl_ctl_cleanup(v, rt->ctl_epoch, 8, &removed);
+				if (rt->have_cur)
+					kcl_assign_cleanup(v, rt->cur.gen, 4, &removed);
+				rt->ctl_cleanup_ns = now + 10 * 1000000000LL;
+			}
+			return;
+		}
+	}
+	/* Is there a live controller? */
+	int live = 0;
+	if (cv.highest_complete > 0 && cv.highest_name == cv.highest_complete) {
+		const kcl_peer *p = kcl_view_get(&rt->view, cv.current.owner, cv.current.inc);
+		ctl_owner = cv.current.owner;
+		if (p && p->live == KCL_LIVE_ALIVE && !p->superseded)
+			live = 1;
+		else if (!p && !kcl_view_settled(&rt->view, now))
+			live = 1; /* not seen yet: give it a session to show up */
+	} else if (cv.highest_name > cv.highest_complete) {
+		/* Undecided claim on top: nobody holds that epoch; wait it out. */
+		if (rt->undecided_epoch != cv.highest_name) {
+			rt->undecided_epoch = cv.highest_name;
+			rt->undecided_since_ns = now;
+		}
+		live = now - rt->undecided_since_ns < rt->session_ns;
+	}
+	if (live) {
+		noctl_since_ns = 0;
+		return;
+	}
+	ctl_owner = -1;
+	pthread_mutex_lock(&rt->mu);
+	int draining = rt->state != KCL_ST_RUNNING;
+	pthread_mutex_unlock(&rt->mu);
+	if (draining || !kcl_lease_holds(&rt->lease, now))
+		return;
+	if (!noctl_since_ns)
+		noctl_since_ns = now;
+	/* The lowest live id races first; the others after a back-off. */
+	int rank = 0;
+	for (size_t i = 0; i < rt->view.n; i++) {
+		const kcl_peer *p = &rt->view.peers[i];
+		if (eligible_peer(rt, p) && p->state == KCL_ST_RUNNING && p->id < rt->id)
+			rank++;
+	}
+	if (now - noctl_since_ns < (int64_t)rank * 4 * rt->poll_ns)
+		return;
+	kcl_claim mine;
+	memset(&mine, 0, sizeof(mine));
+	mine.epoch = kcl_ctl_next_epoch(&cv, rt->areader.max_epoch);
+	if (mine.epoch <= 0 || mine.epoch > KCL_EPOCH_MAX) {
+		refuse("controller/ (epochs)", "no controller epoch left below the maximum");
+		return;
+	}
+	mine.owner = rt->id;
+	mine.inc = rt->inc;
+	mine.nonce = ((uint64_t)ku_mono_ns() ^ rt->inc.nonce ^ (uint64_t)mine.epoch) & ((1ULL << 53) - 1);
+	if (!mine.nonce)
+		mine.nonce = 1;
+	snprintf(mine.endpoint, sizeof(mine.endpoint), "%s:%d", rt->b->host, rt->b->port);
+	mine.wall_ms = ku_wall_ms();
+	int outcome = 0;
+	kcl_claim winner;
+	char err[256];
+	rc = kcl_ctl_elect(v, &mine, 3, &outcome, &winner, err, sizeof(err));
+	if (rc) {
+		KLOG_WARN("cluster", "controller election at epoch %" PRId64 ": %s", mine.epoch, err);
+		return;
+	}
+	if (outcome == KCL_ELECT_WON) {
+		rt->ctl_epoch = mine.epoch;
+		ctl_owner = rt->id;
+		noctl_since_ns = 0;
+		kcl_areader_note_epoch(&rt->areader, mine.epoch);
+		KLOG_INFO("cluster", "broker %d elected controller at epoch %" PRId64, rt->id, mine.epoch);
+		publish(rt);
+	} else if (outcome == KCL_ELECT_LOST) {
+		KLOG_DEBUG("cluster", "controller epoch %" PRId64 " went to broker %d", mine.epoch, winner.owner);
+	}
+}
+
+/* ---- assignment ----------------------------------------------------------------------- */
+
+static void assignment_poll(kcl_rt *rt)
+{
+	kcl_assign a;
+	char err[256];
+	int rc = kcl_assign_poll(rt->b->cluster, &rt->areader, &a, err, sizeof(err));
+	if (rc == 1) {
+		if (rt->have_cur)
+			kcl_assign_free(&rt->cur);
+		rt->cur = a;
+		rt->have_cur = 1;
+		KLOG_INFO("cluster", "applying assignment epoch %" PRId64 " generation %" PRId64 " (controller %d)",
+			  a.gen.controller_epoch, a.gen.generation, a.controller);
+	} else if (rc == -EPROTONOSUPPORT && strstr(err, "single-broker")) {
+		/* A volume an earlier single broker ran: its file is replaced by
+		 * the first controller's pointer; epochs continue from the disk. */
+	} else if (rc < 0) {
+		refuse("assignment.json", err);
+	}
+}
+
+/* ---- driver ----------------------------------------------------------------------------- */
+
+typedef struct led_ent {
+	char *topic;
+	char topic_id[40];
+	int32_t partition, epoch;
+	int state;
+} led_ent;
+
+typedef struct led_list {
+	led_ent *v;
+	size_t n, cap;
+} led_list;
+
+static void led_cb(void *arg, const char *topic, const char *topic_id, int32_t partition, int32_t epoch,
+		   int state)
+{
+	led_list *l = arg;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		led_ent *nv = realloc(l->v, nc * sizeof(*nv));
+		if (!nv)
+			return;
+		l->v = nv;
+		l->cap = nc;
+	}
+	led_ent *e = &l->v[l->n];
+	if (!(e->topic = strdup(topic)))
+		return;
+	snprintf(e->topic_id, sizeof(e->topic_id), "%s", topic_id ? topic_id : "");
+	e->partition = partition;
+	e->epoch = epoch;
+	e->state = state;
+	l->n++;
+}
+
+static int led_cmp(const void *a, const void *b)
+{
+	const led_ent *x = a, *y = b;
+	int c = strcmp(x->topic, y->topic);
+	return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+static const led_ent *led_find(const led_list *l, const char *topic, int32_t partition)
+{
+	led_ent key = {(char *)topic, "", partition, 0, 0};
+	return bsearch(&key, l->v, l->n, sizeof(*l->v), led_cmp);
+}
+
+static void led_free(led_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].topic);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+/* The slot of topic/partition in the current assignment, if it is mine. */
+static const kcl_slot *my_slot(const kcl_rt *rt, const char *topic, const char *topic_id, int32_t partition)
+{
+	if (!rt->have_cur)
+		return NULL;
+	const kcl_abroker *me = kcl_assign_broker(&rt->cur, rt->id);
+	if (!me || kcl_incarn_cmp(me->inc, rt->inc) != 0)
+		return NULL;
+	const kcl_atopic *t = kcl_assign_topic(&rt->cur, topic);
+	if (!t || partition < 0 || partition >= t->n)
+		return NULL;
+	if (topic_id && *topic_id && t->topic_id[0] && strcmp(t->topic_id, topic_id) != 0)
+		return NULL;
+	return t->parts[partition].leader == rt->id ? &t->parts[partition] : NULL;
+}
+
+static int learn_topic(kcl_rt *rt, const char *name)
+{
+	kt_topic_info info;
+	int rc = kt_topics_lookup(rt->b->topics, name, (int32_t)strlen(name), &info);
+	if (rc)
+		return rc;
+	kt_topics_prepare_dir(rt->b->topics, &info);
+	kb_topic_desc d = {info.name, info.id, info.partitions, info.cfg};
+	return kb_ptable_ensure_topic(rt->b->parts, &d);
+}
+
+static void driver(kcl_rt *rt)
+{
+	kb_ptable *t = rt->b->parts;
+	led_list l = {0};
+	kb_ptable_led(t, led_cb, &l);
+	qsort(l.v, l.n, sizeof(*l.v), led_cmp);
+	int64_t now = ku_mono_ns();
+	/* 1. What this broker lost: relinquish (flush, final manifest, close). */
+	int changed = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		led_ent *e = &l.v[i];
+		const kcl_slot *s = my_slot(rt, e->topic, e->topic_id, e->partition);
+		if (s && s->epoch == e->epoch)
+			continue;
+		int rc = kb_ptable_relinquish(t, e->topic, e->partition);
+		KLOG_INFO("cluster", "%s/%d: relinquished epoch %d%s%s", e->topic, e->partition, e->epoch,
+			  rc ? ": " : "", rc ? sub_strerror(rc) : "");
+		e->state = 0;
+		changed = 1;
+	}
+	/* 2. Holding nothing this generation does not give: say so. */
+	if (rt->have_cur) {
+		pthread_mutex_lock(&rt->mu);
+		int news = kcl_gen_cmp(rt->released, rt->cur.gen) != 0;
+		rt->released = rt->cur.gen;
+		pthread_mutex_unlock(&rt->mu);
+		if (news || changed)
+			kcl__rt_hb_now(rt);
+	}
+	/* 3. What it gained, once no other incarnation may still hold it. */
+	int wanted = 0;
+	int others = 0;
+	for (size_t i = 0; i < rt->view.n; i++) {
+		const kcl_peer *p = &rt->view.peers[i];
+		if (eligible_peer(rt, p) && p->state == KCL_ST_RUNNING && p->id != rt->id)
+			others++;
+	}
+	const kcl_abroker *me = rt->have_cur ? kcl_assign_broker(&rt->cur, rt->id) : NULL;
+	if (me && kcl_incarn_cmp(me->inc, rt->inc) == 0) {
+		int clear = kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, now) &&
+			    kcl_lease_holds(&rt->lease, now);
+		for (size_t ti = 0; ti < rt->cur.ntopics; ti++) {
+			const kcl_atopic *at = &rt->cur.topics[ti];
+			for (int32_t p = 0; p < at->n; p++) {
+				if (at->parts[p].leader != rt->id)
+					continue;
+				wanted++;
+				const led_ent *e = led_find(&l, at->name, p);
+				if (e && e->state == 1 && e->epoch == at->parts[p].epoch)
+					continue;
+				if (!clear)
+					continue;
+				if (__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE))
+					break;
+				int64_t t0 = ku_mono_ns();
+				int rc = kb_ptable_take_over(t, at->name, at->topic_id[0] ? at->topic_id : NULL, p,
+							     at->parts[p].epoch, 0, 0);
+				if (rc == -ENOENT && learn_topic(rt, at->name) == 0)
+					rc = kb_ptable_take_over(t, at->name, at->topic_id[0] ? at->topic_id : NULL, p,
+								 at->parts[p].epoch, 0, 0);
+				if (rc == -EAGAIN) {
+					continue; /* failed before: the table backs off */
+				} else if (rc) {
+					char what[300];
+					snprintf(what, sizeof(what), "take-over of %s/%d", at->name, p);
+					refuse(what, sub_strerror(rc));
+				} else {
+					KLOG_INFO("cluster", "%s/%d: leader at epoch %d (take-over %lld ms)", at->name, p,
+						  at->parts[p].epoch, (long long)((ku_mono_ns() - t0) / 1000000));
+				}
+			}
+		}
+	}
+	if (!rt->ready && rt->have_cur && kcl_view_settled(&rt->view, now)) {
+		led_list l2 = {0};
+		kb_ptable_led(t, led_cb, &l2);
+		size_t leading = 0;
+		for (size_t i = 0; i < l2.n; i++)
+			leading += l2.v[i].state == 1;
+		led_free(&l2);
+		if (leading >= (size_t)wanted) {
+			rt->ready = 1;
+			KLOG_INFO("cluster", "ready: broker %d leads %zu partition(s) of assignment epoch %" PRId64
+					     " generation %" PRId64 " (joined %lld ms ago)",
+				  rt->id, leading, rt->cur.gen.controller_epoch, rt->cur.gen.generation,
+				  (long long)((now - rt->started_ns) / 1000000));
+		}
+	}
+	pthread_mutex_lock(&rt->mu);
+	size_t still = 0;
+	for (size_t i = 0; i < l.n; i++)
+		still += l.v[i].state != 0;
+	rt->nled = (int)(still > (size_t)wanted ? still : (size_t)wanted);
+	rt->other_runners = others;
+	if (rt->state == KCL_ST_DRAINING)
+		rt->drain_seen = 1;
+	pthread_mutex_unlock(&rt->mu);
+	led_free(&l);
+}
+
+/* ---- the leader map ---------------------------------------------------------------------- */
+
+static void split_endpoint(const char *ep, kb_lbroker *b)
+{
+	const char *c = strrchr(ep, ':');
+	if (!c) {
+		snprintf(b->host, sizeof(b->host), "%s", ep);
+		return;
+	}
+	snprintf(b->host, sizeof(b->host), "%.*s", (int)(c - ep), ep);
+	b->port = atoi(c + 1);
+}
+
+static int lb_cmp(const void *a, const void *b)
+{
+	const kb_lbroker *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static void publish_leaders(kcl_rt *rt)
+{
+	/* Rebuilt only when the assignment or the live set changed. */
+	uint64_t sig = 1469598103934665603ULL;
+	for (size_t i = 0; i < rt->view.n; i++) {
+		const kcl_peer *p = &rt->view.peers[i];
+		uint64_t x = ((uint64_t)(uint32_t)p->id << 32) ^ p->inc.incarnation ^ ((uint64_t)eligible_peer(rt, p) << 63);
+		for (const char *c = p->endpoint; *c; c++)
+			x = (x ^ (uint8_t)*c) * 1099511628211ULL;
+		sig = (sig ^ x) * 1099511628211ULL;
+	}
+	sig ^= (uint64_t)ctl_owner * 31;
+	if ((int64_t)sig == rt->last_leaders_sig && kcl_gen_cmp(rt->leaders_gen, rt->cur.gen) == 0)
+		return;
+	size_t nb = 0;
+	for (size_t i = 0; i < rt->view.n; i++)
+		nb += kcl_view_current(&rt->view, rt->view.peers[i].id) == &rt->view.peers[i];
+	const kcl_assign *a = rt->have_cur ? &rt->cur : NULL;
+	kb_leaders *m = kb_leaders_new(nb, a ? a->ntopics : 0, a ? a->nshards : 0);
+	if (!m)
+		return;
+	size_t k = 0;
+	for (size_t i = 0; i < rt->view.n; i++) {
+		const kcl_peer *p = &rt->view.peers[i];
+		if (kcl_view_current(&rt->view, p->id) != p)
+			continue;
+		kb_lbroker *lb = &m->brokers[k++];
+		lb->id = p->id;
+		split_endpoint(p->endpoint, lb);
+		snprintf(lb->rack, sizeof(lb->rack), "%s", p->rack);
+		lb->live = eligible_peer(rt, p);
+	}
+	m->nbrokers = k;
+	qsort(m->brokers, k, sizeof(*m->brokers), lb_cmp);
+	m->controller = ctl_owner;
+	if (a) {
+		m->controller_epoch = a->gen.controller_epoch;
+		m->generation = a->gen.generation;
+		for (size_t i = 0; i < a->ntopics; i++) {
+			const kcl_atopic *at = &a->topics[i];
+			if (kb_ltopic_init(&m->topics[i], at->name, at->topic_id, at->n)) {
+				m->ntopics = i + 1;
+				kb_leaders_put(m);
+				return;
+			}
+			for (int32_t p = 0; p < at->n; p++) {
+				m->topics[i].leader[p] = at->parts[p].leader;
+				m->topics[i].epoch[p] = at->parts[p].epoch;
+			}
+		}
+		for (int32_t s = 0; s < a->nshards; s++) {
+			m->shard_leader[s] = a->shards[s].leader;
+			m->shard_epoch[s] = a->shards[s].epoch;
+		}
+	}
+	kb_ptable_apply_leaders(rt->b->parts, m);
+	rt->last_leaders_sig = (int64_t)sig;
+	rt->leaders_gen = a ? a->gen : (kcl_gen){0, 0};
+}
+
+/* ---- the loop -------------------------------------------------------------------------------- */
+
+void *kcl__loop_main(void *arg)
+{
+	kcl_rt *rt = arg;
+	unsigned pass = 0;
+	while (!__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE)) {
+		int64_t t0 = ku_mono_ns();
+		/* A lease that ran out is over for this incarnation: nothing may be
+		 * written to the partitions any more, not even a final manifest. */
+		uint64_t term;
+		int st = kcl_lease_state(&rt->lease, t0, &term);
+		if (st == KCL_LEASE_LAPSED || st == KCL_LEASE_GIVEN_UP)
+			kcl__rt_abandon(rt, KCL_EXIT_LAPSED,
+					"the lease lapsed (paused or cut off from the volume past "
+					"broker.session.timeout.ms)",
+					1);
+		membership(rt);
+		controller(rt);
+		assignment_poll(rt);
+		driver(rt);
+		publish_leaders(rt);
+		if (++pass % 100 == 0)
+			kcl_view_prune(&rt->view);
+		int64_t left = t0 + rt->poll_ns - ku_mono_ns();
+		if (left > 0)
+			usleep((useconds_t)(left / 1000));
+	}
+	return NULL;
+}
+
+void kcl__loop_free(kcl_rt *rt)
+{
+	if (rt->have_cur)
+		kcl_assign_free(&rt->cur);
+	rt->have_cur = 0;
+	free(rt->hosts);
+	rt->hosts = NULL;
+}
