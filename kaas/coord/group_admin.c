@@ -34,6 +34,15 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 		err = kg_coord_owner(c, key_type, key, &node, &host, &port);
 		if (err == KERR_INVALID_REQUEST)
 			msg = "unknown coordinator key type (0 = group, 1 = transaction)";
+		else if (!err && key_type == 1) {
+			/* No transaction coordinator yet: an error every client
+			 * treats as fatal at once, with the reason in the message
+			 * (librdkafka shows it; docs/groups.md). */
+			err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+			msg = "transactions are not supported by this kaas broker yet";
+			KLOG_WARN("coord", "FindCoordinator for transactional.id '%.*s': %s",
+				  key.len > 200 ? 200 : key.len, key.s, msg);
+		}
 	}
 	if (err) {
 		node = -1;

@@ -24,17 +24,31 @@ START_TEST(find_coordinator_bytes)
 	static const uint8_t v0[] = {0, 0, 0, 0, 0, 7, 0, 8, 'b', 'r', 'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
 	expect_bytes(&r, v0, sizeof(v0));
 	th_resp_free(&r);
-	/* v1, v2: key, key_type; groups and transactions both come here */
+	/* v1, v2: key, key_type; groups come here, transactions are refused
+	 * with a fatal error and the reason */
 	for (int16_t v = 1; v <= 2; v++) {
-		for (int8_t kt = 0; kt <= 1; kt++) {
-			kw_wr_str(&w, 0, "g");
-			kw_wr_i8(&w, kt);
-			ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
-			static const uint8_t v1[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 7, 0, 8, 'b', 'r',
-						     'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
-			expect_bytes(&r, v1, sizeof(v1));
-			th_resp_free(&r);
-		}
+		kw_wr_str(&w, 0, "g");
+		kw_wr_i8(&w, 0);
+		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
+		static const uint8_t v1[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 7, 0, 8, 'b', 'r',
+					     'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
+		expect_bytes(&r, v1, sizeof(v1));
+		th_resp_free(&r);
+		kw_wr_str(&w, 0, "tx");
+		kw_wr_i8(&w, 1);
+		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
+		tr tx;
+		tr_init(&tx, &r, 0);
+		ck_assert_int_eq(tr_i32(&tx), 0);
+		ck_assert_int_eq(tr_i16(&tx), KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+		kw_str why = tr_str(&tx);
+		ck_assert_msg(why.len > 0 && memmem(why.s, (size_t)why.len, "not supported", 13),
+			      "the refusal says why");
+		ck_assert_int_eq(tr_i32(&tx), -1);
+		ck_assert_int_eq(tr_str(&tx).len, 0);
+		ck_assert_int_eq(tr_i32(&tx), -1);
+		tr_end(&tx);
+		th_resp_free(&r);
 		kw_wr_str(&w, 0, "g");
 		kw_wr_i8(&w, 2);
 		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
@@ -86,7 +100,7 @@ START_TEST(init_producer_id_bytes)
 	static const uint8_t req3[] = {0x02, 't', 0, 0, 0xea, 0x60, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
 	kw_wr_raw(&w, req3, sizeof(req3));
 	ck_assert_int_eq(th_call(&t, KAAS_API_INIT_PRODUCER_ID, 3, &w, &r), KAAS_HANDLED);
-	static const uint8_t resp3[] = {0, 0, 0, 0, 0, 42, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
+	static const uint8_t resp3[] = {0, 0, 0, 0, 0, 53, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
 	expect_bytes(&r, resp3, sizeof(resp3));
 	th_resp_free(&r);
 	th_close(&t);
