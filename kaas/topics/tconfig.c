@@ -137,11 +137,6 @@ static const tcfg_def defs[KAAS_TC_COUNT] = {
 
 _Static_assert(KAAS_TC_COUNT <= 64, "kt_tcfg_set.set is a 64-bit mask");
 
-int kt_tcfg_noop(int tc)
-{
-	return tc >= 0 && tc < KAAS_TC_COUNT && defs[tc].kind == VK_NOOP;
-}
-
 const char *kt_tcfg_name(int tc)
 {
 	return tc >= 0 && tc < KAAS_TC_COUNT ? defs[tc].name : NULL;

@@ -22,9 +22,6 @@ typedef struct kt_tcfg_set {
 void kt_tcfg_set_free(kt_tcfg_set *s);
 int kt_tcfg_set_copy(kt_tcfg_set *dst, const kt_tcfg_set *src);
 
-/* Is config tc accepted with no effect here (docs/topics.md)? */
-int kt_tcfg_noop(int tc);
-
 /* Index of a config name, or -1. */
 int kt_tcfg_index(const char *name, size_t len);
 
