@@ -94,6 +94,12 @@ typedef struct kg_member {
 	char *json;              /* its entry in the group file; NULL: build again */
 	size_t json_len;
 	kg_waiter join;          /* parked JoinGroup */
+	/* A static member's new incarnation joining a Stable group (KIP-345):
+	 * its JoinGroup waits for the write of meta_seq join_seq (its new id)
+	 * and is then answered with the current generation and leader
+	 * join_leader, with no rebalance.  0 / null otherwise. */
+	uint64_t join_seq;
+	kg_str join_leader;
 	kg_waiter sync;          /* parked SyncGroup */
 } kg_member;
 

@@ -102,6 +102,7 @@ void kg__member_free(kg_member *m)
 	kg__str_free(&m->instance_id);
 	kg__str_free(&m->client_id);
 	kg__str_free(&m->client_host);
+	kg__str_free(&m->join_leader);
 	for (int32_t i = 0; i < m->nprotos; i++) {
 		kg__str_free(&m->protos[i].name);
 		free(m->protos[i].meta);
@@ -476,6 +477,8 @@ static void complete_join(kg_coord *c, kg_group *g, int64_t now, kg_outbox *ob)
 		kw_wr w = KAAS_WR_INIT;
 		kg__enc_join_current(&w, m->join.version, g, m);
 		answer_join(&m->join, ob, &w);
+		m->join_seq = 0;
+		kg__str_free(&m->join_leader);
 		m->is_new = 0;
 		m->deadline = now + m->session_timeout_ms;
 	}
@@ -587,7 +590,10 @@ void kg__group_check(const kg_group *g)
 	int32_t n = 0, np = 0;
 	for (const kg_member *m = g->members; m; m = m->next) {
 		n++;
-		KAAS_ASSERT(!kg_waiting(&m->join) || g->state == KC_PREPARING);
+		/* A static member's restart into a Stable group waits for its
+		 * write (join_seq) without a rebalance. */
+		KAAS_ASSERT(!kg_waiting(&m->join) || g->state == KC_PREPARING ||
+			    (m->join_seq && g->state == KC_STABLE));
 		KAAS_ASSERT(!kg_waiting(&m->sync) || g->state == KC_COMPLETING);
 	}
 	for (const kg_pending *p = g->pending; p; p = p->next)
@@ -610,9 +616,37 @@ void kg__group_meta_changed(kg_coord *c, kg_group *g)
 	kg__flush_enqueue(c, g);
 }
 
+/* A static member's new incarnation, taken in without a rebalance: the
+ * current generation and its assignment, and as leader the id the group
+ * had when it joined — never its own new id, so a member that led before
+ * does not compute an assignment a Stable group would not hand out
+ * (Kafka answers the same way). */
+static void answer_static_rejoin(const kg_group *g, kg_member *m, kg_outbox *ob)
+{
+	kw_wr w = KAAS_WR_INIT;
+	const kg_str *leader = m->join_leader.len >= 0 ? &m->join_leader : &g->leader;
+	enc_join(&w, m->join.version, KERR_NONE, g->generation, &g->protocol, leader, kg_k(&m->id), NULL);
+	m->join_seq = 0;
+	kg__str_free(&m->join_leader);
+	kg__outbox_add(ob, &m->join, &w);
+}
+
 void kg__group_meta_written(kg_coord *c, kg_group *g, int ok, uint64_t upto, kg_outbox *ob)
 {
 	int64_t now = kg__now(c);
+	for (kg_member *m = g->members; m; m = m->next) {
+		if (!m->join_seq || !kg_waiting(&m->join) || (ok && m->join_seq > upto))
+			continue;
+		if (ok && g->state == KC_STABLE) {
+			answer_static_rejoin(g, m, ob);
+		} else if (!ok) {
+			/* Its new id is not on the volume: it looks the coordinator
+			 * up and joins again (the write is re-driven meanwhile). */
+			m->join_seq = 0;
+			kg__str_free(&m->join_leader);
+			kg__answer_join_error(m, KERR_NOT_COORDINATOR, ob);
+		}
+	}
 	if (ok) {
 		if (upto > g->meta_written)
 			g->meta_written = upto;

@@ -1,6 +1,6 @@
 /*
  * group_admin.c — the group APIs that look at groups rather than belong to
- * one: FindCoordinator v0-2, DescribeGroups v0-4, ListGroups v0-2,
+ * one: FindCoordinator v0-2, DescribeGroups v0-4, ListGroups v0-4 (v4: states),
  * DeleteGroups v0-1.
  */
 #include <errno.h>
@@ -34,6 +34,15 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 		err = kg_coord_owner(c, key_type, key, &node, &host, &port);
 		if (err == KERR_INVALID_REQUEST)
 			msg = "unknown coordinator key type (0 = group, 1 = transaction)";
+		else if (!err && key_type == 1) {
+			/* No transaction coordinator yet: an error every client
+			 * treats as fatal at once, with the reason in the message
+			 * (librdkafka shows it; docs/groups.md). */
+			err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+			msg = "transactions are not supported by this kaas broker yet";
+			KLOG_WARN("coord", "FindCoordinator for transactional.id '%.*s': %s",
+				  key.len > 200 ? 200 : key.len, key.s, msg);
+		}
 	}
 	if (err) {
 		node = -1;
@@ -184,13 +193,40 @@ int kg__ids_on_volume(kg_coord *c, kg_str **out, size_t *nout)
 	return 0;
 }
 
+/* Is st in the StatesFilter (v4; empty: every state)?  Kafka's state names,
+ * compared without case as Kafka 3.7+ does. */
+static int state_wanted(int st, const kw_str *states, int32_t n)
+{
+	if (n <= 0)
+		return 1;
+	const char *name = kg__state_name(st);
+	size_t len = strlen(name);
+	for (int32_t i = 0; i < n; i++)
+		if (states[i].len == (int32_t)len && strncasecmp(states[i].s, name, len) == 0)
+			return 1;
+	return 0;
+}
+
 int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
-	(void)rd; /* v0-2 have an empty body */
 	int16_t v = call->version;
+	int flex = v >= 3;
+	kw_str *states = NULL;
+	int32_t nstates = 0;
 	kg_str *ids = NULL;
 	size_t nids = 0;
 	int16_t err = KERR_NONE;
+	/* v0-2 have an empty body; v3 is flexible; v4 adds StatesFilter. */
+	if (v >= 4) {
+		KRD_ARRAY(rd, flex, 1, &nstates);
+		if (nstates < 0)
+			nstates = 0;
+		if (!(states = calloc((size_t)nstates + 1, sizeof(*states))))
+			return -ENOMEM;
+		for (int32_t i = 0; i < nstates; i++)
+			KRD_STR(rd, flex, &states[i]);
+	}
+	KRD_TAGS(rd, flex);
 	int rc = kg__ids_on_volume(c, &ids, &nids);
 	if (rc) {
 		KLOG_WARN("coord", "ListGroups: cannot list groups/: %s", sub_strerror(rc));
@@ -210,29 +246,40 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 		if (kg__group_get(c, kg_k(&ids[i]), 0, &g))
 			KLOG_WARN("coord", "ListGroups: group '%s' cannot be loaded", ids[i].s);
 	}
-	if (err) {
-		kw_wr_array(w, 0, 0);
-	} else {
-		size_t at = w->len;
-		int32_t cnt = 0;
-		kw_wr_array(w, 0, 0);
+	/* Two passes: a flexible array's count comes first, as a varint. */
+	int32_t cnt = 0;
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		if (pass == 1)
+			kw_wr_array(w, flex, cnt);
 		for (size_t b = 0; b < c->tabsize; b++) {
 			for (kg_group *g = c->tab[b]; g; g = g->hnext) {
-				if (!g->loaded || kg__group_is_idle(g))
+				if (!g->loaded || kg__group_is_idle(g) || !state_wanted(g->state, states, nstates))
 					continue;
-				kw_wr_kstr(w, 0, kg_k(&g->id));
-				kw_wr_strn(w, 0, g->protocol_type.len > 0 ? g->protocol_type.s : "",
-					     g->protocol_type.len > 0 ? g->protocol_type.len : 0);
-				cnt++;
+				if (pass == 0) {
+					cnt++;
+					continue;
+				}
+				kw_wr_kstr(w, flex, kg_k(&g->id));
+				kw_wr_strn(w, flex, g->protocol_type.len > 0 ? g->protocol_type.s : "",
+					   g->protocol_type.len > 0 ? g->protocol_type.len : 0);
+				if (v >= 4)
+					kw_wr_str(w, flex, kg__state_name(g->state));
+				kw_wr_tags(w, flex);
 			}
 		}
-		kw_wr_patch_i32(w, at, cnt);
 	}
+	if (err)
+		kw_wr_array(w, flex, 0);
+	kw_wr_tags(w, flex);
 	pthread_mutex_unlock(&c->mu);
 	for (size_t i = 0; i < nids; i++)
 		kg__str_free(&ids[i]);
 	free(ids);
+	free(states);
 	return KAAS_HANDLED;
+err_parse:
+	free(states);
+	return -EBADMSG;
 }
 
 /* ---- DeleteGroups --------------------------------------------------------------------- */

@@ -133,6 +133,8 @@ static void join_and_wait(join_ctx *j, kg_member *m)
 	}
 	int done = 0;
 	park(&m->join, j->call, j->resp, &done);
+	m->join_seq = 0;
+	kg__str_free(&m->join_leader);
 	kg__group_maybe_rebalance(j->c, j->g, j->now, j->ob);
 	j->rc = unpark_inline(&m->join, done);
 }
@@ -171,6 +173,74 @@ static int16_t join_new(join_ctx *j, kg_str *id)
 	return KERR_NONE;
 }
 
+/* The topics of a ConsumerProtocolSubscription (version, topics, ...):
+ * *n of them into t (up to max); -1 when it is not one. */
+static int sub_topics(const uint8_t *meta, int32_t len, kw_str *t, int32_t max, int32_t *n)
+{
+	kw_rd rd;
+	int16_t ver;
+	kw_rd_init(&rd, meta, (size_t)(len > 0 ? len : 0));
+	KRD_I16(&rd, &ver);
+	KRD_ARRAY(&rd, 0, 2, n);
+	if (*n < 0 || *n > max)
+		return -1;
+	for (int32_t i = 0; i < *n; i++)
+		KRD_STR(&rd, 0, &t[i]);
+	return 0;
+err_parse:
+	return -1;
+}
+
+#define KC_STATIC_TOPICS_MAX 1024
+
+/* Would a static member rejoining with r leave the group's choice as it
+ * is (KIP-345: then no rebalance)?  Kafka asks only whether the selected
+ * protocol stays; kaas also asks whether a consumer's subscribed topics
+ * stay, because its assignment was computed for them.  Same protocol
+ * names in the same order keep every vote; for the subscription the
+ * topic sets are compared (owned partitions and user data may differ
+ * after a restart), or the bytes when either is not a subscription. */
+static int static_rejoin_keeps(const kg_group *g, const kg_member *m, const kg_join_req *r)
+{
+	if (m->nprotos != r->nprotos)
+		return 0;
+	int32_t sel = -1;
+	for (int32_t i = 0; i < r->nprotos; i++) {
+		if (!kg__str_eqk(&m->protos[i].name, r->pnames[i]))
+			return 0;
+		if (kg__str_eq(&m->protos[i].name, &g->protocol))
+			sel = i;
+	}
+	if (sel < 0)
+		return 0;
+	const kg_proto *old = &m->protos[sel];
+	const uint8_t *nm = (const uint8_t *)r->pmetas[sel].p;
+	int32_t nlen = r->pmetas[sel].len < 0 ? 0 : r->pmetas[sel].len;
+	static const char consumer[] = "consumer";
+	if (!kg__str_eqk(&g->protocol_type, (kw_str){consumer, (int32_t)sizeof(consumer) - 1}))
+		return 1;
+	kw_str *a = calloc(2 * KC_STATIC_TOPICS_MAX, sizeof(*a));
+	if (!a)
+		return 0;
+	kw_str *b = a + KC_STATIC_TOPICS_MAX;
+	int32_t na = 0, nb = 0, same;
+	if (sub_topics(old->meta, old->meta_len, a, KC_STATIC_TOPICS_MAX, &na) ||
+	    sub_topics(nm, nlen, b, KC_STATIC_TOPICS_MAX, &nb)) {
+		same = old->meta_len == nlen && (!nlen || memcmp(old->meta, nm, (size_t)nlen) == 0);
+	} else {
+		same = na == nb;
+		for (int32_t i = 0; same && i < na; i++) {
+			int found = 0;
+			for (int32_t j = 0; !found && j < nb; j++)
+				found = a[i].len == b[j].len &&
+					(a[i].len <= 0 || memcmp(a[i].s, b[j].s, (size_t)a[i].len) == 0);
+			same = found;
+		}
+	}
+	free(a);
+	return same;
+}
+
 /* Static member (KIP-345) without a member id: a new incarnation of the
  * instance takes over its place and fences the old member id; an instance
  * not seen before joins as a new member. */
@@ -188,6 +258,12 @@ static int16_t join_static(join_ctx *j)
 		}
 		return join_new(j, &id);
 	}
+	int keep = g->state == KC_STABLE && static_rejoin_keeps(g, m, j->r);
+	kg_str old_leader = KC_STR_NULL;
+	if (keep && kg__str_set(&old_leader, g->leader.s, g->leader.len)) {
+		kg__str_free(&id);
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	}
 	kg__answer_join_error(m, KERR_FENCED_INSTANCE_ID, j->ob);
 	kg__answer_sync(m, KERR_FENCED_INSTANCE_ID, j->ob);
 	if (kg__str_eq(&g->leader, &m->id))
@@ -196,10 +272,28 @@ static int16_t join_static(join_ctx *j)
 	m->id = id;
 	kg_member_touch(m);
 	kg__group_meta_changed(j->c, g); /* the old id stays fenced after a restart */
-	if (update_member(m, j->call, j->r))
+	if (update_member(m, j->call, j->r)) {
+		kg__str_free(&old_leader);
 		return KERR_COORDINATOR_NOT_AVAILABLE;
+	}
 	m->deadline = j->now + j->r->session_timeout;
-	join_and_wait(j, m);
+	if (!keep) {
+		join_and_wait(j, m);
+		return KERR_NONE;
+	}
+	/* KIP-345: a restart within the session timeout keeps the assignment;
+	 * the others see nothing.  Answered once the new id is on the volume
+	 * (kg__group_meta_written), so a restarted coordinator fences the old
+	 * id too. */
+	int done = 0;
+	park(&m->join, j->call, j->resp, &done);
+	m->join_seq = g->meta_seq;
+	kg__str_free(&m->join_leader);
+	m->join_leader = old_leader;
+	KLOG_INFO("coord", "group '%s': static member %.*s rejoined as %s; generation %d kept, no rebalance",
+		  g->id.s, j->r->instance_id.len > 200 ? 200 : j->r->instance_id.len, j->r->instance_id.s,
+		  m->id.s, g->generation);
+	j->rc = unpark_inline(&m->join, done);
 	return KERR_NONE;
 }
 

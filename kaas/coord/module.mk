@@ -14,3 +14,5 @@ coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \
 E2E_TESTS += ci/coord/test_groups_wire.sh ci/coord/test_groups_kcat.sh \
 	ci/coord/test_groups_python.sh ci/coord/test_groups_kafkajs.sh
 E2E_TESTS += ci/coord/test_groups_sarama.sh
+E2E_TESTS += ci/coord/test_txn_refused.sh ci/coord/test_groups_static.sh \
+	ci/coord/test_groups_deleted_topic.sh

@@ -12,7 +12,7 @@
  * still counts as claimed.
  *
  * Transactions are not supported yet: a non-null transactional_id gets
- * INVALID_REQUEST (docs/groups.md explains the choice).
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED (docs/groups.md explains the choice).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -152,10 +152,12 @@ int kg__pid_issued(kg_coord *c, int64_t pid)
 
 /* ---- InitProducerId ------------------------------------------------------------------ */
 
-/* What a transactional producer is told until transactions exist: a
- * non-retriable error, so that init_transactions() fails at once instead of
- * retrying until its timeout (docs/groups.md). */
-#define KC_TXN_UNSUPPORTED KERR_INVALID_REQUEST
+/* What a transactional producer is told until transactions exist: the one
+ * error librdkafka, the Java client and kafkajs all give up on at once, so
+ * init_transactions() fails fast instead of retrying until its timeout
+ * (docs/groups.md).  FindCoordinator for a transactional id says why in
+ * its error message; this response has no room for one. */
+#define KC_TXN_UNSUPPORTED KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 int kg__api_init_producer_id(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {

@@ -35,7 +35,7 @@ const kw_api kn_dispatch_table[] = {
 	{KAAS_API_LEAVE_GROUP, 0, 3, 4, "LeaveGroup", kg_h_leave_group},
 	{KAAS_API_SYNC_GROUP, 0, 3, 4, "SyncGroup", kg_h_sync_group},
 	{KAAS_API_DESCRIBE_GROUPS, 0, 4, 5, "DescribeGroups", kg_h_describe_groups},
-	{KAAS_API_LIST_GROUPS, 0, 2, 3, "ListGroups", kg_h_list_groups},
+	{KAAS_API_LIST_GROUPS, 0, 4, 3, "ListGroups", kg_h_list_groups},
 	{KAAS_API_API_VERSIONS, 0, 3, 3, "ApiVersions", kn_h_api_versions},
 	{KAAS_API_CREATE_TOPICS, 0, 4, 5, "CreateTopics", kt_h_create_topics},
 	{KAAS_API_DELETE_TOPICS, 0, 3, 4, "DeleteTopics", kt_h_delete_topics},

@@ -20,7 +20,14 @@
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
-enum vtype { VT_LONG, VT_INT, VT_ENUM, VT_BOOL };
+enum vtype { VT_LONG, VT_INT, VT_ENUM, VT_BOOL, VT_DOUBLE, VT_VERSION, VT_REPLICAS };
+
+/* How kaas treats a key (docs/topics.md has the table). */
+enum vkind {
+	VK_HONOURED = 0, /* applied to the partitions */
+	VK_NOOP,         /* accepted, stored, described; no effect here */
+	VK_DEFAULT_ONLY, /* only Kafka's default is accepted; `why` says why */
+};
 
 typedef struct tcfg_def {
 	const char *name;
@@ -29,37 +36,106 @@ typedef struct tcfg_def {
 	int64_t min, max;
 	const char *const *enums; /* VT_ENUM: accepted values, NULL-terminated */
 	const char *kafka_default;
+	int kind;
+	const char *why;          /* VK_DEFAULT_ONLY: the reason other values are refused */
 } tcfg_def;
 
 static const char *const cleanup_vals[] = {"delete", NULL};
 static const char *const compression_vals[] = {"producer", NULL};
 static const char *const ts_vals[] = {"CreateTime", "LogAppendTime", NULL};
 
-/* Indexed by enum kt_tcfg; sorted by name as Kafka lists them. */
+#define NOOP VK_NOOP, NULL
+#define HONOURED VK_HONOURED, NULL
+
+/* Indexed by enum kt_tcfg; sorted by name as Kafka lists them.  Types,
+ * ranges and defaults are Kafka 3.x's LogConfig. */
 static const tcfg_def defs[KAAS_TC_COUNT] = {
 	[KAAS_TC_CLEANUP_POLICY] = {"cleanup.policy", "log.cleanup.policy", VT_ENUM, 0, 0, cleanup_vals,
-				    "delete"},
+				    "delete", HONOURED},
+	[KAAS_TC_COMPRESSION_GZIP_LEVEL] = {"compression.gzip.level", "compression.gzip.level", VT_INT, -1, 9,
+					    NULL, "-1", NOOP},
+	[KAAS_TC_COMPRESSION_LZ4_LEVEL] = {"compression.lz4.level", "compression.lz4.level", VT_INT, 1, 17,
+					   NULL, "9", NOOP},
 	[KAAS_TC_COMPRESSION_TYPE] = {"compression.type", "compression.type", VT_ENUM, 0, 0,
-				      compression_vals, "producer"},
+				      compression_vals, "producer", HONOURED},
+	[KAAS_TC_COMPRESSION_ZSTD_LEVEL] = {"compression.zstd.level", "compression.zstd.level", VT_INT,
+					    -131072, 22, NULL, "3", NOOP},
+	[KAAS_TC_DELETE_RETENTION_MS] = {"delete.retention.ms", "log.cleaner.delete.retention.ms", VT_LONG, 0,
+					 INT64_MAX, NULL, "86400000", NOOP},
+	[KAAS_TC_FILE_DELETE_DELAY_MS] = {"file.delete.delay.ms", "log.segment.delete.delay.ms", VT_LONG, 0,
+					  INT64_MAX, NULL, "60000", NOOP},
+	[KAAS_TC_FLUSH_MESSAGES] = {"flush.messages", "log.flush.interval.messages", VT_LONG, 1, INT64_MAX,
+				    NULL, "9223372036854775807", NOOP},
+	[KAAS_TC_FLUSH_MS] = {"flush.ms", "log.flush.interval.ms", VT_LONG, 0, INT64_MAX, NULL,
+			      "9223372036854775807", NOOP},
+	[KAAS_TC_FOLLOWER_REPLICATION_THROTTLED_REPLICAS] = {"follower.replication.throttled.replicas", NULL,
+							     VT_REPLICAS, 0, 0, NULL, "", NOOP},
 	[KAAS_TC_INDEX_INTERVAL_BYTES] = {"index.interval.bytes", "log.index.interval.bytes", VT_INT, 0,
-					  INT32_MAX, NULL, "4096"},
+					  INT32_MAX, NULL, "4096", HONOURED},
+	[KAAS_TC_LEADER_REPLICATION_THROTTLED_REPLICAS] = {"leader.replication.throttled.replicas", NULL,
+							   VT_REPLICAS, 0, 0, NULL, "", NOOP},
+	[KAAS_TC_LOCAL_RETENTION_BYTES] = {"local.retention.bytes", "log.local.retention.bytes", VT_LONG, -2,
+					   INT64_MAX, NULL, "-2", NOOP},
+	[KAAS_TC_LOCAL_RETENTION_MS] = {"local.retention.ms", "log.local.retention.ms", VT_LONG, -2, INT64_MAX,
+					NULL, "-2", NOOP},
+	[KAAS_TC_MAX_COMPACTION_LAG_MS] = {"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+					   VT_LONG, 1, INT64_MAX, NULL, "9223372036854775807", NOOP},
 	[KAAS_TC_MAX_MESSAGE_BYTES] = {"max.message.bytes", "message.max.bytes", VT_INT, 0, INT32_MAX, NULL,
-				       "1048588"},
+				       "1048588", HONOURED},
+	[KAAS_TC_MESSAGE_DOWNCONVERSION_ENABLE] = {"message.downconversion.enable",
+						   "log.message.downconversion.enable", VT_BOOL, 0, 1, NULL,
+						   "true", NOOP},
+	[KAAS_TC_MESSAGE_FORMAT_VERSION] = {"message.format.version", "log.message.format.version",
+					    VT_VERSION, 0, 0, NULL, "3.0-IV1", NOOP},
+	[KAAS_TC_MESSAGE_TIMESTAMP_AFTER_MAX_MS] = {"message.timestamp.after.max.ms",
+						    "log.message.timestamp.after.max.ms", VT_LONG, 0, INT64_MAX,
+						    NULL, "9223372036854775807", VK_DEFAULT_ONLY,
+						    "kaas bounds record timestamps only with "
+						    "message.timestamp.difference.max.ms (the same bound into the "
+						    "past and the future) yet"},
+	[KAAS_TC_MESSAGE_TIMESTAMP_BEFORE_MAX_MS] = {"message.timestamp.before.max.ms",
+						     "log.message.timestamp.before.max.ms", VT_LONG, 0, INT64_MAX,
+						     NULL, "9223372036854775807", VK_DEFAULT_ONLY,
+						     "kaas bounds record timestamps only with "
+						     "message.timestamp.difference.max.ms (the same bound into the "
+						     "past and the future) yet"},
+	[KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS] = {"message.timestamp.difference.max.ms",
+							 "log.message.timestamp.difference.max.ms", VT_LONG, 1,
+							 INT64_MAX, NULL, "9223372036854775807", HONOURED},
 	[KAAS_TC_MESSAGE_TIMESTAMP_TYPE] = {"message.timestamp.type", "log.message.timestamp.type", VT_ENUM,
-					    0, 0, ts_vals, "CreateTime"},
+					    0, 0, ts_vals, "CreateTime", HONOURED},
+	[KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO] = {"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio",
+					       VT_DOUBLE, 0, 1, NULL, "0.5", NOOP},
+	[KAAS_TC_MIN_COMPACTION_LAG_MS] = {"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms",
+					   VT_LONG, 0, INT64_MAX, NULL, "0", NOOP},
 	[KAAS_TC_MIN_INSYNC_REPLICAS] = {"min.insync.replicas", "min.insync.replicas", VT_INT, 1, INT32_MAX,
-					 NULL, "1"},
+					 NULL, "1", NOOP},
+	[KAAS_TC_PREALLOCATE] = {"preallocate", "log.preallocate", VT_BOOL, 0, 1, NULL, "false", NOOP},
+	[KAAS_TC_REMOTE_LOG_COPY_DISABLE] = {"remote.log.copy.disable", NULL, VT_BOOL, 0, 1, NULL, "false",
+					     NOOP},
+	[KAAS_TC_REMOTE_LOG_DELETE_ON_DISABLE] = {"remote.log.delete.on.disable", NULL, VT_BOOL, 0, 1, NULL,
+						  "false", NOOP},
+	[KAAS_TC_REMOTE_STORAGE_ENABLE] = {"remote.storage.enable", NULL, VT_BOOL, 0, 1, NULL, "false",
+					   VK_DEFAULT_ONLY,
+					   "kaas has no tiered storage: every segment stays on the shared volume"},
 	[KAAS_TC_RETENTION_BYTES] = {"retention.bytes", "log.retention.bytes", VT_LONG, -1, INT64_MAX, NULL,
-				     "-1"},
+				     "-1", HONOURED},
 	[KAAS_TC_RETENTION_MS] = {"retention.ms", "log.retention.ms", VT_LONG, -1, INT64_MAX, NULL,
-				  "604800000"},
+				  "604800000", HONOURED},
 	[KAAS_TC_SEGMENT_BYTES] = {"segment.bytes", "log.segment.bytes", VT_INT, 14, INT32_MAX, NULL,
-				   "1073741824"},
-	[KAAS_TC_SEGMENT_MS] = {"segment.ms", "log.roll.ms", VT_LONG, 1, INT64_MAX, NULL, "604800000"},
+				   "1073741824", HONOURED},
+	[KAAS_TC_SEGMENT_INDEX_BYTES] = {"segment.index.bytes", "log.index.size.max.bytes", VT_INT, 4,
+					 INT32_MAX, NULL, "10485760", NOOP},
+	[KAAS_TC_SEGMENT_JITTER_MS] = {"segment.jitter.ms", "log.roll.jitter.ms", VT_LONG, 0, INT64_MAX, NULL,
+				       "0", NOOP},
+	[KAAS_TC_SEGMENT_MS] = {"segment.ms", "log.roll.ms", VT_LONG, 1, INT64_MAX, NULL, "604800000",
+				HONOURED},
 	[KAAS_TC_UNCLEAN_LEADER_ELECTION_ENABLE] = {"unclean.leader.election.enable",
 						    "unclean.leader.election.enable", VT_BOOL, 0, 1, NULL,
-						    "false"},
+						    "false", NOOP},
 };
+
+_Static_assert(KAAS_TC_COUNT <= 64, "kt_tcfg_set.set is a 64-bit mask");
 
 const char *kt_tcfg_name(int tc)
 {
@@ -103,14 +179,14 @@ int kt_tcfg_set_copy(kt_tcfg_set *dst, const kt_tcfg_set *src)
 {
 	kt_tcfg_set t = KAAS_TCFG_SET_INIT;
 	for (int i = 0; i < KAAS_TC_COUNT; i++) {
-		if (!(src->set & (1u << i)))
+		if (!(src->set & (1ull << i)))
 			continue;
 		if (!(t.val[i] = strdup(src->val[i]))) {
 			kt_tcfg_set_free(&t);
 			return -ENOMEM;
 		}
 		t.num[i] = src->num[i];
-		t.set |= 1u << i;
+		t.set |= 1ull << i;
 	}
 	kt_tcfg_set_free(dst);
 	*dst = t;
@@ -157,17 +233,110 @@ static void show(char *dst, size_t dstlen, const char *s, size_t len)
 		memcpy(dst + dstlen - 4, "...", 4);
 }
 
+static void trim(const char **value, size_t *len)
+{
+	while (*len && isspace((unsigned char)**value)) {
+		(*value)++;
+		(*len)--;
+	}
+	while (*len && isspace((unsigned char)(*value)[*len - 1]))
+		(*len)--;
+}
+
+/* Kafka's MetadataVersion strings: "0.10.2", "2.8", "3.0-IV1", "2.8-IV0"... */
+static int version_ok(const char *v, size_t len)
+{
+	size_t i = 0, parts = 0;
+	while (i < len) {
+		size_t d = 0;
+		while (i < len && isdigit((unsigned char)v[i]) && d < 4) {
+			i++;
+			d++;
+		}
+		if (!d)
+			return 0;
+		parts++;
+		if (i < len && v[i] == '.') {
+			i++;
+			continue;
+		}
+		break;
+	}
+	if (parts < 2 || parts > 4)
+		return 0;
+	if (i == len)
+		return 1;
+	if (len - i < 4 || memcmp(v + i, "-IV", 3) != 0)
+		return 0;
+	for (i += 3; i < len; i++)
+		if (!isdigit((unsigned char)v[i]))
+			return 0;
+	return 1;
+}
+
+/* Kafka's ThrottledReplicaListValidator: "", "*", or "partition:broker,...";
+ * the canonical form drops the blanks around entries. */
+static int replicas_canon(const char *v, size_t len, char *canon, size_t canonlen)
+{
+	size_t o = 0;
+	if (len == 1 && v[0] == '*') {
+		snprintf(canon, canonlen, "*");
+		return 0;
+	}
+	for (size_t i = 0; i < len;) {
+		size_t e = i;
+		while (e < len && v[e] != ',')
+			e++;
+		const char *it = v + i;
+		size_t n = e - i;
+		trim(&it, &n);
+		size_t colon = 0, digits = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (it[k] == ':' && !colon && digits)
+				colon = k;
+			else if (!isdigit((unsigned char)it[k]))
+				return -EINVAL;
+			else
+				digits++;
+		}
+		if (!colon || colon + 1 >= n)
+			return -EINVAL;
+		if (o + n + 2 > canonlen)
+			return -E2BIG;
+		if (o)
+			canon[o++] = ',';
+		memcpy(canon + o, it, n);
+		o += n;
+		i = e + 1;
+		if (e < len && e + 1 == len)
+			return -EINVAL; /* a trailing comma */
+	}
+	canon[o] = '\0';
+	return 0;
+}
+
 int16_t kt_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t canonlen, int64_t *num,
 			char *msg, size_t msglen)
 {
 	const tcfg_def *d = &defs[tc];
 	char shown[80];
 	show(shown, sizeof(shown), value, len);
+	*num = 0;
 	if (d->type == VT_LONG || d->type == VT_INT) {
 		int64_t v;
-		if (parse_i64(value, len, &v)) {
+		if (parse_i64(value, len, &v) || (d->type == VT_INT && (v < INT32_MIN || v > INT32_MAX))) {
 			snprintf(msg, msglen, "Invalid value %s for configuration %s: Not a number of type %s",
 				 shown, d->name, d->type == VT_INT ? "INT" : "LONG");
+			return KERR_INVALID_CONFIG;
+		}
+		if (tc == KAAS_TC_COMPRESSION_GZIP_LEVEL && v == 0) {
+			snprintf(msg, msglen, "Invalid value 0 for configuration %s: Value must be between 1 and 9, "
+				 "or -1 (the default)", d->name);
+			return KERR_INVALID_CONFIG;
+		}
+		if (tc == KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS && v == 0) {
+			snprintf(msg, msglen, "%s=0 is not supported: kaas cannot require record timestamps to "
+				 "equal its clock; use 1 or more", d->name);
 			return KERR_INVALID_CONFIG;
 		}
 		if (v < d->min || v > d->max) {
@@ -181,29 +350,78 @@ int16_t kt_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t
 		}
 		snprintf(canon, canonlen, "%" PRId64, v);
 		*num = v;
-		return KERR_NONE;
+		goto check_default;
 	}
 	/* Strings: Kafka trims blanks around list and enum values too. */
-	while (len && isspace((unsigned char)*value)) {
-		value++;
-		len--;
-	}
-	while (len && isspace((unsigned char)value[len - 1]))
-		len--;
+	trim(&value, &len);
 	if (d->type == VT_BOOL) {
 		if (len == 4 && strncasecmp(value, "true", 4) == 0) {
 			*num = 1;
 			snprintf(canon, canonlen, "true");
-			return KERR_NONE;
+			goto check_default;
 		}
 		if (len == 5 && strncasecmp(value, "false", 5) == 0) {
 			*num = 0;
 			snprintf(canon, canonlen, "false");
-			return KERR_NONE;
+			goto check_default;
 		}
 		snprintf(msg, msglen, "Invalid value %s for configuration %s: Expected value to be either true or false",
 			 shown, d->name);
 		return KERR_INVALID_CONFIG;
+	}
+	if (d->type == VT_DOUBLE) {
+		char buf[64], *end;
+		if (len == 0 || len >= sizeof(buf))
+			goto bad_double;
+		memcpy(buf, value, len);
+		buf[len] = '\0';
+		errno = 0;
+		double x = strtod(buf, &end);
+		if (errno || *end || x != x)
+			goto bad_double;
+		if (x < (double)d->min || x > (double)d->max) {
+			snprintf(msg, msglen, "Invalid value %s for configuration %s: Value must be between %" PRId64
+				 " and %" PRId64, shown, d->name, d->min, d->max);
+			return KERR_INVALID_CONFIG;
+		}
+		/* Java's Double.toString for the usual ratios: "0.5", "1.0". */
+		snprintf(canon, canonlen, "%.17g", x);
+		for (int prec = 1; prec <= 17; prec++) {
+			snprintf(canon, canonlen, "%.*g", prec, x);
+			if (strtod(canon, NULL) == x)
+				break;
+		}
+		if (!strpbrk(canon, ".e"))
+			strncat(canon, ".0", canonlen - strlen(canon) - 1);
+		return KERR_NONE;
+bad_double:
+		snprintf(msg, msglen, "Invalid value %s for configuration %s: Not a number of type DOUBLE", shown,
+			 d->name);
+		return KERR_INVALID_CONFIG;
+	}
+	if (d->type == VT_VERSION) {
+		if (!version_ok(value, len) || len >= canonlen) {
+			snprintf(msg, msglen, "Invalid value %s for configuration %s: not a Kafka version "
+				 "(e.g. 2.8 or 3.0-IV1)", shown, d->name);
+			return KERR_INVALID_CONFIG;
+		}
+		memcpy(canon, value, len);
+		canon[len] = '\0';
+		return KERR_NONE;
+	}
+	if (d->type == VT_REPLICAS) {
+		int rc = replicas_canon(value, len, canon, canonlen);
+		if (rc == -E2BIG) {
+			snprintf(msg, msglen, "Invalid value for configuration %s: longer than %zu bytes", d->name,
+				 canonlen - 1);
+			return KERR_INVALID_CONFIG;
+		}
+		if (rc) {
+			snprintf(msg, msglen, "Invalid value %s for configuration %s: must be the literal '*' or a "
+				 "list of replicas in the format [PartitionId]:[BrokerId],...", shown, d->name);
+			return KERR_INVALID_CONFIG;
+		}
+		return KERR_NONE;
 	}
 	for (int i = 0; d->enums[i]; i++) {
 		if (strlen(d->enums[i]) == len && memcmp(d->enums[i], value, len) == 0) {
@@ -214,7 +432,7 @@ int16_t kt_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t
 	}
 	if (tc == KAAS_TC_CLEANUP_POLICY) {
 		if (memmem(value, len, "compact", 7))
-			snprintf(msg, msglen, "cleanup.policy=%s is not supported: kaas does not compact logs; "
+			snprintf(msg, msglen, "cleanup.policy=%s is not supported: kaas does not compact logs yet; "
 				 "only cleanup.policy=delete is available", shown);
 		else
 			snprintf(msg, msglen, "Invalid value %s for configuration cleanup.policy: "
@@ -222,13 +440,28 @@ int16_t kt_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t
 		return KERR_INVALID_CONFIG;
 	}
 	if (tc == KAAS_TC_COMPRESSION_TYPE) {
-		snprintf(msg, msglen, "compression.type=%s is not supported: kaas stores record batches as the "
-			 "producer compressed them; only compression.type=producer is available", shown);
+		static const char *const kafka_codecs[] = {"uncompressed", "zstd", "lz4", "snappy", "gzip", NULL};
+		for (int i = 0; kafka_codecs[i]; i++)
+			if (strlen(kafka_codecs[i]) == len && strncasecmp(kafka_codecs[i], value, len) == 0) {
+				snprintf(msg, msglen, "compression.type=%s is not supported: kaas stores record "
+					 "batches as the producer compressed them and does not recompress them yet; "
+					 "only compression.type=producer is available", shown);
+				return KERR_INVALID_CONFIG;
+			}
+		snprintf(msg, msglen, "Invalid value %s for configuration compression.type: String must be one "
+			 "of: uncompressed, zstd, lz4, snappy, gzip, producer", shown);
 		return KERR_INVALID_CONFIG;
 	}
 	snprintf(msg, msglen, "Invalid value %s for configuration %s: String must be one of: CreateTime, "
 		 "LogAppendTime", shown, d->name);
 	return KERR_INVALID_CONFIG;
+check_default:
+	if (d->kind == VK_DEFAULT_ONLY && strcmp(canon, d->kafka_default) != 0) {
+		snprintf(msg, msglen, "%s=%s is not supported: %s; only %s=%s is available", d->name, shown,
+			 d->why, d->name, d->kafka_default);
+		return KERR_INVALID_CONFIG;
+	}
+	return KERR_NONE;
 }
 
 int16_t kt_topic_configs_check(const kt_config_kv *kv, size_t n, char *msg, size_t msglen)
@@ -252,7 +485,7 @@ int16_t kt_tcfg_set_from_kv(kt_tcfg_set *s, const kt_config_kv *kv, size_t n, ch
 			err = KERR_INVALID_CONFIG;
 			goto out;
 		}
-		if (t.set & (1u << tc)) {
+		if (t.set & (1ull << tc)) {
 			snprintf(msg, msglen, "Config %s is given more than once", shown);
 			err = KERR_INVALID_CONFIG;
 			goto out;
@@ -262,7 +495,7 @@ int16_t kt_tcfg_set_from_kv(kt_tcfg_set *s, const kt_config_kv *kv, size_t n, ch
 			err = KERR_INVALID_CONFIG;
 			goto out;
 		}
-		char canon[64];
+		char canon[KT_TCFG_VALUE_MAX];
 		int64_t num;
 		err = kt_tcfg_parse(tc, kv[i].value.s, (size_t)kv[i].value.len, canon, sizeof(canon), &num, msg,
 				      msglen);
@@ -274,7 +507,16 @@ int16_t kt_tcfg_set_from_kv(kt_tcfg_set *s, const kt_config_kv *kv, size_t n, ch
 			goto out;
 		}
 		t.num[tc] = num;
-		t.set |= 1u << tc;
+		t.set |= 1ull << tc;
+	}
+	int64_t minlag = (t.set & (1ull << KAAS_TC_MIN_COMPACTION_LAG_MS)) ? t.num[KAAS_TC_MIN_COMPACTION_LAG_MS] : 0;
+	int64_t maxlag = (t.set & (1ull << KAAS_TC_MAX_COMPACTION_LAG_MS)) ? t.num[KAAS_TC_MAX_COMPACTION_LAG_MS]
+									    : INT64_MAX;
+	if (minlag > maxlag) {
+		snprintf(msg, msglen, "conflict topic config setting min.compaction.lag.ms (%" PRId64
+			 ") > max.compaction.lag.ms (%" PRId64 ")", minlag, maxlag);
+		err = KERR_INVALID_CONFIG;
+		goto out;
 	}
 	kt_tcfg_set_free(s);
 	*s = t;
@@ -290,7 +532,7 @@ json_t *kt_tcfg_set_to_json(const kt_tcfg_set *s)
 	if (!o)
 		return NULL;
 	for (int i = 0; i < KAAS_TC_COUNT; i++) {
-		if (!(s->set & (1u << i)))
+		if (!(s->set & (1ull << i)))
 			continue;
 		if (json_object_set_new(o, defs[i].name, json_string(s->val[i]))) {
 			json_decref(o);
@@ -310,7 +552,7 @@ int kt_tcfg_set_from_json(kt_tcfg_set *s, json_t *obj, const char *topic)
 	json_object_foreach(obj, key, v)
 	{
 		int tc = kt_tcfg_index(key, strlen(key));
-		char canon[64], msg[256];
+		char canon[KT_TCFG_VALUE_MAX], msg[256];
 		int64_t num;
 		if (tc < 0 || !json_is_string(v)) {
 			KLOG_WARN("topics", "topic %s: ignoring config %s in the registry file (unknown here)", topic, key);
@@ -327,7 +569,7 @@ int kt_tcfg_set_from_json(kt_tcfg_set *s, json_t *obj, const char *topic)
 			return -ENOMEM;
 		}
 		t.num[tc] = num;
-		t.set |= 1u << tc;
+		t.set |= 1ull << tc;
 	}
 	kt_tcfg_set_free(s);
 	*s = t;
@@ -337,20 +579,24 @@ int kt_tcfg_set_from_json(kt_tcfg_set *s, json_t *obj, const char *topic)
 void kt_tcfg_apply(const kt_tcfg_set *s, const ks_log_config *defaults, ks_log_config *out)
 {
 	*out = *defaults;
-	if (s->set & (1u << KAAS_TC_SEGMENT_BYTES))
+	if (s->set & (1ull << KAAS_TC_SEGMENT_BYTES))
 		out->segment_bytes = s->num[KAAS_TC_SEGMENT_BYTES];
-	if (s->set & (1u << KAAS_TC_SEGMENT_MS))
+	if (s->set & (1ull << KAAS_TC_SEGMENT_MS))
 		out->segment_ms = s->num[KAAS_TC_SEGMENT_MS];
-	if (s->set & (1u << KAAS_TC_RETENTION_MS))
+	if (s->set & (1ull << KAAS_TC_RETENTION_MS))
 		out->retention_ms = s->num[KAAS_TC_RETENTION_MS];
-	if (s->set & (1u << KAAS_TC_RETENTION_BYTES))
+	if (s->set & (1ull << KAAS_TC_RETENTION_BYTES))
 		out->retention_bytes = s->num[KAAS_TC_RETENTION_BYTES];
-	if (s->set & (1u << KAAS_TC_MAX_MESSAGE_BYTES))
+	if (s->set & (1ull << KAAS_TC_MAX_MESSAGE_BYTES))
 		out->max_message_bytes = (int32_t)s->num[KAAS_TC_MAX_MESSAGE_BYTES];
-	if (s->set & (1u << KAAS_TC_INDEX_INTERVAL_BYTES))
+	if (s->set & (1ull << KAAS_TC_INDEX_INTERVAL_BYTES))
 		out->index_interval_bytes = (int32_t)s->num[KAAS_TC_INDEX_INTERVAL_BYTES];
-	if (s->set & (1u << KAAS_TC_MESSAGE_TIMESTAMP_TYPE))
+	if (s->set & (1ull << KAAS_TC_MESSAGE_TIMESTAMP_TYPE))
 		out->timestamp_type = (int32_t)s->num[KAAS_TC_MESSAGE_TIMESTAMP_TYPE];
+	if (s->set & (1ull << KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS)) {
+		int64_t v = s->num[KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS];
+		out->timestamp_difference_max_ms = v == INT64_MAX ? -1 : v; /* Kafka's default: no bound */
+	}
 }
 
 /* The broker-level value of a config as a string, and whether it differs
@@ -371,6 +617,11 @@ static void broker_value(int tc, const ks_log_config *b, char *dst, size_t len, 
 		snprintf(dst, len, "%s", b->timestamp_type == 1 ? "LogAppendTime" : "CreateTime");
 		*is_static = b->timestamp_type != k.timestamp_type;
 		return;
+	case KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS:
+		/* <= 0 in the storage engine's config is "no bound", Kafka's default. */
+		bv = b->timestamp_difference_max_ms > 0 ? b->timestamp_difference_max_ms : INT64_MAX;
+		kv = INT64_MAX;
+		break;
 	default:
 		/* Not a broker setting in kaas: Kafka's default, always. */
 		snprintf(dst, len, "%s", defs[tc].kafka_default);
@@ -443,14 +694,15 @@ int kt_tcfg_describe(const kt_tcfg_set *s, const ks_log_config *defaults, kt_con
 		int is_static;
 		broker_value(i, defaults, bval, sizeof(bval), &is_static);
 		int8_t bsrc = is_static ? KAAS_CFG_SRC_STATIC_BROKER : KAAS_CFG_SRC_DEFAULT;
-		int set = (s->set & (1u << i)) != 0;
+		int set = (s->set & (1ull << i)) != 0;
 		kt_config_entry *e = kt_config_list_add(out, defs[i].name, set ? s->val[i] : bval,
 							    set ? KAAS_CFG_SRC_TOPIC : bsrc, 0);
 		if (!e)
 			break;
 		if (set)
 			add_syn(out, e, defs[i].name, s->val[i], KAAS_CFG_SRC_TOPIC);
-		add_syn(out, e, defs[i].broker, bval, bsrc);
+		if (defs[i].broker)
+			add_syn(out, e, defs[i].broker, bval, bsrc);
 	}
 	return out->oom ? -ENOMEM : 0;
 }

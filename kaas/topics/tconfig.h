@@ -12,7 +12,7 @@
 
 /* The configs set on one topic (overrides of the broker defaults). */
 typedef struct kt_tcfg_set {
-	uint32_t set;                  /* bit (1u << KAAS_TC_*) */
+	uint64_t set;                  /* bit (1ull << KAAS_TC_*) */
 	char *val[KAAS_TC_COUNT];      /* canonical string of each set key (malloc'd) */
 	int64_t num[KAAS_TC_COUNT];    /* parsed: numbers, enums as indexes, booleans 0/1 */
 } kt_tcfg_set;
@@ -25,8 +25,11 @@ int kt_tcfg_set_copy(kt_tcfg_set *dst, const kt_tcfg_set *src);
 /* Index of a config name, or -1. */
 int kt_tcfg_index(const char *name, size_t len);
 
+/* The longest canonical value (a throttled-replica list can be long). */
+#define KT_TCFG_VALUE_MAX 1024
+
 /* Parses one value for config `tc`: canonical string into canon (>= 64
- * bytes) and its number.  KERR_NONE or KERR_INVALID_CONFIG with a message. */
+ * bytes; KT_TCFG_VALUE_MAX for every value to fit) and its number.  KERR_NONE or KERR_INVALID_CONFIG with a message. */
 int16_t kt_tcfg_parse(int tc, const char *value, size_t len, char *canon, size_t canonlen,
 			int64_t *num, char *msg, size_t msglen);
 

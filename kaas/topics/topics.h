@@ -50,20 +50,49 @@ typedef struct kt_topics kt_topics;
 int16_t kt_topic_name_check(const char *name, int32_t len, char *msg, size_t msglen);
 
 /* ---- topic configs -------------------------------------------------------------
- * The topic-level settings kaas knows.  Values are Kafka's strings; every
- * other name is INVALID_CONFIG ("Unknown topic config name"), as in Kafka. */
+ * Every topic-level setting Kafka 3.x accepts (docs/topics.md lists what
+ * each does here).  Values are Kafka's strings; every other name is
+ * INVALID_CONFIG ("Unknown topic config name"), as in Kafka.  Three kinds:
+ * honoured; accepted with no effect (they mean nothing on one shared
+ * volume, or only with a feature that is off); and accepted only at the
+ * value kaas can honour, refused otherwise with a message saying why. */
 enum kt_tcfg {
-	KAAS_TC_CLEANUP_POLICY = 0,      /* delete (compact is refused: no compaction) */
+	KAAS_TC_CLEANUP_POLICY = 0,      /* delete (compact is refused: no compaction yet) */
+	KAAS_TC_COMPRESSION_GZIP_LEVEL,  /* no effect: the broker never compresses */
+	KAAS_TC_COMPRESSION_LZ4_LEVEL,   /* no effect */
 	KAAS_TC_COMPRESSION_TYPE,        /* producer (batches are stored as produced) */
+	KAAS_TC_COMPRESSION_ZSTD_LEVEL,  /* no effect */
+	KAAS_TC_DELETE_RETENTION_MS,     /* no effect: compaction only */
+	KAAS_TC_FILE_DELETE_DELAY_MS,    /* no effect */
+	KAAS_TC_FLUSH_MESSAGES,          /* no effect: acks wait for the volume */
+	KAAS_TC_FLUSH_MS,                /* no effect */
+	KAAS_TC_FOLLOWER_REPLICATION_THROTTLED_REPLICAS, /* no effect: no replication */
 	KAAS_TC_INDEX_INTERVAL_BYTES,
+	KAAS_TC_LEADER_REPLICATION_THROTTLED_REPLICAS,   /* no effect */
+	KAAS_TC_LOCAL_RETENTION_BYTES,   /* no effect: no tiered storage */
+	KAAS_TC_LOCAL_RETENTION_MS,      /* no effect */
+	KAAS_TC_MAX_COMPACTION_LAG_MS,   /* no effect: compaction only */
 	KAAS_TC_MAX_MESSAGE_BYTES,
+	KAAS_TC_MESSAGE_DOWNCONVERSION_ENABLE, /* no effect: nothing is down-converted */
+	KAAS_TC_MESSAGE_FORMAT_VERSION,  /* no effect (ignored by Kafka 3.x too) */
+	KAAS_TC_MESSAGE_TIMESTAMP_AFTER_MAX_MS,  /* only the default (no bound) */
+	KAAS_TC_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, /* only the default (no bound) */
+	KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS,
 	KAAS_TC_MESSAGE_TIMESTAMP_TYPE,  /* CreateTime | LogAppendTime */
-	KAAS_TC_MIN_INSYNC_REPLICAS,     /* accepted, no effect (one copy on the volume) */
+	KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO, /* no effect: compaction only */
+	KAAS_TC_MIN_COMPACTION_LAG_MS,   /* no effect: compaction only */
+	KAAS_TC_MIN_INSYNC_REPLICAS,     /* no effect (one copy on the volume) */
+	KAAS_TC_PREALLOCATE,             /* no effect */
+	KAAS_TC_REMOTE_LOG_COPY_DISABLE, /* no effect: no tiered storage */
+	KAAS_TC_REMOTE_LOG_DELETE_ON_DISABLE, /* no effect */
+	KAAS_TC_REMOTE_STORAGE_ENABLE,   /* false (true is refused: no tiered storage) */
 	KAAS_TC_RETENTION_BYTES,
 	KAAS_TC_RETENTION_MS,
 	KAAS_TC_SEGMENT_BYTES,
+	KAAS_TC_SEGMENT_INDEX_BYTES,     /* no effect: index files are sized by kaas */
+	KAAS_TC_SEGMENT_JITTER_MS,       /* no effect: segments roll at segment.ms */
 	KAAS_TC_SEGMENT_MS,
-	KAAS_TC_UNCLEAN_LEADER_ELECTION_ENABLE, /* accepted, no effect */
+	KAAS_TC_UNCLEAN_LEADER_ELECTION_ENABLE, /* no effect */
 	KAAS_TC_COUNT
 };
 
@@ -92,7 +121,7 @@ typedef struct kt_topic_info {
 	int16_t replication_factor;     /* always 1: the volume is the only copy */
 	int64_t created_ms;             /* wall clock of the creating broker */
 	ks_log_config cfg;            /* effective: broker defaults + topic overrides */
-	uint32_t overrides;             /* bit (1u << KAAS_TC_*) per config set on the topic */
+	uint64_t overrides;             /* bit (1ull << KAAS_TC_*) per config set on the topic */
 } kt_topic_info;
 
 /* ---- the broker's side -------------------------------------------------------------

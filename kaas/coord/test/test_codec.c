@@ -24,17 +24,31 @@ START_TEST(find_coordinator_bytes)
 	static const uint8_t v0[] = {0, 0, 0, 0, 0, 7, 0, 8, 'b', 'r', 'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
 	expect_bytes(&r, v0, sizeof(v0));
 	th_resp_free(&r);
-	/* v1, v2: key, key_type; groups and transactions both come here */
+	/* v1, v2: key, key_type; groups come here, transactions are refused
+	 * with a fatal error and the reason */
 	for (int16_t v = 1; v <= 2; v++) {
-		for (int8_t kt = 0; kt <= 1; kt++) {
-			kw_wr_str(&w, 0, "g");
-			kw_wr_i8(&w, kt);
-			ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
-			static const uint8_t v1[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 7, 0, 8, 'b', 'r',
-						     'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
-			expect_bytes(&r, v1, sizeof(v1));
-			th_resp_free(&r);
-		}
+		kw_wr_str(&w, 0, "g");
+		kw_wr_i8(&w, 0);
+		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
+		static const uint8_t v1[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 7, 0, 8, 'b', 'r',
+					     'o', 'k', 'e', 'r', '-', 'a', 0, 0, 0x4a, 0x94};
+		expect_bytes(&r, v1, sizeof(v1));
+		th_resp_free(&r);
+		kw_wr_str(&w, 0, "tx");
+		kw_wr_i8(&w, 1);
+		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
+		tr tx;
+		tr_init(&tx, &r, 0);
+		ck_assert_int_eq(tr_i32(&tx), 0);
+		ck_assert_int_eq(tr_i16(&tx), KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+		kw_str why = tr_str(&tx);
+		ck_assert_msg(why.len > 0 && memmem(why.s, (size_t)why.len, "not supported", 13),
+			      "the refusal says why");
+		ck_assert_int_eq(tr_i32(&tx), -1);
+		ck_assert_int_eq(tr_str(&tx).len, 0);
+		ck_assert_int_eq(tr_i32(&tx), -1);
+		tr_end(&tx);
+		th_resp_free(&r);
 		kw_wr_str(&w, 0, "g");
 		kw_wr_i8(&w, 2);
 		ck_assert_int_eq(th_call(&t, KAAS_API_FIND_COORDINATOR, v, &w, &r), KAAS_HANDLED);
@@ -86,7 +100,7 @@ START_TEST(init_producer_id_bytes)
 	static const uint8_t req3[] = {0x02, 't', 0, 0, 0xea, 0x60, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
 	kw_wr_raw(&w, req3, sizeof(req3));
 	ck_assert_int_eq(th_call(&t, KAAS_API_INIT_PRODUCER_ID, 3, &w, &r), KAAS_HANDLED);
-	static const uint8_t resp3[] = {0, 0, 0, 0, 0, 42, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
+	static const uint8_t resp3[] = {0, 0, 0, 0, 0, 53, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00};
 	expect_bytes(&r, resp3, sizeof(resp3));
 	th_resp_free(&r);
 	th_close(&t);
@@ -179,6 +193,8 @@ START_TEST(describe_groups_layouts)
 }
 END_TEST
 
+static void no_answer(void *ctx, kw_wr *resp);
+
 START_TEST(list_groups_layouts)
 {
 	th t;
@@ -210,6 +226,68 @@ START_TEST(list_groups_layouts)
 		tr_end(&rr);
 		th_resp_free(&r);
 	}
+	/* v3 (flexible) and v4 with StatesFilter: each group with its state;
+	 * a filter keeps the groups in those states (any case). */
+	static const struct {
+		int16_t v;
+		int nstates;
+		const char *states[2];
+		int want; /* bit 1: dg (Stable), bit 2: offsets-only (Empty) */
+	} lg[] = {
+		{3, -1, {NULL}, 3},          {4, 0, {NULL}, 3},
+		{4, 1, {"Stable"}, 1},       {4, 1, {"empty"}, 2},
+		{4, 2, {"Dead", "PreparingRebalance"}, 0},
+		{4, 2, {"CompletingRebalance", "Empty"}, 2},
+	};
+	for (size_t k = 0; k < sizeof(lg) / sizeof(lg[0]); k++) {
+		kw_wr w = KAAS_WR_INIT;
+		th_resp r = {0};
+		if (lg[k].v >= 4) {
+			kw_wr_array(&w, 1, lg[k].nstates);
+			for (int i = 0; i < lg[k].nstates; i++)
+				kw_wr_str(&w, 1, lg[k].states[i]);
+		}
+		kw_wr_tags(&w, 1);
+		ck_assert_int_eq(th_call(&t, KAAS_API_LIST_GROUPS, lg[k].v, &w, &r), KAAS_HANDLED);
+		tr rr;
+		tr_init(&rr, &r, 1);
+		ck_assert_int_eq(tr_i32(&rr), 0);
+		ck_assert_int_eq(tr_i16(&rr), 0);
+		int32_t n = tr_arr(&rr), found = 0;
+		for (int32_t i = 0; i < n; i++) {
+			kw_str id = tr_str(&rr), pt = tr_str(&rr);
+			kw_str st = {NULL, -1};
+			if (lg[k].v >= 4)
+				st = tr_str(&rr);
+			tr_tags(&rr);
+			if (tr_streq(id, "dg")) {
+				ck_assert_kstr(pt, "consumer");
+				if (lg[k].v >= 4)
+					ck_assert_kstr(st, "Stable");
+				found |= 1;
+			} else if (tr_streq(id, "offsets-only")) {
+				if (lg[k].v >= 4)
+					ck_assert_kstr(st, "Empty");
+				found |= 2;
+			}
+		}
+		ck_assert_msg(found == lg[k].want && n == __builtin_popcount((unsigned)lg[k].want),
+			      "ListGroups v%d case %zu: found %d of %d", lg[k].v, k, found, n);
+		tr_tags(&rr);
+		tr_end(&rr);
+		th_resp_free(&r);
+	}
+	/* A StatesFilter cut short is a malformed request. */
+	kw_wr w = KAAS_WR_INIT;
+	kw_wr_array(&w, 1, 3);
+	kw_wr_str(&w, 1, "Stable");
+	kg_coord_call call = {KAAS_API_LIST_GROUPS, 4, 1, {"cli", 3}, "/127.0.0.1", no_answer, NULL};
+	kw_rd rd;
+	kw_wr resp = KAAS_WR_INIT;
+	kw_rd_init(&rd, w.buf, w.len);
+	ck_assert_int_eq(kg_coord_handle(t.c, &call, &rd, &resp), -EBADMSG);
+	kw_wr_free(&resp);
+	kw_wr_free(&w);
 	th_close(&t);
 }
 END_TEST

@@ -544,6 +544,97 @@ START_TEST(static_membership)
 }
 END_TEST
 
+/* KIP-345: a static member that restarts (a JoinGroup with an empty member
+ * id and its group.instance.id) into a Stable group gets the generation
+ * and assignment it had, once its new id is on the volume, and the others
+ * see no rebalance; its old id is fenced.  Changed protocols rebalance. */
+START_TEST(static_rejoin_keeps_assignment)
+{
+	th t;
+	th_open(&t);
+	mjoin a, b, b2, a2, b3;
+	jg_resp jr;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	memset(&b2, 0, sizeof(b2));
+	memset(&a2, 0, sizeof(a2));
+	memset(&b3, 0, sizeof(b3));
+	ck_assert_int_eq(join_as(&t, &a, 5, "", "inst-a", PROTOS), KAAS_DEFERRED);
+	ck_assert_int_eq(join_as(&t, &b, 5, "", "inst-b", PROTOS), KAAS_DEFERRED);
+	kg_coord_tick(t.c);
+	jg_parse(&a.r, 5, &jr);
+	ck_assert_int_eq(jr.err, 0);
+	snprintf(a.id, sizeof(a.id), "%s", jr.member);
+	ck_assert_str_eq(jr.leader, a.id);
+	jg_parse(&b.r, 5, &jr);
+	snprintf(b.id, sizeof(b.id), "%s", jr.member);
+	ck_assert_int_eq(jr.gen, 1);
+	th_resp bs = {0}, as_ = {0};
+	ck_assert_int_eq(sync_as(&t, 3, b.id, 1, 0, NULL, NULL, &bs), KAAS_DEFERRED);
+	const char *ids[] = {a.id, b.id}, *asg[] = {"PA", "PB"};
+	sync_leader(&t, 3, a.id, 1, 2, ids, asg, &as_);
+	ck_assert_int_eq(sg_parse(&bs, 3, NULL, 0), 0);
+	th_resp_free(&bs);
+	th_resp_free(&as_);
+
+	/* b restarts: its join waits for the write of its new id... */
+	ck_assert_int_eq(join_as(&t, &b2, 5, "", "inst-b", PROTOS), KAAS_DEFERRED);
+	ck_assert_int_eq(b2.r.got, 0);
+	/* ... while a heartbeats on in generation 1, undisturbed. */
+	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, "inst-a"), KERR_NONE);
+	kg_coord_flush(t.c);
+	ck_assert_int_eq(b2.r.got, 1);
+	jg_parse(&b2.r, 5, &jr);
+	ck_assert_int_eq(jr.err, 0);
+	ck_assert_int_eq(jr.gen, 1);
+	ck_assert_str_ne(jr.member, b.id);
+	ck_assert_str_eq(jr.leader, a.id);
+	ck_assert_int_eq(jr.nmembers, 0);
+	snprintf(b2.id, sizeof(b2.id), "%s", jr.member);
+	char got[64];
+	th_resp r = {0};
+	ck_assert_int_eq(sync_as(&t, 3, b2.id, 1, 0, NULL, NULL, &r), KAAS_HANDLED);
+	ck_assert_int_eq(sg_parse(&r, 3, got, sizeof(got)), 0);
+	ck_assert_str_eq(got, "PB");
+	th_resp_free(&r);
+	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b.id, "inst-b"), KERR_FENCED_INSTANCE_ID);
+	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b2.id, "inst-b"), KERR_NONE);
+	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a.id, "inst-a"), KERR_NONE);
+	char state[32];
+	int32_t n;
+	describe(&t, 4, G, state, &n, NULL);
+	ck_assert_str_eq(state, "Stable");
+	ck_assert_int_eq(n, 2);
+
+	/* The leader restarts: answered with the old leader id, so it does
+	 * not compute an assignment nobody would get; it keeps "PA". */
+	ck_assert_int_eq(join_as(&t, &a2, 5, "", "inst-a", PROTOS), KAAS_DEFERRED);
+	kg_coord_flush(t.c);
+	jg_parse(&a2.r, 5, &jr);
+	ck_assert_int_eq(jr.err, 0);
+	ck_assert_int_eq(jr.gen, 1);
+	ck_assert_str_eq(jr.leader, a.id);
+	ck_assert_str_ne(jr.member, a.id);
+	ck_assert_int_eq(jr.nmembers, 0);
+	snprintf(a2.id, sizeof(a2.id), "%s", jr.member);
+	ck_assert_int_eq(sync_as(&t, 3, a2.id, 1, 0, NULL, NULL, &r), KAAS_HANDLED);
+	ck_assert_int_eq(sg_parse(&r, 3, got, sizeof(got)), 0);
+	ck_assert_str_eq(got, "PA");
+	th_resp_free(&r);
+	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, b2.id, "inst-b"), KERR_NONE);
+
+	/* A restart with other protocols does rebalance. */
+	ck_assert_int_eq(join_as(&t, &b3, 5, "", "inst-b", "range=OTHER"), KAAS_DEFERRED);
+	ck_assert_int_eq(th_heartbeat(&t, 3, G, 1, a2.id, "inst-a"), KERR_REBALANCE_IN_PROGRESS);
+	th_resp_free(&a.r);
+	th_resp_free(&b.r);
+	th_resp_free(&a2.r);
+	th_resp_free(&b2.r);
+	th_close(&t); /* answers b3's parked join */
+	th_resp_free(&b3.r);
+}
+END_TEST
+
 /* Shutting down answers every parked request (NOT_COORDINATOR: clients
  * look for the coordinator again). */
 START_TEST(parked_requests_always_answered)
@@ -634,6 +725,7 @@ int main(void)
 				     protocol_selection,
 				     initial_delay_waits_for_more_members,
 				     static_membership,
+				     static_rejoin_keeps_assignment,
 				     parked_requests_always_answered,
 				     retried_join_answers_first,
 				     drain_answers_parked_and_parks_nothing));

@@ -180,10 +180,10 @@ START_TEST(epoch_bump_and_errors)
 	b = init_pid(t.c, 3, NULL, a.pid, -1);
 	ck_assert_int_eq(b.err, KERR_INVALID_REQUEST);
 	ck_assert_int_eq(b.pid, -1);
-	/* Transactions are not there yet: a clear, non-retriable refusal. */
+	/* Transactions are not there yet: a refusal every client treats as fatal. */
 	for (int16_t v = 0; v <= 4; v++) {
 		b = init_pid(t.c, v, "txn-1", -1, -1);
-		ck_assert_int_eq(b.err, KERR_INVALID_REQUEST);
+		ck_assert_int_eq(b.err, KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
 		ck_assert_int_eq(b.pid, -1);
 		ck_assert_int_eq(b.epoch, -1);
 	}

@@ -147,8 +147,142 @@ static const struct cfg_case {
 	{"cleanup.policy", "compact", KERR_INVALID_CONFIG, "compact"},
 	{"cleanup.policy", "compact,delete", KERR_INVALID_CONFIG, NULL},
 	{"cleanup.policy", "purge", KERR_INVALID_CONFIG, NULL},
-	{"compression.type", "gzip", KERR_INVALID_CONFIG, NULL},
+	{"compression.type", "gzip", KERR_INVALID_CONFIG, "does not recompress"},
+	{"compression.type", "zstd", KERR_INVALID_CONFIG, "only compression.type=producer"},
+	{"compression.type", "uncompressed", KERR_INVALID_CONFIG, "does not recompress"},
+	{"compression.type", "brotli", KERR_INVALID_CONFIG, "String must be one of"},
+
+	/* Kafka 3.x keys that mean nothing here: accepted, with Kafka's checks. */
+	{"message.format.version", "2.8", KERR_NONE, NULL},
+	{"message.format.version", "3.0-IV1", KERR_NONE, NULL},
+	{"message.format.version", "0.10.2", KERR_NONE, NULL},
+	{"message.format.version", "latest", KERR_INVALID_CONFIG, "message.format.version"},
+	{"message.format.version", "3.", KERR_INVALID_CONFIG, NULL},
+	{"message.downconversion.enable", "false", KERR_NONE, NULL},
+	{"leader.replication.throttled.replicas", "0:1, 1:2", KERR_NONE, NULL},
+	{"leader.replication.throttled.replicas", "*", KERR_NONE, NULL},
+	{"follower.replication.throttled.replicas", "", KERR_NONE, NULL},
+	{"follower.replication.throttled.replicas", "0-1", KERR_INVALID_CONFIG, "[PartitionId]:[BrokerId]"},
+	{"follower.replication.throttled.replicas", "0:1,", KERR_INVALID_CONFIG, NULL},
+	{"preallocate", "true", KERR_NONE, NULL},
+	{"file.delete.delay.ms", "1000", KERR_NONE, NULL},
+	{"file.delete.delay.ms", "-1", KERR_INVALID_CONFIG, NULL},
+	{"flush.messages", "1", KERR_NONE, NULL},
+	{"flush.messages", "0", KERR_INVALID_CONFIG, NULL},
+	{"flush.ms", "1000", KERR_NONE, NULL},
+	{"segment.index.bytes", "4096", KERR_NONE, NULL},
+	{"segment.index.bytes", "3", KERR_INVALID_CONFIG, NULL},
+	{"segment.jitter.ms", "100", KERR_NONE, NULL},
+	{"delete.retention.ms", "1000", KERR_NONE, NULL},
+	{"min.compaction.lag.ms", "0", KERR_NONE, NULL},
+	{"max.compaction.lag.ms", "0", KERR_INVALID_CONFIG, NULL},
+	{"min.cleanable.dirty.ratio", "0.1", KERR_NONE, NULL},
+	{"min.cleanable.dirty.ratio", "1.5", KERR_INVALID_CONFIG, "between 0 and 1"},
+	{"min.cleanable.dirty.ratio", "half", KERR_INVALID_CONFIG, "DOUBLE"},
+	{"local.retention.ms", "-2", KERR_NONE, NULL},
+	{"local.retention.bytes", "-3", KERR_INVALID_CONFIG, NULL},
+	{"remote.log.copy.disable", "true", KERR_NONE, NULL},
+	{"remote.log.delete.on.disable", "false", KERR_NONE, NULL},
+	{"compression.gzip.level", "9", KERR_NONE, NULL},
+	{"compression.gzip.level", "-1", KERR_NONE, NULL},
+	{"compression.gzip.level", "0", KERR_INVALID_CONFIG, NULL},
+	{"compression.lz4.level", "18", KERR_INVALID_CONFIG, NULL},
+	{"compression.zstd.level", "-7", KERR_NONE, NULL},
+	{"compression.zstd.level", "23", KERR_INVALID_CONFIG, NULL},
+	{"unclean.leader.election.enable", "false", KERR_NONE, NULL},
+
+	/* Honoured: the storage engine's timestamp bound. */
+	{"message.timestamp.difference.max.ms", "3600000", KERR_NONE, NULL},
+	{"message.timestamp.difference.max.ms", "0", KERR_INVALID_CONFIG, "not supported"},
+	{"message.timestamp.difference.max.ms", "-1", KERR_INVALID_CONFIG, NULL},
+
+	/* Only the value kaas can honour, the refusal naming why. */
+	{"remote.storage.enable", "false", KERR_NONE, NULL},
+	{"remote.storage.enable", "true", KERR_INVALID_CONFIG, "no tiered storage"},
+	{"message.timestamp.before.max.ms", "9223372036854775807", KERR_NONE, NULL},
+	{"message.timestamp.before.max.ms", "3600000", KERR_INVALID_CONFIG, "difference.max.ms"},
+	{"message.timestamp.after.max.ms", "3600000", KERR_INVALID_CONFIG, "not supported"},
 };
+
+/* Every topic config of Kafka 3.x's LogConfig (3.9), with a value it accepts. */
+static const char *const kafka3_keys[][2] = {
+	{"cleanup.policy", "delete"}, {"compression.gzip.level", "5"}, {"compression.lz4.level", "9"},
+	{"compression.type", "producer"}, {"compression.zstd.level", "3"},
+	{"delete.retention.ms", "86400000"}, {"file.delete.delay.ms", "60000"},
+	{"flush.messages", "10000"}, {"flush.ms", "1000"},
+	{"follower.replication.throttled.replicas", "0:1"}, {"index.interval.bytes", "4096"},
+	{"leader.replication.throttled.replicas", "*"}, {"local.retention.bytes", "-2"},
+	{"local.retention.ms", "-2"}, {"max.compaction.lag.ms", "9223372036854775807"},
+	{"max.message.bytes", "1048588"}, {"message.downconversion.enable", "true"},
+	{"message.format.version", "3.0-IV1"},
+	{"message.timestamp.after.max.ms", "9223372036854775807"},
+	{"message.timestamp.before.max.ms", "9223372036854775807"},
+	{"message.timestamp.difference.max.ms", "9223372036854775807"},
+	{"message.timestamp.type", "CreateTime"}, {"min.cleanable.dirty.ratio", "0.50"},
+	{"min.compaction.lag.ms", "0"}, {"min.insync.replicas", "2"}, {"preallocate", "false"},
+	{"remote.log.copy.disable", "false"}, {"remote.log.delete.on.disable", "false"},
+	{"remote.storage.enable", "false"}, {"retention.bytes", "-1"}, {"retention.ms", "604800000"},
+	{"segment.bytes", "1073741824"}, {"segment.index.bytes", "10485760"}, {"segment.jitter.ms", "0"},
+	{"segment.ms", "604800000"}, {"unclean.leader.election.enable", "false"},
+};
+
+/* All of them at once: accepted, stored, read back from JSON, described
+ * with the value set (canonical) and source TOPIC; the no-ops change
+ * nothing in the effective log config. */
+START_TEST(config_every_kafka3_key)
+{
+	enum { N = sizeof(kafka3_keys) / sizeof(kafka3_keys[0]) };
+	ck_assert_int_eq(N, KAAS_TC_COUNT);
+	kt_config_kv set[N];
+	for (int i = 0; i < N; i++)
+		set[i] = kv(kafka3_keys[i][0], kafka3_keys[i][1]);
+	char msg[256] = "";
+	kt_tcfg_set s = KAAS_TCFG_SET_INIT, back = KAAS_TCFG_SET_INIT;
+	ck_assert_msg(kt_tcfg_set_from_kv(&s, set, N, msg, sizeof(msg)) == KERR_NONE, "%s", msg);
+	ck_assert_uint_eq(s.set, (KAAS_TC_COUNT == 64 ? ~0ull : (1ull << KAAS_TC_COUNT) - 1));
+	json_t *j = kt_tcfg_set_to_json(&s);
+	ck_assert_int_eq(kt_tcfg_set_from_json(&back, j, "t"), 0);
+	json_decref(j);
+	ck_assert_uint_eq(back.set, s.set);
+	ck_assert_str_eq(back.val[KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO], "0.5");
+	ck_assert_str_eq(back.val[KAAS_TC_FOLLOWER_REPLICATION_THROTTLED_REPLICAS], "0:1");
+
+	ks_log_config def, eff;
+	kt_tcfg_kafka_defaults(&def);
+	def.timestamp_difference_max_ms = -1;
+	kt_tcfg_apply(&back, &def, &eff);
+	ck_assert_int_eq(eff.timestamp_difference_max_ms, -1); /* Long.MAX: no bound */
+	ck_assert_int_eq(eff.segment_bytes, def.segment_bytes);
+
+	kt_config_list l = KAAS_CONFIG_LIST_INIT;
+	ck_assert_int_eq(kt_tcfg_describe(&back, &def, &l), 0);
+	ck_assert_uint_eq(l.n, KAAS_TC_COUNT);
+	for (size_t i = 0; i < l.n; i++) {
+		ck_assert_int_eq(l.v[i].source, KAAS_CFG_SRC_TOPIC);
+		ck_assert_ptr_nonnull(l.v[i].value);
+		int found = 0;
+		for (int k = 0; k < N; k++)
+			found |= strcmp(kafka3_keys[k][0], l.v[i].name) == 0;
+		ck_assert_msg(found, "%s described but not a Kafka key", l.v[i].name);
+	}
+	kt_config_list_free(&l);
+
+	/* Kafka's cross-check of the compaction lags. */
+	kt_config_kv lag[2] = {kv("min.compaction.lag.ms", "100"), kv("max.compaction.lag.ms", "10")};
+	ck_assert_int_eq(kt_topic_configs_check(lag, 2, msg, sizeof(msg)), KERR_INVALID_CONFIG);
+	ck_assert_ptr_nonnull(strstr(msg, "min.compaction.lag.ms"));
+
+	/* A set difference bound reaches the storage engine. */
+	kt_config_kv ts = kv("message.timestamp.difference.max.ms", "60000");
+	kt_tcfg_set t = KAAS_TCFG_SET_INIT;
+	ck_assert_int_eq(kt_tcfg_set_from_kv(&t, &ts, 1, msg, sizeof(msg)), KERR_NONE);
+	kt_tcfg_apply(&t, &def, &eff);
+	ck_assert_int_eq(eff.timestamp_difference_max_ms, 60000);
+	kt_tcfg_set_free(&t);
+	kt_tcfg_set_free(&s);
+	kt_tcfg_set_free(&back);
+}
+END_TEST
 
 START_TEST(config_validation)
 {
@@ -239,5 +373,6 @@ int main(void)
 				     name_collisions,
 				     topic_ids,
 				     config_validation,
-				     config_apply_and_json_roundtrip));
+				     config_apply_and_json_roundtrip,
+				     config_every_kafka3_key));
 }
