@@ -69,6 +69,7 @@ typedef struct kb_config {
 	                                   topic inherits unless it overrides them */
 	int64_t retention_check_interval_ms; /* log.retention.check.interval.ms (300000) */
 	int64_t trash_retention_ms;   /* kaas.trash.retention.ms (86400000) */
+	int64_t scrub_bytes_per_sec;  /* kaas.log.scrub.bytes.per.sec (4194304; 0: off) */
 
 	/* network server */
 	int64_t socket_request_max_bytes;   /* socket.request.max.bytes (104857600) */

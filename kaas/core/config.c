@@ -63,6 +63,9 @@ const kb_config_key kb_config_keys[] = {
 	 "CreateTime or LogAppendTime"},
 	{"log.retention.check.interval.ms", KCFG_I64, OFF(retention_check_interval_ms), 100,
 	 INT64_MAX, "300000", "how often retention and segment age are checked"},
+	{"kaas.log.scrub.bytes.per.sec", KCFG_I64, OFF(scrub_bytes_per_sec), 0, INT64_MAX, "4194304",
+	 "read rate of the background scrub that verifies the CRC-32C of the led partitions' sealed "
+	 "segments (0: off)"},
 	{"kaas.trash.retention.ms", KCFG_I64, OFF(trash_retention_ms), -1, INT64_MAX, "86400000",
 	 "how long deleted and reclaimed topic directories stay in DATA/~trash-* before they are "
 	 "removed (0: at once, -1: never; `kaas trash empty` removes them earlier)"},
@@ -144,6 +147,7 @@ void kb_config_defaults(kb_config *c)
 	c->log.timestamp_type = 0;
 	c->retention_check_interval_ms = 300000;
 	c->trash_retention_ms = 86400000;
+	c->scrub_bytes_per_sec = 4194304;
 	c->socket_request_max_bytes = 104857600;
 	c->connections_max_idle_ms = 600000;
 	c->num_io_threads = 8;

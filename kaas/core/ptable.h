@@ -65,6 +65,12 @@ typedef struct kb_pref {
 
 int kb_ptable_create(kb_broker *b, kb_ptable **out);
 
+/* Registers the storage engine's damage and scrub counters
+ * (kaas_storage_*) with a metrics registry; kb_ptable_create does it for
+ * b->metrics.  0 or -errno. */
+struct ku_metrics;
+int kb_storage_metrics(struct ku_metrics *m);
+
 /* Start-up: records fresh epochs for every partition of these topics in one
  * assignment.json write, then opens and takes each over.  Per-partition
  * failures are kept (see above); returns -errno only when assignment.json

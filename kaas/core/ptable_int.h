@@ -102,6 +102,9 @@ struct kb_ptable {
 	kb_io_end_fn io_end;
 	void *io_arg;
 	struct kb_leaders *leaders; /* applied leader map (mu) */
+	ks_scrub_rate scrub_rate;   /* the scrub's token bucket (housekeeping only) */
+	int scrub_started;
+	size_t scrub_next;          /* where the next scrub round starts in the leader list */
 
 	/* Descriptors held back (on /dev/null) for relinquishing: writing a
 	 * manifest and a snapshot needs a few, and at the descriptor limit a
@@ -199,5 +202,9 @@ void kb__enqueue_dirty(kb_ptable *t, kb_pentry *e);
 void kb__put_entry(kb_ptable *t, kb_pentry *e);
 void *kb__flusher_main(void *arg);
 void kb__on_durable(void *arg, ks_partition *p, int64_t hw); /* ks_hw_listener */
+
+/* scrub.c: one round of the background scrub over the leaders (each held
+ * by a reference), within the broker-wide byte rate. */
+void kb__scrub_round(kb_ptable *t, kb_pentry **lead, size_t n, int64_t now);
 
 #endif

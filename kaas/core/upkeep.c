@@ -2,7 +2,8 @@
  * upkeep.c — the partition table's periodic work (kb_ptable_housekeep, on a
  * worker every second): noticing partitions poisoned by a failed write,
  * taking failed and poisoned ones over again at a new epoch (within the
- * descriptor limit), and retention and age-based rolls on the leaders.
+ * descriptor limit), the background scrub of the leaders' sealed segments
+ * (scrub.c), and retention and age-based rolls on the leaders.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -113,8 +114,10 @@ void kb_ptable_housekeep(kb_ptable *t)
 			}
 			kb__unlock(&t->mu, KB_MU);
 		}
-		kb__put_entry(t, lead[i]);
 	}
+	kb__scrub_round(t, lead, nl, now);
+	for (size_t i = 0; i < nl; i++)
+		kb__put_entry(t, lead[i]);
 	free(lead);
 
 	if (kb__trylock(&t->ctl, KB_CTL)) {

@@ -322,7 +322,12 @@ int64_t ks_partition_scrub(ks_partition *p, ks_scrub_rate *rate, int64_t now_ms,
 		if (damaged && p->scrub_pos < s->dpos_lo && end > s->dpos_lo)
 			end = s->dpos_lo;
 		if (p->scrub_pos >= end || p->scrub_off >= limit) {
-			p->scrub_base = s->base + 1; /* on to the next segment */
+			/* On to the next segment.  Its base may be exactly s->base + 1
+			 * (a segment of one record): start it at its beginning here,
+			 * since the reset above only runs when the bases differ. */
+			p->scrub_base = s->base + 1;
+			p->scrub_pos = 0;
+			p->scrub_off = s->base + 1;
 			continue;
 		}
 		uint64_t pos = p->scrub_pos, clean;
