@@ -52,6 +52,8 @@
  * connection, the server forgot our NFSv4 client ID after a restart) path
  * operations move to a fresh conn; files stay on the conn they were opened
  * on, as a kernel client's open files stay with their state.
+ * Length: the libnfs backend's vtable, one method after another; the RPC
+ * plumbing, URL parsing and open state are already in files of their own.
  */
 #include "substrates/sub_nfs_int.h"
 

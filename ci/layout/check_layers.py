@@ -8,7 +8,9 @@ and fails when a source, test or header of module M includes a project
 header that belongs neither to M nor to a module M uses (directly or through
 its uses).  Also fails when the USES graph has a cycle, when an include does
 not name its path from the repository root, and when a module's folder is
-missing from the picture in docs/architecture.md.
+missing from the picture in docs/architecture.md, and when a C file is
+longer than 800 lines without saying why: a "Length: <reason>" line in its
+header comment.
 
 Run from the repository root: python3 ci/layout/check_layers.py
 """
@@ -16,6 +18,9 @@ import glob
 import os
 import re
 import sys
+
+LONG_LINES = 800
+
 
 def parse_mk(paths):
     vars_ = {}
@@ -101,6 +106,14 @@ def main():
         for d in dirs:
             if d + '/' not in arch and d not in arch:
                 errors.append('docs/architecture.md does not show %s/ (module %s)' % (d, m))
+    # files that do one thing: a long file says why it is long
+    for f in sorted(set(f for _, f in checked)):
+        if not f.endswith(('.c', '.h')) or not os.path.exists(f):
+            continue
+        lines = open(f).read().splitlines()
+        head = next((n for n, l in enumerate(lines) if '*/' in l), 40) + 1  # the header comment
+        if len(lines) > LONG_LINES and not any(re.search(r'\bLength: \S', l) for l in lines[:head]):
+            errors.append('%s: %d lines, and its header gives no "Length:" reason' % (f, len(lines)))
     for e in sorted(set(errors)):
         print('layers: ' + e)
     if errors:

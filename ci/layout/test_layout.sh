@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ci/layout/test_layout.sh — the layer and naming checks catch what they
 # are for: an include pointing up a layer, an include without its root path,
-# a module folder missing from the architecture picture, a global symbol
-# without its module's prefix.  Each is planted in a scratch copy of the
-# tree (or of the built libraries); the untouched copy must pass.
+# a module folder missing from the architecture picture, a file over 800
+# lines that does not say why, a global symbol without its module's
+# prefix.  Each is planted in a scratch copy of the tree (or of the built
+# libraries); the untouched copy must pass.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh --functions
@@ -34,6 +35,14 @@ grep -q 'docs/architecture.md does not show kaas/coord/' <<<"$out" || fail "not 
 echo "ok: a module folder missing from docs/architecture.md is refused"
 git show HEAD:docs/architecture.md > "$T/docs/architecture.md"
 layers > /dev/null || fail "the restored copy does not pass"
+
+for _ in $(seq 1 850); do echo "/* filler */"; done >> "$T/kaas/storage/read.c"
+out=$(layers) && fail "a file of over 800 lines without a Length: reason passed"
+grep -q 'kaas/storage/read.c: .* lines, and its header gives no "Length:" reason' <<<"$out" || fail "not named: $out"
+sed -i '0,/\*\//s|\*/| * Length: a reason.\n */|' "$T/kaas/storage/read.c"
+layers > /dev/null || fail "a long file with its Length: reason was refused"
+echo "ok: a file over 800 lines must say why in its header"
+cp "$T/read.c.orig" "$T/kaas/storage/read.c"
 
 mkdir -p "$T/libs"
 cp build/san/lib*.a "$T/libs/"

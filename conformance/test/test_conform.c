@@ -3,6 +3,8 @@
  * codes, the per-check judges and the overall aggregation, option parsing,
  * payload and pattern classification, preflight classification, the result
  * store, and the shape of the JSON report and JUnit file.
+ * Length: one program for the checks' judges and reports: the tests share
+ * the synthetic observation builders above them.
  */
 #include <check.h>
 #include <errno.h>

@@ -5,7 +5,8 @@
 # sockets, topics' registry or groups: those modules sit above it.
 MODULES += core
 core_SRCS := kaas/core/config.c kaas/core/req.c kaas/core/ptable.c kaas/core/epoch.c \
-	kaas/core/durable.c kaas/core/upkeep.c kaas/core/scrub.c kaas/core/leaders.c \
+	kaas/core/durable.c kaas/core/upkeep.c kaas/core/scrub.c kaas/core/driven.c \
+	kaas/core/leaders.c \
 	kaas/core/resident.c
 core_USES := storage proto sub util
 core_PREFIX := kb

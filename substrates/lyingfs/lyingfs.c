@@ -47,6 +47,8 @@
  * Kernel attribute and entry caching are off and unlinked-but-open files are
  * really unlinked (hard_remove), so the honest mode is a coherent filesystem
  * that the tool must pass.
+ * Length: a standalone FUSE test program built without the project's
+ * modules, kept in one file so the matrix can build it alone.
  */
 #define FUSE_USE_VERSION 31
 

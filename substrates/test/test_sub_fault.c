@@ -4,6 +4,8 @@
  * rename=hide, excl=broken, excl=eperm, cto=stale, cto=size, leak, option
  * parsing.  What a crash left behind is always checked through a plain posix
  * vfs on the same directory.
+ * Length: one test per fault-backend option, sharing the wrapped posix
+ * volume and its helpers.
  */
 #include <check.h>
 #include <dirent.h>

@@ -12,6 +12,8 @@
  * root (make unit does), where it finds the server scripts and its
  * LeakSanitizer suppressions (elsewhere: KAAS_NFS_SCRIPTS names the scripts'
  * directory, LSAN_OPTIONS=suppressions=... the suppression file).
+ * Length: the libnfs backend against real nfs-ganesha servers started once
+ * for the whole program.
  */
 #include <check.h>
 #include <dirent.h>

@@ -4,7 +4,11 @@
  * expire one session after the load and the rest rebalance, the leader's
  * SyncGroup is answered only once the generation is on the volume, version
  * 1 files still load, and membership sections that are not right are
- * refused (never a crash, never an overwrite). */
+ * refused (never a crash, never an overwrite).
+ *
+ * Length: every way a group file written by another host can be damaged,
+ * against one restore path and its shared fixtures.
+ */
 #include <jansson.h>
 
 #include "kaas/coord/coord_int.h"

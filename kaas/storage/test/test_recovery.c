@@ -6,6 +6,8 @@
  *
  * A crashed leader's directory is made by copying the directory of a live
  * leader (what the volume holds when its host dies), then damaging it.
+ * Length: the take-over recovery cases share one partition-building
+ * fixture; split by area they would each copy it.
  */
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -3,6 +3,8 @@
  * descriptors, take over, append with offset assignment, group commit and
  * the high watermark, read plans, roll, index lookups, relinquish and take
  * over by another instance, batch validation.
+ * Length: the engine's basic contract (append, read, roll, fence,
+ * relinquish) against one set of batch builders.
  */
 #include <pthread.h>
 

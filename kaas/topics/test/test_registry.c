@@ -3,6 +3,8 @@
  * recreate, reclaim and adoption of directories, racing creators, incomplete
  * claims, interrupted deletes, configs and partition growth, and what one
  * registry sees of another's changes.
+ * Length: the registry's life cycle (create, delete, reclaim, re-drive)
+ * shares the hooks and volumes set up here.
  */
 #include <check.h>
 #include <errno.h>

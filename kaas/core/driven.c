@@ -1,0 +1,247 @@
+/*
+ * driven.c — the partition table as the cluster drives it: no self-
+ * assignment (kb_ptable_set_driven), take-over and relinquish of single
+ * partitions at the epochs the assignment names, the list of what is led,
+ * the ack gate and the I/O hooks of the lease and the stall watchdog, and
+ * the applied leader map that Metadata and the not-leader answers read.
+ * The table itself (topics, entries, references) is ptable.c.
+ */
+#include "kaas/core/ptable.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kaas/core/leaders.h"
+#include "kaas/core/ptable_int.h"
+#include "kaas/proto/kerr.h"
+#include "util/clock.h"
+#include "util/grow.h"
+#include "util/log.h"
+
+void kb_ptable_set_driven(kb_ptable *t)
+{
+	kb__lock(&t->ctl, KB_CTL);
+	t->driven = 1;
+	kb__unlock(&t->ctl, KB_CTL);
+}
+
+int32_t kb_ptable_disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
+{
+	return kb__disk_epoch(t, topic, partition);
+}
+
+/* Waits (mu held) until nobody but the flusher queue references e. */
+static void wait_refs(kb_ptable *t, kb_pentry *e)
+{
+	while (e->refs > 0)
+		pthread_cond_wait(&t->refs_cv, &t->mu);
+}
+
+/* Relinquishes an entry that leads (ctl held). */
+static int entry_relinquish(kb_ptable *t, kb_pentry *e)
+{
+	kb__lock(&t->mu, KB_MU);
+	if (e->state == PE_IDLE && !e->p) {
+		kb__unlock(&t->mu, KB_MU);
+		return 0;
+	}
+	int was = e->state;
+	e->state = PE_IDLE; /* no new references from here on */
+	kb__fire_watches(e, 1);
+	kb__unlock(&t->mu, KB_MU);
+	/* A queued flush holds a reference: let the flushers drain it. */
+	kb__lock(&t->mu, KB_MU);
+	wait_refs(t, e);
+	kb__unlock(&t->mu, KB_MU);
+	int r = 0;
+	if (e->p && was == PE_LEADER) {
+		ks_partition_flush(e->p, NULL); /* acks=0/1 data becomes durable first */
+		r = ks_partition_relinquish(e->p);
+	}
+	if (r)
+		KLOG_ERR("ptable", "%s/%d: relinquish: %s", e->topic->name, e->index, sub_strerror(r));
+	ks_partition_close(e->p);
+	kb__lock(&t->mu, KB_MU);
+	e->p = NULL;
+	e->err = 0;
+	kb__fail_waiters(e, KERR_NOT_LEADER_OR_FOLLOWER);
+	kb__unlock(&t->mu, KB_MU);
+	return r;
+}
+
+static kb_pentry *find_entry(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition)
+{
+	/* mu held */
+	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
+	if (!tp || tp->dropping || partition < 0 || partition >= tp->n)
+		return NULL;
+	if (topic_id && *topic_id && tp->has_id && strcmp(tp->topic_id, topic_id) != 0)
+		return NULL; /* another incarnation of the name */
+	return tp->parts[partition];
+}
+
+int kb_ptable_take_over(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition,
+			int32_t epoch, int32_t prev_epoch, int planned)
+{
+	if (epoch <= 0)
+		return -EINVAL;
+	kb__lock(&t->ctl, KB_CTL);
+	int rc = 0;
+	if (t->stopped) {
+		rc = -ESHUTDOWN;
+		goto out;
+	}
+	kb__lock(&t->mu, KB_MU);
+	kb_pentry *e = find_entry(t, topic, topic_id, partition);
+	int state = e ? e->state : 0;
+	int32_t cur = e ? e->epoch : -1, tried = e ? e->tried_epoch : 0;
+	int64_t retry_at = e ? e->retry_at_ms : 0;
+	kb__unlock(&t->mu, KB_MU);
+	if (!e) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (state == PE_LEADER && cur == epoch)
+		goto out; /* already there */
+	if (state == PE_LEADER && cur > epoch) {
+		rc = -ESTALE;
+		goto out;
+	}
+	if (state == PE_FAILED && tried == epoch) {
+		/* Failed or poisoned: re-driven at the assigned epoch (recovery
+		 * keeps what is durable), backing off as entry_take_over says. */
+		if (ku_mono_ms() < retry_at) {
+			rc = -EAGAIN;
+			goto out;
+		}
+		KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d", topic, partition, epoch);
+	}
+	if (state != PE_IDLE) /* a lower epoch, or a failed attempt: let go of it first */
+		entry_relinquish(t, e);
+	int32_t disk = kb__disk_epoch(t, topic, partition);
+	if (epoch < disk || (epoch == disk && tried != epoch)) {
+		KLOG_ERR("ptable", "%s/%d: refusing to take over at epoch %d: the volume already holds epoch %d",
+			 topic, partition, epoch, disk);
+		rc = -ESTALE;
+		goto out;
+	}
+	int64_t keep_delay = e->retry_delay_ms;
+	e->tried_epoch = epoch;
+	e->retry_delay_ms = state == PE_FAILED ? keep_delay : 0;
+	if (planned)
+		KLOG_DEBUG("ptable", "%s/%d: planned hand-off from epoch %d", topic, partition, prev_epoch);
+	kb__entry_take_over(t, e, epoch);
+	kb__lock(&t->mu, KB_MU);
+	rc = e->state == PE_LEADER ? 0 : (e->err ? e->err : -EIO);
+	kb__unlock(&t->mu, KB_MU);
+out:
+	kb__unlock(&t->ctl, KB_CTL);
+	return rc;
+}
+
+int kb_ptable_relinquish(kb_ptable *t, const char *topic, int32_t partition)
+{
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
+	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
+	kb_pentry *e = tp && partition >= 0 && partition < tp->n ? tp->parts[partition] : NULL;
+	kb__unlock(&t->mu, KB_MU);
+	int rc = e ? entry_relinquish(t, e) : 0;
+	kb__unlock(&t->ctl, KB_CTL);
+	return rc;
+}
+
+void kb_ptable_led(kb_ptable *t, kb_led_fn cb, void *arg)
+{
+	kb__lock(&t->mu, KB_MU);
+	for (int b = 0; b < NBUCKETS; b++)
+		for (ptopic *tp = t->buckets[b]; tp; tp = tp->next)
+			for (int32_t i = 0; i < tp->n; i++) {
+				kb_pentry *e = tp->parts[i];
+				if (e->state != PE_IDLE || e->p)
+					cb(arg, tp->name, tp->has_id ? tp->topic_id : NULL, i,
+					   e->state == PE_LEADER ? e->epoch : e->tried_epoch,
+					   e->state == PE_LEADER ? 1 : 2);
+			}
+	kb__unlock(&t->mu, KB_MU);
+}
+
+void kb_ptable_set_ack_gate(kb_ptable *t, kb_gate_fn holds, void *arg)
+{
+	kb__lock(&t->mu, KB_MU);
+	t->gate = holds;
+	t->gate_arg = arg;
+	kb__unlock(&t->mu, KB_MU);
+}
+
+int kb_ptable_ack_ok(kb_ptable *t)
+{
+	kb_gate_fn g = t->gate; /* set once before serving */
+	return !g || g(t->gate_arg);
+}
+
+void kb_ptable_set_io_hooks(kb_ptable *t, kb_io_begin_fn begin, kb_io_end_fn end, void *arg)
+{
+	t->io_begin = begin;
+	t->io_end = end;
+	t->io_arg = arg;
+}
+
+void kb_ptable_apply_leaders(kb_ptable *t, struct kb_leaders *m)
+{
+	kb__lock(&t->mu, KB_MU);
+	kb_leaders *old = t->leaders;
+	t->leaders = m;
+	kb__unlock(&t->mu, KB_MU);
+	kb_leaders_put(old);
+}
+
+struct kb_leaders *kb_ptable_leaders(kb_ptable *t)
+{
+	kb__lock(&t->mu, KB_MU);
+	kb_leaders *m = t->leaders;
+	if (m)
+		kb_leaders_get(m);
+	kb__unlock(&t->mu, KB_MU);
+	return m;
+}
+
+static int topic_led(kb_ptable *t, const char *topic)
+{
+	/* mu held */
+	kb_leaders *m = t->leaders;
+	ptopic *tp = kb__find_topic(t, topic, strlen(topic));
+	if (!m || !tp)
+		return 0;
+	for (int32_t i = 0; i < tp->n; i++) {
+		int32_t leader, epoch;
+		if (kb_leaders_find(m, topic, i, &leader, &epoch) || leader < 0)
+			return 0;
+		if (leader == t->b->id && tp->parts[i]->state == PE_FAILED && tp->parts[i]->tried_epoch == epoch)
+			return tp->parts[i]->err ? tp->parts[i]->err : -EIO; /* ours, and it could not be led */
+		if (leader == t->b->id && (tp->parts[i]->state != PE_LEADER || tp->parts[i]->epoch != epoch))
+			return 0;
+	}
+	return 1;
+}
+
+int kb_ptable_wait_led(kb_ptable *t, const char *topic, int64_t timeout_ms)
+{
+	if (!t->driven)
+		return 0;
+	int64_t deadline = ku_mono_ms() + timeout_ms;
+	for (;;) {
+		kb__lock(&t->mu, KB_MU);
+		int ok = topic_led(t, topic), stop = t->stopped;
+		kb__unlock(&t->mu, KB_MU);
+		if (ok)
+			return ok;
+		if (stop || ku_mono_ms() >= deadline)
+			return 0;
+		usleep(10000);
+	}
+}
