@@ -155,7 +155,13 @@ int32_t kb__disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 				}
 				ep = ep * 10 + (s[k] - '0');
 			}
-			if (ok && s[10] == '-' && ep > best && ep < INT32_MAX)
+			if (ok && s[10] == '-' && ep > KB_EPOCH_PLAUSIBLE) {
+				KLOG_WARN("ptable", "%s/%s: epoch %lld is above any this cluster can have issued "
+						    "(%d); not followed (storage sets the file aside as foreign)",
+					  dir, s, (long long)ep, KB_EPOCH_PLAUSIBLE);
+				continue;
+			}
+			if (ok && s[10] == '-' && ep > best)
 				best = (int32_t)ep;
 		}
 		sub_names_free(names, n);
@@ -167,7 +173,10 @@ int32_t kb__disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 	if (sub_read_file(t->b->data, path, 1 << 20, &buf, &len) == 0) {
 		json_t *doc = json_loadb(buf, len, 0, NULL);
 		json_t *ep = doc ? json_object_get(doc, "epoch") : NULL;
-		if (json_is_integer(ep) && json_integer_value(ep) > best && json_integer_value(ep) < INT32_MAX)
+		if (json_is_integer(ep) && json_integer_value(ep) > KB_EPOCH_PLAUSIBLE)
+			KLOG_WARN("ptable", "%s: epoch %lld is above any this cluster can have issued (%d); "
+					    "not followed", path, (long long)json_integer_value(ep), KB_EPOCH_PLAUSIBLE);
+		else if (json_is_integer(ep) && json_integer_value(ep) > best)
 			best = (int32_t)json_integer_value(ep);
 		json_decref(doc);
 	}

@@ -181,7 +181,13 @@ typedef void (*kb_led_fn)(void *arg, const char *topic, const char *topic_id, in
 void kb_ptable_led(kb_ptable *t, kb_led_fn cb, void *arg);
 
 /* The highest epoch named by the partition's segment files or manifest (0
- * when none): the balancer's floor for partitions an earlier run led. */
+ * when none): the balancer's floor for partitions an earlier run led.  A
+ * number above KB_EPOCH_PLAUSIBLE is not followed (logged by name): an
+ * epoch grows by one per leadership change, so a file claiming more was
+ * written by something else, and following it would leave the partition
+ * too few epochs to ever move again.  Storage sets such a file aside as
+ * foreign when the partition is taken over (docs/storage.md). */
+#define KB_EPOCH_PLAUSIBLE (1 << 30)
 int32_t kb_ptable_disk_epoch(kb_ptable *t, const char *topic, int32_t partition);
 
 /* The ack gate: holds(arg) is asked after the fsync that made a write durable

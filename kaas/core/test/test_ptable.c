@@ -717,6 +717,34 @@ START_TEST(scrub_finds_damage_in_sealed_segments)
 }
 END_TEST
 
+START_TEST(implausible_epochs_on_the_volume_are_not_followed)
+{
+	kb_ptable *t;
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	char dir[600], path[700];
+	snprintf(dir, sizeof(dir), "%s/data/hostile/0", vol.dir);
+	char cmd[800];
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	const char *names[] = {"0000000003-00000000000000000000.log", "2147483646-00000000000000000010.log"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		int fd = open(path, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	/* The real epoch (3) is the floor; the planted one is refused by name. */
+	ck_assert_int_eq(kb_ptable_disk_epoch(t, "hostile", 0), 3);
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"version\":1,\"epoch\":2147483000,\"high_watermark\":0,\"log_start_offset\":0}\n", f);
+	fclose(f);
+	ck_assert_int_eq(kb_ptable_disk_epoch(t, "hostile", 0), 3);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "ptable", .tcase = "ptable", .timeout = 120,
@@ -728,5 +756,6 @@ int main(void)
 				     start_fails_whole_when_an_allocation_fails,
 				     ensure_reports_partitions_that_cannot_be_led,
 				     shutdown_at_the_descriptor_limit_relinquishes,
-				     scrub_finds_damage_in_sealed_segments));
+				     scrub_finds_damage_in_sealed_segments,
+				     implausible_epochs_on_the_volume_are_not_followed));
 }
