@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include "kaas/core/ptable_int.h"
+#include "util/clock.h"
+#include "util/metrics.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
@@ -112,11 +114,17 @@ void kb__on_durable(void *arg, ks_partition *p, int64_t hw)
 
 static void flush_entry(kb_ptable *t, kb_pentry *e)
 {
-	int64_t durable = -1;
+	int64_t durable = -1, before = __atomic_load_n(&e->durable, __ATOMIC_RELAXED);
 	int tok = t->io_begin ? t->io_begin(t->io_arg) : -1;
+	int64_t t0 = ku_mono_ns();
 	int rc = ks_partition_flush(e->p, &durable);
+	ku_histo_observe(t->m_fsync, (double)(ku_mono_ns() - t0) / 1e9);
 	if (t->io_end)
 		t->io_end(t->io_arg, tok);
+	if (!rc && durable > before)
+		ku_histo_observe(t->m_batch, (double)(durable - (before < 0 ? 0 : before)));
+	if (rc)
+		ku_counter_add(t->m_poisoned, 1);
 	if (rc)
 		KLOG_ERR("ptable", "%s/%d: flush failed: %s (partition poisoned)", e->topic->name, e->index,
 			 sub_strerror(rc));
