@@ -73,9 +73,10 @@ int kn_http_parse(const char *buf, size_t len, kn_http_req *out)
 	memcpy(out->path, p, plen);
 	out->path[plen] = 0;
 	p += n + 1;
-	if (e - p < 10 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != '\r' || p[9] != '\n')
-		return strncmp(p, "HTTP/", 5) == 0 ? -EPROTONOSUPPORT : -EBADMSG;
-	if (p[7] != '0' && p[7] != '1')
+	if (e - p < 10 || memcmp(p, "HTTP/", 5) || p[6] != '.' || p[8] != '\r' || p[9] != '\n' ||
+	    p[5] < '0' || p[5] > '9' || p[7] < '0' || p[7] > '9')
+		return -EBADMSG;
+	if (p[5] != '1' || (p[7] != '0' && p[7] != '1'))
 		return -EPROTONOSUPPORT;
 	out->minor = p[7] - '0';
 	p += 10;
@@ -198,6 +199,11 @@ static void respond_text(kn_http *h, hconn *c, int code, const char *msg)
 
 static void close_conn(kn_http *h, int i)
 {
+	/* Unread input would make close(2) reset the connection, and the
+	 * answer still in the send queue could be lost: read what is there. */
+	char sink[4096];
+	for (int k = 0; k < 16 && recv(h->conns[i].fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)
+		;
 	close(h->conns[i].fd);
 	free(h->conns[i].out);
 	h->nconns--;
@@ -380,7 +386,7 @@ static void register_metrics(kn_http *h)
 				       KU_COUNTER, labels, NULL, 0, &f))
 		return;
 	for (int i = 0; i < 4; i++)
-		h->m_req[i] = ku_metrics_series(f, (const char *const[]){classes[i]});
+		h->m_req[i] = ku_metrics_series(f, (const char *const[]){classes[i], NULL});
 }
 
 int kn_http_start(const char *host, int port, struct ku_metrics *m, kn_http_ready_fn ready, void *arg,

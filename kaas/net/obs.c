@@ -333,7 +333,7 @@ static void register_all(kn_obs *o)
 		if (!a->handler || a->key < 0 || a->key >= OBS_APIS)
 			continue;
 		for (int v = a->min; v <= a->max && v < OBS_VERS; v++) {
-			char vs[8];
+			char vs[16];
 			snprintf(vs, sizeof(vs), "%d", v);
 			const char *const lv[] = {a->name, vs, NULL};
 			o->req[a->key][v] = fr ? ku_metrics_series(fr, lv) : NULL;
