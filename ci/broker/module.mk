@@ -3,3 +3,4 @@
 # other broker scripts are listed in kaas/module.mk).
 E2E_TESTS += ci/broker/test_limits.sh ci/broker/test_leader_epoch.sh
 E2E_TESTS += ci/broker/test_metrics.sh
+E2E_TESTS += ci/broker/test_describe.sh
