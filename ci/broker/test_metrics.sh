@@ -3,7 +3,9 @@
 # running broker: the probes' answers (/healthz, /readyz, 404, 405), the
 # counts of a known workload (metrics_e2e.py), `promtool check metrics` on
 # a scrape, and a real Prometheus (Debian's package) started on loopback,
-# scraping the broker until its query API returns the broker's series.
+# scraping the broker until its query API returns the broker's series;
+# a volume failing fsyncs shows as KAFKA_STORAGE_ERROR answers and a
+# poisoned partition.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh metrics
@@ -69,3 +71,11 @@ wait "$PROM_PID" 2>/dev/null || true
 broker_stop
 [ "$BROKER_RC" = 0 ] || fail "broker exit $BROKER_RC"
 pass "the broker stopped cleanly with the listener open"
+
+# A volume that fails every fsync under poison/: the storage error and the
+# poisoned partition show in the counters.
+mkdir -p "$T/vol"
+broker_start "fault:$T/vol?failpath=poison/*/*.log:fsync:EIO" --override metrics.listen=127.0.0.1:0
+MURL=$(grep -o 'serving http://127.0.0.1:[0-9]*' "$BROKER_LOGFILE" | tail -1 | sed 's/serving //')
+$PY ci/broker/metrics_e2e.py "$BROKER" "$MURL" --poison || fail "storage errors in the metrics"
+broker_stop

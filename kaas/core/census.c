@@ -41,7 +41,8 @@ void kb__census_init(kb_ptable *t)
 			       none, fsync_buckets, (int)(sizeof(fsync_buckets) / sizeof(double)), &f))
 		t->m_fsync = ku_metrics_series(f, none);
 	if (!ku_metrics_family(m, "kaas_group_commit_offsets",
-			       "offsets made durable by one group commit of a partition (the batch size)",
+			       "offsets one advance of a partition's high watermark made durable (the group "
+			       "commit's batch size)",
 			       KU_HISTOGRAM, none, batch_buckets, (int)(sizeof(batch_buckets) / sizeof(double)), &f))
 		t->m_batch = ku_metrics_series(f, none);
 	if (!ku_metrics_family(m, "kaas_partitions_poisoned_total",

@@ -73,8 +73,13 @@ static void settle(kb_pentry *e, int failed, int64_t hw)
 	kb_ptable *t = e->t;
 	dwaiter *done = NULL, **tail = &done;
 	kb__lock(&t->mu, KB_MU);
-	if (!failed && hw > e->durable)
+	if (!failed && hw > e->durable) {
+		/* One advance is one group commit's batch; the first one of a
+		 * leadership is where recovery left the log, not a batch. */
+		if (e->durable >= 0)
+			ku_histo_observe(t->m_batch, (double)(hw - e->durable));
 		e->durable = hw;
+	}
 	dwaiter **pp = &e->waiters;
 	while (*pp) {
 		dwaiter *w = *pp;
@@ -114,15 +119,13 @@ void kb__on_durable(void *arg, ks_partition *p, int64_t hw)
 
 static void flush_entry(kb_ptable *t, kb_pentry *e)
 {
-	int64_t durable = -1, before = __atomic_load_n(&e->durable, __ATOMIC_RELAXED);
+	int64_t durable = -1;
 	int tok = t->io_begin ? t->io_begin(t->io_arg) : -1;
 	int64_t t0 = ku_mono_ns();
 	int rc = ks_partition_flush(e->p, &durable);
 	ku_histo_observe(t->m_fsync, (double)(ku_mono_ns() - t0) / 1e9);
 	if (t->io_end)
 		t->io_end(t->io_arg, tok);
-	if (!rc && durable > before)
-		ku_histo_observe(t->m_batch, (double)(durable - (before < 0 ? 0 : before)));
 	if (rc)
 		ku_counter_add(t->m_poisoned, 1);
 	if (rc)
