@@ -6,7 +6,10 @@ kafka-python's own protocol classes and client (v1): the one log
 directory, the partitions led here, and each partition's size equal to the
 bytes of its segment files on the volume.  DescribeCluster v0 and v1
 (flexible only, which no Debian client sends): cluster id, this broker as
-the only broker and the controller, a bad endpoint type refused by name."""
+the only broker and the controller, a bad endpoint type refused by name.
+IncrementalAlterConfigs v0 and v1: SET, DELETE, validate_only, read back
+through confluent-kafka and kafka-python; APPEND, broker settings, unknown
+keys and topics and duplicate keys refused without a change."""
 import glob
 import json
 import os
@@ -177,3 +180,82 @@ for v in (0, 1):
         if ctrl != bid or bport != int(port) or bhost != host or rack is not None or ops != -2**31:
             fail("DescribeCluster v%d: %s controller %d ops %d" % (v, brokers, ctrl, ops))
 print("ok DescribeCluster v0-v1: cluster id, one broker that is the controller, bad endpoint type refused")
+
+# IncrementalAlterConfigs v0 (classic) and v1 (flexible), raw; the effect
+# read back through confluent-kafka's and kafka-python's describe_configs.
+from confluent_kafka.admin import ConfigResource  # noqa: E402
+from kafka.admin import ConfigResource as KPResource, ConfigResourceType  # noqa: E402
+
+
+def incremental(v, resources, validate_only=False):
+    flex = v >= 1
+    e = Enc(flex).array(len(resources))
+    for rtype, name, ops in resources:
+        e.i8(rtype).str(name).array(len(ops))
+        for key, op, val in ops:
+            e.str(key).i8(op).str(val).tags()
+        e.tags()
+    e.i8(1 if validate_only else 0).tags()
+    c.send(44, v, e.done(), flex=flex)
+    d = Dec(c.recv(flex_header=flex)[1], flex)
+    d.i32()
+    out = []
+    for _ in range(d.array()):
+        err, msg, rtype, name = d.i16(), d.str(), d.i8(), d.str()
+        d.tags()
+        out.append((err, msg))
+    d.tags()
+    if d.remain():
+        fail("IncrementalAlterConfigs v%d: %d bytes left over" % (v, d.remain()))
+    return out
+
+
+def ck_configs():
+    res = admin.describe_configs([ConfigResource("topic", TOPIC)])
+    (_, f), = res.items()
+    return {k: (e.value, e.source) for k, e in f.result(30).items()}
+
+
+def kp_configs():
+    ka = KafkaAdminClient(bootstrap_servers=broker, api_version=(2, 3, 0))
+    r = ka.describe_configs([KPResource(ConfigResourceType.TOPIC, TOPIC)])
+    ka.close()
+    (_, _, _, _, entries), = r[0].resources
+    return {e[0]: e[1] for e in entries}
+
+
+DYN = 1  # DYNAMIC_TOPIC_CONFIG
+(err, msg), = incremental(0, [(2, TOPIC, [("retention.ms", 0, "3600000")])])
+if err or ck_configs()["retention.ms"] != ("3600000", DYN):
+    fail("IncrementalAlterConfigs v0 SET retention.ms: %d %s %s" % (err, msg, ck_configs().get("retention.ms")))
+(err, msg), = incremental(1, [(2, TOPIC, [("max.message.bytes", 0, "2000")])])
+kp = kp_configs()
+if err or kp.get("max.message.bytes") != "2000" or kp.get("retention.ms") != "3600000":
+    fail("IncrementalAlterConfigs v1 SET kept the other override? %d %s %s" % (err, msg, kp))
+(err, msg), = incremental(1, [(2, TOPIC, [("retention.ms", 0, "1")])], validate_only=True)
+if err or ck_configs()["retention.ms"] != ("3600000", DYN):
+    fail("validate_only changed the topic: %d %s" % (err, msg))
+(err, msg), = incremental(1, [(2, TOPIC, [("retention.ms", 1, None)])])
+cc = ck_configs()
+if err or cc["retention.ms"][1] == DYN or cc["max.message.bytes"] != ("2000", DYN):
+    fail("IncrementalAlterConfigs DELETE retention.ms: %d %s %s" % (err, msg, cc))
+print("ok IncrementalAlterConfigs v0/v1: SET, SET keeping other overrides, validate_only, DELETE "
+      "(read back by confluent-kafka and kafka-python)")
+refusals = incremental(1, [(2, TOPIC, [("cleanup.policy", 2, "compact")]),
+                           (4, "", [("log.retention.ms", 0, "5"), ("num.io.threads", 0, "2")]),
+                           (2, "describe-other", [("no.such.config", 0, "1")]),
+                           (2, "no-such-topic", [("retention.ms", 0, "1")])])
+(e1, m1), (e2, m2), (e3, m3), (e4, m4) = refusals
+if e1 != 40 or "cleanup.policy" not in (m1 or ""):
+    fail("APPEND: %d %s" % (e1, m1))
+if e2 != 42 or "log.retention.ms" not in (m2 or "") or "num.io.threads" not in (m2 or ""):
+    fail("a broker config changed at run time was not refused by name: %d %s" % (e2, m2))
+if e3 != 40 or e4 != 3:
+    fail("unknown config %d %s / unknown topic %d %s" % (e3, m3, e4, m4))
+(e5, m5), = incremental(0, [(2, TOPIC, [("retention.ms", 0, "5"), ("retention.ms", 1, None)])])
+if e5 != 42:
+    fail("duplicate keys: %d %s" % (e5, m5))
+if ck_configs()["max.message.bytes"] != ("2000", DYN) or ck_configs()["retention.ms"][1] == DYN:
+    fail("a refused request changed the topic")
+print("ok IncrementalAlterConfigs refusals: APPEND, broker settings by name, unknown key and topic, "
+      "duplicate keys; nothing changed")

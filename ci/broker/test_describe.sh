@@ -1,7 +1,8 @@
 #!/bin/bash
-# ci/broker/test_describe.sh — DescribeCluster and DescribeLogDirs against a
-# real broker (describe_e2e.py: raw requests at every version, and
-# kafka-python's protocol classes for DescribeLogDirs).
+# ci/broker/test_describe.sh — DescribeCluster, DescribeLogDirs and
+# IncrementalAlterConfigs against a real broker (describe_e2e.py: raw
+# requests at every version, kafka-python's protocol classes for
+# DescribeLogDirs, confluent-kafka and kafka-python reading configs back).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh describe

@@ -51,6 +51,7 @@ const kw_api kn_dispatch_table[] = {
 	{KAAS_API_DESCRIBE_LOG_DIRS, 0, 4, 2, "DescribeLogDirs", kn_h_describe_log_dirs},
 	{KAAS_API_CREATE_PARTITIONS, 0, 1, 2, "CreatePartitions", kt_h_create_partitions},
 	{KAAS_API_DELETE_GROUPS, 0, 1, 2, "DeleteGroups", kg_h_delete_groups},
+	{KAAS_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, "IncrementalAlterConfigs", kt_h_incremental_alter_configs},
 	{KAAS_API_OFFSET_DELETE, 0, 0, -1, "OffsetDelete", kg_h_offset_delete},
 	{KAAS_API_DESCRIBE_CLUSTER, 0, 1, 0, "DescribeCluster", kn_h_describe_cluster},
 };
