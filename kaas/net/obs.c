@@ -302,10 +302,10 @@ static int ready_fn(void *arg, char *why, size_t whylen)
 		return 0;
 	}
 	if (!__atomic_load_n(&o->ready, __ATOMIC_ACQUIRE)) {
-		snprintf(why, whylen, "starting: partitions are being taken over, the Kafka listener is not serving yet");
+		snprintf(why, whylen, "starting: the partition table is being built, the Kafka listener is not serving yet");
 		return 0;
 	}
-	snprintf(why, whylen, "volume %s, partitions taken over, serving on port %d",
+	snprintf(why, whylen, "volume %s, partition table started, serving on port %d",
 		 b->cfg.trust_unqualified ? "admitted by --trust-unqualified" : "qualified", o->s->port);
 	return 1;
 }
