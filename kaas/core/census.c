@@ -29,6 +29,8 @@ void kb_ptable_each(kb_ptable *t, kb_census_fn fn, void *arg)
 static const double fsync_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 static const double batch_buckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536};
 
+/* Called by the first flusher under fmu, before any flush: the registry's
+ * lock is taken inside fmu here, and no scrape takes fmu. */
 void kb__census_init(kb_ptable *t)
 {
 	ku_metrics *m = t->b->metrics;

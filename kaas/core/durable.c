@@ -141,6 +141,10 @@ void *kb__flusher_main(void *arg)
 {
 	kb_ptable *t = arg;
 	kb__lock(&t->fmu, KB_FMU);
+	if (!t->census_ready) { /* the flushers feed these series: the first one registers them */
+		kb__census_init(t);
+		t->census_ready = 1;
+	}
 	for (;;) {
 		while (!t->dhead && !t->fstop)
 			pthread_cond_wait(&t->fcv, &t->fmu);

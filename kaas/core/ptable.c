@@ -332,7 +332,6 @@ int kb_ptable_create(kb_broker *b, kb_ptable **out)
 	reserve_take(t);
 	if (b->metrics && kb_storage_metrics(b->metrics))
 		KLOG_WARN("ptable", "the storage counters are not in the metrics (out of memory)");
-	kb__census_init(t);
 	int n = b->cfg.num_flush_threads > 0 ? b->cfg.num_flush_threads : 1;
 	t->flushers = calloc((size_t)n, sizeof(pthread_t));
 	if (!t->flushers) {

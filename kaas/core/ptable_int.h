@@ -122,6 +122,7 @@ struct kb_ptable {
 	pthread_t *flushers;
 
 	struct ku_metric *m_fsync, *m_batch, *m_poisoned; /* census.c; NULL without metrics */
+	int census_ready; /* they are registered (fmu) */
 };
 
 /* The lock order, asserted: a thread takes a lock only while it holds
