@@ -181,6 +181,7 @@ def summarize(run):
     s["latency"] = lat
     s["conform"] = run.one("conform")
     s["callgrind"] = [j for j in run.lines if j.get("kind") == "callgrind"]
+    s["scrape"] = next((j for j in run.lines if j.get("kind") == "scrape"), None)
     s["callgrind_skipped"] = next((j["skipped"] for j in run.lines if j.get("step") == "callgrind"
                                    and "skipped" in j), None)
     return s
@@ -363,6 +364,19 @@ def markdown(run, s, stamp, plot):
                  fmt(cgr["ir_per_record"]), dec, top))
     else:
         w("Skipped: %s." % (s["callgrind_skipped"] or "no data"))
+    w("")
+    # Metrics scrape.
+    sc = s["scrape"]
+    w("## One metrics scrape (informational)")
+    w("")
+    if sc:
+        lim = " (%d asked; %s)" % (sc["partitions_asked"], sc["limited_by"]) if sc.get("limited_by") else ""
+        w("GET /metrics of a broker leading %d partitions%s, one record and one committed offset on each "
+          "(one lag series per partition): %d series, %s bytes; median %.1f ms, p90 %.1f ms over 30 scrapes "
+          "(ci/bench/scrape.py)." % (sc["partitions"], lim, sc["series"], fmt(sc["bytes"]), sc["ms_median"],
+                                     sc["ms_p90"]))
+    else:
+        w("Not measured.")
     w("")
     # Conformance.
     cf = s["conform"]

@@ -312,6 +312,10 @@ else
 	echo '{"step":"callgrind","round":0,"skipped":"valgrind is not installed"}' >>"$JL"
 fi
 
+# ---- one metrics scrape at 10 000 partitions (a broker of its own) ---------------------------------
+log "metrics: one scrape of a broker leading 10 000 partitions"
+rec scrape 0 /usr/bin/python3 ci/bench/scrape.py "$BIN/kaas" "$WORK/scrape" 10000
+
 # ---- report ---------------------------------------------------------------------------------
 /usr/bin/python3 - "$JL" <<'EOF'
 import json, os, sys

@@ -161,4 +161,11 @@ typedef struct kg_coord_stats {
 } kg_coord_stats;
 void kg_coord_get_stats(kg_coord *c, kg_coord_stats *st);
 
+/* census.c: every committed offset held in memory, for the consumer-lag
+ * metric (no I/O; the coordinator's lock is held: fn must be quick and call
+ * nothing of the coordinator).  Strings are not NUL-terminated. */
+typedef void (*kg_offset_fn)(void *arg, const char *group, size_t glen, const char *topic, size_t tlen,
+			     int32_t partition, int64_t offset);
+void kg_coord_each_offset(kg_coord *c, kg_offset_fn fn, void *arg);
+
 #endif

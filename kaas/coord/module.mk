@@ -3,7 +3,7 @@
 MODULES += coord
 coord_SRCS := kaas/coord/coord.c kaas/coord/group.c kaas/coord/group_api.c kaas/coord/group_admin.c \
 	kaas/coord/offsets.c kaas/coord/groupfile.c kaas/coord/gname.c kaas/coord/pid.c \
-	kaas/coord/glue.c
+	kaas/coord/glue.c kaas/coord/census.c
 coord_USES := core storage proto sub util
 coord_PREFIX := kg
 coord_TESTS := kaas/coord/test/test_gname.c kaas/coord/test/test_group.c \

@@ -87,6 +87,9 @@ typedef struct kb_config {
 	int32_t max_connections;            /* max.connections (2147483647) */
 	int32_t max_connections_per_ip;     /* max.connections.per.ip (2147483647) */
 	int64_t shutdown_timeout_ms;        /* kaas.shutdown.timeout.ms (30000) */
+	char metrics_host[256];             /* metrics.listen=HOST:PORT (off): the HTTP side door
+	                                       (/metrics, /healthz, /readyz); no host: loopback */
+	int32_t metrics_port;               /* -1: off */
 
 	/* the cluster (kaas/cluster/, docs/cluster.md) */
 	int64_t broker_heartbeat_interval_ms; /* broker.heartbeat.interval.ms (250) */

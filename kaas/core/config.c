@@ -30,6 +30,9 @@ const kb_config_key kb_config_keys[] = {
 	{"advertised.listeners", KCFG_LISTENER, OFF(advertise_host), 0, 0, "(listeners)",
 	 "the endpoint clients are told to connect to (--advertise, KAAS_ADVERTISE); "
 	 "a wildcard listen address advertises this host's name"},
+	{"metrics.listen", KCFG_LISTENER, OFF(metrics_host), 0, 0, "(off)",
+	 "HOST:PORT of the HTTP listener serving /metrics (Prometheus), /healthz and /readyz; "
+	 "PORT or :PORT alone listens on loopback (docs/operations.md)"},
 	{"log.dirs", KCFG_PATH, OFF(data_url), 0, 0, "(required)",
 	 "the data volume: one path or substrate URL (--data, KAAS_DATA); a list is refused"},
 	{"kaas.cluster.dir", KCFG_PATH, OFF(cluster_url), 0, 0, "DATA/__cluster",
@@ -133,6 +136,7 @@ void kb_config_defaults(kb_config *c)
 	c->broker_id = 1;
 	snprintf(c->listen_host, sizeof(c->listen_host), "0.0.0.0");
 	c->listen_port = 9092;
+	c->metrics_port = -1;
 	c->advertise_port = -1; /* unset: follow listeners */
 	c->num_partitions = 1;
 	c->auto_create_topics = 1;
@@ -289,13 +293,21 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 		return 0;
 	}
 	case KCFG_LISTENER: {
-		char host[256];
+		char host[256], colon[16];
 		int32_t port;
-		if (kb_parse_hostport(value, host, sizeof(host), &port))
+		const char *hp = value;
+		if (k->off == OFF(metrics_host) && strlen(value) < 8 && value[0] && !strchr(value, ':')) {
+			snprintf(colon, sizeof(colon), ":%s", value); /* a port alone */
+			hp = colon;
+		}
+		if (kb_parse_hostport(hp, host, sizeof(host), &port))
 			return bad(err, errlen, key, value, "expected PLAINTEXT://HOST:PORT or HOST:PORT");
 		if (k->off == OFF(listen_host)) {
 			snprintf(c->listen_host, sizeof(c->listen_host), "%s", host);
 			c->listen_port = port;
+		} else if (k->off == OFF(metrics_host)) {
+			snprintf(c->metrics_host, sizeof(c->metrics_host), "%s", host[0] ? host : "127.0.0.1");
+			c->metrics_port = port;
 		} else {
 			if (port == 0)
 				return bad(err, errlen, key, value, "an advertised port cannot be 0");

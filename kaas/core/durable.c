@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include "kaas/core/ptable_int.h"
+#include "util/clock.h"
+#include "util/metrics.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
@@ -71,8 +73,13 @@ static void settle(kb_pentry *e, int failed, int64_t hw)
 	kb_ptable *t = e->t;
 	dwaiter *done = NULL, **tail = &done;
 	kb__lock(&t->mu, KB_MU);
-	if (!failed && hw > e->durable)
+	if (!failed && hw > e->durable) {
+		/* One advance is one group commit's batch; the first one of a
+		 * leadership is where recovery left the log, not a batch. */
+		if (e->durable >= 0)
+			ku_histo_observe(t->m_batch, (double)(hw - e->durable));
 		e->durable = hw;
+	}
 	dwaiter **pp = &e->waiters;
 	while (*pp) {
 		dwaiter *w = *pp;
@@ -114,9 +121,13 @@ static void flush_entry(kb_ptable *t, kb_pentry *e)
 {
 	int64_t durable = -1;
 	int tok = t->io_begin ? t->io_begin(t->io_arg) : -1;
+	int64_t t0 = ku_mono_ns();
 	int rc = ks_partition_flush(e->p, &durable);
+	ku_histo_observe(t->m_fsync, (double)(ku_mono_ns() - t0) / 1e9);
 	if (t->io_end)
 		t->io_end(t->io_arg, tok);
+	if (rc)
+		ku_counter_add(t->m_poisoned, 1);
 	if (rc)
 		KLOG_ERR("ptable", "%s/%d: flush failed: %s (partition poisoned)", e->topic->name, e->index,
 			 sub_strerror(rc));
@@ -130,6 +141,10 @@ void *kb__flusher_main(void *arg)
 {
 	kb_ptable *t = arg;
 	kb__lock(&t->fmu, KB_FMU);
+	if (!t->census_ready) { /* the flushers feed these series: the first one registers them */
+		kb__census_init(t);
+		t->census_ready = 1;
+	}
 	for (;;) {
 		while (!t->dhead && !t->fstop)
 			pthread_cond_wait(&t->fcv, &t->fmu);

@@ -220,4 +220,12 @@ struct kb_leaders *kb_ptable_leaders(kb_ptable *t);
 /* "orders-3" -> "orders", 3: split at the last '-'.  -EINVAL when malformed. */
 int kb_partition_key_parse(const char *key, char *topic, size_t topiclen, int32_t *partition);
 
+/* census.c: every partition the table knows, for a metrics scrape (no I/O;
+ * the table's lock is held: fn must be quick and call nothing of the table).
+ * led: this broker leads it; failed: its take-over failed; hwm: the high
+ * watermark storage last announced (-1 before any). */
+typedef void (*kb_census_fn)(void *arg, const char *topic, int32_t partition, int led, int failed,
+			     int64_t hwm);
+void kb_ptable_each(kb_ptable *t, kb_census_fn fn, void *arg);
+
 #endif

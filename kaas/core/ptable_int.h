@@ -86,6 +86,8 @@ struct ptopic {
 #define NBUCKETS 1024
 #define KB_FD_RESERVE 64
 
+void kb__census_init(kb_ptable *t); /* census.c: the group-commit metrics */
+
 struct kb_ptable {
 	kb_broker *b;
 	pthread_mutex_t ctl;
@@ -118,6 +120,9 @@ struct kb_ptable {
 	int fstop;
 	int nflushers;
 	pthread_t *flushers;
+
+	struct ku_metric *m_fsync, *m_batch, *m_poisoned; /* census.c; NULL without metrics */
+	int census_ready; /* they are registered (fmu) */
 };
 
 /* The lock order, asserted: a thread takes a lock only while it holds

@@ -14,6 +14,7 @@
 
 #include "kaas/net/server_int.h"
 #include "util/log.h"
+#include "util/clock.h"
 #include "util/metrics.h"
 
 static void frame_done(conn *c, uint8_t *f, size_t len);
@@ -261,6 +262,7 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.conn_id = c->id;
 	r->pub.peer = c->peer;
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
+	r->received_ns = ku_mono_ns();
 	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, h.api_key);
 	if (!api || !api->handler) {
 		KLOG_WARN("server", "%s: unknown API key %d (version %d, correlation id %d); closing the connection",

@@ -48,9 +48,12 @@ const kw_api kn_dispatch_table[] = {
 	{KAAS_API_TXN_OFFSET_COMMIT, 0, 3, 3, "TxnOffsetCommit", NULL},
 	{KAAS_API_DESCRIBE_CONFIGS, 0, 2, 4, "DescribeConfigs", kt_h_describe_configs},
 	{KAAS_API_ALTER_CONFIGS, 0, 1, 2, "AlterConfigs", kt_h_alter_configs},
+	{KAAS_API_DESCRIBE_LOG_DIRS, 0, 4, 2, "DescribeLogDirs", kn_h_describe_log_dirs},
 	{KAAS_API_CREATE_PARTITIONS, 0, 1, 2, "CreatePartitions", kt_h_create_partitions},
 	{KAAS_API_DELETE_GROUPS, 0, 1, 2, "DeleteGroups", kg_h_delete_groups},
+	{KAAS_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, "IncrementalAlterConfigs", kt_h_incremental_alter_configs},
 	{KAAS_API_OFFSET_DELETE, 0, 0, -1, "OffsetDelete", kg_h_offset_delete},
+	{KAAS_API_DESCRIBE_CLUSTER, 0, 1, 0, "DescribeCluster", kn_h_describe_cluster},
 };
 const size_t kn_dispatch_table_len = sizeof(kn_dispatch_table) / sizeof(kn_dispatch_table[0]);
 

@@ -35,6 +35,7 @@
 
 #include "kaas/core/broker.h"
 #include "kaas/net/handlers.h"
+#include "kaas/net/obs.h"
 #include "kaas/core/ptable.h"
 #include "kaas/core/splice.h"
 #include "kaas/proto/kerr.h"
@@ -188,6 +189,8 @@ static void pass_part(fctx *c, kw_wr *w, const ftopic *t, fpart *fp, int measure
 	}
 	if (err != KERR_NONE)
 		ps->any_error = 1;
+	if (!measure)
+		kn_obs_partition(c->req, KAAS_API_FETCH, t->name, err, counted ? bytes : 0);
 	kb_pref_put(&ref);
 }
 

@@ -33,6 +33,7 @@
 
 #include "kaas/core/broker.h"
 #include "kaas/net/handlers.h"
+#include "kaas/net/obs.h"
 #include "kaas/core/ptable.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
@@ -95,6 +96,8 @@ static void write_response(pctx *c, kw_wr *w)
 			ppart *p = &t->parts[k];
 			kw_wr_i32(w, p->index);
 			kw_wr_i16(w, p->err);
+			kn_obs_partition(c->req, KAAS_API_PRODUCE, t->name, p->err,
+					 p->err ? 0 : p->records.len);
 			kw_wr_i64(w, p->err ? -1 : p->base_offset);
 			if (v >= 2)
 				kw_wr_i64(w, p->err ? -1 : p->log_append_time);

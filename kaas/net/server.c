@@ -72,10 +72,12 @@
 
 #include "kaas/core/ptable.h"
 #include "kaas/core/splice.h"
+#include "kaas/net/obs.h"
 #include "kaas/net/server_int.h"
 #include "kaas/proto/kerr.h"
 #include "util/assert.h"
 #include "util/log.h"
+#include "util/clock.h"
 #include "util/metrics.h"
 
 /* ---- requests ----------------------------------------------------------------- */
@@ -402,7 +404,10 @@ static void on_async(uv_async_t *h)
 		} else {
 			r->ready = 1;
 		}
+		if (e->kind == EV_DONE && r->result == KAAS_NO_RESPONSE)
+			kn_obs_request(s->obs, r->pub.api_key, r->pub.api_version, ku_mono_ns() - r->received_ns);
 		if (r->ready && !r->counted && !r->resp_bad) {
+			kn_obs_request(s->obs, r->pub.api_key, r->pub.api_version, ku_mono_ns() - r->received_ns);
 			r->counted = 1;
 			c->buffered += r->resp_mem;
 			c->out_mem += r->resp_mem;
@@ -684,6 +689,9 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 	rc = kn__listen_on(s, b->cfg.listen_host, b->cfg.listen_port, err, errlen);
 	if (rc)
 		goto out;
+	rc = kn_obs_create(s, &s->obs, err, errlen);
+	if (rc)
+		goto out;
 	rc = kn_pool_create(b->cfg.num_io_threads, &s->pool);
 	if (rc) {
 		snprintf(err, errlen, "worker threads: %s", strerror(-rc));
@@ -710,6 +718,7 @@ out:
 		}
 		if (s->lfd >= 0)
 			close(s->lfd);
+		kn_obs_destroy(s->obs);
 		free(s);
 	}
 	return rc;
@@ -726,7 +735,12 @@ int kn_server_run(kn_server *s)
 	pthread_mutex_lock(&s->hkmu);
 	s->hk_timer = kn_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
 	pthread_mutex_unlock(&s->hkmu);
+	kn_obs_ready(s->obs);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
+	/* The collectors read the coordinator and the partition table, which
+	 * the caller closes next: no scrape from here on. */
+	kn_obs_destroy(s->obs);
+	s->obs = NULL;
 	pthread_mutex_lock(&s->hkmu);
 	s->hk_stop = 1;
 	kb_timer *t = s->hk_timer;
@@ -749,6 +763,7 @@ void kn_server_destroy(kn_server *s)
 	if (s->lfd >= 0)
 		close(s->lfd);
 	kn_pool_destroy(s->pool);
+	kn_obs_destroy(s->obs);
 	pthread_mutex_destroy(&s->evmu);
 	pthread_mutex_destroy(&s->hkmu);
 	if (s->b && s->b->server == s) {

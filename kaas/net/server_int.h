@@ -71,6 +71,7 @@ typedef struct sreq {
 	int resp_bad;
 	/* loop-side state */
 	int handler_done, ready, counted;
+	int64_t received_ns; /* monotonic, for the latency histogram */
 	ev ev_done, ev_resp;
 } sreq;
 
@@ -143,6 +144,7 @@ struct kn_server {
 	uv_timer_t frame_timer;    /* kaas.request.min.bytes.per.sec */
 	uint64_t slow_frames;      /* frames dropped for arriving too slowly */
 	struct ku_metric *m_starved, *m_waits, *m_slow, *m_passed; /* counters; NULL without metrics */
+	struct kn_obs *obs;        /* obs.c: request metrics, collectors, the HTTP listener */
 	uint64_t next_conn_id;
 	int draining;
 	int stopped;

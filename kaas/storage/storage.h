@@ -133,6 +133,9 @@ int64_t ks_partition_log_start(ks_partition *p);
 int64_t ks_partition_log_end(ks_partition *p);
 int64_t ks_partition_high_watermark(ks_partition *p);
 int ks_partition_state_of(ks_partition *p, int32_t *epoch);
+/* census.c: bytes of its segments on the volume, from the metadata in
+ * memory (DescribeLogDirs); no I/O. */
+int64_t ks_partition_size(ks_partition *p);
 
 /* A read for Fetch, as Kafka serves one: the log from the start of the
  * batch containing `offset`, max_bytes long, never past the high watermark.

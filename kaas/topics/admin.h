@@ -10,6 +10,7 @@
  *   DescribeConfigs   32  0-2  kt_h_describe_configs
  *   AlterConfigs      33  0-1  kt_h_alter_configs
  *   CreatePartitions  37  0-1  kt_h_create_partitions
+ *   IncrementalAlterConfigs 44 0-1 kt_h_incremental_alter_configs (admin_incremental.c)
  *
  * The kt_h_* functions follow the handler contract of proto/api.h: they
  * use req->broker->topics, req->broker->parts and req->broker->cfg, always
@@ -37,6 +38,7 @@ int kt_h_delete_records(kb_req *req, kw_rd *body, kw_wr *resp);
 int kt_h_describe_configs(kb_req *req, kw_rd *body, kw_wr *resp);
 int kt_h_alter_configs(kb_req *req, kw_rd *body, kw_wr *resp);
 int kt_h_create_partitions(kb_req *req, kw_rd *body, kw_wr *resp);
+int kt_h_incremental_alter_configs(kb_req *req, kw_rd *body, kw_wr *resp);
 
 /* Hooks for kt_topics_options.hooks that drive b->parts:
  * topic_changed -> kb_ptable_ensure_topic, topic_dropped ->
@@ -70,5 +72,6 @@ int kt_admin_delete_records(const kt_admin_ctx *c, int16_t version, kw_rd *body,
 int kt_admin_describe_configs(const kt_admin_ctx *c, int16_t version, kw_rd *body, kw_wr *resp);
 int kt_admin_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *body, kw_wr *resp);
 int kt_admin_create_partitions(const kt_admin_ctx *c, int16_t version, kw_rd *body, kw_wr *resp);
+int kt_admin_incremental_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *body, kw_wr *resp);
 
 #endif

@@ -67,6 +67,7 @@ HANDLER(kt_h_delete_records, kt_admin_delete_records)
 HANDLER(kt_h_describe_configs, kt_admin_describe_configs)
 HANDLER(kt_h_alter_configs, kt_admin_alter_configs)
 HANDLER(kt_h_create_partitions, kt_admin_create_partitions)
+HANDLER(kt_h_incremental_alter_configs, kt_admin_incremental_alter_configs)
 
 /* ---- the registry's hooks ------------------------------------------------------------ */
 
