@@ -2,10 +2,10 @@
  * h_admin.c — admin APIs that describe the broker itself: DescribeCluster
  * (v0-v1) and DescribeLogDirs (v0-v4).
  *
- * DescribeCluster answers what Metadata says about brokers: this broker is
- * the cluster's only broker and its controller (every broker answers admin
- * requests); no authorizer, so authorized operations are "not provided"
- * (INT32_MIN, as Kafka answers without one).
+ * DescribeCluster answers what Metadata says about brokers: the live
+ * members of the applied leader map and the controller (every broker
+ * answers admin requests); no authorizer, so authorized operations are "not
+ * provided" (INT32_MIN, as Kafka answers without one).
  *
  * DescribeLogDirs reports one log directory, the data volume, with the
  * partitions this broker leads and their sizes summed from the segment
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/core/leaders.h"
 #include "kaas/core/ptable.h"
 #include "kaas/net/handlers.h"
 #include "kaas/proto/kerr.h"
@@ -46,13 +47,35 @@ int kn_h_describe_cluster(kb_req *req, kw_rd *body, kw_wr *resp)
 	if (req->api_version >= 1)
 		kw_wr_i8(resp, endpoint_type);
 	kw_wr_str(resp, 1, b->cluster_id);
-	kw_wr_i32(resp, b->id); /* this broker answers controller requests */
-	kw_wr_array(resp, 1, 1);
-	kw_wr_i32(resp, b->id);
-	kw_wr_str(resp, 1, b->host);
-	kw_wr_i32(resp, b->port);
-	kw_wr_str(resp, 1, NULL); /* rack */
-	kw_wr_tags(resp, 1);
+	/* The brokers and the controller as Metadata lists them: the live
+	 * members of the applied leader map, this broker always among them. */
+	kb_leaders *m = kb_ptable_leaders(b->parts);
+	kw_wr_i32(resp, m && m->controller >= 0 ? m->controller : b->id);
+	int self_listed = 0;
+	size_t nb = 0;
+	for (size_t i = 0; m && i < m->nbrokers; i++) {
+		nb += m->brokers[i].live || m->brokers[i].id == b->id;
+		self_listed |= m->brokers[i].id == b->id;
+	}
+	kw_wr_array(resp, 1, (int32_t)(nb + !self_listed));
+	if (!self_listed) {
+		kw_wr_i32(resp, b->id);
+		kw_wr_str(resp, 1, b->host);
+		kw_wr_i32(resp, b->port);
+		kw_wr_str(resp, 1, NULL); /* rack */
+		kw_wr_tags(resp, 1);
+	}
+	for (size_t i = 0; m && i < m->nbrokers; i++) {
+		const kb_lbroker *lb = &m->brokers[i];
+		if (!lb->live && lb->id != b->id)
+			continue;
+		kw_wr_i32(resp, lb->id);
+		kw_wr_str(resp, 1, lb->id == b->id ? b->host : lb->host);
+		kw_wr_i32(resp, lb->id == b->id ? b->port : lb->port);
+		kw_wr_str(resp, 1, lb->rack[0] ? lb->rack : NULL);
+		kw_wr_tags(resp, 1);
+	}
+	kb_leaders_put(m);
 	kw_wr_i32(resp, ADMIN_INT32_MIN);
 	kw_wr_tags(resp, 1);
 	return KAAS_HANDLED;
