@@ -122,7 +122,12 @@ json_t *kc_report_json(const kc_run *r)
 		json_object_set_new(cleanup, "left", json_string(r->scratch_left));
 		json_object_set_new(cleanup, "error", json_string(r->cleanup_error));
 	}
+	/* Other runs' scratch directories found at the start: removed when
+	 * provably dead, else named with their age (scratch.h). */
+	json_object_set_new(cleanup, "leftovers", r->leftovers ? json_incref(r->leftovers) : json_array());
 	json_object_set_new(j, "cleanup", cleanup);
+	if (r->cluster_preflight)
+		json_object_set_new(j, "cluster_dir", json_incref(r->cluster_preflight));
 	return j;
 }
 

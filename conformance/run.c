@@ -22,10 +22,12 @@
 #include "conformance/judge.h"
 #include "conformance/preflight.h"
 #include "conformance/run.h"
+#include "conformance/scratch.h"
 #include "qualify/stamp.h"
 #include "util/clock.h"
 
 static volatile sig_atomic_t interrupted;
+static int scratch_intact(kc_run *r);
 
 static void on_signal(int sig)
 {
@@ -413,6 +415,17 @@ static void run_checks(kc_run *r)
 			return;
 		}
 		kc_judge_result(res, r->seed);
+		/* What the check saw means nothing about the filesystem when its
+		 * directory was taken away under it: the run's error, not a verdict. */
+		int src = scratch_intact(r);
+		if (src) {
+			kc_result_error(res,
+					"the scratch directory %s/%s %s during the check (removed or replaced by something other than this run); no verdict on the volume",
+					r->ident.root, r->scratch,
+					src == -ENOENT ? "vanished" : "became unreadable");
+			if (src != -ENOENT)
+				kc_result_note(res, "reading its owner record: %s", sub_strerror(src));
+		}
 		note_power(r, res);
 		/* Between checks, so that one check's leftovers (a silly-renamed
 		 * file) cannot disturb the next. */
@@ -483,6 +496,47 @@ static void choose_outputs(kc_run *r)
 		snprintf(r->report_path, sizeof(r->report_path), "%s", KC_DEFAULT_REPORT);
 }
 
+/* The scratch directory still is this run's: its owner record is there and
+ * reads back as written.  0, or -ENOENT when something else removed it (or
+ * replaced it), or another -errno when it cannot be read. */
+static int scratch_intact(kc_run *r)
+{
+	if (!r->owner_text)
+		return 0;
+	char path[128], *buf = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/" KC_SCRATCH_OWNER, r->scratch);
+	int rc = sub_read_file(r->vfs, path, 64 * 1024, &buf, &len);
+	if (rc == 0 && (len != strlen(r->owner_text) || memcmp(buf, r->owner_text, len) != 0))
+		rc = -ENOENT;
+	free(buf);
+	return rc;
+}
+
+/* Who owns the scratch directory, so that a later run can tell a killed
+ * run's leftover from a live one (scratch.h); then the leftovers of others. */
+static int own_scratch(kc_run *r, char *err, size_t errlen)
+{
+	json_t *owner = kc_scratch_owner_self();
+	char *text = owner ? json_dumps(owner, JSON_COMPACT) : NULL;
+	json_decref(owner);
+	if (!text)
+		return -ENOMEM;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/" KC_SCRATCH_OWNER, r->scratch);
+	int rc = sub_create_excl(r->vfs, path, text, strlen(text));
+	if (rc) {
+		free(text);
+		snprintf(err, errlen, "%s: cannot write the owner record into the scratch directory: %s",
+			 r->o->url, sub_strerror(rc));
+		return rc;
+	}
+	r->owner_text = text;
+	r->leftovers = json_array();
+	kc_scratch_sweep(r->vfs, r->scratch, 1, -1, r->leftovers, r->out);
+	return 0;
+}
+
 static int make_scratch(kc_run *r, char *err, size_t errlen)
 {
 	uint64_t rnd = 0;
@@ -496,8 +550,9 @@ static int make_scratch(kc_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: cannot create the scratch directory: %s", r->o->url,
 			 sub_strerror(rc));
 		r->scratch[0] = '\0';
+		return rc;
 	}
-	return rc;
+	return own_scratch(r, err, errlen);
 }
 
 /* The actors, forked on the URL and the mounts or connected as agents, each
@@ -707,6 +762,9 @@ int kc_cmd_check(int argc, char **argv)
 		remove_scratch(r);
 	sub_destroy(r->vfs);
 	json_decref(r->actors);
+	json_decref(r->leftovers);
+	json_decref(r->cluster_preflight);
+	free(r->owner_text);
 	free(r);
 	return status;
 }

@@ -48,6 +48,13 @@ typedef struct kc_run {
 	 * it is and why.  The results are still reported, the verdict is ERROR. */
 	char scratch_left[SUB_PATH_MAX + 64];
 	char cleanup_error[256];
+	char *owner_text;  /* scratch/owner.json as written: the directory is still ours */
+	json_t *leftovers; /* other runs' scratch directories found at the start */
+	/* The cluster directory when it is not on the URL's volume: its identity,
+	 * preflighted like the data volume (check_preflight.c). */
+	int cluster_separate;
+	sub_identity cluster_ident;
+	json_t *cluster_preflight; /* {identity..., verdict, decided_by} */
 } kc_run;
 
 /* A stream tag for (check, actor, variant), below 2^62 (a JSON integer). */

@@ -263,6 +263,17 @@ def report(r):
     if [x for x in CHECKS if x in names] != names:
         raise SystemExit("checks: not in the documented order")
     cl = need(r, "cleanup", dict, "report")
+    for i, lo in enumerate(need(cl, "leftovers", list, "cleanup")):
+        need(lo, "name", str, f"cleanup.leftovers[{i}]")
+        need(lo, "age_ms", int, f"cleanup.leftovers[{i}]")
+        need(lo, "why", str, f"cleanup.leftovers[{i}]")
+        if need(lo, "state", str, f"cleanup.leftovers[{i}]") not in ("removed", "left", "live"):
+            raise SystemExit(f"cleanup.leftovers[{i}].state: {lo['state']!r}")
+    if "cluster_dir" in r:
+        cd = need(r, "cluster_dir", dict, "report")
+        need(cd, "volume_key", str, "cluster_dir")
+        if need(cd, "verdict", str, "cluster_dir") not in ("PASS", "WARN", "REFUSED"):
+            raise SystemExit(f"cluster_dir.verdict: {cd['verdict']!r}")
     if need(cl, "ok", bool, "cleanup"):
         if "left" in cl or "error" in cl:
             raise SystemExit("cleanup: ok, yet it names something left behind")
