@@ -25,6 +25,6 @@ E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_bad_input.sh conformance/test/e2e_crash.sh \
 	conformance/test/e2e_cleanup.sh conformance/test/e2e_layers.sh \
 	conformance/test/e2e_converge.sh conformance/test/e2e_perf.sh \
-	conformance/test/e2e_scratch.sh
+	conformance/test/e2e_scratch.sh conformance/test/e2e_cluster_dir.sh
 # NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
 E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh

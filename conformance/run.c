@@ -177,6 +177,11 @@ json_t *kc_stamp_build(const kc_run *r)
 			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
 			 "qualified_at", at, "qualified_at_ms", (json_int_t)ku_wall_ms(), "host", host,
 			 "url", r->o->url);
+	/* A cluster directory on another volume: its identity and preflight
+	 * verdict, which the broker's gate matches against the directory it is
+	 * given (kq_stamp_check_cluster). */
+	if (stamp && r->cluster_preflight)
+		json_object_set_new(stamp, "cluster_dir", json_deep_copy(r->cluster_preflight));
 	/* What the perf check measured, when it ran: the operator's record of
 	 * the speed the volume was qualified at. */
 	const kc_result *perf = &r->res[KC_CHK_PERF];
