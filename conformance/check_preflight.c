@@ -109,7 +109,7 @@ static kc_verdict preflight_cluster_dir(kc_run *r, json_t *ids, json_t *findings
 	r->cluster_preflight = json_incref(ij);
 	json_array_append_new(ids, ij);
 	char tmp[768];
-	snprintf(tmp, sizeof(tmp), "the cluster directory: %s", summary);
+	snprintf(tmp, sizeof(tmp), "the cluster directory: %.700s", summary);
 	snprintf(summary, slen, "%s", tmp);
 	return v;
 }

@@ -97,5 +97,9 @@ int kc_space_freed(const int64_t *seq, int n, int nlinked, int nheld, int64_t fi
 /* rename-copy: a rename is "as slow as a copy" when the median rename of the
  * large file takes at least this many times the median of the small one. */
 #define KC_RCOPY_RATIO_LIMIT 10
+/* The large file's size for a volume with `avail` bytes free: 64 MiB, or
+ * the largest power-of-two MiB within a quarter of the free space; 0 when
+ * not even 1 MiB fits (the check says what it needs). */
+int64_t kc_rcopy_big_bytes(int64_t avail);
 
 #endif

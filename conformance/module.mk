@@ -14,7 +14,7 @@ conform_USES := qualify sub util
 conform_PREFIX := kc
 conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c \
 	conformance/test/test_layers.c \
-	conformance/test/test_agent.c
+	conformance/test/test_agent.c conformance/test/test_scratch.c
 
 BINS += kaas-conform
 kaas-conform_MAIN := conformance/main.c
@@ -25,6 +25,7 @@ E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_bad_input.sh conformance/test/e2e_crash.sh \
 	conformance/test/e2e_cleanup.sh conformance/test/e2e_layers.sh \
 	conformance/test/e2e_converge.sh conformance/test/e2e_perf.sh \
-	conformance/test/e2e_scratch.sh conformance/test/e2e_cluster_dir.sh
+	conformance/test/e2e_scratch.sh conformance/test/e2e_cluster_dir.sh \
+	conformance/test/e2e_small_volume.sh
 # NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
 E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh

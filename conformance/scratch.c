@@ -191,7 +191,7 @@ int kc_scratch_sweep(sub_vfs *v, const char *skip, int remove_dead, int64_t remo
 
 int kc_parse_duration_ms(const char *s, int64_t *ms)
 {
-	if (!s || !*s)
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	char *end = NULL;
 	errno = 0;
