@@ -9,6 +9,7 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/check_excl.c conformance/check_cto.c conformance/check_unlink.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/check_perf.c \
 	conformance/steps_perf.c conformance/report.c conformance/scratch.c \
+	conformance/check_enospc.c \
 	conformance/run.c conformance/agent.c conformance/agent_client.c conformance/agent_net.c
 conform_USES := qualify sub util
 conform_PREFIX := kc
@@ -26,6 +27,6 @@ E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_cleanup.sh conformance/test/e2e_layers.sh \
 	conformance/test/e2e_converge.sh conformance/test/e2e_perf.sh \
 	conformance/test/e2e_scratch.sh conformance/test/e2e_cluster_dir.sh \
-	conformance/test/e2e_small_volume.sh
+	conformance/test/e2e_small_volume.sh conformance/test/e2e_enospc.sh
 # NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
 E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh

@@ -344,6 +344,11 @@ char *kc_reproduce_command(const kc_run *r, const kc_result *res)
 		if (o->perf_strict)
 			shell_word(&b, "--perf-strict");
 	}
+	if (res->check == KC_CHK_ENOSPC) {
+		snprintf(num, sizeof(num), "%lld", (long long)o->enospc_limit);
+		shell_word(&b, "--enospc");
+		shell_word(&b, num);
+	}
 	if (o->crash_cmd && res->check == KC_CHK_FSYNC) {
 		shell_word(&b, "--crash-cmd");
 		shell_word(&b, o->crash_cmd);

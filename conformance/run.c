@@ -60,6 +60,7 @@ static const check_fn check_fns[KC_NCHECKS] = {
 	[KC_CHK_EXCL] = kc_check_excl,		 [KC_CHK_CTO] = kc_check_cto,
 	[KC_CHK_UNLINK] = kc_check_unlink,	 [KC_CHK_FSYNC] = kc_check_fsync,
 	[KC_CHK_RCOPY] = kc_check_rcopy, [KC_CHK_PERF] = kc_check_perf,
+	[KC_CHK_ENOSPC] = kc_check_enospc,
 };
 
 static void progress_line(void *arg)

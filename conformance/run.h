@@ -86,6 +86,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir);
 int kc_check_fsync(kc_run *r, kc_result *res, const char *dir);
 int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir);
 int kc_check_perf(kc_run *r, kc_result *res, const char *dir);
+int kc_check_enospc(kc_run *r, kc_result *res, const char *dir);
 
 /* The `check` and `stamp-verify` subcommands (exit status). */
 int kc_cmd_check(int argc, char **argv);

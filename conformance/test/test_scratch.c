@@ -1,7 +1,8 @@
 /*
  * test_scratch.c — when a leftover scratch directory is provably garbage
  * (kc_scratch_owner_dead), durations for `clean --older-than`, the sweep on
- * a real directory, and the rename-copy probe sized to the free space.
+ * a real directory, the rename-copy probe sized to the free space, and the
+ * enospc check's judge and size option.
  */
 #include <check.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 
 #include "conformance/agent.h"
 #include "conformance/judge.h"
+#include "conformance/opts.h"
 #include "conformance/scratch.h"
 #include "substrates/sub.h"
 #include "substrates/test/scratch.h"
@@ -150,12 +152,64 @@ START_TEST(sweep_removes_only_the_provably_dead)
 }
 END_TEST
 
+static kc_verdict judge(const char *counts_json, char *sum, size_t len)
+{
+	json_t *c = json_loads(counts_json, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	kc_verdict v = kc_judge_enospc(c, sum, len);
+	json_decref(c);
+	return v;
+}
+
+START_TEST(enospc_judge_and_size)
+{
+	char sum[512];
+	ck_assert_int_eq(judge("{\"surfaced_at_write\":1,\"filled_bytes\":16777216,\"acked_bytes\":15728640}",
+			       sum, sizeof(sum)), KC_PASS);
+	ck_assert_ptr_nonnull(strstr(sum, "reported at write"));
+	ck_assert_int_eq(judge("{\"surfaced_at_fsync\":1,\"acked_bytes\":1}", sum, sizeof(sum)), KC_PASS);
+	ck_assert_ptr_nonnull(strstr(sum, "reported at fsync"));
+	ck_assert_int_eq(judge("{\"deferred_to_close\":1}", sum, sizeof(sum)), KC_FAIL);
+	ck_assert_ptr_nonnull(strstr(sum, "close only"));
+	ck_assert_int_eq(judge("{\"surfaced_at_write\":1,\"acked_lost\":4096}", sum, sizeof(sum)), KC_FAIL);
+	ck_assert_ptr_nonnull(strstr(sum, "4096 bytes reported written and fsynced do not read back"));
+	ck_assert_int_eq(judge("{\"surfaced_at_fsync\":1,\"small_lost\":1}", sum, sizeof(sum)), KC_FAIL);
+	int64_t b = 0;
+	char err[256];
+	ck_assert_int_eq(kc_parse_size("--enospc", "64m", &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(b, 64LL << 20);
+	ck_assert_int_eq(kc_parse_size("--enospc", "512K", &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(b, 512LL << 10);
+	ck_assert_int_eq(kc_parse_size("--enospc", "2g", &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(b, 2LL << 30);
+	ck_assert_int_eq(kc_parse_size("--enospc", "4096", &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(b, 4096);
+	const char *bad[] = {"", "m", "0", "-1m", "1.5m", "1mb", " 1m", "0x10", "99999999999g", NULL};
+	for (int i = 0; bad[i]; i++)
+		ck_assert_msg(kc_parse_size("--enospc", bad[i], &b, err, sizeof(err)) == -EINVAL,
+			      "accepted '%s'", bad[i]);
+	ck_assert_ptr_nonnull(strstr(err, "--enospc"));
+	/* The option turns the check on; the check alone needs the limit. */
+	kc_opts o;
+	char *a1[] = {"check", "/x", "--enospc", "16m", NULL};
+	ck_assert_int_eq(kc_opts_parse_check(4, a1, &o, err, sizeof(err)), 0);
+	ck_assert_uint_ne(o.checks & (1u << KC_CHK_ENOSPC), 0);
+	ck_assert_int_eq(o.enospc_limit, 16LL << 20);
+	char *a2[] = {"check", "/x", "--checks", "enospc", NULL};
+	ck_assert_int_eq(kc_opts_parse_check(4, a2, &o, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "give --enospc SIZE"));
+	char *a3[] = {"check", "/x", NULL};
+	ck_assert_int_eq(kc_opts_parse_check(2, a3, &o, err, sizeof(err)), 0);
+	ck_assert_uint_eq(o.checks & (1u << KC_CHK_ENOSPC), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("scratch");
 	const struct ktest pure = { .tcase = "pure" };
 	ktest_add(s, pure, KTEST_LIST(owner_dead_only_when_provable, durations_parse_and_reject,
-				      rcopy_probe_fits_the_volume));
+				      rcopy_probe_fits_the_volume, enospc_judge_and_size));
 	const struct ktest files = { .tcase = "files", .setup = scratch_setup, .teardown = scratch_teardown };
 	ktest_add(s, files, KTEST_LIST(sweep_removes_only_the_provably_dead));
 	return ktest_run(s);

@@ -23,7 +23,8 @@ def durability(d, where):
     need(d, "statement", str, where)
     if d["proven"] and d["by"] != "power-loss-cmd":
         raise SystemExit(f"{where}: proven without a power-loss hook")
-CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy", "perf"]
+CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy", "perf",
+          "enospc"]
 # a stamp needs these; perf is opt-in
 STAMP_CHECKS = CHECKS[:-1]
 # The counters formats.md lists per check, present in every report of a
@@ -54,6 +55,8 @@ COUNTS = {
               "crash_bytes_lost", "crash_cmd", "power_loss_cmd", "unproven"],
     "perf": ["fsync_p99_us", "target_fsync_p99_us", "target_mibps_x100", "strict",
              "append_4k_p99_us", "mibps_1m_x100", "creates_per_s", "renames_per_s", "unlinks_per_s"],
+    "enospc": ["surfaced_at_write", "surfaced_at_fsync", "deferred_to_close", "acked_lost",
+               "small_written", "small_lost"],
     "rename-copy": ["ratio_x100", "time_grows", "inode_changed", "old_fd_broken",
                     "content_mismatch", "rename_errors"],
 }
@@ -302,7 +305,7 @@ def stamp(s):
     identity(need(s, "volume", dict, "stamp"), "stamp.volume")
     actors(need(s, "actors", dict, "stamp"), "stamp.actors")
     got = [need(c, "name", str, "stamp.checks") for c in need(s, "checks", list, "stamp")]
-    if sorted(x for x in got if x != "perf") != sorted(STAMP_CHECKS):
+    if sorted(x for x in got if x not in ("perf", "enospc")) != sorted(STAMP_CHECKS):
         raise SystemExit("stamp: not every check recorded")
     if ("perf" in got) != ("perf" in s):
         raise SystemExit("stamp: the perf check ran but its figures are not recorded (or the reverse)")
