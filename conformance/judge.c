@@ -116,12 +116,14 @@ kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
 
 kc_verdict kc_judge_excl(const json_t *counts, char *summary, size_t len)
 {
-	static const char *const keys[] = {"multi_winner", "no_winner", "loser_eperm",
-					   "loser_other", "content_mismatch", "winner_write_errors"};
+	static const char *const keys[] = {"multi_winner",     "no_winner",
+					   "loser_eperm",      "loser_other",
+					   "content_mismatch", "winner_write_errors",
+					   "loser_own_content"};
 	char viol[512] = "";
 	sbuf vb = {viol, sizeof(viol), 0};
 	int first = 1;
-	long long bad = list_violations(counts, NULL, keys, 6, &vb, &first);
+	long long bad = list_violations(counts, NULL, keys, 7, &vb, &first);
 	sbuf b = {summary, len, 0};
 	if (bad > 0) {
 		sb_add(&b, "in %lld rounds of %lld racers: %s", C("rounds"), C("racers"), viol);

@@ -93,7 +93,7 @@ START_TEST(judges_fail_on_every_violation_counter)
 					       "rename_errors"};
 	static const char *const excl_keys[] = {"multi_winner", "no_winner", "loser_eperm",
 						"loser_other", "content_mismatch",
-						"winner_write_errors"};
+						"winner_write_errors", "loser_own_content"};
 	static const char *const cto_keys[] = {"stale", "short", "long", "torn", "empty",
 					       "missing", "future", "errors", "write_errors",
 					       "not_converged"};
