@@ -28,5 +28,6 @@ E2E_TESTS += conformance/test/e2e_local.sh conformance/test/e2e_faults.sh \
 	conformance/test/e2e_converge.sh conformance/test/e2e_perf.sh \
 	conformance/test/e2e_scratch.sh conformance/test/e2e_cluster_dir.sh \
 	conformance/test/e2e_small_volume.sh conformance/test/e2e_enospc.sh
-# NFS through libnfs against nfs-ganesha, and remote agents in network namespaces.
-E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh
+# NFS through libnfs against nfs-ganesha, remote agents in network namespaces,
+# and the O_EXCL race over a lossy link (needs netem or nftables).
+E2E_TESTS += conformance/test/e2e_nfs.sh conformance/test/e2e_agents.sh conformance/test/e2e_excl_lossy.sh

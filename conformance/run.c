@@ -556,9 +556,8 @@ static int make_scratch(kc_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: cannot create the scratch directory: %s", r->o->url,
 			 sub_strerror(rc));
 		r->scratch[0] = '\0';
-		return rc;
 	}
-	return own_scratch(r, err, errlen);
+	return rc;
 }
 
 /* The actors, forked on the URL and the mounts or connected as agents, each
@@ -719,7 +718,10 @@ static int check_run(kc_run *r)
 	choose_outputs(r);
 	if ((rc = make_scratch(r, err, sizeof(err))))
 		return fail_usage(err);
-	if ((rc = start_actors(r, err, sizeof(err)))) {
+	/* The owner record is a file create, so it comes after the actors are
+	 * forked: an NFSv4 child must not inherit its parent's EXCLUSIVE4
+	 * verifier sequence (sub_nfs.c). */
+	if ((rc = start_actors(r, err, sizeof(err))) || (rc = own_scratch(r, err, sizeof(err)))) {
 		abandon(r, rc == -EINTR);
 		return rc == -EINTR ? KC_EXIT_ERROR : fail_usage(err);
 	}
