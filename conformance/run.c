@@ -502,42 +502,41 @@ static void choose_outputs(kc_run *r)
 		snprintf(r->report_path, sizeof(r->report_path), "%s", KC_DEFAULT_REPORT);
 }
 
-/* The scratch directory still is this run's: its owner record is there and
- * reads back as written.  0, or -ENOENT when something else removed it (or
- * replaced it), or another -errno when it cannot be read. */
+/* The scratch directory still is this run's: its owner record is there.
+ * 0, or -ENOENT when something else removed it (or replaced it), or
+ * another -errno when it cannot be looked at. */
 static int scratch_intact(kc_run *r)
 {
 	if (!r->owner_text)
 		return 0;
-	char path[128], *buf = NULL;
-	size_t len = 0;
-	snprintf(path, sizeof(path), "%s/" KC_SCRATCH_OWNER, r->scratch);
-	int rc = sub_read_file(r->vfs, path, 64 * 1024, &buf, &len);
-	if (rc == 0 && (len != strlen(r->owner_text) || memcmp(buf, r->owner_text, len) != 0))
+	char path[SUB_PATH_MAX];
+	sub_stat st;
+	snprintf(path, sizeof(path), "%s/%s", r->scratch, r->owner_text);
+	int rc = sub_stat_path(r->vfs, path, &st);
+	if (rc == -ESTALE || rc == -ENOTDIR)
 		rc = -ENOENT;
-	free(buf);
 	return rc;
 }
 
 /* Who owns the scratch directory, so that a later run can tell a killed
- * run's leftover from a live one (scratch.h); then the leftovers of others. */
+ * run's leftover from a live one (scratch.h); then the leftovers of others.
+ * A directory, not a file: see scratch.h. */
 static int own_scratch(kc_run *r, char *err, size_t errlen)
 {
 	json_t *owner = kc_scratch_owner_self();
-	char *text = owner ? json_dumps(owner, JSON_COMPACT) : NULL;
+	char name[300], path[SUB_PATH_MAX];
+	int rc = owner ? kc_scratch_owner_name(owner, name, sizeof(name)) : -ENOMEM;
 	json_decref(owner);
-	if (!text)
-		return -ENOMEM;
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_SCRATCH_OWNER, r->scratch);
-	int rc = sub_create_excl(r->vfs, path, text, strlen(text));
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/%s", r->scratch, name);
+		rc = sub_mkdir(r->vfs, path, 0755);
+	}
 	if (rc) {
-		free(text);
-		snprintf(err, errlen, "%s: cannot write the owner record into the scratch directory: %s",
+		snprintf(err, errlen, "%s: cannot record the owner of the scratch directory: %s",
 			 r->o->url, sub_strerror(rc));
 		return rc;
 	}
-	r->owner_text = text;
+	r->owner_text = strdup(name);
 	r->leftovers = json_array();
 	kc_scratch_sweep(r->vfs, r->scratch, 1, -1, r->leftovers, r->out);
 	return 0;

@@ -48,7 +48,7 @@ typedef struct kc_run {
 	 * it is and why.  The results are still reported, the verdict is ERROR. */
 	char scratch_left[SUB_PATH_MAX + 64];
 	char cleanup_error[256];
-	char *owner_text;  /* scratch/owner.json as written: the directory is still ours */
+	char *owner_text;  /* the owner record's name in scratch: the directory is still ours */
 	json_t *leftovers; /* other runs' scratch directories found at the start */
 	/* The cluster directory when it is not on the URL's volume: its identity,
 	 * preflighted like the data volume (check_preflight.c). */

@@ -54,6 +54,51 @@ json_t *kc_scratch_owner_self(void)
 			 (json_int_t)ku_wall_ms());
 }
 
+int kc_scratch_owner_name(const json_t *owner, char *buf, size_t len)
+{
+	const char *host = json_string_value(json_object_get(owner, "host_id"));
+	if (!host || !*host || strchr(host, '|') || strchr(host, ','))
+		return -EINVAL;
+	int n = snprintf(buf, len, KC_SCRATCH_OWNER_PREFIX "%lld,%lld,%lld,%s",
+			 (long long)json_integer_value(json_object_get(owner, "pid")),
+			 (long long)json_integer_value(json_object_get(owner, "pid_start")),
+			 (long long)json_integer_value(json_object_get(owner, "started_at_ms")), host);
+	if (n < 0 || (size_t)n >= len || n > 255)
+		return -ENAMETOOLONG;
+	for (char *p = buf; *p; p++)
+		if (*p == '/')
+			*p = '|';
+	return 0;
+}
+
+json_t *kc_scratch_owner_parse(const char *name)
+{
+	size_t pl = strlen(KC_SCRATCH_OWNER_PREFIX);
+	if (strncmp(name, KC_SCRATCH_OWNER_PREFIX, pl) != 0)
+		return NULL;
+	long long f[3];
+	const char *p = name + pl;
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		if (*p < '0' || *p > '9')
+			return NULL;
+		errno = 0;
+		f[i] = strtoll(p, &end, 10);
+		if (errno || *end != ',')
+			return NULL;
+		p = end + 1;
+	}
+	if (!*p)
+		return NULL;
+	char host[400];
+	snprintf(host, sizeof(host), "%s", p);
+	for (char *h = host; *h; h++)
+		if (*h == '|')
+			*h = '/';
+	return json_pack("{s:s,s:s,s:I,s:I,s:I}", "kind", KC_SCRATCH_KIND, "host_id", host, "pid",
+			 (json_int_t)f[0], "pid_start", (json_int_t)f[1], "started_at_ms", (json_int_t)f[2]);
+}
+
 int kc_scratch_owner_dead(const json_t *owner, const char *my_host_id,
 			  uint64_t (*start_of)(long pid))
 {
@@ -122,16 +167,16 @@ int kc_scratch_sweep(sub_vfs *v, const char *skip, int remove_dead, int64_t remo
 		if (strncmp(name, KC_SCRATCH_PREFIX, strlen(KC_SCRATCH_PREFIX)) != 0 ||
 		    (skip && strcmp(name, skip) == 0))
 			continue;
-		char path[SUB_PATH_MAX];
-		if (sub_join(path, sizeof(path), name, KC_SCRATCH_OWNER) != 0)
-			continue;
-		char *buf = NULL;
-		size_t len = 0;
 		json_t *owner = NULL;
-		int orc = sub_read_file(v, path, 64 * 1024, &buf, &len);
+		char **sub = NULL;
+		size_t nsub = 0;
+		int orc = sub_list(v, name, &sub, &nsub);
+		for (size_t k = 0; orc == 0 && k < nsub && !owner; k++)
+			owner = kc_scratch_owner_parse(sub[k]);
 		if (orc == 0)
-			owner = json_loadb(buf, len, 0, NULL);
-		free(buf);
+			sub_names_free(sub, nsub);
+		if (orc == 0 && !owner)
+			orc = -ENOENT;
 		int dead = owner ? kc_scratch_owner_dead(owner, my_host, kc_pid_start) : -EINVAL;
 		const char *host = json_string_value(json_object_get(owner, "host_id"));
 		json_int_t pid = json_integer_value(json_object_get(owner, "pid"));
@@ -154,7 +199,8 @@ int kc_scratch_sweep(sub_vfs *v, const char *skip, int remove_dead, int64_t remo
 			snprintf(whybuf, sizeof(whybuf), "owned by a run on host %.400s, which this host cannot see", host);
 			why = whybuf;
 		} else {
-			why = orc == 0 ? "its owner record is unreadable" : "it has no owner record (an older version, or killed at once)";
+			why = orc == -ENOENT ? "it has no owner record (an older version, or killed at once)"
+					     : "its contents cannot be listed";
 		}
 		int remove = strcmp(state, "live") != 0 &&
 			     ((dead == 1 && remove_dead) || remove_older_ms == 0 ||

@@ -3,8 +3,12 @@
  * run is provably over, so that leftovers of killed runs are removed only
  * when they are garbage.
  *
- * Each run writes <scratch>/owner.json {host_id, pid, pid_start, started_at_ms}
- * right after creating its directory.  Another run on the same host removes
+ * Each run records its owner {host_id, pid, pid_start, started_at_ms} in the
+ * name of a subdirectory, "<scratch>/owner,<pid>,<pid_start>,<ms>,<host id>"
+ * ('/' in the host id written as '|'): a directory, not a file, because
+ * the driver must not create files on an NFSv4 volume before it forks
+ * actors (they would inherit its EXCLUSIVE4 verifier sequence), and the
+ * fsync check forks again later.  Another run on the same host removes
  * a leftover only when that pid is gone, or is now another process (its
  * start time differs); every other leftover (another host's, one with no
  * owner file) is reported with its age and left for `kaas-conform clean`.
@@ -19,7 +23,7 @@
 #include "substrates/sub.h"
 
 #define KC_SCRATCH_PREFIX "~kaas-conform-"
-#define KC_SCRATCH_OWNER "owner.json"
+#define KC_SCRATCH_OWNER_PREFIX "owner,"
 #define KC_SCRATCH_KIND "kaas-conform-scratch"
 
 /* The start time of process pid in clock ticks since boot (field 22 of
@@ -28,6 +32,11 @@ uint64_t kc_pid_start(long pid);
 
 /* This process's owner record (malloc'd JSON). */
 json_t *kc_scratch_owner_self(void);
+
+/* The record as a directory name and back: 0 or -ENAMETOOLONG/-EINVAL;
+ * NULL when name is not an owner record. */
+int kc_scratch_owner_name(const json_t *owner, char *buf, size_t len);
+json_t *kc_scratch_owner_parse(const char *name);
 
 /* Pure: what a leftover's owner record says, seen from host my_host_id.
  * start_of(pid) gives the start time of a live process (0: none).

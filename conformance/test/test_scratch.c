@@ -73,6 +73,29 @@ START_TEST(owner_dead_only_when_provable)
 }
 END_TEST
 
+/* The record survives its trip through a directory name. */
+START_TEST(owner_name_round_trip)
+{
+	json_t *o = owner("node-1/3f2a9c1e/netns:4026531840", 4242, 81234567);
+	char nm[300];
+	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), 0);
+	ck_assert_str_eq(nm, "owner,4242,81234567,1,node-1|3f2a9c1e|netns:4026531840");
+	json_t *back = kc_scratch_owner_parse(nm);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_int_eq(json_equal(o, back), 1);
+	json_decref(back);
+	ck_assert_int_eq(kc_scratch_owner_name(o, nm, 10), -ENAMETOOLONG);
+	json_decref(o);
+	const char *bad[] = {"owner.json", "owner,", "owner,1,2,3", "owner,1,2,3,", "owner,x,2,3,h",
+			     "owner,1,2,,h", "rename", NULL};
+	for (int i = 0; bad[i]; i++)
+		ck_assert_msg(kc_scratch_owner_parse(bad[i]) == NULL, "parsed '%s'", bad[i]);
+	o = owner("a,b", 1, 1);
+	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), -EINVAL);
+	json_decref(o);
+}
+END_TEST
+
 START_TEST(durations_parse_and_reject)
 {
 	int64_t ms = -1;
@@ -122,18 +145,23 @@ START_TEST(sweep_removes_only_the_provably_dead)
 	for (int i = 0; i < 5; i++)
 		ck_assert_int_eq(sub_mkdir(v, names[i], 0755), 0);
 	/* pid 0x7ffffff0 is beyond pid_max: gone. */
-	snprintf(doc, sizeof(doc),
-		 "{\"kind\":\"kaas-conform-scratch\",\"host_id\":\"%s\",\"pid\":2147483632,\"pid_start\":3,\"started_at_ms\":1}",
-		 me);
-	ck_assert_int_eq(sub_create_excl(v, "~kaas-conform-dead/owner.json", doc, strlen(doc)), 0);
+	char nm[300], path[400];
+	json_t *o = owner(me, 2147483632, 3);
+	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), 0);
+	json_decref(o);
+	snprintf(path, sizeof(path), "~kaas-conform-dead/%s", nm);
+	ck_assert_int_eq(sub_mkdir(v, path, 0755), 0);
 	json_t *self = kc_scratch_owner_self();
-	char *t = json_dumps(self, 0);
-	ck_assert_int_eq(sub_create_excl(v, "~kaas-conform-live/owner.json", t, strlen(t)), 0);
-	free(t);
+	ck_assert_int_eq(kc_scratch_owner_name(self, nm, sizeof(nm)), 0);
 	json_decref(self);
-	snprintf(doc, sizeof(doc),
-		 "{\"kind\":\"kaas-conform-scratch\",\"host_id\":\"elsewhere\",\"pid\":2147483632,\"pid_start\":3,\"started_at_ms\":1}");
-	ck_assert_int_eq(sub_create_excl(v, "~kaas-conform-away/owner.json", doc, strlen(doc)), 0);
+	snprintf(path, sizeof(path), "~kaas-conform-live/%s", nm);
+	ck_assert_int_eq(sub_mkdir(v, path, 0755), 0);
+	o = owner("elsewhere/12345678/netns:9", 2147483632, 3);
+	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), 0);
+	json_decref(o);
+	snprintf(path, sizeof(path), "~kaas-conform-away/%s", nm);
+	ck_assert_int_eq(sub_mkdir(v, path, 0755), 0);
+	(void)doc;
 	json_t *list = json_array();
 	ck_assert_int_eq(kc_scratch_sweep(v, NULL, 1, -1, list, NULL), 0);
 	ck_assert_uint_eq(json_array_size(list), 4);
@@ -208,7 +236,7 @@ int main(void)
 {
 	Suite *s = suite_create("scratch");
 	const struct ktest pure = { .tcase = "pure" };
-	ktest_add(s, pure, KTEST_LIST(owner_dead_only_when_provable, durations_parse_and_reject,
+	ktest_add(s, pure, KTEST_LIST(owner_dead_only_when_provable, owner_name_round_trip, durations_parse_and_reject,
 				      rcopy_probe_fits_the_volume, enospc_judge_and_size));
 	const struct ktest files = { .tcase = "files", .setup = scratch_setup, .teardown = scratch_teardown };
 	ktest_add(s, files, KTEST_LIST(sweep_removes_only_the_provably_dead));
