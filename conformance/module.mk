@@ -10,7 +10,7 @@ conform_SRCS := conformance/kc.c conformance/payload.c conformance/chan.c \
 	conformance/check_fsync.c conformance/check_rcopy.c conformance/check_perf.c \
 	conformance/steps_perf.c conformance/report.c conformance/scratch.c \
 	conformance/check_enospc.c \
-	conformance/run.c conformance/agent.c conformance/agent_client.c conformance/agent_net.c
+	conformance/run.c conformance/marker.c conformance/agent.c conformance/agent_client.c conformance/agent_net.c
 conform_USES := qualify sub util
 conform_PREFIX := kc
 conform_TESTS := conformance/test/test_conform.c conformance/test/test_chan.c \

@@ -26,13 +26,13 @@
 #include "qualify/stamp.h"
 #include "util/clock.h"
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t kc__interrupted; /* set by SIGINT/SIGTERM (marker.c reads it) */
 static int scratch_intact(kc_run *r);
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	kc__interrupted = 1;
 }
 
 static void install_signals(void)
@@ -226,141 +226,6 @@ static int write_stamp(kc_run *r, char *where, size_t wlen, char *err, size_t er
 	return rc;
 }
 
-/* Every --mount and every --agent's root must show the volume of the URL,
- * else the checks would end in a puzzling set-up error (or, worse, an
- * agent on another volume would make every check pass vacuously on its
- * own).  A marker with a random nonce is written and closed through the
- * URL's handle (exclusive create, fsync) and read back through a fresh
- * handle on each mount, opened after that close (close-to-open), and by
- * each agent through the actor protocol, relative to its root.  Both names
- * are new, so no client can have cached them as absent; a slow client still
- * gets a few seconds before it counts as another volume. */
-#define KC_MOUNT_MARKER_WAIT_MS 3000
-#define KC_MARKER_FILE "volume-marker"
-
-static int write_marker(kc_run *r, char *marker, size_t mlen, size_t *n, char *err, size_t errlen)
-{
-	uint64_t nonce = 0;
-	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		nonce = (uint64_t)ku_mono_ns();
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-	int m = snprintf(marker, mlen, "kaas-conform volume marker %s %016" PRIx64 "\n", r->scratch,
-			 nonce);
-	*n = (size_t)m;
-	int rc = sub_create_excl(r->vfs, path, marker, *n);
-	if (rc)
-		snprintf(err, errlen, "%s: cannot write a marker file into the scratch directory: %s",
-			 r->o->url, sub_strerror(rc));
-	return rc;
-}
-
-/* One reader of the marker: a mount's handle, or (mv NULL) actor ai through
- * its read_small step.  0 when it read the marker; -ENOENT, -EBADMSG or
- * -ESTALE when it still did not at the deadline; another -errno when it
- * could not read (*why set for an actor's failure). */
-static int read_marker(kc_run *r, sub_vfs *mv, int ai, const char *path, const char *marker,
-		       size_t n)
-{
-	int64_t deadline = ku_mono_ms() + KC_MOUNT_MARKER_WAIT_MS;
-	int rc;
-	for (;;) {
-		if (mv) {
-			char *buf = NULL;
-			size_t len = 0;
-			rc = sub_read_file(mv, path, n + 1, &buf, &len);
-			if (rc == 0 && (len != n || memcmp(buf, marker, len) != 0))
-				rc = -EBADMSG;
-			free(buf);
-		} else {
-			json_t *out = NULL;
-			rc = kc_drv_call(&r->drv, ai, "read_small", json_pack("{s:s}", "path", path), &out);
-			if (rc == 0) {
-				rc = (int)json_integer_value(json_object_get(out, "rc"));
-				const char *data = json_string_value(json_object_get(out, "data"));
-				if (rc == 0 && (!data || strlen(data) != n || memcmp(data, marker, n) != 0))
-					rc = -EBADMSG;
-				if (rc == -EFBIG)
-					rc = -EBADMSG;
-			} else if (rc == -EINTR) {
-				return rc;
-			} else {
-				json_decref(out);
-				return rc < 0 ? rc : -EIO; /* the actor itself failed */
-			}
-			json_decref(out);
-		}
-		if (rc != -ENOENT && rc != -EBADMSG && rc != -ESTALE)
-			return rc;
-		if (interrupted || ku_mono_ms() >= deadline)
-			return interrupted ? -EINTR : rc;
-		usleep(100 * 1000);
-	}
-}
-
-static int verify_mounts(kc_run *r, const char *marker, size_t n, char *err, size_t errlen)
-{
-	const kc_opts *o = r->o;
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-	for (int i = 0; i < o->nmounts; i++) {
-		sub_vfs *mv = NULL;
-		char e[900] = "";
-		int rc = sub_open_url(o->mounts[i], &mv, e, sizeof(e));
-		if (rc) {
-			snprintf(err, errlen, "--mount: %s", e);
-			return rc;
-		}
-		rc = read_marker(r, mv, -1, path, marker, n);
-		sub_destroy(mv);
-		if (rc == -EINTR)
-			return rc;
-		if (rc == -ENOENT || rc == -EBADMSG || rc == -ESTALE)
-			snprintf(err, errlen,
-				 "--mount %s: not the volume of %s (a marker file written through %s into %s %s through the mount)",
-				 o->mounts[i], o->url, o->url, r->scratch,
-				 rc == -EBADMSG ? "reads back different" : "cannot be found");
-		else if (rc)
-			snprintf(err, errlen,
-				 "--mount %s: cannot tell whether it is the volume of %s: reading the marker file %s through it: %s",
-				 o->mounts[i], o->url, path, sub_strerror(rc));
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* The same for the agents, once they are connected: each reads the marker
- * relative to its own --root. */
-static int verify_agents(kc_run *r, const char *marker, size_t n, char *err, size_t errlen)
-{
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-	for (int i = 0; i < r->drv.n; i++) {
-		kc_actor *a = &r->drv.a[i];
-		r->drv.err[0] = '\0';
-		int rc = read_marker(r, NULL, i, path, marker, n);
-		if (rc == -EINTR)
-			return rc;
-		if (rc == -ENOENT || rc == -EBADMSG || rc == -ESTALE)
-			snprintf(err, errlen,
-				 "--agent %.200s: its root %.300s is not the volume of %s (a marker file written through %s into %s %s through it)",
-				 a->agent, a->url, r->o->url, r->o->url, r->scratch,
-				 rc == -EBADMSG ? "reads back different" : "cannot be found");
-		else if (rc && r->drv.err[0])
-			snprintf(err, errlen,
-				 "--agent %.200s: cannot tell whether its root %.300s is the volume of %s: %.400s",
-				 a->agent, a->url, r->o->url, r->drv.err);
-		else if (rc)
-			snprintf(err, errlen,
-				 "--agent %.200s: cannot tell whether its root %.300s is the volume of %s: reading the marker file %s: %s",
-				 a->agent, a->url, r->o->url, path, sub_strerror(rc));
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 static void print_header(const kc_run *r)
 {
 	char kind[128];
@@ -399,7 +264,7 @@ static void run_checks(kc_run *r)
 	for (int id = 0; id < KC_NCHECKS; id++) {
 		if (!(r->o->checks & (1u << id)))
 			continue;
-		if (interrupted)
+		if (kc__interrupted)
 			return;
 		kc_result *res = &r->res[id];
 		kc_result_init(res, id);
@@ -416,7 +281,7 @@ static void run_checks(kc_run *r)
 		else
 			rc = check_fns[id](r, res, dir);
 		res->duration_ms = ku_mono_ms() - t0;
-		if (rc == -EINTR || interrupted) {
+		if (rc == -EINTR || kc__interrupted) {
 			r->cur = -1;
 			return;
 		}
@@ -569,9 +434,9 @@ static int start_actors(kc_run *r, char *err, size_t errlen)
 	size_t marker_len = 0;
 	int rc;
 	if ((o->nmounts || o->nagents) &&
-	    (rc = write_marker(r, marker, sizeof(marker), &marker_len, err, errlen)))
+	    (rc = kc_marker_write(r, marker, sizeof(marker), &marker_len, err, errlen)))
 		return rc;
-	if ((rc = verify_mounts(r, marker, marker_len, err, errlen)))
+	if ((rc = kc_marker_verify_mounts(r, marker, marker_len, err, errlen)))
 		return rc;
 	r->t0_ms = ku_mono_ms();
 	now_rfc3339(r->started_at, sizeof(r->started_at));
@@ -580,7 +445,7 @@ static int start_actors(kc_run *r, char *err, size_t errlen)
 	for (int i = 0; i < o->nmounts; i++)
 		urls[1 + i] = o->mounts[i];
 	r->drv.timeout_ms = o->timeout_s * 1000;
-	r->drv.interrupted = &interrupted;
+	r->drv.interrupted = &kc__interrupted;
 	r->drv.on_progress = progress_line;
 	r->drv.progress_arg = r;
 	if (o->nagents)
@@ -588,13 +453,13 @@ static int start_actors(kc_run *r, char *err, size_t errlen)
 	else
 		rc = kc_drv_spawn(&r->drv, o->actors, urls, 1 + o->nmounts);
 	if (rc) {
-		if (rc == -EINTR || interrupted)
+		if (rc == -EINTR || kc__interrupted)
 			return -EINTR;
 		snprintf(err, errlen, "%s", r->drv.err);
 		return rc;
 	}
-	if (o->nagents && (rc = verify_agents(r, marker, marker_len, err, errlen)))
-		return interrupted ? -EINTR : rc;
+	if (o->nagents && (rc = kc_marker_verify_agents(r, marker, marker_len, err, errlen)))
+		return kc__interrupted ? -EINTR : rc;
 	if (o->nmounts || o->nagents) {
 		char path[128];
 		snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
@@ -727,7 +592,7 @@ static int check_run(kc_run *r)
 	count_clients(r);
 	print_header(r);
 	run_checks(r);
-	if (interrupted) {
+	if (kc__interrupted) {
 		abandon(r, 1);
 		return KC_EXIT_ERROR;
 	}
@@ -758,7 +623,7 @@ int kc_cmd_check(int argc, char **argv)
 		return fail_usage("out of memory");
 	r->o = &o;
 	r->cur = -1;
-	r->interrupted = &interrupted;
+	r->interrupted = &kc__interrupted;
 	int status = check_run(r);
 	for (int i = 0; i < KC_NCHECKS; i++)
 		if (r->res[i].ran)

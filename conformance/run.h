@@ -122,4 +122,12 @@ int kc_run_exit_code(const kc_run *r);
  * {"proven", "by", "statement", "required"}. */
 json_t *kc_run_durability(const kc_run *r);
 
+/* marker.c: the marker file that proves every client sees the run's
+ * volume.  0 or -errno with err filled. */
+#define KC_MARKER_FILE "volume-marker"
+extern volatile sig_atomic_t kc__interrupted; /* run.c: a signal asked the run to stop */
+int kc_marker_write(kc_run *r, char *marker, size_t mlen, size_t *n, char *err, size_t errlen);
+int kc_marker_verify_mounts(kc_run *r, const char *marker, size_t n, char *err, size_t errlen);
+int kc_marker_verify_agents(kc_run *r, const char *marker, size_t n, char *err, size_t errlen);
+
 #endif
