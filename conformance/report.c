@@ -161,12 +161,27 @@ int kc_report_probe(const char *opt, const char *path, char *err, size_t errlen)
 }
 
 /* Writes through a temp file and a rename, so a reader (CI) never sees half
- * a report. */
+ * a report.  A path that names something other than a regular file (a
+ * device such as /dev/null, a FIFO, /dev/stdout) is written in place: a
+ * rename would replace the device node with a regular file. */
 static int write_text_file(const char *path, const char *text, char *err, size_t errlen)
 {
 	if (strcmp(path, "-") == 0) {
 		fputs(text, stdout);
 		fflush(stdout);
+		return 0;
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		FILE *f = fopen(path, "we");
+		int bad = !f || fputs(text, f) < 0;
+		if (f)
+			bad |= fclose(f) != 0;
+		if (bad) {
+			int e = errno ? errno : EIO;
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+			return -e;
+		}
 		return 0;
 	}
 	char tmp[4200];

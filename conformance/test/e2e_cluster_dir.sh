@@ -51,7 +51,7 @@ brk() { # brk WANT DATA CLUSTER: the broker's exit status within a few seconds
 }
 # (a) the stamp of a run without --cluster-dir: qualifies the data volume only
 vol2=$(newdir vol2)
-expect_rc 0 "$KC" check "$vol2" --stamp --iterations 20 --no-progress --json /dev/null
+expect_rc 0 "$KC" check "$vol2" --stamp --iterations 20 --no-progress --json "$WORK/cluster-dir-report.json"
 mkdir -p "$ram/c1"
 cp "$vol2/__cluster/qualification.json" "$ram/c1/"
 brk 78 "$vol2" "$ram/c1"
