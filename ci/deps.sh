@@ -21,7 +21,7 @@ TEST_PKGS=(clang libclang-rt-14-dev iproute2 procps psmisc util-linux e2fsprogs
 	nfs-ganesha nfs-ganesha-vfs nfs-ganesha-mem rpcbind libnfs-utils
 	kcat librdkafka-dev python3 python3-confluent-kafka python3-kafka
 	eatmydata golang-go golang-github-shopify-sarama-dev nodejs npm
-	fuse3 libfuse3-dev strace python3-yaml prometheus curl)
+	fuse3 libfuse3-dev strace python3-yaml prometheus curl nftables)
 
 # What `make bench` adds (ci/bench/run.sh): plots and instruction counts.
 BENCH_PKGS=(gnuplot-nox valgrind)

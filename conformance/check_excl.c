@@ -6,7 +6,12 @@
  * every loser must be told EEXIST — an EPERM (SFTP) or any other error is a
  * loser that cannot tell "someone else owns it" from a failure, so code that
  * re-drives a claim would never settle.  Then an actor other than the winner
- * reads the claim file and must find the winner's name in it.
+ * reads the claim file and must find the winner's name in it, and every
+ * loser told EEXIST reads it too and must not find its own name: a create
+ * that reached the server, lost its reply and was sent again (an RPC
+ * retransmission over a lossy link, a reconnect) answers EEXIST for the
+ * caller's own file, and a controller election would then have a winner
+ * that believes it lost.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +31,7 @@ int kc_check_excl(kc_run *r, kc_result *res, const char *dir)
 	r->manual = 1;
 	static const char *const zero[] = {"rounds", "one_winner", "multi_winner", "no_winner",
 					   "loser_eexist", "loser_eperm", "loser_other",
-					   "content_mismatch", "winner_write_errors"};
+					   "content_mismatch", "winner_write_errors", "loser_own_content"};
 	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
 		kc_result_count(res, zero[k], 0); /* every counter is in the report */
 	kc_result_count(res, "racers", n);
@@ -43,7 +48,7 @@ int kc_check_excl(kc_run *r, kc_result *res, const char *dir)
 		}
 		if ((rc = kc_drv_release(&r->drv, as, n)))
 			goto fail;
-		int winners = 0, winner = -1;
+		int winners = 0, winner = -1, eexist[KC_MAX_ACTORS], neexist = 0;
 		json_t *trace = json_array();
 		for (int i = 0; i < n; i++) {
 			json_t *out = NULL;
@@ -64,6 +69,7 @@ int kc_check_excl(kc_run *r, kc_result *res, const char *dir)
 					kc_result_count(res, "winner_write_errors", 1);
 			} else if (err && strcmp(err, "EEXIST") == 0) {
 				kc_result_count(res, "loser_eexist", 1);
+				eexist[neexist++] = i;
 			} else {
 				kc_result_count(res, err && strcmp(err, "EPERM") == 0 ? "loser_eperm"
 										  : "loser_other",
@@ -119,6 +125,33 @@ int kc_check_excl(kc_run *r, kc_result *res, const char *dir)
 				json_t *one = json_pack("[{s:s,s:i,s:I,s:s,s:O}]", "kind", "content_mismatch",
 							"actor", reader, "iteration", (json_int_t)round,
 							"detail", d, "trace", trace);
+				kc_result_add_anomalies(res, NULL, one, 1);
+				json_decref(one);
+				r->manual_anomalies++;
+			}
+			json_decref(out);
+		}
+		/* Each EEXIST must be about someone else's file. */
+		for (int k = 0; k < neexist; k++) {
+			int i = eexist[k];
+			json_t *out = NULL;
+			rc = kc_drv_call(&r->drv, i, "read_small", json_pack("{s:s}", "path", path), &out);
+			if (rc) {
+				json_decref(trace);
+				goto fail;
+			}
+			char own[64];
+			snprintf(own, sizeof(own), "actor %d tag %lld\n", i, (long long)tag);
+			const char *data = json_string_value(json_object_get(out, "data"));
+			if (data && strcmp(data, own) == 0) {
+				kc_result_count(res, "loser_own_content", 1);
+				char d[512];
+				snprintf(d, sizeof(d),
+					 "actor %d was told EEXIST, yet %s holds its own claim: its create succeeded and a retransmission of it answered EEXIST",
+					 i, path);
+				json_t *one = json_pack("[{s:s,s:i,s:I,s:s,s:O}]", "kind", "loser_own_content",
+							"actor", i, "iteration", (json_int_t)round, "detail", d,
+							"trace", trace);
 				kc_result_add_anomalies(res, NULL, one, 1);
 				json_decref(one);
 				r->manual_anomalies++;

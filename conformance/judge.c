@@ -116,12 +116,14 @@ kc_verdict kc_judge_rename(const json_t *counts, char *summary, size_t len)
 
 kc_verdict kc_judge_excl(const json_t *counts, char *summary, size_t len)
 {
-	static const char *const keys[] = {"multi_winner", "no_winner", "loser_eperm",
-					   "loser_other", "content_mismatch", "winner_write_errors"};
+	static const char *const keys[] = {"multi_winner",     "no_winner",
+					   "loser_eperm",      "loser_other",
+					   "content_mismatch", "winner_write_errors",
+					   "loser_own_content"};
 	char viol[512] = "";
 	sbuf vb = {viol, sizeof(viol), 0};
 	int first = 1;
-	long long bad = list_violations(counts, NULL, keys, 6, &vb, &first);
+	long long bad = list_violations(counts, NULL, keys, 7, &vb, &first);
 	sbuf b = {summary, len, 0};
 	if (bad > 0) {
 		sb_add(&b, "in %lld rounds of %lld racers: %s", C("rounds"), C("racers"), viol);
@@ -390,6 +392,23 @@ kc_verdict kc_judge_perf(const json_t *counts, char *summary, size_t len)
 	return C("strict") > 0 ? KC_FAIL : KC_WARN;
 }
 
+kc_verdict kc_judge_enospc(const json_t *counts, char *summary, size_t len)
+{
+	sbuf b = {summary, len, 0};
+	const char *at = C("surfaced_at_write") ? "write" : C("surfaced_at_fsync") ? "fsync" : "close";
+	sb_add(&b, "filled %lld MiB: out of space reported at %s", C("filled_bytes") >> 20,
+	       C("deferred_to_close") ? "close only" : at);
+	if (C("acked_lost"))
+		sb_add(&b, "; %lld bytes reported written and fsynced do not read back", C("acked_lost"));
+	if (C("small_lost"))
+		sb_add(&b, "; %lld small file(s) reported written while full do not read back whole",
+		       C("small_lost"));
+	if (C("deferred_to_close") || C("acked_lost") || C("small_lost"))
+		return KC_FAIL;
+	sb_add(&b, "; %lld MiB acknowledged read back whole", C("acked_bytes") >> 20);
+	return KC_PASS;
+}
+
 kc_verdict kc_judge_overall(const kc_result *res, int n)
 {
 	kc_verdict v = KC_PASS;
@@ -406,7 +425,7 @@ void kc_judge_result(kc_result *r, uint64_t seed)
 		[KC_CHK_RENAME] = kc_judge_rename, [KC_CHK_EXCL] = kc_judge_excl,
 		[KC_CHK_CTO] = kc_judge_cto,	   [KC_CHK_UNLINK] = kc_judge_unlink,
 		[KC_CHK_FSYNC] = kc_judge_fsync,   [KC_CHK_RCOPY] = kc_judge_rcopy,
-		[KC_CHK_PERF] = kc_judge_perf,
+		[KC_CHK_PERF] = kc_judge_perf,	   [KC_CHK_ENOSPC] = kc_judge_enospc,
 	};
 	if (r->verdict == KC_ERROR)
 		return;

@@ -94,8 +94,17 @@ int kc_fsync_too_fast(int64_t fsync_ns, int64_t lookup_ns, int64_t getattr_ns, i
 int kc_space_freed(const int64_t *seq, int n, int nlinked, int nheld, int64_t file_bytes,
 		   int64_t *rise);
 
+/* enospc: FAIL when out of space surfaced only at close (deferred_to_close),
+ * when bytes reported written and fsynced did not read back (acked_lost), or
+ * a small file reported written while full did not (small_lost). */
+kc_verdict kc_judge_enospc(const json_t *counts, char *summary, size_t len);
+
 /* rename-copy: a rename is "as slow as a copy" when the median rename of the
  * large file takes at least this many times the median of the small one. */
 #define KC_RCOPY_RATIO_LIMIT 10
+/* The large file's size for a volume with `avail` bytes free: 64 MiB, or
+ * the largest power-of-two MiB within a quarter of the free space; 0 when
+ * not even 1 MiB fits (the check says what it needs). */
+int64_t kc_rcopy_big_bytes(int64_t avail);
 
 #endif

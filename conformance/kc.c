@@ -62,6 +62,8 @@ static const struct {
 	[KC_CHK_FSYNC] = {"fsync", "fsync makes data durable"},
 	[KC_CHK_RCOPY] = {"rename-copy", "rename moves a name, it does not copy data"},
 	[KC_CHK_PERF] = {"perf", "append+fsync latency and metadata rates meet the targets given"},
+	[KC_CHK_ENOSPC] = {"enospc",
+			   "out of space is reported at write or fsync; what was reported written reads back whole"},
 };
 
 const char *kc_check_name(int id)

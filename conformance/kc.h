@@ -53,12 +53,13 @@ typedef enum kc_check_id {
 	KC_CHK_FSYNC,
 	KC_CHK_RCOPY,
 	KC_CHK_PERF, /* opt-in (--perf or --checks perf): speed, not correctness */
+	KC_CHK_ENOSPC, /* opt-in (--enospc LIMIT): fills the volume, so never by default */
 	KC_NCHECKS
 } kc_check_id;
 
 #define KC_ALL_CHECKS ((1u << KC_NCHECKS) - 1)
 /* What runs without --checks, "all" in --checks, and what a stamp needs. */
-#define KC_DEFAULT_CHECKS (KC_ALL_CHECKS & ~(1u << KC_CHK_PERF))
+#define KC_DEFAULT_CHECKS (KC_ALL_CHECKS & ~(1u << KC_CHK_PERF) & ~(1u << KC_CHK_ENOSPC))
 
 const char *kc_check_name(int id);      /* "rename", "unlink-open", ... */
 const char *kc_check_guarantee(int id); /* the guarantee a FAIL names */

@@ -9,6 +9,7 @@
 #include "conformance/kc.h"
 #include "conformance/opts.h"
 #include "conformance/run.h"
+#include "conformance/scratch.h"
 
 int main(int argc, char **argv)
 {
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
 		return kc_cmd_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "stamp-verify") == 0)
 		return kc_cmd_stamp_verify(argc - 1, argv + 1);
+	if (strcmp(cmd, "clean") == 0)
+		return kc_cmd_clean(argc - 1, argv + 1);
 	if (strcmp(cmd, "agent") == 0)
 		return kc_cmd_agent(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
@@ -32,6 +35,6 @@ int main(int argc, char **argv)
 		fputs(kc_usage, stdout);
 		return 0;
 	}
-	fprintf(stderr, "kaas-conform: unknown command '%s' (check, stamp-verify, agent, --version)\n", cmd);
+	fprintf(stderr, "kaas-conform: unknown command '%s' (check, stamp-verify, clean, agent, --version)\n", cmd);
 	return KC_EXIT_ERROR;
 }

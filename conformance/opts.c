@@ -22,13 +22,16 @@ const char kc_usage[] =
 	"                          [--detect-rate PCT] [--detect-power PCT]\n"
 	"                          [--perf [--perf-fsync-p99-ms MS] [--perf-min-mibps N]\n"
 	"                           [--perf-strict]]\n"
+	"                          [--enospc SIZE]\n"
 	"       kaas-conform agent --listen ADDR:PORT --root URL [--keepalive SECONDS]\n"
 	"       kaas-conform stamp-verify URL [--cluster-dir DIR]\n"
+	"       kaas-conform clean URL [--older-than DURATION]\n"
 	"       kaas-conform --version\n"
 	"\n"
 	"URL is a directory (path or posix:PATH), nfs://server/export?version=3|4,\n"
 	"or fault:<url>?<options>.  Checks: preflight, rename, excl, cto, unlink-open,\n"
-	"fsync, rename-copy (default: all of these), perf (with --perf).  Exit: 0 pass\n"
+	"fsync, rename-copy (default: all of these), perf (with --perf), enospc (with\n"
+	"--enospc SIZE: fills the volume when it has at most SIZE free).  Exit: 0 pass\n"
 	"(or warn, or unproven: fsync not disproven, no power-loss hook), 1 fail,\n"
 	"2 usage or internal error, 3 refused, 4 unproven with --require-power-loss.\n"
 	"See docs/conformance.md.\n";
@@ -51,7 +54,7 @@ int kc_parse_checks(const char *list, unsigned *mask, char *err, size_t errlen)
 		int id = kc_check_lookup(t);
 		if (id < 0) {
 			snprintf(err, errlen,
-				 "--checks: unknown check '%s' (known: preflight, rename, excl, cto, unlink-open, fsync, rename-copy, perf)",
+				 "--checks: unknown check '%s' (known: preflight, rename, excl, cto, unlink-open, fsync, rename-copy, perf, enospc)",
 				 t);
 			return -EINVAL;
 		}
@@ -85,6 +88,32 @@ static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, u
 	return 0;
 bad:
 	snprintf(err, errlen, "%s: '%s' is not a number", opt, s ? s : "");
+	return -EINVAL;
+}
+
+int kc_parse_size(const char *opt, const char *s, int64_t *out, char *err, size_t errlen)
+{
+	uint64_t mult = 1;
+	size_t n = s ? strlen(s) : 0;
+	char num[32];
+	if (n && strchr("kKmMgG", s[n - 1])) {
+		mult = strchr("kK", s[n - 1]) ? 1ull << 10 : strchr("mM", s[n - 1]) ? 1ull << 20 : 1ull << 30;
+		n--;
+	}
+	if (n == 0 || n >= sizeof(num) || s[0] < '0' || s[0] > '9')
+		goto bad;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	uint64_t v;
+	for (size_t i = 0; i < n; i++)
+		if (num[i] < '0' || num[i] > '9')
+			goto bad;
+	if (parse_u64(opt, num, 1, (1ull << 50) / mult, &v, err, errlen))
+		return -EINVAL;
+	*out = (int64_t)(v * mult);
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: '%s' is not a size (like 64m, 512k, 2g)", opt, s ? s : "");
 	return -EINVAL;
 }
 
@@ -250,6 +279,9 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 			if (bad || parse_positive("--perf-fsync-p99-ms", v, &ms, err, errlen))
 				return -EINVAL;
 			o->perf_fsync_p99_us = (int64_t)(ms * 1000.0 + 0.5);
+		} else if (take(argc, argv, &i, "--enospc", &v, err, errlen, &bad)) {
+			if (bad || kc_parse_size("--enospc", v, &o->enospc_limit, err, errlen))
+				return -EINVAL;
 		} else if (take(argc, argv, &i, "--perf-min-mibps", &v, err, errlen, &bad)) {
 			if (bad || parse_positive("--perf-min-mibps", v, &o->perf_min_mibps, err, errlen))
 				return -EINVAL;
@@ -318,6 +350,13 @@ int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t err
 	}
 	if (o->perf)
 		o->checks |= 1u << KC_CHK_PERF;
+	if (o->enospc_limit)
+		o->checks |= 1u << KC_CHK_ENOSPC;
+	if ((o->checks & (1u << KC_CHK_ENOSPC)) && !o->enospc_limit) {
+		snprintf(err, errlen,
+			 "--checks enospc fills the volume: give --enospc SIZE, the most free space you allow it to fill");
+		return -EINVAL;
+	}
 	if (o->stamp && checks_given && (o->checks & KC_DEFAULT_CHECKS) != KC_DEFAULT_CHECKS) {
 		snprintf(err, errlen, "--stamp needs every check; drop --checks");
 		return -EINVAL;

@@ -45,6 +45,7 @@ typedef struct kc_opts {
 	int perf, perf_strict; /* --perf: add the perf check; --perf-strict: a miss FAILs */
 	int64_t perf_fsync_p99_us; /* --perf-fsync-p99-ms (default KC_PERF_FSYNC_P99_MS) */
 	double perf_min_mibps;     /* --perf-min-mibps at 1 MiB appends; 0: no target */
+	int64_t enospc_limit; /* --enospc SIZE: fill the volume only when its free space is at most this */
 	int progress; /* -1 auto (a TTY), 0 off, 1 on */
 	int help;
 } kc_opts;
@@ -53,6 +54,9 @@ typedef struct kc_opts {
 
 /* argv[0] is the subcommand ("check").  0, or -EINVAL with err set. */
 int kc_opts_parse_check(int argc, char **argv, kc_opts *o, char *err, size_t errlen);
+
+/* "64m", "512k", "2g", "1048576" -> bytes (1 byte to 1 PiB).  0 or -EINVAL naming opt. */
+int kc_parse_size(const char *opt, const char *s, int64_t *out, char *err, size_t errlen);
 
 /* "rename,excl" -> mask; "all" allowed.  0 or -EINVAL naming the bad item. */
 int kc_parse_checks(const char *list, unsigned *mask, char *err, size_t errlen);

@@ -122,7 +122,12 @@ json_t *kc_report_json(const kc_run *r)
 		json_object_set_new(cleanup, "left", json_string(r->scratch_left));
 		json_object_set_new(cleanup, "error", json_string(r->cleanup_error));
 	}
+	/* Other runs' scratch directories found at the start: removed when
+	 * provably dead, else named with their age (scratch.h). */
+	json_object_set_new(cleanup, "leftovers", r->leftovers ? json_incref(r->leftovers) : json_array());
 	json_object_set_new(j, "cleanup", cleanup);
+	if (r->cluster_preflight)
+		json_object_set_new(j, "cluster_dir", json_incref(r->cluster_preflight));
 	return j;
 }
 
@@ -156,12 +161,27 @@ int kc_report_probe(const char *opt, const char *path, char *err, size_t errlen)
 }
 
 /* Writes through a temp file and a rename, so a reader (CI) never sees half
- * a report. */
+ * a report.  A path that names something other than a regular file (a
+ * device such as /dev/null, a FIFO, /dev/stdout) is written in place: a
+ * rename would replace the device node with a regular file. */
 static int write_text_file(const char *path, const char *text, char *err, size_t errlen)
 {
 	if (strcmp(path, "-") == 0) {
 		fputs(text, stdout);
 		fflush(stdout);
+		return 0;
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		FILE *f = fopen(path, "we");
+		int bad = !f || fputs(text, f) < 0;
+		if (f)
+			bad |= fclose(f) != 0;
+		if (bad) {
+			int e = errno ? errno : EIO;
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+			return -e;
+		}
 		return 0;
 	}
 	char tmp[4200];
@@ -338,6 +358,11 @@ char *kc_reproduce_command(const kc_run *r, const kc_result *res)
 		}
 		if (o->perf_strict)
 			shell_word(&b, "--perf-strict");
+	}
+	if (res->check == KC_CHK_ENOSPC) {
+		snprintf(num, sizeof(num), "%lld", (long long)o->enospc_limit);
+		shell_word(&b, "--enospc");
+		shell_word(&b, num);
 	}
 	if (o->crash_cmd && res->check == KC_CHK_FSYNC) {
 		shell_word(&b, "--crash-cmd");

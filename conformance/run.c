@@ -22,15 +22,17 @@
 #include "conformance/judge.h"
 #include "conformance/preflight.h"
 #include "conformance/run.h"
+#include "conformance/scratch.h"
 #include "qualify/stamp.h"
 #include "util/clock.h"
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t kc__interrupted; /* set by SIGINT/SIGTERM (marker.c reads it) */
+static int scratch_intact(kc_run *r);
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	kc__interrupted = 1;
 }
 
 static void install_signals(void)
@@ -58,6 +60,7 @@ static const check_fn check_fns[KC_NCHECKS] = {
 	[KC_CHK_EXCL] = kc_check_excl,		 [KC_CHK_CTO] = kc_check_cto,
 	[KC_CHK_UNLINK] = kc_check_unlink,	 [KC_CHK_FSYNC] = kc_check_fsync,
 	[KC_CHK_RCOPY] = kc_check_rcopy, [KC_CHK_PERF] = kc_check_perf,
+	[KC_CHK_ENOSPC] = kc_check_enospc,
 };
 
 static void progress_line(void *arg)
@@ -175,6 +178,11 @@ json_t *kc_stamp_build(const kc_run *r)
 			 (json_int_t)r->seed, "iterations", (json_int_t)r->o->iterations,
 			 "qualified_at", at, "qualified_at_ms", (json_int_t)ku_wall_ms(), "host", host,
 			 "url", r->o->url);
+	/* A cluster directory on another volume: its identity and preflight
+	 * verdict, which the broker's gate matches against the directory it is
+	 * given (kq_stamp_check_cluster). */
+	if (stamp && r->cluster_preflight)
+		json_object_set_new(stamp, "cluster_dir", json_deep_copy(r->cluster_preflight));
 	/* What the perf check measured, when it ran: the operator's record of
 	 * the speed the volume was qualified at. */
 	const kc_result *perf = &r->res[KC_CHK_PERF];
@@ -218,141 +226,6 @@ static int write_stamp(kc_run *r, char *where, size_t wlen, char *err, size_t er
 	return rc;
 }
 
-/* Every --mount and every --agent's root must show the volume of the URL,
- * else the checks would end in a puzzling set-up error (or, worse, an
- * agent on another volume would make every check pass vacuously on its
- * own).  A marker with a random nonce is written and closed through the
- * URL's handle (exclusive create, fsync) and read back through a fresh
- * handle on each mount, opened after that close (close-to-open), and by
- * each agent through the actor protocol, relative to its root.  Both names
- * are new, so no client can have cached them as absent; a slow client still
- * gets a few seconds before it counts as another volume. */
-#define KC_MOUNT_MARKER_WAIT_MS 3000
-#define KC_MARKER_FILE "volume-marker"
-
-static int write_marker(kc_run *r, char *marker, size_t mlen, size_t *n, char *err, size_t errlen)
-{
-	uint64_t nonce = 0;
-	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		nonce = (uint64_t)ku_mono_ns();
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-	int m = snprintf(marker, mlen, "kaas-conform volume marker %s %016" PRIx64 "\n", r->scratch,
-			 nonce);
-	*n = (size_t)m;
-	int rc = sub_create_excl(r->vfs, path, marker, *n);
-	if (rc)
-		snprintf(err, errlen, "%s: cannot write a marker file into the scratch directory: %s",
-			 r->o->url, sub_strerror(rc));
-	return rc;
-}
-
-/* One reader of the marker: a mount's handle, or (mv NULL) actor ai through
- * its read_small step.  0 when it read the marker; -ENOENT, -EBADMSG or
- * -ESTALE when it still did not at the deadline; another -errno when it
- * could not read (*why set for an actor's failure). */
-static int read_marker(kc_run *r, sub_vfs *mv, int ai, const char *path, const char *marker,
-		       size_t n)
-{
-	int64_t deadline = ku_mono_ms() + KC_MOUNT_MARKER_WAIT_MS;
-	int rc;
-	for (;;) {
-		if (mv) {
-			char *buf = NULL;
-			size_t len = 0;
-			rc = sub_read_file(mv, path, n + 1, &buf, &len);
-			if (rc == 0 && (len != n || memcmp(buf, marker, len) != 0))
-				rc = -EBADMSG;
-			free(buf);
-		} else {
-			json_t *out = NULL;
-			rc = kc_drv_call(&r->drv, ai, "read_small", json_pack("{s:s}", "path", path), &out);
-			if (rc == 0) {
-				rc = (int)json_integer_value(json_object_get(out, "rc"));
-				const char *data = json_string_value(json_object_get(out, "data"));
-				if (rc == 0 && (!data || strlen(data) != n || memcmp(data, marker, n) != 0))
-					rc = -EBADMSG;
-				if (rc == -EFBIG)
-					rc = -EBADMSG;
-			} else if (rc == -EINTR) {
-				return rc;
-			} else {
-				json_decref(out);
-				return rc < 0 ? rc : -EIO; /* the actor itself failed */
-			}
-			json_decref(out);
-		}
-		if (rc != -ENOENT && rc != -EBADMSG && rc != -ESTALE)
-			return rc;
-		if (interrupted || ku_mono_ms() >= deadline)
-			return interrupted ? -EINTR : rc;
-		usleep(100 * 1000);
-	}
-}
-
-static int verify_mounts(kc_run *r, const char *marker, size_t n, char *err, size_t errlen)
-{
-	const kc_opts *o = r->o;
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-	for (int i = 0; i < o->nmounts; i++) {
-		sub_vfs *mv = NULL;
-		char e[900] = "";
-		int rc = sub_open_url(o->mounts[i], &mv, e, sizeof(e));
-		if (rc) {
-			snprintf(err, errlen, "--mount: %s", e);
-			return rc;
-		}
-		rc = read_marker(r, mv, -1, path, marker, n);
-		sub_destroy(mv);
-		if (rc == -EINTR)
-			return rc;
-		if (rc == -ENOENT || rc == -EBADMSG || rc == -ESTALE)
-			snprintf(err, errlen,
-				 "--mount %s: not the volume of %s (a marker file written through %s into %s %s through the mount)",
-				 o->mounts[i], o->url, o->url, r->scratch,
-				 rc == -EBADMSG ? "reads back different" : "cannot be found");
-		else if (rc)
-			snprintf(err, errlen,
-				 "--mount %s: cannot tell whether it is the volume of %s: reading the marker file %s through it: %s",
-				 o->mounts[i], o->url, path, sub_strerror(rc));
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* The same for the agents, once they are connected: each reads the marker
- * relative to its own --root. */
-static int verify_agents(kc_run *r, const char *marker, size_t n, char *err, size_t errlen)
-{
-	char path[128];
-	snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
-	for (int i = 0; i < r->drv.n; i++) {
-		kc_actor *a = &r->drv.a[i];
-		r->drv.err[0] = '\0';
-		int rc = read_marker(r, NULL, i, path, marker, n);
-		if (rc == -EINTR)
-			return rc;
-		if (rc == -ENOENT || rc == -EBADMSG || rc == -ESTALE)
-			snprintf(err, errlen,
-				 "--agent %.200s: its root %.300s is not the volume of %s (a marker file written through %s into %s %s through it)",
-				 a->agent, a->url, r->o->url, r->o->url, r->scratch,
-				 rc == -EBADMSG ? "reads back different" : "cannot be found");
-		else if (rc && r->drv.err[0])
-			snprintf(err, errlen,
-				 "--agent %.200s: cannot tell whether its root %.300s is the volume of %s: %.400s",
-				 a->agent, a->url, r->o->url, r->drv.err);
-		else if (rc)
-			snprintf(err, errlen,
-				 "--agent %.200s: cannot tell whether its root %.300s is the volume of %s: reading the marker file %s: %s",
-				 a->agent, a->url, r->o->url, path, sub_strerror(rc));
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 static void print_header(const kc_run *r)
 {
 	char kind[128];
@@ -391,7 +264,7 @@ static void run_checks(kc_run *r)
 	for (int id = 0; id < KC_NCHECKS; id++) {
 		if (!(r->o->checks & (1u << id)))
 			continue;
-		if (interrupted)
+		if (kc__interrupted)
 			return;
 		kc_result *res = &r->res[id];
 		kc_result_init(res, id);
@@ -408,11 +281,22 @@ static void run_checks(kc_run *r)
 		else
 			rc = check_fns[id](r, res, dir);
 		res->duration_ms = ku_mono_ms() - t0;
-		if (rc == -EINTR || interrupted) {
+		if (rc == -EINTR || kc__interrupted) {
 			r->cur = -1;
 			return;
 		}
 		kc_judge_result(res, r->seed);
+		/* What the check saw means nothing about the filesystem when its
+		 * directory was taken away under it: the run's error, not a verdict. */
+		int src = scratch_intact(r);
+		if (src) {
+			kc_result_error(res,
+					"the scratch directory %s/%s %s during the check (removed or replaced by something other than this run); no verdict on the volume",
+					r->ident.root, r->scratch,
+					src == -ENOENT ? "vanished" : "became unreadable");
+			if (src != -ENOENT)
+				kc_result_note(res, "reading its owner record: %s", sub_strerror(src));
+		}
 		note_power(r, res);
 		/* Between checks, so that one check's leftovers (a silly-renamed
 		 * file) cannot disturb the next. */
@@ -483,6 +367,46 @@ static void choose_outputs(kc_run *r)
 		snprintf(r->report_path, sizeof(r->report_path), "%s", KC_DEFAULT_REPORT);
 }
 
+/* The scratch directory still is this run's: its owner record is there.
+ * 0, or -ENOENT when something else removed it (or replaced it), or
+ * another -errno when it cannot be looked at. */
+static int scratch_intact(kc_run *r)
+{
+	if (!r->owner_text)
+		return 0;
+	char path[SUB_PATH_MAX];
+	sub_stat st;
+	snprintf(path, sizeof(path), "%s/%s", r->scratch, r->owner_text);
+	int rc = sub_stat_path(r->vfs, path, &st);
+	if (rc == -ESTALE || rc == -ENOTDIR)
+		rc = -ENOENT;
+	return rc;
+}
+
+/* Who owns the scratch directory, so that a later run can tell a killed
+ * run's leftover from a live one (scratch.h); then the leftovers of others.
+ * A directory, not a file: see scratch.h. */
+static int own_scratch(kc_run *r, char *err, size_t errlen)
+{
+	json_t *owner = kc_scratch_owner_self();
+	char name[300], path[SUB_PATH_MAX];
+	int rc = owner ? kc_scratch_owner_name(owner, name, sizeof(name)) : -ENOMEM;
+	json_decref(owner);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/%s", r->scratch, name);
+		rc = sub_mkdir(r->vfs, path, 0755);
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot record the owner of the scratch directory: %s",
+			 r->o->url, sub_strerror(rc));
+		return rc;
+	}
+	r->owner_text = strdup(name);
+	r->leftovers = json_array();
+	kc_scratch_sweep(r->vfs, r->scratch, 1, -1, r->leftovers, r->out);
+	return 0;
+}
+
 static int make_scratch(kc_run *r, char *err, size_t errlen)
 {
 	uint64_t rnd = 0;
@@ -510,9 +434,9 @@ static int start_actors(kc_run *r, char *err, size_t errlen)
 	size_t marker_len = 0;
 	int rc;
 	if ((o->nmounts || o->nagents) &&
-	    (rc = write_marker(r, marker, sizeof(marker), &marker_len, err, errlen)))
+	    (rc = kc_marker_write(r, marker, sizeof(marker), &marker_len, err, errlen)))
 		return rc;
-	if ((rc = verify_mounts(r, marker, marker_len, err, errlen)))
+	if ((rc = kc_marker_verify_mounts(r, marker, marker_len, err, errlen)))
 		return rc;
 	r->t0_ms = ku_mono_ms();
 	now_rfc3339(r->started_at, sizeof(r->started_at));
@@ -521,7 +445,7 @@ static int start_actors(kc_run *r, char *err, size_t errlen)
 	for (int i = 0; i < o->nmounts; i++)
 		urls[1 + i] = o->mounts[i];
 	r->drv.timeout_ms = o->timeout_s * 1000;
-	r->drv.interrupted = &interrupted;
+	r->drv.interrupted = &kc__interrupted;
 	r->drv.on_progress = progress_line;
 	r->drv.progress_arg = r;
 	if (o->nagents)
@@ -529,13 +453,13 @@ static int start_actors(kc_run *r, char *err, size_t errlen)
 	else
 		rc = kc_drv_spawn(&r->drv, o->actors, urls, 1 + o->nmounts);
 	if (rc) {
-		if (rc == -EINTR || interrupted)
+		if (rc == -EINTR || kc__interrupted)
 			return -EINTR;
 		snprintf(err, errlen, "%s", r->drv.err);
 		return rc;
 	}
-	if (o->nagents && (rc = verify_agents(r, marker, marker_len, err, errlen)))
-		return interrupted ? -EINTR : rc;
+	if (o->nagents && (rc = kc_marker_verify_agents(r, marker, marker_len, err, errlen)))
+		return kc__interrupted ? -EINTR : rc;
 	if (o->nmounts || o->nagents) {
 		char path[128];
 		snprintf(path, sizeof(path), "%s/" KC_MARKER_FILE, r->scratch);
@@ -658,14 +582,17 @@ static int check_run(kc_run *r)
 	choose_outputs(r);
 	if ((rc = make_scratch(r, err, sizeof(err))))
 		return fail_usage(err);
-	if ((rc = start_actors(r, err, sizeof(err)))) {
+	/* The owner record is a file create, so it comes after the actors are
+	 * forked: an NFSv4 child must not inherit its parent's EXCLUSIVE4
+	 * verifier sequence (sub_nfs.c). */
+	if ((rc = start_actors(r, err, sizeof(err))) || (rc = own_scratch(r, err, sizeof(err)))) {
 		abandon(r, rc == -EINTR);
 		return rc == -EINTR ? KC_EXIT_ERROR : fail_usage(err);
 	}
 	count_clients(r);
 	print_header(r);
 	run_checks(r);
-	if (interrupted) {
+	if (kc__interrupted) {
 		abandon(r, 1);
 		return KC_EXIT_ERROR;
 	}
@@ -696,7 +623,7 @@ int kc_cmd_check(int argc, char **argv)
 		return fail_usage("out of memory");
 	r->o = &o;
 	r->cur = -1;
-	r->interrupted = &interrupted;
+	r->interrupted = &kc__interrupted;
 	int status = check_run(r);
 	for (int i = 0; i < KC_NCHECKS; i++)
 		if (r->res[i].ran)
@@ -707,6 +634,9 @@ int kc_cmd_check(int argc, char **argv)
 		remove_scratch(r);
 	sub_destroy(r->vfs);
 	json_decref(r->actors);
+	json_decref(r->leftovers);
+	json_decref(r->cluster_preflight);
+	free(r->owner_text);
 	free(r);
 	return status;
 }

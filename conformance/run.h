@@ -48,6 +48,13 @@ typedef struct kc_run {
 	 * it is and why.  The results are still reported, the verdict is ERROR. */
 	char scratch_left[SUB_PATH_MAX + 64];
 	char cleanup_error[256];
+	char *owner_text;  /* the owner record's name in scratch: the directory is still ours */
+	json_t *leftovers; /* other runs' scratch directories found at the start */
+	/* The cluster directory when it is not on the URL's volume: its identity,
+	 * preflighted like the data volume (check_preflight.c). */
+	int cluster_separate;
+	sub_identity cluster_ident;
+	json_t *cluster_preflight; /* {identity..., verdict, decided_by} */
 } kc_run;
 
 /* A stream tag for (check, actor, variant), below 2^62 (a JSON integer). */
@@ -79,6 +86,7 @@ int kc_check_unlink(kc_run *r, kc_result *res, const char *dir);
 int kc_check_fsync(kc_run *r, kc_result *res, const char *dir);
 int kc_check_rcopy(kc_run *r, kc_result *res, const char *dir);
 int kc_check_perf(kc_run *r, kc_result *res, const char *dir);
+int kc_check_enospc(kc_run *r, kc_result *res, const char *dir);
 
 /* The `check` and `stamp-verify` subcommands (exit status). */
 int kc_cmd_check(int argc, char **argv);
@@ -113,5 +121,13 @@ int kc_run_exit_code(const kc_run *r);
 /* The run's durability in words (the fsync check's, or "not checked"):
  * {"proven", "by", "statement", "required"}. */
 json_t *kc_run_durability(const kc_run *r);
+
+/* marker.c: the marker file that proves every client sees the run's
+ * volume.  0 or -errno with err filled. */
+#define KC_MARKER_FILE "volume-marker"
+extern volatile sig_atomic_t kc__interrupted; /* run.c: a signal asked the run to stop */
+int kc_marker_write(kc_run *r, char *marker, size_t mlen, size_t *n, char *err, size_t errlen);
+int kc_marker_verify_mounts(kc_run *r, const char *marker, size_t n, char *err, size_t errlen);
+int kc_marker_verify_agents(kc_run *r, const char *marker, size_t n, char *err, size_t errlen);
 
 #endif

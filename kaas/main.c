@@ -217,6 +217,16 @@ static void gate(kb_broker *b, int explicit_cluster)
 	} else {
 		KLOG_INFO("gate", "the data volume has a passing qualification stamp");
 	}
+	/* A cluster directory on another volume is qualified too (its layers). */
+	if (explicit_cluster && !rc && (rc = kq_stamp_verify_cluster(b->cluster, &id, why, sizeof(why)))) {
+		if (!b->cfg.trust_unqualified) {
+			fprintf(stderr, "kaas: refusing to start: the cluster directory %s is not qualified (%s).\n"
+					"kaas: qualify it:  kaas-conform check %s --cluster-dir %s --stamp\n",
+				b->cfg.cluster_url, why, b->cfg.data_url, b->cfg.cluster_url);
+			exit(EXIT_UNQUALIFIED);
+		}
+		KLOG_WARN("gate", "--trust-unqualified: the cluster directory is not qualified (%s)", why);
+	}
 	/* Every start: a sub-second probe of O_EXCL and rename on the volume(s). */
 	rc = kq_selfcheck(b->cluster, "", why, sizeof(why));
 	if (!rc && explicit_cluster)

@@ -233,3 +233,51 @@ int kq_stamp_verify(sub_vfs *cluster, const sub_identity *volume, char *why, siz
 {
 	return kq_stamp_verify_at(cluster, "", volume, why, whylen);
 }
+
+int kq_stamp_check_cluster(const json_t *stamp, const sub_identity *data,
+			   const sub_identity *cluster, char *why, size_t whylen)
+{
+	char dkey[1200], ckey[1200];
+	if (kq_volume_key(cluster, ckey, sizeof(ckey)) != 0) {
+		snprintf(why, whylen, "the cluster directory's volume cannot be identified, so no stamp can be matched to it");
+		return -EINVAL;
+	}
+	if (kq_volume_key(data, dkey, sizeof(dkey)) == 0 && strcmp(dkey, ckey) == 0)
+		return 0; /* on the data volume: qualified with it */
+	const json_t *cd = json_object_get(stamp, "cluster_dir");
+	const char *skey = json_string_value(json_object_get(cd, "volume_key"));
+	const char *v = json_string_value(json_object_get(cd, "verdict"));
+	if (!json_is_object(cd) || !skey) {
+		snprintf(why, whylen,
+			 "the cluster directory is on volume '%s', not on the data volume, and the stamp does not qualify it",
+			 ckey);
+		return -EPERM;
+	}
+	if (strcmp(skey, ckey) != 0) {
+		snprintf(why, whylen, "the stamp qualifies a cluster directory on volume '%s', this one is on '%s'",
+			 skey, ckey);
+		return -EXDEV;
+	}
+	if (!v || (strcmp(v, "PASS") != 0 && strcmp(v, "WARN") != 0)) {
+		snprintf(why, whylen, "the stamp records the cluster directory's volume '%s' as %s", ckey,
+			 v ? v : "(no verdict)");
+		return -EPERM;
+	}
+	return 0;
+}
+
+int kq_stamp_verify_cluster(sub_vfs *cluster, const sub_identity *data, char *why, size_t whylen)
+{
+	sub_identity cid;
+	int rc = sub_identity_of(cluster, &cid);
+	if (rc) {
+		snprintf(why, whylen, "cannot identify the cluster directory: %s", sub_strerror(rc));
+		return rc;
+	}
+	json_t *stamp = NULL;
+	if ((rc = kq_stamp_read(cluster, "", &stamp, why, whylen)))
+		return rc;
+	rc = kq_stamp_check_cluster(stamp, data, &cid, why, whylen);
+	json_decref(stamp);
+	return rc;
+}

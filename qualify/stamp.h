@@ -57,6 +57,17 @@ int kq_stamp_verify(sub_vfs *cluster, const sub_identity *volume, char *why, siz
 int kq_stamp_verify_at(sub_vfs *v, const char *dir, const sub_identity *volume, char *why,
 		       size_t whylen);
 
+/* The cluster directory, when it is not on the data volume, must be
+ * qualified too: the stamp's "cluster_dir" names its volume and records a
+ * preflight verdict of PASS or WARN (kaas-conform check DATA --cluster-dir
+ * DIR --stamp).  Pure.  0 when cluster is on the data volume or so
+ * qualified; -EPERM (not qualified, or refused), -EXDEV (another volume's
+ * record), -EINVAL (the cluster directory cannot be identified), with why. */
+int kq_stamp_check_cluster(const json_t *stamp, const sub_identity *data,
+			   const sub_identity *cluster, char *why, size_t whylen);
+/* The same, reading the stamp from the cluster directory itself. */
+int kq_stamp_verify_cluster(sub_vfs *cluster, const sub_identity *data, char *why, size_t whylen);
+
 /* scratch_dir must exist (relative to v's root; "" for the root). */
 int kq_selfcheck(sub_vfs *v, const char *scratch_dir, char *why, size_t whylen);
 

@@ -92,6 +92,13 @@ expect_rc 0 "$KC" check "posix:$vol" --checks preflight
 validate kaas-conform-report.json
 pass "default report file"
 
+# A report path that is a device is written in place, never renamed over:
+# /dev/null must still be the character device afterwards.
+expect_rc 0 "$KC" check "posix:$vol" --checks preflight --json /dev/null --junit /dev/null
+[ -c /dev/null ] || fail "the report replaced /dev/null with a regular file"
+assert_empty "$vol"
+pass "a device as the report path is written in place"
+
 # Two mounts of one directory are two clients; actors alternate between them.
 mnt=$(newdir mnt)
 mount --bind "$vol" "$mnt"

@@ -23,9 +23,10 @@ def durability(d, where):
     need(d, "statement", str, where)
     if d["proven"] and d["by"] != "power-loss-cmd":
         raise SystemExit(f"{where}: proven without a power-loss hook")
-CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy", "perf"]
+CHECKS = ["preflight", "rename", "excl", "cto", "unlink-open", "fsync", "rename-copy", "perf",
+          "enospc"]
 # a stamp needs these; perf is opt-in
-STAMP_CHECKS = CHECKS[:-1]
+STAMP_CHECKS = [c for c in CHECKS if c not in ("perf", "enospc")]
 # The counters formats.md lists per check, present in every report of a
 # check that ran to the end ({v}: each variant).
 READER = ["reads", "ok", "versions", "reads_after_stop", "missing", "read_enoent", "empty", "short", "long", "torn",
@@ -44,7 +45,8 @@ COUNTS = {
                                     "neither_present", "estale", "errors",
                                     "not_converged", "readers_idle")],
     "excl": ["rounds", "racers", "one_winner", "multi_winner", "no_winner", "loser_eexist",
-             "loser_eperm", "loser_other", "content_mismatch", "winner_write_errors"],
+             "loser_eperm", "loser_other", "content_mismatch", "winner_write_errors",
+             "loser_own_content"],
     "cto": [f"{v}.{k}" for v in ("same", "grow", "renamed") for k in CTO],
     "unlink-open": ["hidden_while_open", "hidden_after_close", "rmdir_after_close_failed",
                     "space_not_freed", "space_unknown", "space_attempts"],
@@ -54,6 +56,8 @@ COUNTS = {
               "crash_bytes_lost", "crash_cmd", "power_loss_cmd", "unproven"],
     "perf": ["fsync_p99_us", "target_fsync_p99_us", "target_mibps_x100", "strict",
              "append_4k_p99_us", "mibps_1m_x100", "creates_per_s", "renames_per_s", "unlinks_per_s"],
+    "enospc": ["surfaced_at_write", "surfaced_at_fsync", "deferred_to_close", "acked_lost",
+               "small_written", "small_lost"],
     "rename-copy": ["ratio_x100", "time_grows", "inode_changed", "old_fd_broken",
                     "content_mismatch", "rename_errors"],
 }
@@ -263,6 +267,17 @@ def report(r):
     if [x for x in CHECKS if x in names] != names:
         raise SystemExit("checks: not in the documented order")
     cl = need(r, "cleanup", dict, "report")
+    for i, lo in enumerate(need(cl, "leftovers", list, "cleanup")):
+        need(lo, "name", str, f"cleanup.leftovers[{i}]")
+        need(lo, "age_ms", int, f"cleanup.leftovers[{i}]")
+        need(lo, "why", str, f"cleanup.leftovers[{i}]")
+        if need(lo, "state", str, f"cleanup.leftovers[{i}]") not in ("removed", "left", "live"):
+            raise SystemExit(f"cleanup.leftovers[{i}].state: {lo['state']!r}")
+    if "cluster_dir" in r:
+        cd = need(r, "cluster_dir", dict, "report")
+        need(cd, "volume_key", str, "cluster_dir")
+        if need(cd, "verdict", str, "cluster_dir") not in ("PASS", "WARN", "REFUSED"):
+            raise SystemExit(f"cluster_dir.verdict: {cd['verdict']!r}")
     if need(cl, "ok", bool, "cleanup"):
         if "left" in cl or "error" in cl:
             raise SystemExit("cleanup: ok, yet it names something left behind")
@@ -291,7 +306,7 @@ def stamp(s):
     identity(need(s, "volume", dict, "stamp"), "stamp.volume")
     actors(need(s, "actors", dict, "stamp"), "stamp.actors")
     got = [need(c, "name", str, "stamp.checks") for c in need(s, "checks", list, "stamp")]
-    if sorted(x for x in got if x != "perf") != sorted(STAMP_CHECKS):
+    if sorted(x for x in got if x not in ("perf", "enospc")) != sorted(STAMP_CHECKS):
         raise SystemExit("stamp: not every check recorded")
     if ("perf" in got) != ("perf" in s):
         raise SystemExit("stamp: the perf check ran but its figures are not recorded (or the reverse)")

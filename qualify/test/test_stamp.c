@@ -248,12 +248,51 @@ START_TEST(selfcheck_fails_on_broken_primitives)
 }
 END_TEST
 
+/* A cluster directory on another volume needs its own record in the stamp. */
+START_TEST(cluster_dir_must_be_qualified_when_separate)
+{
+	sub_identity data, disk, ram;
+	char why[512];
+	ident(&data, "posix", "ext4", "/dev/vda", "aa", "/");
+	ident(&disk, "posix", "ext4", "/dev/vdb", "bb", "/srv");
+	ident(&ram, "posix", "tmpfs", "tmpfs", "cc", "/run/x");
+	json_t *st = json_pack("{s:s}", "verdict", "PASS");
+	/* On the data volume: qualified with it, no record needed. */
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &data, why, sizeof(why)), 0);
+	/* Separate, no record. */
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &disk, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "the stamp does not qualify it"));
+	/* Separate, recorded as PASS (and as WARN). */
+	json_t *cd = kq_identity_json(&disk);
+	json_object_set_new(cd, "verdict", json_string("PASS"));
+	json_object_set_new(st, "cluster_dir", cd);
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &disk, why, sizeof(why)), 0);
+	json_object_set_new(cd, "verdict", json_string("WARN"));
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &disk, why, sizeof(why)), 0);
+	/* Another volume's record: the stamp was copied next to a tmpfs. */
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &ram, why, sizeof(why)), -EXDEV);
+	ck_assert_ptr_nonnull(strstr(why, "this one is on 'tmpfs:fsid:cc'"));
+	/* Recorded as refused (a hand-made stamp) or with no verdict. */
+	json_object_set_new(cd, "verdict", json_string("REFUSED"));
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &disk, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "as REFUSED"));
+	json_object_del(cd, "verdict");
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &disk, why, sizeof(why)), -EPERM);
+	/* A cluster directory that cannot be identified. */
+	sub_identity none;
+	memset(&none, 0, sizeof(none));
+	ck_assert_int_eq(kq_stamp_check_cluster(st, &data, &none, why, sizeof(why)), -EINVAL);
+	json_decref(st);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stamp");
 	const struct ktest pure = { .tcase = "pure" };
 	ktest_add(s, pure, KTEST_LIST(volume_key_prefers_what_every_host_sees,
-				      identity_json_round_trip, stamp_check_rules));
+				      identity_json_round_trip, stamp_check_rules,
+				      cluster_dir_must_be_qualified_when_separate));
 	const struct ktest files = { .tcase = "files", .setup = setup, .teardown = teardown };
 	ktest_add(s, files, KTEST_LIST(write_then_verify_on_a_directory,
 				       selfcheck_passes_and_cleans_up,
