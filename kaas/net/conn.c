@@ -310,7 +310,7 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 	while (!c->closed && n - pos >= 4) {
 		int32_t len = kw_get_i32(buf + pos);
 		if ((int64_t)len > max && !c->ssl && c->id && pos == 0 && buf[0] == 0x16 && buf[1] == 0x03) {
-			KLOG_WARN("server", "%s: a TLS handshake on the PLAINTEXT listener %s; closing", c->peer,
+			KLOG_INFO("server", "%s: a TLS handshake on the PLAINTEXT listener %s; closing", c->peer,
 				  c->lst->cfg.name);
 			kn__conn_close(c, "TLS on a PLAINTEXT listener");
 			return -1;

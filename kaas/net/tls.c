@@ -326,11 +326,14 @@ int kn__tls_handshake(conn *c)
 	}
 	char why[256];
 	long vr = SSL_get_verify_result(c->ssl);
+	int plain = ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_WRONG_VERSION_NUMBER ||
+		    ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_HTTP_REQUEST;
 	if (e == SSL_ERROR_SYSCALL && !ERR_peek_last_error())
 		snprintf(why, sizeof(why), "%s", errno ? strerror(errno) : "the client closed the connection");
 	else
 		ossl_reason(why, sizeof(why));
-	KLOG_INFO("server", "%s: TLS handshake on listener %s refused: %s%s%s", c->peer, c->lst->cfg.name, why,
+	KLOG_INFO("server", "%s: TLS handshake on listener %s refused: %s%s%s%s", c->peer, c->lst->cfg.name, why,
+		  plain ? " (not TLS: a plaintext client on an SSL listener?)" : "",
 		  vr != X509_V_OK ? "; client certificate: " : "",
 		  vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "");
 	kn__conn_close(c, "TLS handshake failed");
