@@ -188,10 +188,17 @@ static int listen_on(kn_listener *l, char *err, size_t errlen)
 
 /* Its advertised.listeners entry, else its own address (this host's name
  * for a wildcard) with the port it bound. */
+static void copy_host(char *dst, const char *src) /* both 256 bytes, NUL-terminated */
+{
+	size_t n = strnlen(src, 255);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
 static void advertised(kn_listener *l)
 {
 	if (l->cfg.adv_host[0]) {
-		snprintf(l->adv_host, sizeof(l->adv_host), "%s", l->cfg.adv_host);
+		copy_host(l->adv_host, l->cfg.adv_host);
 		l->adv_port = l->cfg.adv_port;
 		return;
 	}
@@ -200,7 +207,7 @@ static void advertised(kn_listener *l)
 		if (gethostname(l->adv_host, sizeof(l->adv_host) - 1))
 			snprintf(l->adv_host, sizeof(l->adv_host), "localhost");
 	} else {
-		snprintf(l->adv_host, sizeof(l->adv_host), "%s", lh);
+		copy_host(l->adv_host, lh);
 	}
 	l->adv_port = l->port;
 }
