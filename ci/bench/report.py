@@ -167,7 +167,7 @@ def summarize(run):
             return None
         pm = statistics.mean(j["msgs_per_s"] for j in plain)
         pc = statistics.mean(cores(j, x)[1] or 0 for j, x in zip(plain, plain_steps))
-        return {"mbps": t["mbps"], "msgs_per_s": t["msgs_per_s"], "plain_msgs_per_s": pm,
+        return {"mbps": t["mbps"], "msgs": t["msgs"], "msgs_per_s": t["msgs_per_s"], "plain_msgs_per_s": pm,
                 "over_plaintext": ratio(t["msgs_per_s"], pm), "broker_cores": cores(t, tls_step)[1],
                 "plain_broker_cores": pc}
     s["tls"] = {"produce": tls_pair("produce:acks1-tls", ("produce:acks1", "produce:acks1-again")),
