@@ -309,7 +309,7 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 	size_t pos = 0;
 	while (!c->closed && n - pos >= 4) {
 		int32_t len = kw_get_i32(buf + pos);
-		if ((int64_t)len > max && !c->ssl && c->id && pos == 0 && buf[0] == 0x16 && buf[1] == 0x03) {
+		if ((int64_t)len > max && !c->ssl && pos == 0 && buf[0] == 0x16 && buf[1] == 0x03) {
 			KLOG_INFO("server", "%s: a TLS handshake on the PLAINTEXT listener %s; closing", c->peer,
 				  c->lst->cfg.name);
 			kn__conn_close(c, "TLS on a PLAINTEXT listener");
@@ -522,10 +522,13 @@ static void on_poll(uv_poll_t *h, int status, int events)
 			return;
 		}
 		c->last_active = uv_now(&c->s->loop);
-		if (c->s->b->cfg.connections_max_idle_ms >= 0)
-			uv_timer_start(&c->idle, on_idle_timer, (uint64_t)c->s->b->cfg.connections_max_idle_ms, 0);
-		else
-			uv_timer_stop(&c->idle);
+		if (!c->lingering) { /* else the drain's timer stays */
+			if (c->s->b->cfg.connections_max_idle_ms >= 0)
+				uv_timer_start(&c->idle, on_idle_timer,
+					       (uint64_t)c->s->b->cfg.connections_max_idle_ms, 0);
+			else
+				uv_timer_stop(&c->idle);
+		}
 		events |= UV_READABLE; /* the client's first request may have come with its Finished */
 	}
 	if (c->tls_wr_wants_read && (events & UV_READABLE))

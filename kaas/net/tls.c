@@ -7,8 +7,8 @@
  * EAGAIN for the caller and the poll events to wait on.  Each callback does
  * bounded work: one handshake step, or the read and send budgets of
  * server_int.h counted in plaintext bytes.  Records OpenSSL has already taken
- * off the socket are not seen by epoll, so conn.c reads them from a timer of
- * 0 (kn__tls_pending).
+ * off the socket and decrypted, but not read yet, are not seen by epoll, so
+ * conn.c reads them from a timer of 0 (kn__tls_pending).
  *
  * A handshake has kaas.ssl.handshake.timeout.ms from the accept to finish (the
  * connection's idle timer stands for it).  A client that speaks plaintext
@@ -342,7 +342,10 @@ int kn__tls_handshake(conn *c)
 
 int kn__tls_pending(const conn *c)
 {
-	return c->ssl && c->tls_ready && SSL_has_pending(c->ssl);
+	/* Decrypted bytes only: with read-ahead off OpenSSL takes no more off
+	 * the socket than the record it decrypts, so an incomplete record
+	 * (SSL_has_pending) waits for the socket, never for a timer. */
+	return c->ssl && c->tls_ready && SSL_pending(c->ssl) > 0;
 }
 
 /* errno for an SSL_read/SSL_write that did not move bytes. */
