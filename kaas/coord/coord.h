@@ -125,10 +125,10 @@ typedef struct kg_coord_call {
 	int flex;                /* the body uses flexible encodings */
 	kw_str client_id;      /* len -1 when null */
 	const char *client_host; /* as DescribeGroups shows it: "/127.0.0.1" */
-	const char *adv_host;    /* this broker as the client's listener advertises it */
-	int32_t adv_port;        /* (NULL: the coordinator's configured endpoint) */
 	kg_coord_done_fn done; /* for KAAS_DEFERRED answers */
 	void *ctx;
+	const char *adv_host;    /* this broker as the client's listener advertises it */
+	int32_t adv_port;        /* (NULL: the coordinator's configured endpoint) */
 } kg_coord_call;
 
 /* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)
