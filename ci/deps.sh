@@ -15,13 +15,13 @@ fi
 
 BUILD_PKGS=(gcc make pkg-config libc6-dev
 	libuv1-dev libjansson-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
-	libnfs-dev libisal-dev check)
+	libnfs-dev libisal-dev libssl-dev check)
 # What the test suites start or drive: servers, real Kafka clients, fault tools.
 TEST_PKGS=(clang libclang-rt-14-dev iproute2 procps psmisc util-linux e2fsprogs
 	nfs-ganesha nfs-ganesha-vfs nfs-ganesha-mem rpcbind libnfs-utils
 	kcat librdkafka-dev python3 python3-confluent-kafka python3-kafka
 	eatmydata golang-go golang-github-shopify-sarama-dev nodejs npm
-	fuse3 libfuse3-dev strace python3-yaml prometheus curl nftables)
+	fuse3 libfuse3-dev strace python3-yaml prometheus curl nftables openssl)
 
 # What `make bench` adds (ci/bench/run.sh): plots and instruction counts.
 BENCH_PKGS=(gnuplot-nox valgrind)

@@ -523,25 +523,11 @@ static void start_partitions(kb_broker *b)
 		  (long long)nparts);
 }
 
-/* The endpoint given to clients: explicit, else the listener (its bound port). */
+/* The endpoint given to clients where no listener is known (FindCoordinator
+ * of the cluster's other brokers, logs): the first listener's. */
 static void advertise(kb_broker *b, kn_server *srv)
 {
-	static char host[256];
-	const kb_config *cfg = &b->cfg;
-	if (cfg->advertise_host[0]) {
-		snprintf(host, sizeof(host), "%s", cfg->advertise_host);
-		b->port = cfg->advertise_port;
-	} else {
-		const char *lh = cfg->listen_host;
-		if (!*lh || strcmp(lh, "0.0.0.0") == 0 || strcmp(lh, "::") == 0) {
-			if (gethostname(host, sizeof(host) - 1))
-				snprintf(host, sizeof(host), "localhost");
-		} else {
-			snprintf(host, sizeof(host), "%s", lh);
-		}
-		b->port = kn_server_port(srv);
-	}
-	b->host = host;
+	kn_server_advertised(srv, &b->host, &b->port);
 }
 
 /* After the drain: relinquish every partition, close everything.  The exit

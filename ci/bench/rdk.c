@@ -15,7 +15,7 @@
  * error makes the program fail.  consume reads the partitions from the
  * beginning without a group (assign, no commits) and checks that every
  * partition's offsets arrive without gaps.  One JSON object per run on
- * stdout.
+ * stdout.  With KAAS_BENCH_TLS_CA set it speaks TLS (an SSL listener).
  */
 #include <errno.h>
 #include <librdkafka/rdkafka.h>
@@ -112,7 +112,10 @@ static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
 static rd_kafka_t *client(rd_kafka_type_t type, rd_kafka_conf_t *c, const char *brokers)
 {
 	char err[256];
-	if (conf_set(c, "bootstrap.servers", brokers) || conf_set(c, "client.id", "kaas-bench")) {
+	/* KAAS_BENCH_TLS_CA: TLS to an SSL listener, trusting that CA bundle. */
+	const char *ca = getenv("KAAS_BENCH_TLS_CA");
+	if (conf_set(c, "bootstrap.servers", brokers) || conf_set(c, "client.id", "kaas-bench") ||
+	    (ca && *ca && (conf_set(c, "security.protocol", "ssl") || conf_set(c, "ssl.ca.location", ca)))) {
 		rd_kafka_conf_destroy(c);
 		return NULL;
 	}

@@ -159,6 +159,19 @@ def summarize(run):
                           "client_cores": cores(c, "consume")[0], "broker_cores": cores(c, "consume")[1],
                           "over_raw_sendfile": ratio(c["mbps"], rd.get("raw_sendfile")),
                           "over_loopback": ratio(c["mbps"], s["loopback_mbps"])}
+    # TLS: each figure over the mean of the plaintext runs before and after it.
+    def tls_pair(tls_step, plain_steps):
+        t = run.one(tls_step)
+        plain = [j for j in (run.one(x) for x in plain_steps) if j]
+        if not t or not plain:
+            return None
+        pm = statistics.mean(j["msgs_per_s"] for j in plain)
+        pc = statistics.mean(cores(j, x)[1] or 0 for j, x in zip(plain, plain_steps))
+        return {"mbps": t["mbps"], "msgs": t["msgs"], "msgs_per_s": t["msgs_per_s"], "plain_msgs_per_s": pm,
+                "over_plaintext": ratio(t["msgs_per_s"], pm), "broker_cores": cores(t, tls_step)[1],
+                "plain_broker_cores": pc}
+    s["tls"] = {"produce": tls_pair("produce:acks1-tls", ("produce:acks1", "produce:acks1-again")),
+                "consume": tls_pair("consume:tls", ("consume", "consume:again"))}
     # One small write + fsync, measured right before and after the acks=all
     # latency run: the floor of an acks=all answer at that moment.
     probes = run.step("fsync-probe")
@@ -249,6 +262,13 @@ def markdown(run, s, stamp, plot):
     if c:
         w("| broker consume from the beginning | %s MB/s | raw sendfile over loopback: %s MB/s | **%s** |"
           % (fmt(c["mbps"], 1), fmt(rd.get("raw_sendfile")), fr(c["over_raw_sendfile"])))
+    for what, key in (("produce, acks=1", "produce"), ("consume from the beginning", "consume")):
+        t = s["tls"].get(key)
+        if t:
+            w("| broker %s over TLS (OpenSSL, no kernel TLS) | %s msg/s (broker %s cores) | plaintext, same run: "
+              "%s msg/s (broker %s cores) | **%s** of plaintext |"
+              % (what, fmt(t["msgs_per_s"]), fmt(t["broker_cores"], 2), fmt(t["plain_msgs_per_s"]),
+                 fmt(t["plain_broker_cores"], 2), fr(t["over_plaintext"])))
     for l in s["latency"]:
         w("| produce latency at %s msg/s, acks=%s | p50 %s, p99 %s | %s: p50 %s, p99 %s | **%s** × at p50, "
           "%s × at p99 |" % (fmt(l["rate"]), l["acks"], fus(l["p50_us"]), fus(l["p99_us"]), l["floor"],

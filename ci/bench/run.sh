@@ -192,9 +192,14 @@ log "net: loopback TCP stream and round trip, before the broker runs"
 for r in $(seq 1 "$ROUNDS"); do
 	rec net "$((ROUNDS + r))" "$KB" net --secs "$SECS" --rtt-count 3000
 done
-log "broker: starting kaas on $WORK/broker"
-BROKER_NO_TRAP=1 BROKER_LOG=$WORK/broker.log broker_start "$WORK/broker" ||
+log "broker: starting kaas on $WORK/broker (a PLAINTEXT and an SSL listener)"
+# TLS: a CA and a server certificate for the SSL listener (the TLS figures
+# are ratios to the plaintext ones of the same run).
+ci/tls/gen_certs.sh "$WORK/certs" || { echo "run.sh: certificates" >&2; exit 1; }
+BROKER_NO_TRAP=1 BROKER_LOG=$WORK/broker.log broker_start "$WORK/broker" \
+	--listen "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0" --override "ssl.keystore.location=$WORK/certs/server.keystore.pem" ||
 	{ echo "run.sh: the broker did not start" >&2; exit 1; }
+SSL_BROKER=127.0.0.1:$(grep -o 'listener SSL (SSL) on 127.0.0.1:[0-9]*' "$WORK/broker.log" | tail -1 | grep -o '[0-9]*$')
 T=bench-$STAMP
 rec create 0 "$KRDK" create --brokers "$BROKER" --topic "$T" --partitions 1
 broker_cpu() { # CPU seconds (user + system) the broker has used so far
@@ -239,6 +244,16 @@ for s in produce:acks1 produce:acksall produce:acksall-lz4 produce:acksall-zstd;
 done
 log "broker: consume all $total messages from the beginning"
 e2e "consume" "$KRDK" consume --brokers "$BROKER" --topic "$T" --partitions 1 --count "$total"
+# The same over TLS (OpenSSL on the broker's loop; Fetch reads the ranges and
+# writes them through SSL_write unless the kernel does TLS), then plaintext
+# once more so that each TLS figure sits between two plaintext ones.
+log "broker: produce acks=1 and consume over TLS"
+KAAS_BENCH_TLS_CA=$WORK/certs/ca.pem e2e "produce:acks1-tls" "$KRDK" produce --brokers "$SSL_BROKER" --topic "$T" \
+	--acks 1 --compression none --secs "$E2E_SECS" --label "produce:acks1-tls"
+KAAS_BENCH_TLS_CA=$WORK/certs/ca.pem e2e "consume:tls" "$KRDK" consume --brokers "$SSL_BROKER" --topic "$T" \
+	--partitions 1 --count "$total"
+produce "produce:acks1-again" 1 none
+e2e "consume:again" "$KRDK" consume --brokers "$BROKER" --topic "$T" --partitions 1 --count "$total"
 RATE=1000
 log "broker: latency at a fixed $RATE msg/s, linger.ms=0"
 # The floor of an acks=all answer is one small write + fsync: measured by the

@@ -66,9 +66,15 @@ check((s["loopback_mbps"] or 0) > 0 and (s["loopback_rtt_p50_us"] or 0) > 0, "lo
 prod = {p["step"]: p for p in s["produce"]}
 check(set(prod) == {"produce:acks1", "produce:acksall", "produce:acksall-lz4", "produce:acksall-zstd"},
       "produce runs: %s" % sorted(prod))
-delivered = sum(j["msgs"] for j in lines if j.get("kind") == "produce" and j["step"].startswith("produce:"))
+delivered = sum(j["msgs"] for j in lines if j.get("kind") == "produce" and j["step"] in prod)
 check(s["consume"] and s["consume"]["msgs"] == delivered and delivered > 0,
       "consumed %s of %s delivered" % (s["consume"] and s["consume"]["msgs"], delivered))
+# TLS: produce and consume over the SSL listener, each with its plaintext ratio.
+tls = s.get("tls") or {}
+check(tls.get("produce") and tls["produce"]["msgs"] > 0 and tls["produce"]["over_plaintext"],
+      "produce over TLS with its ratio to plaintext: %s" % tls.get("produce"))
+check(tls.get("consume") and tls["consume"]["msgs"] == delivered and tls["consume"]["over_plaintext"],
+      "consume over TLS read every message (%s) with its ratio: %s" % (delivered, tls.get("consume")))
 check(s["storage_ref"] and s["storage_ref"]["records_per_s"] > 0, "storage reference measured")
 check(len(s["latency"]) == 2 and all(l["msgs"] > 0 and l["p50_us"] > 0 for l in s["latency"]), "latency runs")
 check((s["fsync_small_p50_us"] or 0) > 0, "fsync probe around the acks=all latency run")

@@ -39,7 +39,7 @@ def opt(args, name, default=None):
 def produce(boot, topic, run, t0, first, end, out, args):
     conf = {"bootstrap.servers": boot, "acks": "all", "linger.ms": 5,
             "message.timeout.ms": 180000, "enable.idempotence": "--idempotent" in args,
-            "compression.codec": opt(args, "codec", "none")}
+            "compression.codec": opt(args, "codec", "none"), **spec.tls_librdkafka()}
     if opt(args, "inflight"):
         conf["max.in.flight.requests.per.connection"] = int(opt(args, "inflight"))
     p = Producer(conf)
@@ -76,7 +76,7 @@ def produce(boot, topic, run, t0, first, end, out, args):
 
 def consume(boot, topic, out):
     c = Consumer({"bootstrap.servers": boot, "group.id": "interop-assign", "enable.auto.commit": False,
-                  "enable.partition.eof": True, "check.crcs": True})
+                  "enable.partition.eof": True, "check.crcs": True, **spec.tls_librdkafka()})
     md = c.list_topics(topic, timeout=30)
     parts = sorted(md.topics[topic].partitions)
     hw = {}

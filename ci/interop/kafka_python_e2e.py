@@ -27,7 +27,7 @@ from spec import check, ok  # noqa: E402
 
 def produce(boot, topic, run, t0, first, end, out):
     p = KafkaProducer(bootstrap_servers=boot, acks="all", compression_type="gzip", linger_ms=5,
-                      retries=5, request_timeout_ms=60000)
+                      retries=5, request_timeout_ms=60000, **spec.tls_kafka_python())
     v = p.config["api_version"]
     check(isinstance(v, tuple) and v >= (2, 1, 0),
           "kafka-python probed broker version %r (want >= 2.1: record format v2, headers, Fetch v10+)" % (v,))
@@ -47,7 +47,7 @@ def produce(boot, topic, run, t0, first, end, out):
 
 def consume(boot, topic, out):
     c = KafkaConsumer(bootstrap_servers=boot, enable_auto_commit=False, group_id=None,
-                      fetch_max_wait_ms=100)
+                      fetch_max_wait_ms=100, **spec.tls_kafka_python())
     parts = sorted(c.partitions_for_topic(topic) or [])
     check(parts, "no partitions for %s" % topic)
     tps = [TopicPartition(topic, p) for p in parts]

@@ -27,9 +27,19 @@ const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafk
 const spec = require('./spec.js')
 
 const [phase, boot, ...args] = process.argv.slice(2)
+// TLS when KAAS_TLS_CA is set (ci/tls/test_tls.sh); KAAS_TLS_CERT/KEY: mutual.
+const tls = process.env.KAAS_TLS_CA
+  ? {
+      ca: [fs.readFileSync(process.env.KAAS_TLS_CA)],
+      ...(process.env.KAAS_TLS_CERT
+        ? { cert: fs.readFileSync(process.env.KAAS_TLS_CERT), key: fs.readFileSync(process.env.KAAS_TLS_KEY) }
+        : {})
+    }
+  : undefined
 const kafka = new Kafka({
   clientId: 'kaas-interop-kafkajs',
   brokers: [boot],
+  ssl: tls,
   logLevel: process.env.KJ_LOG ? logLevel[process.env.KJ_LOG] : logLevel.NOTHING,
   retry: { retries: 20, initialRetryTime: 200, maxRetryTime: 3000 }
 })

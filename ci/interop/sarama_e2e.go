@@ -22,6 +22,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -121,6 +123,23 @@ func config() *sarama.Config {
 	c.Producer.Retry.Max = 10
 	c.Consumer.Return.Errors = true
 	c.Consumer.MaxWaitTime = 100 * time.Millisecond
+	// TLS when KAAS_TLS_CA is set (ci/tls/test_tls.sh); KAAS_TLS_CERT/KEY: mutual.
+	if ca := os.Getenv("KAAS_TLS_CA"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		must(err, "KAAS_TLS_CA")
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			check(false, "KAAS_TLS_CA: no certificate in %s", ca)
+		}
+		tc := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if cf := os.Getenv("KAAS_TLS_CERT"); cf != "" {
+			kp, err := tls.LoadX509KeyPair(cf, os.Getenv("KAAS_TLS_KEY"))
+			must(err, "KAAS_TLS_CERT/KAAS_TLS_KEY")
+			tc.Certificates = []tls.Certificate{kp}
+		}
+		c.Net.TLS.Enable = true
+		c.Net.TLS.Config = tc
+	}
 	return c
 }
 

@@ -38,7 +38,36 @@ Checks (check_run):
 The Python clients also share check() (exit 1 with a FAIL line) and ok().
 """
 import json
+import os
 import sys
+
+
+# TLS for the clients (ci/tls/test_tls.sh): KAAS_TLS_CA is the CA bundle to
+# trust, KAAS_TLS_CERT/KAAS_TLS_KEY the client's certificate and key (mutual
+# TLS).  Unset: plaintext, as every other test runs.
+def tls_librdkafka():
+    """librdkafka (confluent-kafka) settings for the KAAS_TLS_* variables."""
+    ca = os.environ.get("KAAS_TLS_CA")
+    if not ca:
+        return {}
+    c = {"security.protocol": "ssl", "ssl.ca.location": ca,
+         "ssl.endpoint.identification.algorithm": "https"}
+    if os.environ.get("KAAS_TLS_CERT"):
+        c["ssl.certificate.location"] = os.environ["KAAS_TLS_CERT"]
+        c["ssl.key.location"] = os.environ["KAAS_TLS_KEY"]
+    return c
+
+
+def tls_kafka_python():
+    """kafka-python keyword arguments for the KAAS_TLS_* variables."""
+    ca = os.environ.get("KAAS_TLS_CA")
+    if not ca:
+        return {}
+    c = {"security_protocol": "SSL", "ssl_cafile": ca, "ssl_check_hostname": True}
+    if os.environ.get("KAAS_TLS_CERT"):
+        c["ssl_certfile"] = os.environ["KAAS_TLS_CERT"]
+        c["ssl_keyfile"] = os.environ["KAAS_TLS_KEY"]
+    return c
 
 
 def key_of(run, i):

@@ -127,6 +127,8 @@ typedef struct kg_coord_call {
 	const char *client_host; /* as DescribeGroups shows it: "/127.0.0.1" */
 	kg_coord_done_fn done; /* for KAAS_DEFERRED answers */
 	void *ctx;
+	const char *adv_host;    /* this broker as the client's listener advertises it */
+	int32_t adv_port;        /* (NULL: the coordinator's configured endpoint) */
 } kg_coord_call;
 
 /* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)

@@ -87,6 +87,8 @@ static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 		.flex = req->flex,
 		.client_id = req->client_id,
 		.client_host = host,
+		.adv_host = req->adv_host,
+		.adv_port = req->adv_port,
 		.done = req_done,
 		.ctx = req,
 	};

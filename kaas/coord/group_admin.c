@@ -32,6 +32,10 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 		msg = "the coordinator key is null";
 	} else {
 		err = kg_coord_owner(c, key_type, key, &node, &host, &port);
+		if (!err && node == c->cfg.broker_id && call->adv_host) {
+			host = call->adv_host; /* on the listener the client uses, as Metadata */
+			port = call->adv_port;
+		}
 		if (err == KERR_INVALID_REQUEST)
 			msg = "unknown coordinator key type (0 = group, 1 = transaction)";
 		else if (!err && key_type == 1) {

@@ -47,6 +47,9 @@
  * Every value has one name in the config file (Kafka's where Kafka has the
  * setting), and the main ones a flag and a KAAS_* variable; docs/broker.md
  * lists them.  Precedence: flag > environment > file > default. */
+#define KB_CFG_STR 4096
+enum { KB_SSL_AUTH_NONE, KB_SSL_AUTH_REQUESTED, KB_SSL_AUTH_REQUIRED };
+
 typedef struct kb_config {
 	/* identity and endpoints */
 	int32_t broker_id;              /* broker.id (1) */
@@ -54,6 +57,24 @@ typedef struct kb_config {
 	int32_t listen_port;
 	char advertise_host[256];       /* advertised.listeners (defaults to listeners) */
 	int32_t advertise_port;
+	/* listeners, advertised.listeners and listener.security.protocol.map as
+	 * given; kb_listeners_resolve() turns them into kb_listener rows.
+	 * listen_host/listen_port (and advertise_*) are the first listener's. */
+	char listeners[KB_CFG_STR];
+	char advertised_listeners[KB_CFG_STR];
+	char listener_protocol_map[KB_CFG_STR];
+	/* TLS (SSL and SASL_SSL listeners); PEM files only */
+	char ssl_keystore_location[KB_CFG_STR];   /* ssl.keystore.location: key + chain */
+	char ssl_keystore_type[16];               /* ssl.keystore.type (PEM) */
+	char ssl_key_password[KB_CFG_STR];        /* ssl.key.password */
+	char ssl_certificate_location[KB_CFG_STR]; /* ssl.certificate.location: chain alone */
+	char ssl_key_location[KB_CFG_STR];        /* ssl.key.location: the key alone */
+	char ssl_truststore_location[KB_CFG_STR]; /* ssl.truststore.location: CA bundle */
+	char ssl_truststore_type[16];             /* ssl.truststore.type (PEM) */
+	int32_t ssl_client_auth;                  /* ssl.client.auth: KB_SSL_AUTH_* */
+	char ssl_enabled_protocols[KB_CFG_STR];   /* ssl.enabled.protocols */
+	char ssl_cipher_suites[KB_CFG_STR];       /* ssl.cipher.suites */
+	int64_t ssl_handshake_timeout_ms;         /* kaas.ssl.handshake.timeout.ms (10000) */
 	char data_url[4096];            /* log.dirs: the data volume (path or substrate URL) */
 	char cluster_url[4096];         /* kaas.cluster.dir (default DATA/__cluster) */
 	int trust_unqualified;          /* --trust-unqualified only (no file key) */
@@ -107,6 +128,25 @@ typedef struct kb_config {
 	int64_t transaction_max_timeout_ms;       /* transaction.max.timeout.ms (900000) */
 	int64_t transactional_id_expiration_ms;   /* transactional.id.expiration.ms (604800000) */
 } kb_config;
+
+/* One listener: a name (PLAINTEXT, SSL, or one of listener.security.protocol.map),
+ * its security protocol, where it binds and what Metadata answers on it. */
+enum { KB_SEC_PLAINTEXT, KB_SEC_SSL, KB_SEC_SASL_PLAINTEXT, KB_SEC_SASL_SSL };
+#define KB_MAX_LISTENERS 8
+typedef struct kb_listener {
+	char name[64];
+	int protocol;         /* KB_SEC_* */
+	char host[256];       /* bind address ("" or 0.0.0.0: every address) */
+	int32_t port;         /* 0: any */
+	char adv_host[256];   /* advertised.listeners entry of the same name; "" = none */
+	int32_t adv_port;
+} kb_listener;
+
+/* Parses c's listener settings into out[0..*n).  Every name is unique, has a
+ * protocol (its own name, or the map's entry), and an advertised entry names
+ * a listener.  0 or -EINVAL with the reason in err. */
+int kb_listeners_resolve(const kb_config *c, kb_listener *out, int *n, char *err, size_t errlen);
+const char *kb_security_protocol_name(int protocol);
 
 /* Kafka's defaults (and ours for the kaas.* keys). */
 void kb_config_defaults(kb_config *c);
@@ -185,6 +225,9 @@ struct kb_req {
 	int64_t received_ms;      /* monotonic ms when the frame had fully arrived */
 	uint64_t conn_id;         /* unique per connection, for logs */
 	const char *peer;         /* "ip:port" of the client, for logs */
+	const char *adv_host;     /* the endpoint advertised by the listener the request */
+	int32_t adv_port;         /* arrived on (NULL: the broker's, b->host/b->port) */
+	const char *principal;    /* "User:CN=..." of a TLS client certificate, else "User:ANONYMOUS" */
 	struct kb_splices *splices; /* private: file ranges spliced into the response */
 };
 

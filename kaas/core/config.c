@@ -9,6 +9,7 @@
  */
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
+#include "kaas/core/listeners.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define OFF(f) offsetof(kb_config, f)
@@ -25,11 +27,43 @@
 const kb_config_key kb_config_keys[] = {
 	{"broker.id", KCFG_I32, OFF(broker_id), 0, INT32_MAX, "1",
 	 "this broker's node id (--broker-id, KAAS_BROKER_ID)"},
-	{"listeners", KCFG_LISTENER, OFF(listen_host), 0, 0, "PLAINTEXT://0.0.0.0:9092",
-	 "where to listen: PLAINTEXT://HOST:PORT or HOST:PORT (--listen, KAAS_LISTEN)"},
-	{"advertised.listeners", KCFG_LISTENER, OFF(advertise_host), 0, 0, "(listeners)",
-	 "the endpoint clients are told to connect to (--advertise, KAAS_ADVERTISE); "
-	 "a wildcard listen address advertises this host's name"},
+	{"listeners", KCFG_LISTENER, OFF(listeners), 0, 0, "PLAINTEXT://0.0.0.0:9092",
+	 "where to listen: NAME://HOST:PORT[,NAME://HOST:PORT...], NAME one of PLAINTEXT, SSL "
+	 "or a name of listener.security.protocol.map; HOST:PORT alone is PLAINTEXT "
+	 "(--listen, KAAS_LISTEN: one PLAINTEXT listener)"},
+	{"advertised.listeners", KCFG_LISTENER, OFF(advertised_listeners), 0, 0, "(listeners)",
+	 "the endpoint Metadata gives clients that connected to the listener of the same name "
+	 "(--advertise, KAAS_ADVERTISE: the first listener's); a listener without one advertises "
+	 "its own address, this host's name for a wildcard"},
+	{"listener.security.protocol.map", KCFG_STR, OFF(listener_protocol_map), 0, 0, "",
+	 "NAME:PROTOCOL[,...]: the security protocol (PLAINTEXT, SSL) of each listener name that "
+	 "is not itself a protocol"},
+	{"ssl.keystore.location", KCFG_STR, OFF(ssl_keystore_location), 0, 0, "",
+	 "PEM file with this broker's private key and certificate chain (SSL listeners)"},
+	{"ssl.keystore.type", KCFG_STORETYPE, OFF(ssl_keystore_type), 0, 0, "PEM",
+	 "PEM only: convert a JKS or PKCS12 keystore with keytool/openssl"},
+	{"ssl.key.password", KCFG_STR, OFF(ssl_key_password), 0, 0, "",
+	 "the passphrase of an encrypted private key"},
+	{"ssl.certificate.location", KCFG_STR, OFF(ssl_certificate_location), 0, 0, "",
+	 "PEM certificate chain in a file of its own (with ssl.key.location; instead of "
+	 "ssl.keystore.location)"},
+	{"ssl.key.location", KCFG_STR, OFF(ssl_key_location), 0, 0, "",
+	 "PEM private key in a file of its own (with ssl.certificate.location)"},
+	{"ssl.truststore.location", KCFG_STR, OFF(ssl_truststore_location), 0, 0, "",
+	 "PEM bundle of the CAs whose client certificates are accepted (ssl.client.auth)"},
+	{"ssl.truststore.type", KCFG_STORETYPE, OFF(ssl_truststore_type), 0, 0, "PEM",
+	 "PEM only"},
+	{"ssl.client.auth", KCFG_SSL_AUTH, OFF(ssl_client_auth), 0, 0, "none",
+	 "required: refuse a client without a certificate the truststore verifies; requested: "
+	 "ask, refuse a bad one, accept none; none: do not ask"},
+	{"ssl.enabled.protocols", KCFG_STR, OFF(ssl_enabled_protocols), 0, 0, "TLSv1.2,TLSv1.3",
+	 "TLS versions accepted: TLSv1.2, TLSv1.3"},
+	{"ssl.cipher.suites", KCFG_STR, OFF(ssl_cipher_suites), 0, 0, "",
+	 "comma-separated cipher suites (OpenSSL or IANA names of TLS 1.2 suites, TLS 1.3 "
+	 "suites by their TLS_ names); empty: OpenSSL's defaults"},
+	{"kaas.ssl.handshake.timeout.ms", KCFG_I64, OFF(ssl_handshake_timeout_ms), 1, INT32_MAX,
+	 "10000", "a TLS handshake not finished this long after the connection was accepted "
+	 "is dropped"},
 	{"metrics.listen", KCFG_LISTENER, OFF(metrics_host), 0, 0, "(off)",
 	 "HOST:PORT of the HTTP listener serving /metrics (Prometheus), /healthz and /readyz; "
 	 "PORT or :PORT alone listens on loopback (docs/operations.md)"},
@@ -137,6 +171,12 @@ void kb_config_defaults(kb_config *c)
 	snprintf(c->listen_host, sizeof(c->listen_host), "0.0.0.0");
 	c->listen_port = 9092;
 	c->metrics_port = -1;
+	snprintf(c->listeners, sizeof(c->listeners), "PLAINTEXT://0.0.0.0:9092");
+	snprintf(c->ssl_keystore_type, sizeof(c->ssl_keystore_type), "PEM");
+	snprintf(c->ssl_truststore_type, sizeof(c->ssl_truststore_type), "PEM");
+	snprintf(c->ssl_enabled_protocols, sizeof(c->ssl_enabled_protocols), "TLSv1.2,TLSv1.3");
+	c->ssl_client_auth = KB_SSL_AUTH_NONE;
+	c->ssl_handshake_timeout_ms = 10000;
 	c->advertise_port = -1; /* unset: follow listeners */
 	c->num_partitions = 1;
 	c->auto_create_topics = 1;
@@ -293,29 +333,64 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 		return 0;
 	}
 	case KCFG_LISTENER: {
-		char host[256], colon[16];
-		int32_t port;
-		const char *hp = value;
-		if (k->off == OFF(metrics_host) && strlen(value) < 8 && value[0] && !strchr(value, ':')) {
-			snprintf(colon, sizeof(colon), ":%s", value); /* a port alone */
-			hp = colon;
-		}
-		if (kb_parse_hostport(hp, host, sizeof(host), &port))
-			return bad(err, errlen, key, value, "expected PLAINTEXT://HOST:PORT or HOST:PORT");
-		if (k->off == OFF(listen_host)) {
-			snprintf(c->listen_host, sizeof(c->listen_host), "%s", host);
-			c->listen_port = port;
-		} else if (k->off == OFF(metrics_host)) {
+		if (k->off == OFF(metrics_host)) {
+			char host[256], colon[16];
+			int32_t port;
+			const char *hp = value;
+			if (strlen(value) < 8 && value[0] && !strchr(value, ':')) {
+				snprintf(colon, sizeof(colon), ":%s", value); /* a port alone */
+				hp = colon;
+			}
+			if (kb_parse_hostport(hp, host, sizeof(host), &port))
+				return bad(err, errlen, key, value, "expected PLAINTEXT://HOST:PORT or HOST:PORT");
 			snprintf(c->metrics_host, sizeof(c->metrics_host), "%s", host[0] ? host : "127.0.0.1");
 			c->metrics_port = port;
-		} else {
-			if (port == 0)
-				return bad(err, errlen, key, value, "an advertised port cannot be 0");
-			snprintf(c->advertise_host, sizeof(c->advertise_host), "%s", host);
-			c->advertise_port = port;
+			return 0;
 		}
+		kb_listener l[KB_MAX_LISTENERS];
+		int n = 0;
+		char why[256];
+		if (strlen(value) >= KB_CFG_STR)
+			return bad(err, errlen, key, value, "too long");
+		if (kb__listener_list_parse(value, l, &n, why, sizeof(why)))
+			return bad(err, errlen, key, value, why);
+		if (k->off == OFF(listeners)) {
+			snprintf(c->listen_host, sizeof(c->listen_host), "%s", l[0].host);
+			c->listen_port = l[0].port;
+		} else {
+			for (int i = 0; i < n; i++)
+				if (l[i].port == 0)
+					return bad(err, errlen, key, value, "an advertised port cannot be 0");
+			snprintf(c->advertise_host, sizeof(c->advertise_host), "%s", l[0].host);
+			c->advertise_port = l[0].port;
+		}
+		snprintf(base + k->off, KB_CFG_STR, "%s", value);
 		return 0;
 	}
+	case KCFG_STR:
+		if (strlen(value) >= KB_CFG_STR)
+			return bad(err, errlen, key, value, "too long");
+		snprintf(base + k->off, KB_CFG_STR, "%s", value);
+		return 0;
+	case KCFG_SSL_AUTH:
+		if (strcmp(value, "required") == 0)
+			*(int32_t *)(base + k->off) = KB_SSL_AUTH_REQUIRED;
+		else if (strcmp(value, "requested") == 0)
+			*(int32_t *)(base + k->off) = KB_SSL_AUTH_REQUESTED;
+		else if (strcmp(value, "none") == 0)
+			*(int32_t *)(base + k->off) = KB_SSL_AUTH_NONE;
+		else
+			return bad(err, errlen, key, value, "must be required, requested or none");
+		return 0;
+	case KCFG_STORETYPE:
+		if (strcasecmp(value, "PEM") == 0) {
+			snprintf(base + k->off, 16, "PEM");
+			return 0;
+		}
+		if (strcasecmp(value, "JKS") == 0 || strcasecmp(value, "PKCS12") == 0)
+			return bad(err, errlen, key, value, "kaas reads PEM files only: convert the store "
+				   "(keytool -importkeystore to PKCS12, then openssl pkcs12 -nodes) and set PEM");
+		return bad(err, errlen, key, value, "must be PEM");
 	}
 	snprintf(err, errlen, "%s: unhandled setting type", key);
 	return -EINVAL;

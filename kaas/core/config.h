@@ -19,7 +19,10 @@ enum kb_config_type {
 	KCFG_HOURS,    /* stored in ms */
 	KCFG_TSTYPE,   /* CreateTime | LogAppendTime */
 	KCFG_PATH,
-	KCFG_LISTENER, /* PLAINTEXT://host:port */
+	KCFG_LISTENER, /* NAME://host:port[,NAME://host:port...] */
+	KCFG_STR,      /* free text, checked where it is used (KB_CFG_STR bytes) */
+	KCFG_SSL_AUTH, /* required | requested | none */
+	KCFG_STORETYPE, /* PEM (JKS and PKCS12 refused by name) */
 };
 
 typedef struct kb_config_key {

@@ -4,7 +4,7 @@
 # of broker.h (timers, work off the loop, read plans).  It knows nothing of
 # sockets, topics' registry or groups: those modules sit above it.
 MODULES += core
-core_SRCS := kaas/core/config.c kaas/core/req.c kaas/core/ptable.c kaas/core/epoch.c \
+core_SRCS := kaas/core/config.c kaas/core/listeners.c kaas/core/req.c kaas/core/ptable.c kaas/core/epoch.c \
 	kaas/core/durable.c kaas/core/upkeep.c kaas/core/scrub.c kaas/core/driven.c \
 	kaas/core/leaders.c \
 	kaas/core/resident.c kaas/core/census.c

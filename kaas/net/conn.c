@@ -165,6 +165,7 @@ static void conn_free_if_done(conn *c)
 			c->next->prev = c->prev;
 		s->nconns--;
 		free(c->big);
+		kn__tls_conn_free(c);
 		free(c);
 		kn__check_drained(s);
 	}
@@ -261,6 +262,9 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.client_id = h.client_id;
 	r->pub.conn_id = c->id;
 	r->pub.peer = c->peer;
+	r->pub.adv_host = c->lst->adv_host;
+	r->pub.adv_port = c->lst->adv_port;
+	r->pub.principal = c->principal;
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
 	r->received_ns = ku_mono_ns();
 	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, h.api_key);
@@ -305,6 +309,12 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 	size_t pos = 0;
 	while (!c->closed && n - pos >= 4) {
 		int32_t len = kw_get_i32(buf + pos);
+		if ((int64_t)len > max && !c->ssl && pos == 0 && buf[0] == 0x16 && buf[1] == 0x03) {
+			KLOG_INFO("server", "%s: a TLS handshake on the PLAINTEXT listener %s; closing", c->peer,
+				  c->lst->cfg.name);
+			kn__conn_close(c, "TLS on a PLAINTEXT listener");
+			return -1;
+		}
 		if (len < 8 || (int64_t)len > max) {
 			KLOG_WARN("server", "%s: request size %d outside [8, %lld] (socket.request.max.bytes); closing",
 				  c->peer, len, (long long)max);
@@ -358,7 +368,7 @@ static void on_readable_linger(conn *c)
 {
 	kn_server *s = c->s;
 	for (size_t total = 0; total < MAX_READ_PER_CB;) {
-		ssize_t n = read(c->fd, s->scratch, SCRATCH_SIZE);
+		ssize_t n = kn__conn_read(c, s->scratch, SCRATCH_SIZE);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -379,6 +389,7 @@ static void on_readable(conn *c)
 		on_readable_linger(c);
 		return;
 	}
+	c->tls_rd_wants_write = 0;
 	while (reading_allowed(c) && total < MAX_READ_PER_CB) {
 		ssize_t n;
 		/* Near the end of queued.max.request.bytes (or with others waiting
@@ -386,19 +397,19 @@ static void on_readable(conn *c)
 		 * frame that cannot be admitted yet. */
 		int whole = !c->big && kn_budget_loose(&s->budget, SCRATCH_SIZE);
 		if (c->big) {
-			n = read(c->fd, c->big + c->big_have, c->big_len - c->big_have);
+			n = kn__conn_read(c, c->big + c->big_have, c->big_len - c->big_have);
 		} else if (!whole) {
-			n = read(c->fd, c->carry + c->carry_len, 4 - c->carry_len);
+			n = kn__conn_read(c, c->carry + c->carry_len, 4 - c->carry_len);
 		} else {
 			memcpy(s->scratch, c->carry, c->carry_len);
-			n = read(c->fd, s->scratch + c->carry_len, SCRATCH_SIZE - c->carry_len);
+			n = kn__conn_read(c, s->scratch + c->carry_len, SCRATCH_SIZE - c->carry_len);
 		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
-			kn__conn_close(c, strerror(errno));
+			kn__conn_close(c, errno == EPROTO ? "TLS error" : strerror(errno));
 			return;
 		}
 		if (n == 0) {
@@ -438,16 +449,40 @@ static void on_readable(conn *c)
 }
 
 static void on_poll(uv_poll_t *h, int status, int events);
+static void on_idle_timer(uv_timer_t *t);
+
+/* The idle timer lends itself for a moment: it is restarted after. */
+static void on_tls_pending(uv_timer_t *t)
+{
+	conn *c = t->data;
+	if (c->s->b->cfg.connections_max_idle_ms >= 0)
+		uv_timer_start(&c->idle, on_idle_timer, (uint64_t)c->s->b->cfg.connections_max_idle_ms, 0);
+	else
+		uv_timer_stop(&c->idle);
+	if (c->closed || c->lingering)
+		return;
+	on_readable(c);
+	if (!c->closed)
+		kn__after_progress(c);
+}
 
 void kn__update_poll(conn *c)
 {
 	if (c->closed)
 		return;
 	int ev = 0;
-	if (reading_allowed(c))
-		ev |= UV_READABLE;
-	if (c->want_write)
-		ev |= UV_WRITABLE;
+	if (c->ssl && !c->tls_ready) {
+		ev = c->tls_rd_wants_write ? UV_WRITABLE : UV_READABLE; /* the handshake's */
+	} else {
+		if (reading_allowed(c) || c->tls_wr_wants_read)
+			ev |= UV_READABLE;
+		if (c->want_write || c->tls_rd_wants_write)
+			ev |= UV_WRITABLE;
+		/* Records OpenSSL has already taken off the socket: the poll
+		 * would not report them, so a timer of 0 reads them. */
+		if (!c->lingering && reading_allowed(c) && kn__tls_pending(c))
+			uv_timer_start(&c->idle, on_tls_pending, 0, 0);
+	}
 	if (ev == c->poll_events)
 		return;
 	c->poll_events = ev;
@@ -479,6 +514,27 @@ static void on_poll(uv_poll_t *h, int status, int events)
 		kn__conn_close(c, uv_strerror(status));
 		return;
 	}
+	if (c->ssl && !c->tls_ready) {
+		int rc = kn__tls_handshake(c);
+		if (rc <= 0) {
+			if (rc == 0)
+				kn__update_poll(c);
+			return;
+		}
+		c->last_active = uv_now(&c->s->loop);
+		if (!c->lingering) { /* else the drain's timer stays */
+			if (c->s->b->cfg.connections_max_idle_ms >= 0)
+				uv_timer_start(&c->idle, on_idle_timer,
+					       (uint64_t)c->s->b->cfg.connections_max_idle_ms, 0);
+			else
+				uv_timer_stop(&c->idle);
+		}
+		events |= UV_READABLE; /* the client's first request may have come with its Finished */
+	}
+	if (c->tls_wr_wants_read && (events & UV_READABLE))
+		events |= UV_WRITABLE;
+	if (c->tls_rd_wants_write && (events & UV_WRITABLE))
+		events |= UV_READABLE;
 	if (events & UV_WRITABLE) {
 		kn__try_send(c);
 		if (c->closed)
@@ -497,6 +553,13 @@ static void on_poll(uv_poll_t *h, int status, int events)
 static void on_idle_timer(uv_timer_t *t)
 {
 	conn *c = t->data;
+	if (c->ssl && !c->tls_ready) {
+		KLOG_WARN("server", "%s: TLS handshake not finished within kaas.ssl.handshake.timeout.ms (%lld ms) "
+			  "on listener %s; closing", c->peer, (long long)c->s->b->cfg.ssl_handshake_timeout_ms,
+			  c->lst->cfg.name);
+		kn__conn_close(c, "TLS handshake timeout");
+		return;
+	}
 	int64_t idle = c->s->b->cfg.connections_max_idle_ms;
 	uint64_t now = uv_now(&c->s->loop);
 	uint64_t since = now - c->last_active;
@@ -530,13 +593,14 @@ void kn__conn_linger(conn *c)
 	c->lingering = 1;
 	c->want_write = 0;
 	kn__conn_drop_budget(c); /* what it still sends is discarded */
+	kn__tls_close_notify(c);
 	shutdown(c->fd, SHUT_WR);
 	int64_t ms = c->s->b->cfg.shutdown_timeout_ms < LINGER_MS ? c->s->b->cfg.shutdown_timeout_ms : LINGER_MS;
 	uv_timer_start(&c->idle, on_linger_timer, (uint64_t)ms, 0);
 	kn__update_poll(c);
 }
 
-void kn__conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss)
+void kn__conn_new(kn_server *s, kn_listener *l, int fd, const struct sockaddr_storage *ss)
 {
 	conn *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -544,8 +608,10 @@ void kn__conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss)
 		return;
 	}
 	c->s = s;
+	c->lst = l;
 	c->fd = fd;
 	c->id = ++s->next_conn_id;
+	snprintf(c->principal, sizeof(c->principal), "User:ANONYMOUS");
 	c->addr = *ss;
 	char host[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
@@ -578,8 +644,15 @@ void kn__conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss)
 	s->conns = c;
 	s->nconns++;
 	s->nopen++;
-	if (s->b->cfg.connections_max_idle_ms >= 0)
+	if (l->cfg.protocol == KB_SEC_SSL) {
+		if (kn__tls_conn_start(c)) {
+			kn__conn_close(c, "out of memory for TLS");
+			return;
+		}
+		uv_timer_start(&c->idle, on_idle_timer, (uint64_t)s->b->cfg.ssl_handshake_timeout_ms, 0);
+	} else if (s->b->cfg.connections_max_idle_ms >= 0) {
 		uv_timer_start(&c->idle, on_idle_timer, (uint64_t)s->b->cfg.connections_max_idle_ms, 0);
+	}
 	kn__update_poll(c);
 	KLOG_DEBUG("server", "%s: connection %llu accepted", c->peer, (unsigned long long)c->id);
 }

@@ -120,6 +120,10 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 
 	if (v >= 3)
 		kw_wr_i32(resp, 0); /* throttle_time_ms */
+	/* As Kafka: this broker by the endpoint of the listener the request
+	 * arrived on.  The others by the endpoint they registered. */
+	const char *self_host = req->adv_host ? req->adv_host : b->host;
+	int32_t self_port = req->adv_host ? req->adv_port : b->port;
 	kb_leaders *m = kb_ptable_leaders(b->parts);
 	int self_listed = 0;
 	size_t nb = 0;
@@ -130,8 +134,8 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 	kw_wr_array(resp, 0, (int32_t)(nb + !self_listed));
 	if (!self_listed) {
 		kw_wr_i32(resp, b->id);
-		kw_wr_str(resp, 0, b->host);
-		kw_wr_i32(resp, b->port);
+		kw_wr_str(resp, 0, self_host);
+		kw_wr_i32(resp, self_port);
 		if (v >= 1)
 			kw_wr_strn(resp, 0, NULL, -1); /* rack */
 	}
@@ -140,8 +144,8 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 		if (!lb->live && lb->id != b->id)
 			continue;
 		kw_wr_i32(resp, lb->id);
-		kw_wr_str(resp, 0, lb->id == b->id ? b->host : lb->host);
-		kw_wr_i32(resp, lb->id == b->id ? b->port : lb->port);
+		kw_wr_str(resp, 0, lb->id == b->id ? self_host : lb->host);
+		kw_wr_i32(resp, lb->id == b->id ? self_port : lb->port);
 		if (v >= 1)
 			kw_wr_strn(resp, 0, lb->rack[0] ? lb->rack : NULL, lb->rack[0] ? (int32_t)strlen(lb->rack) : -1);
 	}

@@ -1,5 +1,7 @@
 /*
- * listen.c — the listening socket and the limits on accepting: at
+ * listen.c — the listening sockets (one per entry of listeners=, each with
+ * its security protocol and advertised endpoint) and the limits on
+ * accepting, which count every listener's connections together: at
  * max.connections the listening socket is not polled (new connections wait
  * in the kernel's backlog, as Kafka's acceptor leaves them); over
  * max.connections.per.ip a new connection is closed at once; out of
@@ -32,8 +34,10 @@ void kn__on_accept_resume(uv_timer_t *t)
 {
 	kn_server *s = t->data;
 	if (!s->draining && s->lpoll_active && !s->accept_full) {
-		uv_poll_start(&s->lpoll, UV_READABLE, kn__on_accept);
-		kn__on_accept(&s->lpoll, 0, UV_READABLE); /* also learns that the backlog is empty */
+		for (int i = 0; i < s->nlst && !s->accept_full; i++) {
+			uv_poll_start(&s->lst[i].poll, UV_READABLE, kn__on_accept);
+			kn__on_accept(&s->lst[i].poll, 0, UV_READABLE); /* also learns that the backlog is empty */
+		}
 	}
 }
 
@@ -95,7 +99,8 @@ static int ip_over_limit(kn_server *s, const struct sockaddr_storage *ss)
 void kn__on_accept(uv_poll_t *h, int status, int events)
 {
 	(void)events;
-	kn_server *s = h->data;
+	kn_listener *l = h->data;
+	kn_server *s = l->s;
 	if (status < 0)
 		return;
 	for (int i = 0; i < MAX_ACCEPT_PER_CB; i++) {
@@ -107,18 +112,20 @@ void kn__on_accept(uv_poll_t *h, int status, int events)
 					  "listen backlog until one closes", s->b->cfg.max_connections);
 			s->accept_episode = 1;
 			s->accept_full = 1;
-			uv_poll_stop(&s->lpoll);
+			for (int j = 0; j < s->nlst; j++)
+				uv_poll_stop(&s->lst[j].poll);
 			return;
 		}
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				KLOG_WARN("server", "accept: %s; pausing new connections for 100 ms", strerror(errno));
-				uv_poll_stop(&s->lpoll);
+				for (int j = 0; j < s->nlst; j++)
+					uv_poll_stop(&s->lst[j].poll);
 				uv_timer_start(&s->accept_pause, kn__on_accept_resume, 100, 0);
 			} else if (errno == EAGAIN && s->accept_episode) {
 				KLOG_INFO("server", "below max.connections (%d) with no connection left waiting in the "
@@ -131,12 +138,14 @@ void kn__on_accept(uv_poll_t *h, int status, int events)
 			close(fd);
 			continue;
 		}
-		kn__conn_new(s, fd, &ss);
+		kn__conn_new(s, l, fd, &ss);
 	}
 }
 
-int kn__listen_on(kn_server *s, const char *host, int port, char *err, size_t errlen)
+static int listen_on(kn_listener *l, char *err, size_t errlen)
 {
+	const char *host = l->cfg.host;
+	int port = l->cfg.port;
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -145,7 +154,7 @@ int kn__listen_on(kn_server *s, const char *host, int port, char *err, size_t er
 	snprintf(ps, sizeof(ps), "%d", port);
 	int rc = getaddrinfo(*host ? host : NULL, ps, &hints, &res);
 	if (rc) {
-		snprintf(err, errlen, "--listen %s:%d: %s", host, port, gai_strerror(rc));
+		snprintf(err, errlen, "listener %s %s:%d: %s", l->cfg.name, host, port, gai_strerror(rc));
 		return -EINVAL;
 	}
 	int fd = -1, e = 0;
@@ -165,15 +174,116 @@ int kn__listen_on(kn_server *s, const char *host, int port, char *err, size_t er
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		snprintf(err, errlen, "--listen %s:%d: %s", host, port, strerror(e));
+		snprintf(err, errlen, "listener %s %s:%d: %s", l->cfg.name, host, port, strerror(e));
 		return -e;
 	}
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	s->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+	l->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 					   : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	s->lfd = fd;
+	l->fd = fd;
 	return 0;
 }
 
+/* Its advertised.listeners entry, else its own address (this host's name
+ * for a wildcard) with the port it bound. */
+static void copy_host(char *dst, const char *src) /* both 256 bytes, NUL-terminated */
+{
+	size_t n = strnlen(src, 255);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+static void advertised(kn_listener *l)
+{
+	if (l->cfg.adv_host[0]) {
+		copy_host(l->adv_host, l->cfg.adv_host);
+		l->adv_port = l->cfg.adv_port;
+		return;
+	}
+	const char *lh = l->cfg.host;
+	if (!*lh || strcmp(lh, "0.0.0.0") == 0 || strcmp(lh, "::") == 0) {
+		if (gethostname(l->adv_host, sizeof(l->adv_host) - 1))
+			snprintf(l->adv_host, sizeof(l->adv_host), "localhost");
+	} else {
+		copy_host(l->adv_host, lh);
+	}
+	l->adv_port = l->port;
+}
+
+int kn__listeners_open(kn_server *s, char *err, size_t errlen)
+{
+	kb_listener rows[KB_MAX_LISTENERS];
+	int n = 0, need_tls = 0;
+	int rc = kb_listeners_resolve(&s->b->cfg, rows, &n, err, errlen);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		if (rows[i].protocol == KB_SEC_SASL_PLAINTEXT || rows[i].protocol == KB_SEC_SASL_SSL) {
+			snprintf(err, errlen, "listener %s: %s is not supported yet (PLAINTEXT and SSL are)",
+				 rows[i].name, kb_security_protocol_name(rows[i].protocol));
+			return -EINVAL;
+		}
+		need_tls |= rows[i].protocol == KB_SEC_SSL;
+	}
+	if (need_tls) {
+		rc = kn__tls_create(&s->b->cfg, &s->tls, err, errlen);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < n; i++) {
+		kn_listener *l = &s->lst[i];
+		l->s = s;
+		l->cfg = rows[i];
+		l->fd = -1;
+		s->nlst = i + 1;
+		rc = listen_on(l, err, errlen);
+		if (rc)
+			return rc;
+		advertised(l);
+		KLOG_INFO("server", "listener %s (%s) on %s:%d, advertised as %s:%d", l->cfg.name,
+			  kb_security_protocol_name(l->cfg.protocol), l->cfg.host, l->port, l->adv_host, l->adv_port);
+	}
+	return 0;
+}
+
+int kn__listeners_init(kn_server *s)
+{
+	for (int i = 0; i < s->nlst; i++) {
+		int rc = uv_poll_init(&s->loop, &s->lst[i].poll, s->lst[i].fd);
+		if (rc) {
+			for (int j = 0; j < i; j++)
+				uv_close((uv_handle_t *)&s->lst[j].poll, NULL);
+			return rc;
+		}
+		s->lst[i].poll.data = &s->lst[i];
+	}
+	s->lpoll_active = 1;
+	return 0;
+}
+
+void kn__listeners_start(kn_server *s)
+{
+	for (int i = 0; i < s->nlst; i++)
+		uv_poll_start(&s->lst[i].poll, UV_READABLE, kn__on_accept);
+}
+
+void kn__listeners_close(kn_server *s, uv_close_cb cb)
+{
+	if (s->lpoll_active)
+		for (int i = 0; i < s->nlst; i++)
+			uv_close((uv_handle_t *)&s->lst[i].poll, cb);
+	s->lpoll_active = 0;
+}
+
+void kn__listeners_free(kn_server *s)
+{
+	for (int i = 0; i < s->nlst; i++) {
+		if (s->lst[i].fd >= 0)
+			close(s->lst[i].fd);
+		s->lst[i].fd = -1;
+	}
+	kn__tls_destroy(s->tls);
+	s->tls = NULL;
+}

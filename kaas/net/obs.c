@@ -306,7 +306,7 @@ static int ready_fn(void *arg, char *why, size_t whylen)
 		return 0;
 	}
 	snprintf(why, whylen, "volume %s, partition table started, serving on port %d",
-		 b->cfg.trust_unqualified ? "admitted by --trust-unqualified" : "qualified", o->s->port);
+		 b->cfg.trust_unqualified ? "admitted by --trust-unqualified" : "qualified", o->s->lst[0].port);
 	return 1;
 }
 

@@ -320,8 +320,7 @@ void kn__try_send(conn *c)
 			want = p->len - r->cur_off;
 			if (want > budget)
 				want = budget;
-			off_t pos = (off_t)(p->pos + r->cur_off);
-			k = sendfile(c->fd, p->fd, &pos, want);
+			k = kn__conn_sendfile(c, p->fd, (off_t)(p->pos + r->cur_off), want);
 			if (k == 0) {
 				KLOG_ERR("server", "%s: a segment file ended before the range being sent", c->peer);
 				kn__conn_close(c, "short segment file");
@@ -350,10 +349,7 @@ void kn__try_send(conn *c)
 				if (pi < q->nparts)
 					break; /* a file part (or iov full): stop gathering here */
 			}
-			struct msghdr mh = {0};
-			mh.msg_iov = iov;
-			mh.msg_iovlen = (size_t)niov;
-			k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+			k = kn__conn_write(c, iov, niov, want);
 		}
 		if (k < 0) {
 			if (errno == EINTR)
@@ -362,7 +358,7 @@ void kn__try_send(conn *c)
 				c->want_write = 1;
 				break;
 			}
-			kn__conn_close(c, strerror(errno));
+			kn__conn_close(c, errno == EPROTO ? "TLS error" : strerror(errno));
 			return;
 		}
 		c->last_active = uv_now(&c->s->loop);
@@ -471,10 +467,7 @@ static void finish_loop(kn_server *s)
 	 * SIGTERM (libuv restored the default action just now). */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
-	if (s->lpoll_active) {
-		uv_close((uv_handle_t *)&s->lpoll, close_cb_noop);
-		s->lpoll_active = 0;
-	}
+	kn__listeners_close(s, close_cb_noop);
 }
 
 void kn__check_drained(kn_server *s)
@@ -545,12 +538,11 @@ static void on_signal(uv_signal_t *h, int signum)
 		  signum == SIGTERM ? "SIGTERM" : "SIGINT", s->nconns);
 	s->draining = 1;
 	__atomic_store_n(&s->b->stopping, 1, __ATOMIC_RELEASE);
-	if (s->lpoll_active) {
-		uv_close((uv_handle_t *)&s->lpoll, close_cb_noop);
-		s->lpoll_active = 0;
+	kn__listeners_close(s, close_cb_noop);
+	for (int i = 0; i < s->nlst; i++) {
+		close(s->lst[i].fd); /* its poll handle is closing: epoll forgot it */
+		s->lst[i].fd = -1;
 	}
-	close(s->lfd);
-	s->lfd = -1;
 	if (s->b->parts)
 		kb_ptable_wake_all(s->b->parts); /* long polls answer now */
 	uv_timer_start(&s->drain_deadline, on_drain_deadline, (uint64_t)s->b->cfg.shutdown_timeout_ms, 0);
@@ -605,11 +597,9 @@ static void close_walk(uv_handle_t *h, void *arg)
 /* The loop's handles; on failure the caller closes whatever was set up. */
 static int init_handles(kn_server *s, char *err, size_t errlen)
 {
-	const char *what = "the listening socket's poll handle";
-	int rc = uv_poll_init(&s->loop, &s->lpoll, s->lfd);
+	const char *what = "the listening sockets' poll handles";
+	int rc = kn__listeners_init(s);
 	if (!rc) {
-		s->lpoll.data = s;
-		s->lpoll_active = 1;
 		what = "the wake-up handle (eventfd)";
 		rc = uv_async_init(&s->loop, &s->async, on_async);
 	}
@@ -670,7 +660,6 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	s->b = b;
-	s->lfd = -1;
 	pthread_mutex_init(&s->evmu, NULL);
 	pthread_mutex_init(&s->hkmu, NULL);
 	kn_budget_init(&s->budget, b->cfg.queued_max_request_bytes);
@@ -686,7 +675,7 @@ int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen)
 		free(s);
 		return rc;
 	}
-	rc = kn__listen_on(s, b->cfg.listen_host, b->cfg.listen_port, err, errlen);
+	rc = kn__listeners_open(s, err, errlen);
 	if (rc)
 		goto out;
 	rc = kn_obs_create(s, &s->obs, err, errlen);
@@ -716,21 +705,26 @@ out:
 			kn_pool_stop(s->pool);
 			kn_pool_destroy(s->pool);
 		}
-		if (s->lfd >= 0)
-			close(s->lfd);
+		kn__listeners_free(s);
 		kn_obs_destroy(s->obs);
 		free(s);
 	}
 	return rc;
 }
 
-int kn_server_port(const kn_server *s) { return s->port; }
+int kn_server_port(const kn_server *s) { return s->lst[0].port; }
+
+void kn_server_advertised(const kn_server *s, const char **host, int32_t *port)
+{
+	*host = s->lst[0].adv_host;
+	*port = s->lst[0].adv_port;
+}
 
 int kn_server_run(kn_server *s)
 {
 	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_signal, SIGINT);
-	uv_poll_start(&s->lpoll, UV_READABLE, kn__on_accept);
+	kn__listeners_start(s);
 	kn__frame_watch_start(s);
 	pthread_mutex_lock(&s->hkmu);
 	s->hk_timer = kn_pool_timer(s->pool, HOUSEKEEP_MS, housekeep, s);
@@ -760,8 +754,7 @@ void kn_server_destroy(kn_server *s)
 		finish_loop(s);
 	uv_run(&s->loop, UV_RUN_NOWAIT); /* close callbacks */
 	uv_loop_close(&s->loop);
-	if (s->lfd >= 0)
-		close(s->lfd);
+	kn__listeners_free(s);
 	kn_pool_destroy(s->pool);
 	kn_obs_destroy(s->obs);
 	pthread_mutex_destroy(&s->evmu);

@@ -16,8 +16,12 @@ typedef struct kn_server kn_server;
  * resolved before anything is advertised).  Installs b->ops/b->server. */
 int kn_server_create(kb_broker *b, kn_server **out, char *err, size_t errlen);
 
-/* The port actually bound. */
+/* The port the first listener bound. */
 int kn_server_port(const kn_server *s);
+
+/* The endpoint the first listener advertises (b->host and b->port: what
+ * FindCoordinator answers, and Metadata where no listener is known). */
+void kn_server_advertised(const kn_server *s, const char **host, int32_t *port);
 
 /* Serves until SIGTERM or SIGINT, then drains: stops accepting, stops
  * reading, lets the received requests finish and their responses go out

@@ -48,6 +48,18 @@ typedef struct part {
 } part;
 
 typedef struct conn conn;
+typedef struct kn_tls kn_tls; /* tls.c: the TLS settings of the SSL listeners */
+
+/* One listening socket (listen.c), of the listeners= setting. */
+typedef struct kn_listener {
+	struct kn_server *s;
+	kb_listener cfg;
+	int fd;
+	int port;              /* bound */
+	uv_poll_t poll;
+	char adv_host[256];    /* what Metadata answers on its connections */
+	int32_t adv_port;
+} kn_listener;
 
 typedef struct sreq {
 	kb_req pub; /* first: handlers get &pub */
@@ -81,8 +93,15 @@ struct conn {
 	uint64_t id;
 	char peer[64];
 	uv_poll_t poll;
-	uv_timer_t idle;
+	uv_timer_t idle;     /* also the TLS handshake's deadline */
 	int poll_events;
+	kn_listener *lst;    /* the listener it arrived on */
+	/* TLS (tls.c): NULL on a PLAINTEXT listener */
+	struct ssl_st *ssl;
+	int tls_ready;       /* handshake finished */
+	int tls_ktls_send;   /* the kernel encrypts what is sent: SSL_sendfile works */
+	int tls_rd_wants_write, tls_wr_wants_read; /* SSL_read needs POLLOUT and vice versa */
+	char principal[320]; /* "User:CN=..." from a client certificate, else User:ANONYMOUS */
 	int closed;
 	int lingering; /* draining: answers sent, FIN sent, discarding input */
 	int handles_open;
@@ -114,10 +133,10 @@ struct conn {
 struct kn_server {
 	kb_broker *b;
 	uv_loop_t loop;
-	int lfd;
-	int port;
-	uv_poll_t lpoll;
-	int lpoll_active;
+	kn_listener lst[KB_MAX_LISTENERS];
+	int nlst;
+	int lpoll_active;      /* the listeners' poll handles are open */
+	kn_tls *tls;           /* NULL without an SSL listener */
 	uv_timer_t accept_pause;
 	uv_async_t async;
 	uv_signal_t sigterm, sigint;
@@ -157,7 +176,7 @@ struct kn_server {
 
 
 /* conn.c: connections and framing */
-void kn__conn_new(kn_server *s, int fd, const struct sockaddr_storage *ss);
+void kn__conn_new(kn_server *s, kn_listener *l, int fd, const struct sockaddr_storage *ss);
 void kn__conn_close(conn *c, const char *why);
 void kn__conn_linger(conn *c);
 void kn__conn_reap(conn *c);
@@ -168,11 +187,28 @@ void kn__frame_watch_start(kn_server *s);
 void kn__update_poll(conn *c);
 void kn__after_progress(conn *c);
 
-/* listen.c: the listening socket and the accept limits */
-int kn__listen_on(kn_server *s, const char *host, int port, char *err, size_t errlen);
+/* listen.c: the listening sockets and the accept limits */
+int kn__listeners_open(kn_server *s, char *err, size_t errlen); /* resolve, bind, TLS */
+int kn__listeners_init(kn_server *s);   /* their poll handles */
+void kn__listeners_start(kn_server *s);
+void kn__listeners_close(kn_server *s, uv_close_cb cb); /* handles and sockets */
+void kn__listeners_free(kn_server *s);  /* sockets and TLS, after the loop */
 void kn__on_accept(uv_poll_t *h, int status, int events);
 void kn__on_accept_resume(uv_timer_t *t);
 void kn__conn_open_ended(kn_server *s);
+
+/* tls.c: TLS on a connection's socket, non-blocking, on the loop */
+int kn__tls_create(const kb_config *cfg, kn_tls **out, char *err, size_t errlen);
+void kn__tls_destroy(kn_tls *t);
+int kn__tls_conn_start(conn *c); /* 0 or -errno */
+void kn__tls_conn_free(conn *c);
+int kn__tls_handshake(conn *c);  /* 1 done, 0 in progress, -1 closed */
+/* read(2)/send(2)-like, errno EAGAIN when the socket or TLS must wait */
+ssize_t kn__conn_read(conn *c, void *buf, size_t n);
+ssize_t kn__conn_write(conn *c, const struct iovec *iov, int niov, size_t want);
+ssize_t kn__conn_sendfile(conn *c, int fd, off_t pos, size_t want);
+int kn__tls_pending(const conn *c); /* decrypted bytes waiting in OpenSSL */
+void kn__tls_close_notify(conn *c); /* before the FIN of a drain */
 
 /* server.c: requests, responses, the event queue, shutdown */
 void kn__req_free(sreq *r);
