@@ -3,7 +3,7 @@
  * there (or max_wait passes), partition_max_bytes and max_bytes with KIP-74's
  * one exception (the first batch of the first non-empty partition), and a
  * parked fetch answered when the broker stops. */
-#include "kaas/net/test/hharness.h"
+#include "kaas/net/test/harness.h"
 #include "util/test/ktest.h"
 
 /* acks=all; returns the base offset. */

@@ -7,7 +7,7 @@
  * and Fetch v9+ for a client epoch older or newer than the leader's.
  * Expected bytes are laid out from Kafka's message schemas with the gb_*
  * writer, which shares no code with the broker's. */
-#include "kaas/net/test/hharness.h"
+#include "kaas/net/test/harness.h"
 
 #include "kaas/proto/kerr.h"
 #include "util/test/ktest.h"

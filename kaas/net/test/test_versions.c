@@ -5,7 +5,7 @@
  * clients/src/main/resources/common/message/) lay them out for each version,
  * with the gb_* writer that shares no code with the broker's.  A field added,
  * dropped, moved or encoded at the wrong width in any version fails here. */
-#include "kaas/net/test/hharness.h"
+#include "kaas/net/test/harness.h"
 
 #include "kaas/proto/kerr.h"
 #include "util/test/ktest.h"

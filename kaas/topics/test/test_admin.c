@@ -16,7 +16,7 @@
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 #include "kaas/proto/test/ckrd.h"
-#include "kaas/topics/test/volumes.h"
+#include "kaas/topics/test/harness.h"
 #include "util/test/ktest.h"
 
 static kt_topics *reg;

@@ -20,7 +20,7 @@
 #include "kaas/topics/registry_int.h"
 #include "kaas/topics/topics.h"
 #include "kaas/topics/trash.h"
-#include "kaas/topics/test/volumes.h"
+#include "kaas/topics/test/harness.h"
 #include "substrates/sub.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -23,7 +23,7 @@
 #include "kaas/topics/topics.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
-#include "kaas/topics/test/volumes.h"
+#include "kaas/topics/test/harness.h"
 #include "util/test/ktest.h"
 
 /* What the hooks saw. */

@@ -1,11 +1,11 @@
 /*
- * volumes.h — the scratch volumes of the topics tests: a fresh directory
+ * harness.h — the scratch volumes of the topics tests: a fresh directory
  * under /tmp holding data/ and cluster/, each opened as a posix substrate
  * (data and cluster).  For checked fixtures: every test runs in its own
  * process, so these statics are per test.
  */
-#ifndef KAAS_TOPICS_TEST_VOLUMES_H
-#define KAAS_TOPICS_TEST_VOLUMES_H
+#ifndef KAAS_TOPICS_TEST_HARNESS_H
+#define KAAS_TOPICS_TEST_HARNESS_H
 
 #include <check.h>
 #include <stdio.h>

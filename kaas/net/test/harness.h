@@ -1,4 +1,4 @@
-/* hharness.h — an in-process broker for the data-path handler tests: the
+/* harness.h — an in-process broker for the data-path handler tests: the
  * real topic registry, partition table (with its group-commit flushers) and
  * handlers on a scratch directory, with the network server replaced by a
  * one-thread worker pool and a completion that records the answer.
@@ -11,8 +11,8 @@
  * Golden bytes are written with the gb_* helpers, which share no code with
  * kw_wr, so an encoding mistake in the writer cannot hide itself.
  */
-#ifndef KAAS_SERVER_TEST_HHARNESS_H
-#define KAAS_SERVER_TEST_HHARNESS_H
+#ifndef KAAS_NET_TEST_HARNESS_H
+#define KAAS_NET_TEST_HARNESS_H
 
 #include <check.h>
 #include <errno.h>
