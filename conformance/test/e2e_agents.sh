@@ -17,15 +17,9 @@
 # fails the run with an error naming it, not a hang; an absent agent is a
 # clear error before anything runs.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BINDIR=${BIN:-bin}
-case $BINDIR in /*) ;; *) BINDIR="$ROOT/$BINDIR" ;; esac
-KC="$BINDIR/kaas-conform"
-PY=/usr/bin/python3
+source "$(dirname "$0")/lib.sh" # KC, PY, ROOT, $WORK (the current directory), fail, the cleanup stack
 GANESHA="$ROOT/substrates/nfs-ganesha"
-[ -x "$KC" ] || { echo "missing $KC (build first)"; exit 1; }
 
-WORK=$(mktemp -d /tmp/kc-e2e-agents.XXXXXX)
 TAG=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 HUB=kaasag-$TAG-hub
 AGNS=("kaasag-$TAG-a1" "kaasag-$TAG-a2" "kaasag-$TAG-a3")
@@ -37,11 +31,10 @@ cleanup() {
 	for p in "${PIDS[@]}" "${AGPID[@]}"; do wait "$p" 2>/dev/null || true; done
 	for ns in "${AGNS[@]}" "$HUB"; do ip netns del "$ns" 2>/dev/null || true; done
 	"$GANESHA/stop.sh" "$WORK/srv" --kill >/dev/null 2>&1 || true
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
-cd "$WORK"
-fail() { echo "FAIL: $*" >&2; for f in "$WORK"/agent*.log; do echo "--- $f"; cat "$f"; done >&2; exit 1; }
+e2e_on_exit cleanup
+# fail shows the agents' logs
+for f in agent0 agent1 agent2 agent-idle; do e2e_show_log "$WORK/$f.log"; done
 hub() { ip netns exec "$HUB" "$@"; }
 
 # ---- topology ---------------------------------------------------------------

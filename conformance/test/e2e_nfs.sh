@@ -6,24 +6,11 @@
 # does (NFSv3: the holder's handle goes stale; NFSv4: the open file stays
 # readable) and no silly-rename, and nothing is left in the export.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BINDIR=${BIN:-bin}
-case $BINDIR in /*) ;; *) BINDIR="$ROOT/$BINDIR" ;; esac
-KC="$BINDIR/kaas-conform"
-PY=/usr/bin/python3
+source "$(dirname "$0")/lib.sh" # KC, PY, ROOT, $WORK (the current directory), fail, the cleanup stack
 GANESHA="$ROOT/substrates/nfs-ganesha"
-[ -x "$KC" ] || { echo "missing $KC (build first)"; exit 1; }
-
-WORK=$(mktemp -d /tmp/kc-e2e-nfs.XXXXXX)
-cleanup() {
-	"$GANESHA/stop.sh" "$WORK/srv" --kill >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-cd "$WORK"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir "$WORK/srv"
+e2e_on_exit "'$GANESHA/stop.sh' '$WORK/srv' --kill >/dev/null 2>&1 || true"
 eval "$("$GANESHA/start.sh" "$WORK/srv" vfs)"
 in_ns() { nsenter --net="/run/netns/$NFS_NS" -- "$@"; }
 
