@@ -29,7 +29,7 @@ expect 2 "--cluster-dir: kaas.cluster.dir: invalid value ''" -- --data "$T/d" --
 expect 2 "--broker-id: broker.id: invalid value 'abc'" -- --data "$T/d" --broker-id abc
 expect 2 "--broker-id: broker.id: invalid value '-3'" -- --data "$T/d" --broker-id -3
 expect 2 "--listen: listeners: invalid value" -- --data "$T/d" --listen nowhere
-expect 2 "--listen: listeners: invalid value" -- --data "$T/d" --listen SSL://h:1
+expect 2 "--listen: listeners: invalid value" -- --data "$T/d" --listen SSL://h:99999
 expect 2 "--advertise: advertised.listeners" -- --data "$T/d" --advertise h:0
 expect 2 "--data: log.dirs: invalid value" -- --data "$T/a,$T/b"
 expect 2 "--override: num.partitions: invalid value '0'" -- --data "$T/d" --override num.partitions=0
