@@ -82,12 +82,12 @@ def main():
         allowed = closure(uses, stack=(name,))
         if not name.startswith('bin:'):
             allowed.add(name)
-        todo = list(files)
+        to_check = list(files)
         # the module's own headers are checked with it
         if name in folder:
             for d in folder[name]:
-                todo += [h for h in glob.glob(d + '/*.h') + glob.glob(d + '/test/*.h')]
-        for f in todo:
+                to_check += [h for h in glob.glob(d + '/*.h') + glob.glob(d + '/test/*.h')]
+        for f in to_check:
             if (name, f) in checked or not os.path.exists(f):
                 continue
             checked.add((name, f))
