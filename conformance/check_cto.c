@@ -137,9 +137,16 @@ static int write_once(kc_run *r, kc_result *res, const char *variant, const char
 		snprintf(d, sizeof(d), "%s of version %lld failed: %s",
 			 json_string_value(json_object_get(out, "op")), (long long)version, err);
 		char t[400];
-		snprintf(t, sizeof(t), "actor 0: open %s for writing, write %lld bytes in place, close: %s failed: %s",
-			 path, (long long)size_of(variant, version),
-			 json_string_value(json_object_get(out, "op")), err);
+		if (strcmp(variant, "renamed") == 0)
+			snprintf(t, sizeof(t),
+				 "actor 0: write %lld bytes to %s.new, close, rename it over %s: %s failed: %s",
+				 (long long)size_of(variant, version), path, path,
+				 json_string_value(json_object_get(out, "op")), err);
+		else
+			snprintf(t, sizeof(t),
+				 "actor 0: open %s for writing, write %lld bytes in place, close: %s failed: %s",
+				 path, (long long)size_of(variant, version),
+				 json_string_value(json_object_get(out, "op")), err);
 		json_t *one = json_pack("[{s:s,s:i,s:I,s:s,s:[s]}]", "kind", "write_error", "actor", 0,
 					"iteration", (json_int_t)version, "detail", d, "trace", t);
 		kc_result_add_anomalies(res, variant, one, 1);

@@ -259,12 +259,22 @@ static void note_power(const kc_run *r, kc_result *res)
 		       r->o->detect_rate * 100);
 }
 
+/* A fsync check that already failed with a loss after its crash command
+ * may find the whole scratch directory gone (a server whose storage is
+ * RAM loses the export): that is the same loss, and the FAIL stands. */
+static int crash_took_scratch(int id, const kc_result *res)
+{
+	return id == KC_CHK_FSYNC && res->verdict == KC_FAIL && kc_result_get(res, "crash_cmd") > 0 &&
+	       kc_result_get(res, "crash_lost") > 0;
+}
+
 static void run_checks(kc_run *r)
 {
+	int scratch_gone = 0;
 	for (int id = 0; id < KC_NCHECKS; id++) {
 		if (!(r->o->checks & (1u << id)))
 			continue;
-		if (kc__interrupted)
+		if (kc__interrupted || scratch_gone)
 			return;
 		kc_result *res = &r->res[id];
 		kc_result_init(res, id);
@@ -289,7 +299,15 @@ static void run_checks(kc_run *r)
 		/* What the check saw means nothing about the filesystem when its
 		 * directory was taken away under it: the run's error, not a verdict. */
 		int src = scratch_intact(r);
-		if (src) {
+		if (src == -ENOENT && crash_took_scratch(id, res)) {
+			/* The directories were fsynced up to the root before the
+			 * crash command: losing them is the loss already counted,
+			 * not an outside interference.  Nothing later can run. */
+			kc_result_note(res,
+				       "the crash command took the scratch directory %s/%s with it: the directory entries fsynced before the crash were lost too; later checks were not run",
+				       r->ident.root, r->scratch);
+			scratch_gone = 1;
+		} else if (src) {
 			kc_result_error(res,
 					"the scratch directory %s/%s %s during the check (removed or replaced by something other than this run); no verdict on the volume",
 					r->ident.root, r->scratch,
