@@ -113,8 +113,9 @@ UNIT_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_sta
 unit: $(patsubst %.c,$(BUILD)/san/%,$(if $(UNIT),$(foreach t,$(ALL_TESTS),$(if $(findstring $(UNIT),$(t)),$(t))),$(ALL_TESTS)))
 ifeq ($(T),)
 	@fail=0; for t in $^; do \
-		echo "== $$t"; \
+		echo "== $$t"; t0=$$(date +%s); \
 		$(UNIT_ENV) $$t || { echo "FAILED: $$t"; fail=1; }; \
+		echo "-- $$t: $$(( $$(date +%s) - t0 )) s"; \
 	done; exit $$fail
 else
 	@fail=0; found=0; for t in $^; do \
@@ -129,8 +130,9 @@ endif
 # E2E=substring restricts the run to matching scripts.
 e2e: all
 	@fail=0; for t in $(if $(E2E),$(foreach t,$(E2E_TESTS),$(if $(findstring $(E2E),$(t)),$(t))),$(E2E_TESTS)); do \
-		echo "== $$t"; \
+		echo "== $$t"; t0=$$(date +%s); \
 		bash $$t || { echo "FAILED: $$t"; fail=1; }; \
+		echo "-- $$t: $$(( $$(date +%s) - t0 )) s"; \
 	done; exit $$fail
 
 test: deps-test
