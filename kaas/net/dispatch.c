@@ -26,7 +26,7 @@ const kw_api kn_dispatch_table[] = {
 	{KAAS_API_PRODUCE, 0, 7, 9, "Produce", kn_h_produce},
 	{KAAS_API_FETCH, 4, 11, 12, "Fetch", kn_h_fetch},
 	{KAAS_API_LIST_OFFSETS, 0, 5, 6, "ListOffsets", kn_h_list_offsets},
-	{KAAS_API_METADATA, 0, 7, 9, "Metadata", kn_h_metadata},
+	{KAAS_API_METADATA, 0, 12, 9, "Metadata", kn_h_metadata},
 	{KAAS_API_OFFSET_COMMIT, 0, 7, 8, "OffsetCommit", kg_h_offset_commit},
 	{KAAS_API_OFFSET_FETCH, 0, 7, 6, "OffsetFetch", kg_h_offset_fetch},
 	{KAAS_API_FIND_COORDINATOR, 0, 2, 3, "FindCoordinator", kg_h_find_coordinator},

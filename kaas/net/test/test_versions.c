@@ -1,5 +1,5 @@
 /* test_versions.c — golden bytes of the data-path APIs at every version kaas
- * advertises: ApiVersions v0-3, Metadata v0-7, Produce v0-7, Fetch v4-11,
+ * advertises: ApiVersions v0-3, Metadata v0-12, Produce v0-7, Fetch v4-11,
  * ListOffsets v0-5.  Requests are encoded and answers expected field by
  * field as Kafka's message schemas (the JSON files under
  * clients/src/main/resources/common/message/) lay them out for each version,
@@ -14,7 +14,7 @@
 
 /* What kaas serves (DESIGN §8; Produce from v0, docs/broker.md), in table order. */
 static const int16_t served[][3] = {
-	{0, 0, 7},   {1, 4, 11},  {2, 0, 5},   {3, 0, 7},   {8, 0, 7},  {9, 0, 7},   {10, 0, 2},  {11, 0, 5},
+	{0, 0, 7},   {1, 4, 11},  {2, 0, 5},   {3, 0, 12},  {8, 0, 7},  {9, 0, 7},   {10, 0, 2},  {11, 0, 5},
 	{12, 0, 3},  {13, 0, 3},  {14, 0, 3},  {15, 0, 4},  {16, 0, 4}, {18, 0, 3},  {19, 0, 4},  {20, 0, 3},
 	{21, 0, 1},  {22, 0, 4},  {23, 0, 4},  {32, 0, 2},  {33, 0, 1}, {35, 0, 4},  {37, 0, 1},  {42, 0, 1},
 	{44, 0, 1},  {47, 0, 0},  {60, 0, 1},
@@ -87,43 +87,105 @@ static int32_t epoch_of(const char *topic, int32_t p)
 	return epoch;
 }
 
+#define MD_MAX 12
+#define F(v) ((v) >= 9) /* flexible from v9 */
+
+static void g_str(gb *g, int16_t v, const char *s) { F(v) ? gb_cstr(g, s) : gb_str(g, s); }
+static void g_arr(gb *g, int16_t v, int32_t n) { F(v) ? gb_carr(g, n) : gb_arr(g, n); }
+static void g_tags(gb *g, int16_t v)
+{
+	if (F(v))
+		gb_uvar(g, 0);
+}
+
 /* The broker list, cluster id and controller of every answer. */
 static void md_head(gb *g, int16_t v)
 {
 	if (v >= 3)
 		gb32(g, 0); /* throttle_time_ms */
-	gb_arr(g, 1);
+	g_arr(g, v, 1);
 	gb32(g, 3);
-	gb_str(g, "broker-a");
+	g_str(g, v, "broker-a");
 	gb32(g, 19092);
 	if (v >= 1)
-		gb_str(g, NULL); /* rack */
+		g_str(g, v, NULL); /* rack */
+	g_tags(g, v);
 	if (v >= 2)
-		gb_str(g, "cl-1");
+		g_str(g, v, "cl-1");
 	if (v >= 1)
 		gb32(g, 3); /* controller_id */
 }
 
-static void md_topic(gb *g, int16_t v, int16_t err, const char *name, int32_t nparts)
+/* The end of every answer: cluster authorized operations (v8-10), tags. */
+static void md_tail(gb *g, int16_t v, int32_t cluster_ops)
 {
+	if (v >= 8 && v <= 10)
+		gb32(g, cluster_ops);
+	g_tags(g, v);
+}
+
+static void md_topic_ops(gb *g, int16_t v, int16_t err, const char *name, const uint8_t *id,
+			 int32_t nparts, int32_t ops)
+{
+	static const uint8_t zero[16];
 	gb16(g, err);
-	gb_str(g, name);
+	g_str(g, v, name);
+	if (v >= 10)
+		gb_raw(g, id ? id : zero, 16);
 	if (v >= 1)
 		gb8(g, 0); /* is_internal */
-	gb_arr(g, nparts);
+	g_arr(g, v, nparts);
 	for (int32_t p = 0; p < nparts; p++) {
 		gb16(g, 0);
 		gb32(g, p);
 		gb32(g, 3); /* leader */
 		if (v >= 7)
 			gb32(g, epoch_of(name, p));
-		gb_arr(g, 1); /* replicas */
+		g_arr(g, v, 1); /* replicas */
 		gb32(g, 3);
-		gb_arr(g, 1); /* isr */
+		g_arr(g, v, 1); /* isr */
 		gb32(g, 3);
 		if (v >= 5)
-			gb_arr(g, 0); /* offline_replicas */
+			g_arr(g, v, 0); /* offline_replicas */
+		g_tags(g, v);
 	}
+	if (v >= 8)
+		gb32(g, ops);
+	g_tags(g, v);
+}
+
+/* A topic's wire UUID, or NULL for one that does not exist. */
+static const uint8_t *id_of(const char *name)
+{
+	static kt_topic_info info;
+	if (kt_topics_lookup(H.b.topics, name, (int32_t)strlen(name), &info))
+		return NULL;
+	return info.id_bytes;
+}
+
+static void md_topic(gb *g, int16_t v, int16_t err, const char *name, int32_t nparts)
+{
+	md_topic_ops(g, v, err, name, err ? NULL : id_of(name), nparts, INT32_MIN);
+}
+
+/* The request: topics (NULL names with count -1: all), flags, tags. */
+static void md_req(gb *g, int16_t v, int32_t n, const char *const *names, int8_t allow_auto)
+{
+	static const uint8_t zero[16];
+	g_arr(g, v, n);
+	for (int32_t i = 0; i < n; i++) {
+		if (v >= 10)
+			gb_raw(g, zero, 16);
+		g_str(g, v, names[i]);
+		g_tags(g, v);
+	}
+	if (v >= 4)
+		gb8(g, allow_auto);
+	if (v >= 8 && v <= 10)
+		gb8(g, 0); /* include_cluster_authorized_operations */
+	if (v >= 8)
+		gb8(g, 0); /* include_topic_authorized_operations */
+	g_tags(g, v);
 }
 
 static void md_check(int16_t v, const gb *req, const gb *want, const char *what)
@@ -139,59 +201,53 @@ static void md_check(int16_t v, const gb *req, const gb *want, const char *what)
 START_TEST(metadata_every_version)
 {
 	hh_topic("md", 2);
-	for (int16_t v = 0; v <= 7; v++) {
+	for (int16_t v = 0; v <= MD_MAX; v++) {
 		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		const char *md[] = {"md"}, *bad[] = {"../x"}, *absent[] = {"absent"};
 		/* One named topic. */
-		gb_arr(req, 1);
-		gb_str(req, "md");
-		if (v >= 4)
-			gb8(req, 1); /* allow_auto_topic_creation */
+		md_req(req, v, 1, md, 1);
 		md_head(want, v);
-		gb_arr(want, 1);
+		g_arr(want, v, 1);
 		md_topic(want, v, 0, "md", 2);
+		md_tail(want, v, INT32_MIN);
 		md_check(v, req, want, "one topic");
 
 		/* All topics: v0 an empty array, v1+ a null one. */
 		req->n = want->n = 0;
-		gb_arr(req, v == 0 ? 0 : -1);
-		if (v >= 4)
-			gb8(req, 0);
+		md_req(req, v, v == 0 ? 0 : -1, NULL, 0);
 		md_head(want, v);
-		gb_arr(want, 1);
+		g_arr(want, v, 1);
 		md_topic(want, v, 0, "md", 2);
+		md_tail(want, v, INT32_MIN);
 		md_check(v, req, want, "all topics");
 
 		/* v1+: an empty array asks for no topic. */
 		if (v >= 1) {
 			req->n = want->n = 0;
-			gb_arr(req, 0);
-			if (v >= 4)
-				gb8(req, 1);
+			md_req(req, v, 0, NULL, 1);
 			md_head(want, v);
-			gb_arr(want, 0);
+			g_arr(want, v, 0);
+			md_tail(want, v, INT32_MIN);
 			md_check(v, req, want, "no topic");
 		}
 
 		/* An invalid name touches nothing: INVALID_TOPIC_EXCEPTION. */
 		req->n = want->n = 0;
-		gb_arr(req, 1);
-		gb_str(req, "../x");
-		if (v >= 4)
-			gb8(req, 1);
+		md_req(req, v, 1, bad, 1);
 		md_head(want, v);
-		gb_arr(want, 1);
+		g_arr(want, v, 1);
 		md_topic(want, v, KERR_INVALID_TOPIC_EXCEPTION, "../x", 0);
+		md_tail(want, v, INT32_MIN);
 		md_check(v, req, want, "invalid name");
 
 		/* v4+: a missing topic without auto-creation. */
 		if (v >= 4) {
 			req->n = want->n = 0;
-			gb_arr(req, 1);
-			gb_str(req, "absent");
-			gb8(req, 0);
+			md_req(req, v, 1, absent, 0);
 			md_head(want, v);
-			gb_arr(want, 1);
+			g_arr(want, v, 1);
 			md_topic(want, v, KERR_UNKNOWN_TOPIC_OR_PARTITION, "absent", 0);
+			md_tail(want, v, INT32_MIN);
 			md_check(v, req, want, "no auto-creation");
 		}
 		free(req);
@@ -199,18 +255,17 @@ START_TEST(metadata_every_version)
 	}
 	/* Every version may auto-create (v0-3 always, v4+ when allowed): one
 	 * partition (num.partitions) each. */
-	for (int16_t v = 0; v <= 7; v++) {
+	for (int16_t v = 0; v <= MD_MAX; v++) {
 		char name[32];
 		snprintf(name, sizeof(name), "auto-v%d", v);
+		const char *nm[] = {name};
 		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
-		gb_arr(req, 1);
-		gb_str(req, name);
-		if (v >= 4)
-			gb8(req, 1);
+		md_req(req, v, 1, nm, 1);
 		hreq *r = hh_send(KAAS_API_METADATA, v, req);
 		md_head(want, v);
-		gb_arr(want, 1);
+		g_arr(want, v, 1);
 		md_topic(want, v, 0, name, 1);
+		md_tail(want, v, INT32_MIN);
 		hh_expect(name, r->body, r->len, want);
 		hh_free(r);
 		free(req);
@@ -218,16 +273,15 @@ START_TEST(metadata_every_version)
 	}
 	/* auto.create.topics.enable=false: no version creates anything. */
 	H.b.cfg.auto_create_topics = 0;
-	for (int16_t v = 0; v <= 7; v++) {
+	for (int16_t v = 0; v <= MD_MAX; v++) {
+		const char *nm[] = {"never"};
 		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
-		gb_arr(req, 1);
-		gb_str(req, "never");
-		if (v >= 4)
-			gb8(req, 1);
+		md_req(req, v, 1, nm, 1);
 		hreq *r = hh_send(KAAS_API_METADATA, v, req);
 		md_head(want, v);
-		gb_arr(want, 1);
+		g_arr(want, v, 1);
 		md_topic(want, v, KERR_UNKNOWN_TOPIC_OR_PARTITION, "never", 0);
+		md_tail(want, v, INT32_MIN);
 		hh_expect("auto.create.topics.enable=false", r->body, r->len, want);
 		hh_free(r);
 		free(req);
@@ -235,6 +289,85 @@ START_TEST(metadata_every_version)
 	}
 	kt_topic_info info;
 	ck_assert_int_eq(kt_topics_lookup(H.b.topics, "never", 5, &info), -ENOENT);
+}
+END_TEST
+
+/* v8+: authorized operations when asked for (every operation of the type:
+ * kaas has no authorizer); v10+: a topic asked for by ID alone, found or
+ * UNKNOWN_TOPIC_ID (v12: with a null name; v10-11: an empty one). */
+START_TEST(metadata_ops_and_ids)
+{
+	hh_topic("ids", 1);
+	uint8_t id[16], nobody[16];
+	memcpy(id, id_of("ids"), 16);
+	memset(nobody, 0x5a, sizeof(nobody));
+	const int32_t topic_ops = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) |
+				  (1 << 10) | (1 << 11);
+	const int32_t cluster_ops = (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) |
+				    (1 << 12);
+	for (int16_t v = 8; v <= MD_MAX; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		const char *nm[] = {"ids"};
+		g_arr(req, v, 1);
+		if (v >= 10)
+			gb_raw(req, (uint8_t[16]){0}, 16);
+		g_str(req, v, nm[0]);
+		g_tags(req, v);
+		gb8(req, 1);
+		if (v <= 10)
+			gb8(req, 1);
+		gb8(req, 1);
+		g_tags(req, v);
+		md_head(want, v);
+		g_arr(want, v, 1);
+		md_topic_ops(want, v, 0, "ids", id, 1, topic_ops);
+		md_tail(want, v, cluster_ops);
+		md_check(v, req, want, "authorized operations");
+		free(req);
+		free(want);
+	}
+	for (int16_t v = 10; v <= MD_MAX; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		g_arr(req, v, 2);
+		gb_raw(req, id, 16);
+		g_str(req, v, NULL);
+		g_tags(req, v);
+		gb_raw(req, nobody, 16);
+		g_str(req, v, NULL);
+		g_tags(req, v);
+		gb8(req, 0);
+		if (v <= 10)
+			gb8(req, 0);
+		gb8(req, 0);
+		g_tags(req, v);
+		md_head(want, v);
+		g_arr(want, v, 2);
+		md_topic_ops(want, v, 0, "ids", id, 1, INT32_MIN);
+		gb16(want, KERR_UNKNOWN_TOPIC_ID);
+		g_str(want, v, v >= 12 ? NULL : "");
+		gb_raw(want, nobody, 16);
+		gb8(want, 0);
+		g_arr(want, v, 0);
+		gb32(want, INT32_MIN);
+		g_tags(want, v);
+		md_tail(want, v, INT32_MIN);
+		md_check(v, req, want, "topics by ID");
+		free(req);
+		free(want);
+	}
+	/* A null name with a zero ID stands for nothing: the request is bad. */
+	gb *req = calloc(1, sizeof(gb));
+	g_arr(req, 12, 1);
+	gb_raw(req, (uint8_t[16]){0}, 16);
+	g_str(req, 12, NULL);
+	g_tags(req, 12);
+	gb8(req, 0);
+	gb8(req, 0);
+	g_tags(req, 12);
+	hreq *r = hh_send_rc(KAAS_API_METADATA, 12, req, 1);
+	ck_assert_int_eq(r->rc, -EBADMSG);
+	hh_free(r);
+	free(req);
 }
 END_TEST
 
@@ -581,7 +714,7 @@ int main(void)
 	return ktest_main((struct ktest){ .suite = "versions", .tcase = "versions", .timeout = 120,
 					  .setup = hh_setup, .teardown = hh_teardown },
 			  KTEST_LIST(api_versions_every_version, api_versions_unsupported_layout,
-				     metadata_every_version, produce_every_version,
+				     metadata_every_version, metadata_ops_and_ids, produce_every_version,
 				     fetch_every_version, fetch_leader_epoch_checks,
 				     list_offsets_every_version));
 }
