@@ -670,17 +670,10 @@ int16_t kb_ptable_leader(kb_ptable *t, const char *topic, int32_t partition, int
 	if (t->leaders) {
 		/* Driven: the applied assignment says, whatever is open here. */
 		ptopic *kt = kb__find_topic(t, topic, strlen(topic));
-		if (!kt || kt->dropping) {
-			/* Not (or no longer) in this broker's registry: the applied
-			 * assignment lags a delete until the controller republishes,
-			 * and a commit must not land on a topic Metadata has
-			 * stopped listing. */
+		if (!kt || kt->dropping) { /* gone from the registry; the assignment lags */
 			err = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-		} else if (kb_leaders_find(t->leaders, topic, partition, leader, epoch) != 0) {
-			err = KERR_LEADER_NOT_AVAILABLE;
-			*leader = *epoch = -1;
-		} else if (*leader < 0) {
-			err = KERR_LEADER_NOT_AVAILABLE;
+		} else if (kb_leaders_find(t->leaders, topic, partition, leader, epoch) != 0 || *leader < 0) {
+			err = KERR_LEADER_NOT_AVAILABLE; /* not found leaves both at -1 */
 		} else if (*leader == t->b->id) {
 			/* Ours, but not serving (take-over failed, poisoned, or still
 			 * in progress): say so rather than send clients here. */
