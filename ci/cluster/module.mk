@@ -2,4 +2,5 @@
 # (docs/cluster.md): three brokers started by ci/lib/cluster.sh, real
 # clients, and the history checker of ci/chaos/ where records are judged.
 E2E_TESTS += ci/cluster/test_shared_dir.sh ci/cluster/test_failover.sh \
-	ci/cluster/test_zombie.sh ci/cluster/test_rolling.sh ci/cluster/test_badfiles.sh
+	ci/cluster/test_zombie.sh ci/cluster/test_rolling.sh ci/cluster/test_badfiles.sh \
+	ci/cluster/test_listeners.sh

@@ -646,6 +646,11 @@ static void publish_leaders(kcl_rt *rt)
 		uint64_t x = ((uint64_t)(uint32_t)p->id << 32) ^ p->inc.incarnation ^ ((uint64_t)eligible_peer(rt, p) << 63);
 		for (const char *c = p->endpoint; *c; c++)
 			x = (x ^ (uint8_t)*c) * 1099511628211ULL;
+		for (int l = 0; l < p->nlst; l++) {
+			for (const char *c = p->lst[l].host; *c; c++)
+				x = (x ^ (uint8_t)*c) * 1099511628211ULL;
+			x = (x ^ (uint32_t)p->lst[l].port) * 1099511628211ULL;
+		}
 		sig = (sig ^ x) * 1099511628211ULL;
 	}
 	sig ^= (uint64_t)ctl_owner * 31;
@@ -666,6 +671,8 @@ static void publish_leaders(kcl_rt *rt)
 		kb_lbroker *lb = &m->brokers[k++];
 		lb->id = p->id;
 		split_endpoint(p->endpoint, lb);
+		lb->nlst = p->nlst;
+		memcpy(lb->lst, p->lst, sizeof(lb->lst));
 		snprintf(lb->rack, sizeof(lb->rack), "%s", p->rack);
 		lb->live = eligible_peer(rt, p);
 	}

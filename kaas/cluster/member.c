@@ -4,6 +4,7 @@
  */
 #include "kaas/cluster/member.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +72,83 @@ static int hb_valid(const kcl_hb *hb)
 	       memchr(hb->rack, '\0', sizeof(hb->rack)) && memchr(hb->host_id, '\0', sizeof(hb->host_id));
 }
 
+/* "host:port" with a port of 1-65535 and a host of 1-255 bytes. */
+static int parse_endpoint(const char *ep, kb_endpoint *e)
+{
+	const char *c = strrchr(ep, ':');
+	char *end;
+	if (!c || c == ep || (size_t)(c - ep) >= sizeof(e->host))
+		return -EINVAL;
+	errno = 0;
+	long port = strtol(c + 1, &end, 10);
+	if (errno || end == c + 1 || *end || port < 1 || port > 65535)
+		return -EINVAL;
+	memcpy(e->host, ep, (size_t)(c - ep));
+	e->host[c - ep] = '\0';
+	e->port = (int32_t)port;
+	return 0;
+}
+
+/* A listener name as Kafka allows them: letters, digits, '_', '-', '.'. */
+static int listener_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len >= sizeof(((kb_endpoint *)0)->name))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)n[i]) && n[i] != '_' && n[i] != '-' && n[i] != '.')
+			return 0;
+	return 1;
+}
+
+static json_t *listeners_json(const kcl_hb *hb)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < hb->nlst; i++) {
+		char ep[300];
+		snprintf(ep, sizeof(ep), "%s:%d", hb->lst[i].host, hb->lst[i].port);
+		if (json_array_append_new(a, json_pack("{s:s,s:s}", "name", hb->lst[i].name, "endpoint", ep))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* "listeners" (optional: an older kaas wrote none): at most
+ * KB_MAX_LISTENERS {"name", "endpoint"} objects, names unique. */
+static int decode_listeners(json_t *doc, kcl_hb *hb, char *err, size_t errlen)
+{
+	json_t *a = json_object_get(doc, "listeners");
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > KB_MAX_LISTENERS)
+		return kcl__fail(err, errlen, -EINVAL, "field 'listeners' is not an array of at most %d",
+				 KB_MAX_LISTENERS);
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *o = json_array_get(a, i);
+		kb_endpoint *e = &hb->lst[i];
+		char ep[300], sub[128];
+		int rc;
+		if (!json_is_object(o))
+			return kcl__fail(err, errlen, -EINVAL, "listeners[%zu] is not an object", i);
+		if ((rc = kcl__str(o, "name", sizeof(e->name) - 1, 0, e->name, sizeof(e->name), sub, sizeof(sub))) ||
+		    (rc = kcl__str(o, "endpoint", sizeof(ep) - 1, 0, ep, sizeof(ep), sub, sizeof(sub))))
+			return kcl__fail(err, errlen, rc, "listeners[%zu]: %s", i, sub);
+		if (!listener_name_ok(e->name))
+			return kcl__fail(err, errlen, -EINVAL, "listeners[%zu]: name '%s' is not a listener name", i,
+					 e->name);
+		if (parse_endpoint(ep, e))
+			return kcl__fail(err, errlen, -EINVAL, "listeners[%zu]: endpoint '%s' is not host:port", i, ep);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(hb->lst[j].name, e->name) == 0)
+				return kcl__fail(err, errlen, -EINVAL, "listeners[%zu]: name '%s' given twice", i,
+						 e->name);
+		hb->nlst = (int)i + 1;
+	}
+	return 0;
+}
+
 int kcl_hb_encode(const kcl_hb *hb, char **out, size_t *len)
 {
 	if (!hb_valid(hb))
@@ -93,6 +171,10 @@ int kcl_hb_encode(const kcl_hb *hb, char **out, size_t *len)
 				"wall_ms", (json_int_t)hb->wall_ms, "predecessor", pred);
 	if (!doc)
 		return -ENOMEM;
+	if (hb->nlst > 0 && json_object_set_new(doc, "listeners", listeners_json(hb))) {
+		json_decref(doc);
+		return -ENOMEM;
+	}
 	int rc = kcl__dump(doc, out, len);
 	json_decref(doc);
 	return rc;
@@ -140,6 +222,8 @@ int kcl_hb_decode(const char *buf, size_t len, kcl_hb *out, char *err, size_t er
 	}
 	if ((rc = kcl__str(doc, "endpoint", sizeof(hb.endpoint) - 1, 0, hb.endpoint,
 			   sizeof(hb.endpoint), err, errlen)))
+		goto out;
+	if ((rc = decode_listeners(doc, &hb, err, errlen)))
 		goto out;
 	if ((rc = kcl__str(doc, "rack", sizeof(hb.rack) - 1, 1, hb.rack, sizeof(hb.rack), err,
 			   errlen)))
@@ -355,6 +439,8 @@ int kcl_view_observe(kcl_view *v, const kcl_hb *hb, int64_t read_start_ns, int64
 	p->state = hb->state;
 	p->released = hb->released;
 	snprintf(p->endpoint, sizeof(p->endpoint), "%s", hb->endpoint);
+	p->nlst = hb->nlst;
+	memcpy(p->lst, hb->lst, sizeof(p->lst));
 	snprintf(p->rack, sizeof(p->rack), "%s", hb->rack);
 	/* Written only after its acknowledgement gate closed for good. */
 	if (hb->state == KCL_ST_STOPPED || hb->state == KCL_ST_FENCED)

@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kaas/core/leaders.h"
 #include "substrates/sub.h"
 
 #define KCL_HB_VERSION 1
@@ -78,7 +79,9 @@ typedef struct kcl_hb {
 	kcl_incarn inc;
 	int64_t seq;           /* 1..2^53-1, +1 per write of this incarnation */
 	int state;             /* enum kcl_state */
-	char endpoint[256];    /* "host:port" clients connect to */
+	char endpoint[256];    /* "host:port" clients connect to (the first listener's) */
+	int nlst;              /* every listener's advertised endpoint; 0: not said */
+	kb_endpoint lst[KB_MAX_LISTENERS];
 	char rack[64];         /* "" when none */
 	char host_id[128];     /* boot id and namespaces, for same-host proofs; "" unknown */
 	kcl_gen released;      /* holds nothing this assignment does not give it; {0,0}: none yet */
@@ -136,6 +139,8 @@ typedef struct kcl_peer {
 	int live;           /* enum kcl_live */
 	int superseded;     /* a newer incarnation of the id has been seen */
 	char endpoint[256];
+	int nlst;
+	kb_endpoint lst[KB_MAX_LISTENERS];
 	char rack[64];
 } kcl_peer;
 

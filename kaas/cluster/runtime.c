@@ -85,6 +85,8 @@ static void fill_hb(kcl_rt *rt, kcl_hb *hb)
 	pthread_mutex_unlock(&rt->mu);
 	snprintf(hb->endpoint, sizeof(hb->endpoint), "%s:%d", rt->b->host ? rt->b->host : "localhost",
 		 rt->b->port);
+	hb->nlst = rt->b->nadv;
+	memcpy(hb->lst, rt->b->adv, sizeof(hb->lst));
 	snprintf(hb->host_id, sizeof(hb->host_id), "%s", rt->host_id);
 	hb->wall_ms = ku_wall_ms();
 	hb->pred_how = rt->pred_how;

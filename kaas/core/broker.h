@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kaas/core/leaders.h"
 #include "kaas/proto/api.h"
 #include "kaas/proto/buf.h"
 #include "kaas/storage/storage.h"
@@ -132,7 +133,6 @@ typedef struct kb_config {
 /* One listener: a name (PLAINTEXT, SSL, or one of listener.security.protocol.map),
  * its security protocol, where it binds and what Metadata answers on it. */
 enum { KB_SEC_PLAINTEXT, KB_SEC_SSL, KB_SEC_SASL_PLAINTEXT, KB_SEC_SASL_SSL };
-#define KB_MAX_LISTENERS 8
 typedef struct kb_listener {
 	char name[64];
 	int protocol;         /* KB_SEC_* */
@@ -184,7 +184,9 @@ typedef struct kb_broker {
 	kb_config cfg;              /* validated; read-only after start-up */
 	int32_t id;                   /* = cfg.broker_id */
 	const char *host;             /* advertised host and port (Metadata, FindCoordinator) */
-	int32_t port;
+	int32_t port;                 /* of the first listener */
+	kb_endpoint adv[KB_MAX_LISTENERS]; /* every listener's, set by the server once bound */
+	int nadv;
 	sub_vfs *data;                /* DATA: DATA/<topic>/<partition>/ */
 	sub_vfs *cluster;             /* CLUSTER: registry, assignment, groups, stamp */
 	char cluster_id[64];          /* Metadata v2+ cluster_id (CLUSTER/cluster-id.json) */
@@ -227,6 +229,7 @@ struct kb_req {
 	const char *peer;         /* "ip:port" of the client, for logs */
 	const char *adv_host;     /* the endpoint advertised by the listener the request */
 	int32_t adv_port;         /* arrived on (NULL: the broker's, b->host/b->port) */
+	const char *listener;     /* that listener's name (NULL: the first) */
 	const char *principal;    /* "User:CN=..." of a TLS client certificate, else "User:ANONYMOUS" */
 	struct kb_splices *splices; /* private: file ranges spliced into the response */
 };

@@ -94,3 +94,21 @@ const kb_lbroker *kb_leaders_broker(const kb_leaders *m, int32_t id)
 			return &m->brokers[i];
 	return NULL;
 }
+
+int kb_lbroker_endpoint(const kb_lbroker *lb, const char *listener, const char **host,
+			int32_t *port)
+{
+	if (lb->nlst == 0 || !listener) {
+		*host = lb->host;
+		*port = lb->port;
+		return 0;
+	}
+	for (int i = 0; i < lb->nlst; i++) {
+		if (strcmp(lb->lst[i].name, listener) == 0) {
+			*host = lb->lst[i].host;
+			*port = lb->lst[i].port;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -17,12 +17,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define KB_MAX_LISTENERS 8
+
+/* One advertised endpoint of a broker: the listener's name and where its
+ * clients connect. */
+typedef struct kb_endpoint {
+	char name[64];
+	char host[256];
+	int32_t port;
+} kb_endpoint;
+
 typedef struct kb_lbroker {
 	int32_t id;
-	char host[256];
+	char host[256]; /* the first listener's endpoint */
 	int32_t port;
 	char rack[64];  /* "" when none */
 	int live;       /* seen alive now (a dead leader stays listed until moved) */
+	int nlst;       /* 0: the broker did not say (an older kaas): host/port for all */
+	kb_endpoint lst[KB_MAX_LISTENERS];
 } kb_lbroker;
 
 typedef struct kb_ltopic {
@@ -56,5 +68,12 @@ void kb_leaders_put(kb_leaders *m); /* NULL-safe */
 int kb_leaders_find(const kb_leaders *m, const char *topic, int32_t partition, int32_t *leader,
 		    int32_t *epoch);
 const kb_lbroker *kb_leaders_broker(const kb_leaders *m, int32_t id);
+
+/* How a client of the listener named `listener` reaches lb: that listener's
+ * endpoint (0), lb's only endpoint when it named none (0), or -ENOENT when
+ * lb has no listener of that name, which Kafka answers by leaving the broker
+ * out and LISTENER_NOT_FOUND for what it leads.  listener NULL: the first. */
+int kb_lbroker_endpoint(const kb_lbroker *lb, const char *listener, const char **host,
+			int32_t *port);
 
 #endif

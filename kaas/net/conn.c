@@ -264,6 +264,7 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.peer = c->peer;
 	r->pub.adv_host = c->lst->adv_host;
 	r->pub.adv_port = c->lst->adv_port;
+	r->pub.listener = c->lst->cfg.name;
 	r->pub.principal = c->principal;
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
 	r->received_ns = ku_mono_ns();

@@ -51,30 +51,21 @@ int kn_h_describe_cluster(kb_req *req, kw_rd *body, kw_wr *resp)
 	 * members of the applied leader map, this broker always among them. */
 	kb_leaders *m = kb_ptable_leaders(b->parts);
 	kw_wr_i32(resp, m && m->controller >= 0 ? m->controller : b->id);
-	int self_listed = 0;
+	kn_bview *bv = NULL;
 	size_t nb = 0;
-	for (size_t i = 0; m && i < m->nbrokers; i++) {
-		nb += m->brokers[i].live || m->brokers[i].id == b->id;
-		self_listed |= m->brokers[i].id == b->id;
+	if (kn__brokers_visible(req, m, &bv, &nb)) {
+		kb_leaders_put(m);
+		return -ENOMEM;
 	}
-	kw_wr_array(resp, 1, (int32_t)(nb + !self_listed));
-	if (!self_listed) {
-		kw_wr_i32(resp, b->id);
-		kw_wr_str(resp, 1, b->host);
-		kw_wr_i32(resp, b->port);
-		kw_wr_str(resp, 1, NULL); /* rack */
+	kw_wr_array(resp, 1, (int32_t)nb);
+	for (size_t i = 0; i < nb; i++) {
+		kw_wr_i32(resp, bv[i].id);
+		kw_wr_str(resp, 1, bv[i].host);
+		kw_wr_i32(resp, bv[i].port);
+		kw_wr_str(resp, 1, bv[i].rack);
 		kw_wr_tags(resp, 1);
 	}
-	for (size_t i = 0; m && i < m->nbrokers; i++) {
-		const kb_lbroker *lb = &m->brokers[i];
-		if (!lb->live && lb->id != b->id)
-			continue;
-		kw_wr_i32(resp, lb->id);
-		kw_wr_str(resp, 1, lb->id == b->id ? b->host : lb->host);
-		kw_wr_i32(resp, lb->id == b->id ? b->port : lb->port);
-		kw_wr_str(resp, 1, lb->rack[0] ? lb->rack : NULL);
-		kw_wr_tags(resp, 1);
-	}
+	free(bv);
 	kb_leaders_put(m);
 	kw_wr_i32(resp, ADMIN_INT32_MIN);
 	kw_wr_tags(resp, 1);

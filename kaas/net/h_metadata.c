@@ -44,6 +44,7 @@ typedef struct md_ctx {
 	int16_t v;
 	int flex;
 	int topic_ops; /* include_topic_authorized_operations */
+	const kb_leaders *leaders; /* held for the whole answer */
 } md_ctx;
 
 static const uint8_t zero_uuid[16];
@@ -60,6 +61,10 @@ static void write_partitions(const md_ctx *mc, kw_wr *w, const char *topic, int3
 		int16_t err = kb_ptable_leader(b->parts, topic, p, &leader, &epoch);
 		if (err == KERR_UNKNOWN_TOPIC_OR_PARTITION)
 			err = KERR_LEADER_NOT_AVAILABLE; /* registered, not (yet) open here */
+		if (err == KERR_NONE && !kn__broker_reachable(req, mc->leaders, leader)) {
+			err = KERR_LISTENER_NOT_FOUND; /* its leader has no such listener */
+			leader = -1;
+		}
 		kw_wr_i16(w, err);
 		kw_wr_i32(w, p);
 		kw_wr_i32(w, leader);
@@ -165,7 +170,7 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 	kb_broker *b = req->broker;
 	int16_t v = req->api_version;
 	int flex = v >= 9;
-	md_ctx mc = {req, v, flex, 0};
+	md_ctx mc = {req, v, flex, 0, NULL};
 	int32_t n;
 	md_want *want = NULL;
 	KRD_ARRAY(body, flex, v >= 10 ? 17 : 2, &n);
@@ -196,43 +201,29 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 
 	if (v >= 3)
 		kw_wr_i32(resp, 0); /* throttle_time_ms */
-	/* As Kafka: this broker by the endpoint of the listener the request
-	 * arrived on.  The others by the endpoint they registered. */
-	const char *self_host = req->adv_host ? req->adv_host : b->host;
-	int32_t self_port = req->adv_host ? req->adv_port : b->port;
 	kb_leaders *m = kb_ptable_leaders(b->parts);
-	int self_listed = 0;
+	mc.leaders = m;
+	kn_bview *bv = NULL;
 	size_t nb = 0;
-	for (size_t i = 0; m && i < m->nbrokers; i++) {
-		nb += m->brokers[i].live || m->brokers[i].id == b->id;
-		self_listed |= m->brokers[i].id == b->id;
+	if (kn__brokers_visible(req, m, &bv, &nb)) {
+		kb_leaders_put(m);
+		free(want);
+		return -ENOMEM;
 	}
-	kw_wr_array(resp, flex, (int32_t)(nb + !self_listed));
-	if (!self_listed) {
-		kw_wr_i32(resp, b->id);
-		kw_wr_str(resp, flex, self_host);
-		kw_wr_i32(resp, self_port);
+	kw_wr_array(resp, flex, (int32_t)nb);
+	for (size_t i = 0; i < nb; i++) {
+		kw_wr_i32(resp, bv[i].id);
+		kw_wr_str(resp, flex, bv[i].host);
+		kw_wr_i32(resp, bv[i].port);
 		if (v >= 1)
-			kw_wr_strn(resp, flex, NULL, -1); /* rack */
+			kw_wr_str(resp, flex, bv[i].rack);
 		kw_wr_tags(resp, flex);
 	}
-	for (size_t i = 0; m && i < m->nbrokers; i++) {
-		const kb_lbroker *lb = &m->brokers[i];
-		if (!lb->live && lb->id != b->id)
-			continue;
-		kw_wr_i32(resp, lb->id);
-		kw_wr_str(resp, flex, lb->id == b->id ? self_host : lb->host);
-		kw_wr_i32(resp, lb->id == b->id ? self_port : lb->port);
-		if (v >= 1)
-			kw_wr_strn(resp, flex, lb->rack[0] ? lb->rack : NULL,
-				   lb->rack[0] ? (int32_t)strlen(lb->rack) : -1);
-		kw_wr_tags(resp, flex);
-	}
+	free(bv);
 	if (v >= 2)
 		kw_wr_str(resp, flex, b->cluster_id[0] ? b->cluster_id : NULL);
 	if (v >= 1) /* admin requests work on every broker; clients send them here */
 		kw_wr_i32(resp, m && m->controller >= 0 ? m->controller : b->id);
-	kb_leaders_put(m);
 
 	int all = n < 0 || (v == 0 && n == 0);
 	if (all) {
@@ -257,6 +248,7 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 	if (v >= 8 && v <= 10)
 		kw_wr_i32(resp, cluster_ops ? OPS_CLUSTER : OPS_NOT_ASKED);
 	kw_wr_tags(resp, flex);
+	kb_leaders_put(m);
 	free(want);
 	return KAAS_HANDLED;
 err_parse:

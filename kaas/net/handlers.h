@@ -36,6 +36,20 @@ static inline int16_t kn_epoch_check(int32_t client_epoch, int32_t leader_epoch)
 	return client_epoch < leader_epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
 }
 
+/* ---- brokers.c: the brokers a client of req's listener is told about ---- */
+typedef struct kn_bview {
+	int32_t id;
+	const char *host; /* points into the leader map or the request */
+	int32_t port;
+	const char *rack; /* NULL when none */
+} kn_bview;
+struct kb_leaders;
+/* This broker and every live one with an endpoint of req's listener
+ * (*out calloc'd, valid while m is held).  0 or -ENOMEM. */
+int kn__brokers_visible(const kb_req *req, const struct kb_leaders *m, kn_bview **out, size_t *n);
+/* 0 when broker id is left out for req's listener (LISTENER_NOT_FOUND). */
+int kn__broker_reachable(const kb_req *req, const struct kb_leaders *m, int32_t id);
+
 int kn_h_api_versions(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp);

@@ -242,6 +242,11 @@ int kn__listeners_open(kn_server *s, char *err, size_t errlen)
 		if (rc)
 			return rc;
 		advertised(l);
+		kb_endpoint *e = &s->b->adv[i];
+		snprintf(e->name, sizeof(e->name), "%s", l->cfg.name);
+		copy_host(e->host, l->adv_host);
+		e->port = l->adv_port;
+		s->b->nadv = i + 1;
 		KLOG_INFO("server", "listener %s (%s) on %s:%d, advertised as %s:%d", l->cfg.name,
 			  kb_security_protocol_name(l->cfg.protocol), l->cfg.host, l->port, l->adv_host, l->adv_port);
 	}

@@ -134,6 +134,76 @@ START_TEST(hostile_heartbeats_are_refused_by_name)
 }
 END_TEST
 
+/* Every listener's endpoint travels; the field is optional (an older kaas
+ * wrote none), and a hostile list is refused by name. */
+START_TEST(heartbeat_listeners)
+{
+	kcl_hb hb = sample(3, 77, 5), back;
+	hb.nlst = 2;
+	snprintf(hb.lst[0].name, sizeof(hb.lst[0].name), "PLAINTEXT");
+	snprintf(hb.lst[0].host, sizeof(hb.lst[0].host), "10.0.0.3");
+	hb.lst[0].port = 9092;
+	snprintf(hb.lst[1].name, sizeof(hb.lst[1].name), "EXTERNAL_TLS");
+	snprintf(hb.lst[1].host, sizeof(hb.lst[1].host), "kafka-3.example.com");
+	hb.lst[1].port = 19093;
+	char *buf, err[256];
+	size_t len;
+	ck_assert_int_eq(kcl_hb_encode(&hb, &buf, &len), 0);
+	ck_assert_int_eq(kcl_hb_decode(buf, len, &back, err, sizeof(err)), 0);
+	ck_assert_int_eq(back.nlst, 2);
+	ck_assert_str_eq(back.lst[1].name, "EXTERNAL_TLS");
+	ck_assert_str_eq(back.lst[1].host, "kafka-3.example.com");
+	ck_assert_int_eq(back.lst[1].port, 19093);
+	free(buf);
+	kb_lbroker lb;
+	memset(&lb, 0, sizeof(lb));
+	snprintf(lb.host, sizeof(lb.host), "10.0.0.3");
+	lb.port = 9092;
+	const char *h;
+	int32_t port;
+	/* Without a list (an older kaas): its one endpoint for every listener. */
+	ck_assert_int_eq(kb_lbroker_endpoint(&lb, "EXTERNAL_TLS", &h, &port), 0);
+	ck_assert_int_eq(port, 9092);
+	lb.nlst = back.nlst;
+	memcpy(lb.lst, back.lst, sizeof(lb.lst));
+	ck_assert_int_eq(kb_lbroker_endpoint(&lb, "EXTERNAL_TLS", &h, &port), 0);
+	ck_assert_str_eq(h, "kafka-3.example.com");
+	ck_assert_int_eq(port, 19093);
+	ck_assert_int_eq(kb_lbroker_endpoint(&lb, "SASL", &h, &port), -ENOENT);
+
+	static const struct {
+		const char *listeners;
+		const char *says;
+	} bad[] = {
+		{"{}", "not an array"},
+		{"[1]", "not an object"},
+		{"[{\"name\":\"A B\",\"endpoint\":\"h:1\"}]", "not a listener name"},
+		{"[{\"name\":\"A\",\"endpoint\":\"h\"}]", "host:port"},
+		{"[{\"name\":\"A\",\"endpoint\":\"h:0\"}]", "host:port"},
+		{"[{\"name\":\"A\",\"endpoint\":\"h:65536\"}]", "host:port"},
+		{"[{\"name\":\"A\",\"endpoint\":\":9\"}]", "host:port"},
+		{"[{\"name\":\"A\",\"endpoint\":\"h:1\"},{\"name\":\"A\",\"endpoint\":\"h:2\"}]", "twice"},
+		{"[{\"endpoint\":\"h:1\"}]", "name"},
+		{"[{},{},{},{},{},{},{},{},{}]", "at most"},
+	};
+	hb.nlst = 0;
+	ck_assert_int_eq(kcl_hb_encode(&hb, &buf, &len), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		/* The good file with "listeners" spliced in before its end. */
+		size_t n = len + strlen(bad[i].listeners) + 32;
+		char *t = malloc(n);
+		const char *close = strrchr(buf, '}');
+		snprintf(t, n, "%.*s,\"listeners\":%s}", (int)(close - buf), buf, bad[i].listeners);
+		err[0] = 0;
+		int rc = decode_text(t, &back, err, sizeof(err));
+		ck_assert_msg(rc < 0 && strstr(err, bad[i].says), "case %zu: rc %d '%s' does not say '%s'", i,
+			      rc, err, bad[i].says);
+		free(t);
+	}
+	free(buf);
+}
+END_TEST
+
 START_TEST(files_from_another_host)
 {
 	char err[256];
@@ -333,7 +403,7 @@ int main(void)
 	return ktest_main((struct ktest){ .suite = "cluster-member", .tcase = "member", .timeout = 60,
 					  .setup = h_setup, .teardown = h_teardown },
 			  KTEST_LIST(heartbeat_round_trip, every_truncation_is_refused,
-				     hostile_heartbeats_are_refused_by_name, files_from_another_host,
+				     hostile_heartbeats_are_refused_by_name, heartbeat_listeners, files_from_another_host,
 				     exit_certificates, incarnations_are_ordered,
 				     silence_for_the_session_timeout_is_death,
 				     unreadable_files_never_prove_silence, proofs_of_exit_are_immediate,
