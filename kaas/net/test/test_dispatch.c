@@ -1,5 +1,5 @@
 /* test_dispatch.c — the real dispatch table: one row per key, sane ranges,
- * the version ranges kaas promises (DESIGN §8; Produce from v0, ListOffsets
+ * the version ranges kaas promises (DESIGN §8; Produce from v0, Metadata to v12, ListOffsets
  * to v5 and OffsetForLeaderEpoch for KIP-320, see docs/broker.md), and the ApiVersions body it generates for v0-v3. */
 #include <check.h>
 
@@ -11,7 +11,7 @@
 static const struct {
 	int16_t key, min, max, flex;
 } want[] = {
-	{0, 0, 7, -1},   {1, 4, 11, -1}, {2, 0, 5, -1},  {3, 0, 7, -1},  {8, 0, 7, -1},  {9, 0, 7, 6},
+	{0, 0, 7, -1},   {1, 4, 11, -1}, {2, 0, 5, -1},  {3, 0, 12, 9},  {8, 0, 7, -1},  {9, 0, 7, 6},
 	{10, 0, 2, -1},  {11, 0, 5, -1}, {12, 0, 3, -1}, {13, 0, 3, -1}, {14, 0, 3, -1}, {15, 0, 4, -1},
 	{16, 0, 4, 3},   {18, 0, 3, 3},  {19, 0, 4, -1}, {20, 0, 3, -1}, {21, 0, 1, -1}, {22, 0, 4, 2},
 	{23, 0, 4, 4},   {32, 0, 2, -1},  {33, 0, 1, -1}, {35, 0, 4, 2},  {37, 0, 1, -1}, {42, 0, 1, -1},
