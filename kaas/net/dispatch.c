@@ -46,7 +46,7 @@ const kw_api kn_dispatch_table[] = {
 	{KAAS_API_ADD_OFFSETS_TO_TXN, 0, 1, 3, "AddOffsetsToTxn", NULL},
 	{KAAS_API_END_TXN, 0, 1, 3, "EndTxn", NULL},
 	{KAAS_API_TXN_OFFSET_COMMIT, 0, 3, 3, "TxnOffsetCommit", NULL},
-	{KAAS_API_DESCRIBE_CONFIGS, 0, 2, 4, "DescribeConfigs", kt_h_describe_configs},
+	{KAAS_API_DESCRIBE_CONFIGS, 0, 4, 4, "DescribeConfigs", kt_h_describe_configs},
 	{KAAS_API_ALTER_CONFIGS, 0, 1, 2, "AlterConfigs", kt_h_alter_configs},
 	{KAAS_API_DESCRIBE_LOG_DIRS, 0, 4, 2, "DescribeLogDirs", kn_h_describe_log_dirs},
 	{KAAS_API_CREATE_PARTITIONS, 0, 1, 2, "CreatePartitions", kt_h_create_partitions},

@@ -1,10 +1,12 @@
 /*
- * admin_configs.c — DescribeConfigs (v0-2) and AlterConfigs (v0-1).
+ * admin_configs.c — DescribeConfigs (v0-4) and AlterConfigs (v0-1).
  *
  * Topic resources are the registry's overrides over the broker defaults
  * (tconfig.c decides values, sources and synonyms).  Broker resources list
  * the broker's main settings, read-only: kaas has no dynamic broker configs;
  * they come from the config file, the environment and the flags.
+ * DescribeConfigs v3 adds each config's type and, when asked for, its
+ * documentation (config_docs.c); v4 is v3 in flexible encodings.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -121,17 +123,23 @@ static int wanted(const dc_res *r, const char *name)
 	return 0;
 }
 
-static void write_configs(kw_wr *w, int16_t version, int include_synonyms, const dc_res *r,
-			  const kt_config_list *l)
+static void write_configs(kw_wr *w, int16_t version, int include_synonyms, int include_docs,
+			  const dc_res *r, const kt_config_list *l)
 {
-	size_t cnt_off = kw_wr_reserve_i32(w);
+	int flex = version >= 4;
+	size_t cnt_off = flex ? 0 : kw_wr_reserve_i32(w);
 	int32_t n = 0;
+	for (size_t i = 0; l && i < l->n; i++)
+		n += wanted(r, l->v[i].name);
+	if (flex)
+		kw_wr_array(w, 1, n); /* a varint cannot be patched: counted first */
+	n = 0;
 	for (size_t i = 0; l && i < l->n; i++) {
 		const kt_config_entry *e = &l->v[i];
 		if (!wanted(r, e->name))
 			continue;
-		kw_wr_str(w, 0, e->name);
-		kw_wr_str(w, 0, e->sensitive ? NULL : e->value);
+		kw_wr_str(w, flex, e->name);
+		kw_wr_str(w, flex, e->sensitive ? NULL : e->value);
 		kw_wr_bool(w, e->read_only);
 		if (version == 0)
 			kw_wr_bool(w, e->source == KAAS_CFG_SRC_DEFAULT);
@@ -140,37 +148,51 @@ static void write_configs(kw_wr *w, int16_t version, int include_synonyms, const
 		kw_wr_bool(w, e->sensitive);
 		if (version >= 1) {
 			int32_t ns = include_synonyms ? e->nsyn : 0;
-			kw_wr_i32(w, ns);
+			kw_wr_array(w, flex, ns);
 			for (int32_t k = 0; k < ns; k++) {
-				kw_wr_str(w, 0, e->syn[k].name);
-				kw_wr_str(w, 0, e->sensitive ? NULL : e->syn[k].value);
+				kw_wr_str(w, flex, e->syn[k].name);
+				kw_wr_str(w, flex, e->sensitive ? NULL : e->syn[k].value);
 				kw_wr_i8(w, e->syn[k].source);
+				kw_wr_tags(w, flex);
 			}
 		}
+		if (version >= 3) {
+			int8_t type;
+			const char *doc = kt__config_doc(e->name, &type);
+			kw_wr_i8(w, type);
+			kw_wr_str(w, flex, include_docs ? doc : NULL);
+		}
+		kw_wr_tags(w, flex);
 		n++;
 	}
-	kw_wr_patch_i32(w, cnt_off, n);
+	if (!flex)
+		kw_wr_patch_i32(w, cnt_off, n);
 }
 
 int kt_admin_describe_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	dc_res *r = NULL;
 	int32_t n = 0;
-	int8_t include_synonyms = 0;
+	int8_t include_synonyms = 0, include_docs = 0;
+	int flex = version >= 4;
 	int rc = -EBADMSG;
-	ADMIN_ARRAY(rd, 7, n, r);
+	ADMIN_ARRAY_F(rd, flex, flex ? 4 : 7, n, r);
 	for (int32_t i = 0; i < n; i++) {
 		KRD_I8(rd, &r[i].type);
-		KRD_STR(rd, 0, &r[i].name);
-		ADMIN_ARRAY(rd, 2, r[i].nkeys, r[i].keys);
+		KRD_STR(rd, flex, &r[i].name);
+		ADMIN_ARRAY_F(rd, flex, flex ? 1 : 2, r[i].nkeys, r[i].keys);
 		for (int32_t k = 0; k < r[i].nkeys; k++)
-			KRD_STR(rd, 0, &r[i].keys[k]);
+			KRD_STR(rd, flex, &r[i].keys[k]);
+		KRD_TAGS(rd, flex);
 	}
 	if (version >= 1)
 		KRD_I8(rd, &include_synonyms);
+	if (version >= 3)
+		KRD_I8(rd, &include_docs);
+	KRD_TAGS(rd, flex);
 
 	kw_wr_i32(w, 0); /* throttle_time_ms */
-	kw_wr_i32(w, n);
+	kw_wr_array(w, flex, n);
 	for (int32_t i = 0; i < n; i++) {
 		kt_config_list l = KAAS_CONFIG_LIST_INIT;
 		char msg[MSG_LEN] = "";
@@ -192,12 +214,15 @@ int kt_admin_describe_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd,
 			err = KERR_INVALID_REQUEST;
 		}
 		kw_wr_i16(w, err);
-		kw_wr_str(w, 0, err != KERR_NONE ? msg : NULL);
+		kw_wr_str(w, flex, err != KERR_NONE ? msg : NULL);
 		kw_wr_i8(w, r[i].type);
-		kw_wr_kstr(w, 0, r[i].name);
-		write_configs(w, version, include_synonyms != 0, &r[i], err == KERR_NONE ? &l : NULL);
+		kw_wr_kstr(w, flex, r[i].name);
+		write_configs(w, version, include_synonyms != 0, include_docs != 0, &r[i],
+			      err == KERR_NONE ? &l : NULL);
+		kw_wr_tags(w, flex);
 		kt_config_list_free(&l);
 	}
+	kw_wr_tags(w, flex);
 	rc = KAAS_HANDLED;
 	goto out;
 err_parse:

@@ -27,9 +27,10 @@ static inline int kstr_eq(kw_str a, kw_str b)
  * sets n = 0 and rc = -ENOMEM and jumps to out, whose cleanup then has
  * nothing of this array to free.
  */
-#define ADMIN_ARRAY(rd, min_elem, n, p)                                      \
+#define ADMIN_ARRAY(rd, min_elem, n, p) ADMIN_ARRAY_F(rd, 0, min_elem, n, p)
+#define ADMIN_ARRAY_F(rd, flex, min_elem, n, p)                              \
 	do {                                                                 \
-		KRD_ARRAY((rd), 0, (min_elem), &(n));                        \
+		KRD_ARRAY((rd), (flex), (min_elem), &(n));                   \
 		if ((n) < 0)                                                 \
 			(n) = 0;                                             \
 		if ((n) > 0 && !((p) = calloc((size_t)(n), sizeof(*(p))))) { \
@@ -38,5 +39,10 @@ static inline int kstr_eq(kw_str a, kw_str b)
 			goto out;                                            \
 		}                                                            \
 	} while (0)
+
+/* config_docs.c: the ConfigType code (0 when unknown) and one sentence on
+ * what the config does in kaas, NULL when it has none. */
+const char *kt__config_doc(const char *name, int8_t *type);
+int kt__config_docs_sorted(void); /* 1 when the table is sorted (a test) */
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "substrates/sub.h"
 #include "kaas/topics/admin.h"
+#include "kaas/topics/admin_int.h"
 #include "kaas/topics/topics.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
@@ -102,9 +103,11 @@ static int call(admin_fn fn, int16_t v, kw_wr *req, kw_wr *resp, kw_rd *rd)
 }
 
 /* Reads a string into buf ("<null>" for null). */
+static int rd_flex; /* the response being read uses flexible encodings */
+
 static const char *rdstr(kw_rd *rd, char *buf, size_t len)
 {
-	kw_str s = ckrd_str(rd, 0);
+	kw_str s = ckrd_str(rd, rd_flex);
 	if (s.len < 0)
 		snprintf(buf, len, "<null>");
 	else
@@ -397,8 +400,8 @@ END_TEST
 /* ---- DescribeConfigs ------------------------------------------------------------------------ */
 
 typedef struct dc_entry {
-	char name[64], value[4200];
-	int read_only, is_default, source, sensitive, nsyn;
+	char name[64], value[4200], doc[300];
+	int read_only, is_default, source, sensitive, nsyn, type;
 	char syn_name[2][64], syn_value[2][64];
 	int syn_source[2];
 } dc_entry;
@@ -412,17 +415,36 @@ typedef struct dc_result {
 	dc_entry e[40];
 } dc_result;
 
+static int dc_docs; /* v3+: ask for documentation */
+
 static void dc_request(kw_wr *w, int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys,
 		       int synonyms)
 {
-	kw_wr_i32(w, 1);
+	int f = v >= 4;
+	kw_wr_array(w, f, 1);
 	kw_wr_i8(w, type);
-	kw_wr_str(w, 0, name);
-	kw_wr_i32(w, keys ? nkeys : -1);
+	kw_wr_str(w, f, name);
+	kw_wr_array(w, f, keys ? nkeys : -1);
 	for (int i = 0; keys && i < nkeys; i++)
-		kw_wr_str(w, 0, keys[i]);
+		kw_wr_str(w, f, keys[i]);
+	kw_wr_tags(w, f);
 	if (v >= 1)
 		kw_wr_bool(w, synonyms);
+	if (v >= 3)
+		kw_wr_bool(w, dc_docs);
+	kw_wr_tags(w, f);
+}
+
+static int32_t rd_arr(kw_rd *rd)
+{
+	int32_t n;
+	ck_assert_int_eq(kw_rd_array(rd, rd_flex, 0, &n), 0);
+	return n;
+}
+
+static void rd_tags(kw_rd *rd)
+{
+	ck_assert_int_eq(kw_rd_tags(rd, rd_flex), 0);
 }
 
 static void dc(int16_t v, int8_t type, const char *name, const char *const *keys, int nkeys, int synonyms,
@@ -432,14 +454,15 @@ static void dc(int16_t v, int8_t type, const char *name, const char *const *keys
 	kw_rd rd;
 	dc_request(&req, v, type, name, keys, nkeys, synonyms);
 	ck_assert_int_eq(call(kt_admin_describe_configs, v, &req, &resp, &rd), KAAS_HANDLED);
+	rd_flex = v >= 4;
 	ck_assert_int_eq(ckrd_i32(&rd), 0);
-	ck_assert_int_eq(ckrd_i32(&rd), 1);
+	ck_assert_int_eq(rd_arr(&rd), 1);
 	memset(r, 0, sizeof(*r));
 	r->err = ckrd_i16(&rd);
 	rdstr(&rd, r->msg, sizeof(r->msg));
 	r->type = ckrd_i8(&rd);
 	rdstr(&rd, r->name, sizeof(r->name));
-	r->n = ckrd_i32(&rd);
+	r->n = rd_arr(&rd);
 	ck_assert_int_le(r->n, 40);
 	for (int i = 0; i < r->n; i++) {
 		dc_entry *e = &r->e[i];
@@ -452,16 +475,25 @@ static void dc(int16_t v, int8_t type, const char *name, const char *const *keys
 			e->source = ckrd_i8(&rd);
 		e->sensitive = ckrd_i8(&rd);
 		if (v >= 1) {
-			e->nsyn = ckrd_i32(&rd);
+			e->nsyn = rd_arr(&rd);
 			ck_assert_int_le(e->nsyn, 2);
 			for (int k = 0; k < e->nsyn; k++) {
 				rdstr(&rd, e->syn_name[k], 64);
 				rdstr(&rd, e->syn_value[k], 64);
 				e->syn_source[k] = ckrd_i8(&rd);
+				rd_tags(&rd);
 			}
 		}
+		if (v >= 3) {
+			e->type = ckrd_i8(&rd);
+			rdstr(&rd, e->doc, sizeof(e->doc));
+		}
+		rd_tags(&rd);
 	}
+	rd_tags(&rd);
+	rd_tags(&rd);
 	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+	rd_flex = 0;
 	kw_wr_free(&req);
 	kw_wr_free(&resp);
 }
@@ -481,7 +513,7 @@ START_TEST(describe_configs_every_version)
 	kt_topic_spec spec = {{"dc", 2}, 1, 1, &kv, 1};
 	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
 	dc_result *r = malloc(sizeof(*r));
-	for (int16_t v = 0; v <= 2; v++) {
+	for (int16_t v = 0; v <= 4; v++) {
 		dc(v, 2, "dc", NULL, 0, 1, r);
 		ck_assert_int_eq(r->err, KERR_NONE);
 		ck_assert_str_eq(r->msg, "<null>");
@@ -554,6 +586,44 @@ START_TEST(describe_configs_every_version)
 		ck_assert_int_eq(r->n, 0);
 		dc(v, 8, "1", NULL, 0, 0, r);
 		ck_assert_int_eq(r->err, KERR_INVALID_REQUEST);
+	}
+	free(r);
+}
+END_TEST
+
+/* v3+: every config of both resource types has a type, and its
+ * documentation exactly when asked for. */
+START_TEST(describe_configs_documentation)
+{
+	char msg[256];
+	kt_topic_spec spec = {{"docs", 4}, 1, 1, NULL, 0};
+	ck_assert_int_eq(kt_topics_create(reg, &spec, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	ck_assert(kt__config_docs_sorted());
+	dc_result *r = malloc(sizeof(*r));
+	for (int16_t v = 3; v <= 4; v++) {
+		for (int8_t type = 2; type <= 4; type += 2) {
+			const char *name = type == 2 ? "docs" : "1";
+			dc_docs = 1;
+			dc(v, type, name, NULL, 0, 0, r);
+			ck_assert_int_eq(r->err, KERR_NONE);
+			ck_assert_int_gt(r->n, 10);
+			for (int i = 0; i < r->n; i++) {
+				ck_assert_msg(r->e[i].type > 0, "%s: no type", r->e[i].name);
+				ck_assert_msg(strcmp(r->e[i].doc, "<null>") != 0 && strlen(r->e[i].doc) > 20,
+					      "%s: no documentation", r->e[i].name);
+			}
+			dc_docs = 0;
+			dc(v, type, name, NULL, 0, 0, r);
+			for (int i = 0; i < r->n; i++)
+				ck_assert_str_eq(r->e[i].doc, "<null>");
+		}
+		const dc_entry *rm = find(r, "auto.create.topics.enable");
+		ck_assert_ptr_nonnull(rm);
+		ck_assert_int_eq(rm->type, 1); /* BOOLEAN */
+		dc(v, 2, "docs", NULL, 0, 0, r);
+		ck_assert_int_eq(find(r, "retention.ms")->type, 5); /* LONG */
+		ck_assert_int_eq(find(r, "segment.bytes")->type, 3); /* INT */
+		ck_assert_int_eq(find(r, "cleanup.policy")->type, 7); /* LIST */
 	}
 	free(r);
 }
@@ -669,7 +739,7 @@ int main(void)
 				     create_topics_malformed_changes_nothing,
 				     delete_topics_every_version,
 				     create_partitions_every_version,
-				     describe_configs_every_version,
+				     describe_configs_every_version, describe_configs_documentation,
 				     alter_configs_every_version,
 				     delete_records_every_version));
 }
