@@ -27,6 +27,24 @@ printf 'NOT HTTP\r\n\r\n' | timeout 5 curl -s -o /dev/null telnet://"${MURL#http
 [ "$(code "$MURL/healthz")" = 200 ] || fail "the listener died of a malformed request"
 pass "probes: /healthz 200, /readyz 200, 404 and 405"
 
+# A second broker joining the same volume is not ready until it leads the
+# share the cluster gives it: /readyz 503 "joining" first, then 200.
+MP2=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$BIN/kaas" --data "$T/data" --listen 127.0.0.1:0 --broker-id 2 --trust-unqualified \
+	--override "metrics.listen=127.0.0.1:$MP2" >"$T/b2.log" 2>&1 &
+B2=$!
+saw_joining=0
+for _ in $(seq 1 600); do
+	body=$(curl -s "http://127.0.0.1:$MP2/readyz" || true)
+	case $body in "not ready: joining"*) saw_joining=1 ;; ready:*) break ;; esac
+	sleep 0.05
+done
+case $body in ready:*) ;; *) kill "$B2"; fail "the joining broker never became ready: $body" ;; esac
+grep -q 'cluster: ready' "$T/b2.log" || { kill "$B2"; fail "/readyz 200 before 'cluster: ready'"; }
+kill -TERM "$B2"; wait "$B2" || true
+[ "$saw_joining" = 1 ] || fail "/readyz never said 'joining' while the broker joined"
+pass "a joining broker: /readyz 503 'joining the cluster' until it led its share, then 200"
+
 $PY ci/broker/metrics_e2e.py "$BROKER" "$MURL" || fail "metrics against a known workload"
 
 curl -s "$MURL/metrics" >"$T/scrape.txt"

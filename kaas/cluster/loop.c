@@ -604,6 +604,7 @@ static void driver(kcl_rt *rt)
 					     " generation %" PRId64 " (joined %lld ms ago)",
 				  rt->id, leading, rt->cur.gen.controller_epoch, rt->cur.gen.generation,
 				  (long long)((now - rt->started_ns) / 1000000));
+			__atomic_store_n(&rt->b->joining, 0, __ATOMIC_RELEASE); /* after the log line */
 		}
 	}
 	pthread_mutex_lock(&rt->mu);

@@ -208,6 +208,8 @@ typedef struct kb_broker {
 	 * move); returns when nothing is led here any more.  NULL: none. */
 	void (*drain)(void *arg);
 	void *drain_arg;
+	int joining;                  /* 1 from the cluster's start until this broker first
+	                                 leads its share (atomic: /readyz reads it) */
 	volatile int stopping;        /* set when SIGTERM/SIGINT arrives; read it with
 	                                 __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE) */
 } kb_broker;

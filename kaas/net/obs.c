@@ -305,6 +305,10 @@ static int ready_fn(void *arg, char *why, size_t whylen)
 		snprintf(why, whylen, "starting: the partition table is being built, the Kafka listener is not serving yet");
 		return 0;
 	}
+	if (__atomic_load_n(&b->joining, __ATOMIC_ACQUIRE)) {
+		snprintf(why, whylen, "joining the cluster: waiting to lead the partitions it is given");
+		return 0;
+	}
 	snprintf(why, whylen, "volume %s, partition table started, serving on port %d",
 		 b->cfg.trust_unqualified ? "admitted by --trust-unqualified" : "qualified", o->s->lst[0].port);
 	return 1;
