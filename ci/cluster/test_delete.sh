@@ -46,9 +46,10 @@ no_old_fds() { # no_old_fds WHAT: no live broker holds anything of the old incar
 		[ "$n" = 0 ] || { ls -l "/proc/${CL_PID[$i]}/fd" | grep -E "doomed|trash|deleted" >&2; fail_cl "$1: broker $i still holds $n descriptor(s) of the deleted incarnation"; }
 	done
 }
-finished() { # waits until the delete is finished on the volume
+finished() { # finished T0: waits until the delete is finished on the volume; prints how long after T0
 	for _ in $(seq 1 300); do
 		if [ -z "$(ls "$CL/deleted-topics")" ] && [ ! -e "$DATA/doomed" ] && ! ls "$DATA" | grep -q '^~trash-'; then
+			printf 'delete finished on the volume %.2f s after the request\n' "$(echo "$(date +%s.%N) - $1" | bc)"
 			return 0
 		fi
 		sleep 0.1
@@ -81,8 +82,10 @@ for i in 1 2 3; do [ "$(fds "$i" "$DATA/doomed/")" -gt 0 ] && holders=$((holders
 recv=1
 [ "$recv" = "$ctl" ] && recv=2
 echo "controller $ctl, doomed led by $leaders, $holders broker(s) with descriptors under it; deleting through broker $recv"
+t0=$(date +%s.%N)
 $DEL delete "$(port_of "$recv")" doomed || fail_cl "deleting doomed through broker $recv"
-finished || fail_cl "the delete did not finish"
+printf 'DeleteTopics answered after %.2f s\n' "$(echo "$(date +%s.%N) - $t0" | bc)"
+finished "$t0" || fail_cl "the delete did not finish"
 grep -q "topic doomed (id .*) released by every broker at generation .*; delete finished" "${CL_LOG[$ctl]}" ||
 	fail_cl "the controller (broker $ctl) did not say it finished the delete"
 for i in 1 2 3; do
@@ -109,6 +112,7 @@ done
 for i in 1 2 3; do [ "$i" != "$ctl" ] && [ "$i" != "$stopped" ] && recv=$i; done
 echo "controller $ctl; stopping broker $stopped (leads part of doomed: $leaders); deleting through broker $recv"
 cluster_stop_sig "$stopped" STOP
+t0=$(date +%s.%N)
 $DEL delete "$(port_of "$recv")" doomed >"$T/delete2.log" 2>&1 &
 DP=$!
 sleep 1.5
@@ -119,7 +123,7 @@ cluster_kill "$ctl"
 sleep 0.3
 cluster_stop_sig "$stopped" CONT
 echo "killed the controller (broker $ctl) between tombstone and trash; broker $stopped resumed"
-finished || fail_cl "the next controller did not finish the delete"
+finished "$t0" || fail_cl "the next controller did not finish the delete"
 wait $DP || { cat "$T/delete2.log" >&2; fail_cl "DeleteTopics through broker $recv"; }
 nctl=
 for i in 1 2 3; do

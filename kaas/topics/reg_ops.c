@@ -375,34 +375,55 @@ int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call
 	return tomb_remove(reg, id);
 }
 
-/* The client is answered once the delete finished on every broker, or
- * after delete_wait_ms; the topic is gone for clients either way, and the
+/* The client is answered once the deletes finished on every broker, or
+ * after delete_wait_ms; the topics are gone for clients either way, and the
  * controller finishes the rest. */
-static void wait_tomb_gone(kt_topics *reg, const char *name, const char *id)
+void kt_topics_delete_wait(kt_topics *reg, const char (*ids)[KAAS_TOPIC_ID_LEN + 1], size_t n)
 {
-	char path[SUB_PATH_MAX];
-	snprintf(path, sizeof(path), TOMB_DIR "/%s.json", id);
+	if (!reg->o.controller_deletes)
+		return;
 	int64_t t0 = ku_mono_ms(), deadline = t0 + reg->o.delete_wait_ms;
+	size_t first = 0, waited = 0; /* ids before `first` are finished */
 	for (;;) {
-		sub_stat st;
-		int rc = sub_stat_path(reg->o.cluster, path, &st);
-		if (rc == -ENOENT) {
-			KLOG_INFO("topics", "topic %s (id %s): delete finished on every broker after %" PRId64 " ms", name,
-				  id, ku_mono_ms() - t0);
-			return;
+		int rc = -ENOENT;
+		for (; first < n; first++) {
+			char path[SUB_PATH_MAX];
+			sub_stat st;
+			if (!ids[first][0])
+				continue;
+			snprintf(path, sizeof(path), TOMB_DIR "/%s.json", ids[first]);
+			if ((rc = sub_stat_path(reg->o.cluster, path, &st)) != -ENOENT)
+				break;
+			waited++;
 		}
+		if (first == n)
+			break;
 		if (ku_mono_ms() >= deadline) {
-			KLOG_WARN("topics", "topic %s (id %s): the delete has not finished after %" PRId64 " ms (%s); the "
-				  "controller finishes it once every broker closed the partitions", name, id,
+			KLOG_WARN("topics", "the delete of topic id %s has not finished after %" PRId64 " ms (%s); the "
+				  "controller finishes it once every broker closed the partitions", ids[first],
 				  reg->o.delete_wait_ms, rc ? sub_strerror(rc) : "tombstone still there");
 			return;
 		}
 		usleep(20000);
 	}
+	if (waited)
+		KLOG_INFO("topics", "%zu delete(s) finished on every broker after %" PRId64 " ms", waited,
+			  ku_mono_ms() - t0);
 }
 
 int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen)
 {
+	char id[1][KAAS_TOPIC_ID_LEN + 1];
+	int16_t err = kt_topics_delete_start(reg, name, id[0], msg, msglen);
+	if (err == KERR_NONE)
+		kt_topics_delete_wait(reg, (const char(*)[KAAS_TOPIC_ID_LEN + 1])id, 1);
+	return err;
+}
+
+int16_t kt_topics_delete_start(kt_topics *reg, kw_str name, char id_out[KAAS_TOPIC_ID_LEN + 1], char *msg,
+				 size_t msglen)
+{
+	id_out[0] = '\0';
 	char nm[KAAS_TOPIC_NAME_MAX + 1], path[SUB_PATH_MAX], why[128];
 	int16_t err = kt_topic_name_check(name.s, name.len, msg, msglen);
 	if (err)
@@ -450,6 +471,7 @@ int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen)
 	kt__mem_remove(reg, nm);
 	pthread_rwlock_unlock(&reg->lock);
 	KLOG_INFO("topics", "deleted topic %s (id %s)", nm, id);
+	snprintf(id_out, KAAS_TOPIC_ID_LEN + 1, "%s", id);
 	/* 3. partitions closed, directory moved aside, tombstone dropped (in a
 	 *    cluster: this broker's partitions closed; the rest is the
 	 *    controller's, once every broker closed them). */
@@ -460,8 +482,6 @@ out:
 	pthread_mutex_unlock(&reg->op);
 	kt__ent_free(e);
 	kt__trash_remove(reg, &tl);
-	if (err == KERR_NONE && reg->o.controller_deletes)
-		wait_tomb_gone(reg, nm, id);
 	return err;
 }
 

@@ -234,6 +234,14 @@ int16_t kt_topics_auto_create(kt_topics *reg, kw_str name, kt_topic_info *out);
  * the tombstone to go.  UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
  * UNKNOWN_SERVER_ERROR. */
 int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen);
+/* The same in two halves, for a request naming several topics (one wait for
+ * all): _start does everything but the wait and fills id (the deleted
+ * incarnation; "" unless KERR_NONE); _wait waits for every id given ("" are
+ * skipped) until delete_wait_ms, and returns at once without
+ * controller_deletes. */
+int16_t kt_topics_delete_start(kt_topics *reg, kw_str name, char id[KAAS_TOPIC_ID_LEN + 1], char *msg,
+				 size_t msglen);
+void kt_topics_delete_wait(kt_topics *reg, const char (*ids)[KAAS_TOPIC_ID_LEN + 1], size_t n);
 
 /* CreatePartitions: grows the topic to `count` partitions.
  * INVALID_PARTITIONS unless count > current (and <= the maximum),

@@ -324,6 +324,37 @@ START_TEST(delete_answers_once_the_controller_finished)
 }
 END_TEST
 
+START_TEST(delete_wait_is_bounded)
+{
+	char msg[256];
+	kt_topic_info a, b;
+	kt_topics *reg = open_reg(300);
+	ck_assert_int_eq(create(reg, "one", &a, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(create(reg, "two", &b, msg, sizeof(msg)), KERR_NONE);
+	char ids[3][KAAS_TOPIC_ID_LEN + 1];
+	ck_assert_int_eq(kt_topics_delete_start(reg, S("one"), ids[0], msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_delete_start(reg, S("missing"), ids[1], msg, sizeof(msg)),
+			 KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	ck_assert_str_eq(ids[1], "");
+	ck_assert_int_eq(kt_topics_delete_start(reg, S("two"), ids[2], msg, sizeof(msg)), KERR_NONE);
+	ck_assert_str_eq(ids[0], a.id);
+	ck_assert_str_eq(ids[2], b.id);
+	/* One finished, one not: the wait ends at the bound, once for both. */
+	ck_assert_int_eq(kt_topics_delete_finish(reg, "one", a.id), 0);
+	int64_t t0 = ku_mono_ms();
+	kt_topics_delete_wait(reg, (const char(*)[KAAS_TOPIC_ID_LEN + 1])ids, 3);
+	int64_t took = ku_mono_ms() - t0;
+	ck_assert_int_ge(took, 300);
+	ck_assert_int_lt(took, 3000);
+	ck_assert(exists(data, "two"));
+	ck_assert_int_eq(kt_topics_delete_finish(reg, "two", b.id), 0);
+	t0 = ku_mono_ms();
+	kt_topics_delete_wait(reg, (const char(*)[KAAS_TOPIC_ID_LEN + 1])ids, 3);
+	ck_assert_int_lt(ku_mono_ms() - t0, 300);
+	kt_topics_close(reg);
+}
+END_TEST
+
 int main(void)
 {
 	ku_log_init_from_env();
@@ -333,5 +364,5 @@ int main(void)
 				     finish_never_moves_a_directory_of_another_id,
 				     finish_removes_an_entry_the_deleter_left,
 				     recreate_waits_for_the_old_delete,
-				     delete_answers_once_the_controller_finished));
+				     delete_answers_once_the_controller_finished, delete_wait_is_bounded));
 }
