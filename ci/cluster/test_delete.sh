@@ -29,7 +29,11 @@ H2=$T/history2.jsonl
 : >"$H1"
 : >"$H2"
 
-cluster_start "$T/data" 3 --override kaas.trash.retention.ms=0 --override broker.session.timeout.ms=6000 ||
+# A session and stall bound long enough for a SIGSTOP of ~2 s to be a pause,
+# not a lapsed lease or a stall: the stopped broker comes back and must
+# release the partitions itself.
+cluster_start "$T/data" 3 --override kaas.trash.retention.ms=0 --override broker.session.timeout.ms=6000 \
+	--override kaas.cluster.stall.timeout.ms=4500 ||
 	fail_cl "starting three brokers"
 DATA=$(readlink -f "$T/data")
 CL=$DATA/__cluster
@@ -124,6 +128,7 @@ sleep 0.3
 cluster_stop_sig "$stopped" CONT
 echo "killed the controller (broker $ctl) between tombstone and trash; broker $stopped resumed"
 finished "$t0" || fail_cl "the next controller did not finish the delete"
+cluster_alive "$stopped" || fail_cl "broker $stopped exited after SIGCONT: its release was not what ended the wait"
 wait $DP || { cat "$T/delete2.log" >&2; fail_cl "DeleteTopics through broker $recv"; }
 nctl=
 for i in 1 2 3; do
@@ -140,9 +145,11 @@ cluster_launch "$ctl" || fail_cl "restarting broker $ctl"
 _cl_boot
 $DEL create "$CL_BOOT" doomed "$PARTS" || fail_cl "re-creating doomed again"
 $DEL fill "$CL_BOOT" doomed "$PARTS" 7 new2 || fail_cl "filling the newest doomed"
+for i in 1 2 3; do cluster_alive "$i" || fail_cl "broker $i is not running"; done
 $DEL check "$(ports)" doomed "$PARTS" 7 new2 || fail_cl "the doomed re-created after the controller died"
 
 # ---- the other topics lost nothing -----------------------------------------------------------
+for i in 1 2 3; do cluster_alive "$i" || fail_cl "broker $i is not running"; done
 wait $W1 || { cat "$T/workload1.log" >&2; fail_cl "the keep1 workload failed"; }
 wait $W2 || { cat "$T/workload2.log" >&2; fail_cl "the keep2 workload failed"; }
 total=0
