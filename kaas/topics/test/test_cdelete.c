@@ -324,6 +324,31 @@ START_TEST(delete_answers_once_the_controller_finished)
 }
 END_TEST
 
+START_TEST(a_controller_that_died_after_the_rename_is_finished_by_the_next)
+{
+	char msg[256], tomb[128], aside[256];
+	kt_topic_info t;
+	kt_topics *reg = open_reg(0);
+	ck_assert_int_eq(create(reg, "mid", &t, msg, sizeof(msg)), KERR_NONE);
+	put_file(data, "mid/0/0000000001-00000000000000000000.log", "old");
+	ck_assert_int_eq(kt_topics_delete(reg, S("mid"), msg, sizeof(msg)), KERR_NONE);
+	/* The controller renamed the directory aside and died before the
+	 * tombstone and the trash went. */
+	snprintf(aside, sizeof(aside), "~trash-1-%s-0badc0de-mid", t.id);
+	ck_assert_int_eq(sub_rename(data, "mid", aside), 0);
+	kt_topics_close(reg);
+	reg = open_reg(0); /* the next controller's broker starts */
+	snprintf(tomb, sizeof(tomb), "deleted-topics/%s.json", t.id);
+	ck_assert(exists(cluster, tomb));
+	ck_assert(exists(data, aside)); /* a broker starting never empties the trash */
+	ck_assert_int_eq(kt_topics_delete_finish(reg, "mid", t.id), 0);
+	ck_assert(!exists(cluster, tomb));
+	ck_assert_int_eq(kt_topics_tick(reg), 0); /* retention 0: emptied by the upkeep */
+	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
+	kt_topics_close(reg);
+}
+END_TEST
+
 START_TEST(delete_wait_is_bounded)
 {
 	char msg[256];
@@ -364,5 +389,6 @@ int main(void)
 				     finish_never_moves_a_directory_of_another_id,
 				     finish_removes_an_entry_the_deleter_left,
 				     recreate_waits_for_the_old_delete,
-				     delete_answers_once_the_controller_finished, delete_wait_is_bounded));
+				     delete_answers_once_the_controller_finished, delete_wait_is_bounded,
+				     a_controller_that_died_after_the_rename_is_finished_by_the_next));
 }
