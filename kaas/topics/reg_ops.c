@@ -257,7 +257,7 @@ static int16_t create_waiting(kt_topics *reg, const kt_topic_spec *spec, int val
 		 * needs it to finish the old delete. */
 		if (!pending || ku_mono_ms() >= deadline)
 			break;
-		usleep(20000);
+		usleep(50000); /* each look reads the registry file and DATA/<name> */
 	}
 	kt_tcfg_set_free(&ov);
 	if (err == KERR_NONE)
@@ -315,8 +315,9 @@ static int tomb_remove(kt_topics *reg, const char *id)
 
 /* The part of a delete after the registry entry is gone: close the
  * partitions, record the ID as deleted, move the directory to the trash when
- * (and only when) its stamp is the deleted ID, drop the tombstone.  Idempotent; the tick re-drives it from the
- * tombstone until it completes. */
+ * (and only when) its stamp is the deleted ID, drop the tombstone (the last
+ * two only when `whole`: in a cluster they are the controller's).
+ * Idempotent; the tick re-drives it from the tombstone until it completes. */
 int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, int whole, trash_list *tl)
 {
 	/* If a newer incarnation is registered, its creator already finished
