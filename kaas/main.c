@@ -481,6 +481,11 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 	 * assigns it) and every broker through this re-read: one listing a
 	 * second keeps "created" to "led" short. */
 	to.refresh_ms = 1000;
+	/* Deletes are finished by the controller once every broker closed the
+	 * partitions; DeleteTopics and a re-create wait for that as long as a
+	 * take-over may (a peer's lease running out). */
+	to.controller_deletes = 1;
+	to.delete_wait_ms = 2 * cfg->broker_session_timeout_ms;
 	kt_topics_ptable_hooks(b, &to.hooks);
 	int rc = kt_topics_open(&to, &b->topics);
 	if (rc)

@@ -9,6 +9,8 @@
  *   driver      converge the partition table to the assignment last read:
  *               relinquish what it lost, report `released`, take over what
  *               it gained once the successor rule allows (kcl_view_clear_for);
+ *   deletes     as controller, finish topic deletes every broker let go of
+ *               (tdelete.c);
  *   leaders     hand the applied leader map and live brokers to the table.
  * Every step is idempotent and re-driven by the next pass (Rule 2).  Files
  * that do not decode are refused by name in the log (rate-limited) and never
@@ -507,12 +509,16 @@ static const kcl_slot *my_slot(const kcl_rt *rt, const char *topic, const char *
 	return t->parts[partition].leader == rt->id ? &t->parts[partition] : NULL;
 }
 
-static int learn_topic(kcl_rt *rt, const char *name)
+static int learn_topic(kcl_rt *rt, const char *name, const char *topic_id)
 {
 	kt_topic_info info;
 	int rc = kt_topics_lookup(rt->b->topics, name, (int32_t)strlen(name), &info);
 	if (rc)
 		return rc;
+	/* Only the incarnation the assignment names: a registry that has not
+	 * yet seen a delete and re-create still holds the old one. */
+	if (topic_id && *topic_id && strcmp(info.id, topic_id) != 0)
+		return -EAGAIN;
 	kt_topics_prepare_dir(rt->b->topics, &info);
 	kb_topic_desc d = {info.name, info.id, info.partitions, info.cfg};
 	return kb_ptable_ensure_topic(rt->b->parts, &d);
@@ -575,9 +581,12 @@ static void driver(kcl_rt *rt)
 				int64_t t0 = ku_mono_ns();
 				int rc = kb_ptable_take_over(t, at->name, at->topic_id[0] ? at->topic_id : NULL, p,
 							     at->parts[p].epoch, 0, 0);
-				if (rc == -ENOENT && learn_topic(rt, at->name) == 0)
+				int lrc = rc == -ENOENT ? learn_topic(rt, at->name, at->topic_id) : -1;
+				if (lrc == 0)
 					rc = kb_ptable_take_over(t, at->name, at->topic_id[0] ? at->topic_id : NULL, p,
 								 at->parts[p].epoch, 0, 0);
+				else if (lrc == -EAGAIN)
+					continue; /* the registry catches up at its next refresh */
 				if (rc == -EAGAIN) {
 					continue; /* failed before: the table backs off */
 				} else if (rc) {
@@ -726,6 +735,7 @@ void *kcl__loop_main(void *arg)
 		controller(rt);
 		assignment_poll(rt);
 		driver(rt);
+		kcl__tdel_step(rt);
 		publish_leaders(rt);
 		if (++pass % 100 == 0)
 			kcl_view_prune(&rt->view);

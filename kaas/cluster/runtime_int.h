@@ -79,5 +79,7 @@ void kcl__rt_hb_now(kcl_rt *rt);
 void kcl__rt_abandon(kcl_rt *rt, int code, const char *why, int certify);
 void *kcl__loop_main(void *arg);
 void kcl__loop_free(kcl_rt *rt);
+/* The controller's step of topic deletes (tdelete.c), once per pass. */
+void kcl__tdel_step(kcl_rt *rt);
 
 #endif

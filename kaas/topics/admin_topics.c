@@ -200,14 +200,22 @@ int kt_admin_delete_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 		kw_wr_i32(w, 0);
 	size_t cnt_off = kw_wr_reserve_i32(w);
 	int32_t nres = 0;
+	/* Every topic first, then one wait for all their deletes to finish. */
+	char (*ids)[KAAS_TOPIC_ID_LEN + 1] = calloc(n ? (size_t)n : 1, sizeof(*ids));
+	if (!ids) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (int32_t i = 0; i < n; i++) {
 		if (SAME_NAME_BEFORE(names, i))
 			continue; /* asked twice: deleted once, answered once */
 		char msg[MSG_LEN];
-		int16_t err = kt_topics_delete(c->topics, names[i], msg, sizeof(msg));
+		int16_t err = kt_topics_delete_start(c->topics, names[i], ids[i], msg, sizeof(msg));
 		write_result(w, names[i], err, 0, msg);
 		nres++;
 	}
+	kt_topics_delete_wait(c->topics, (const char(*)[KAAS_TOPIC_ID_LEN + 1])ids, (size_t)n);
+	free(ids);
 	kw_wr_patch_i32(w, cnt_off, nres);
 	rc = KAAS_HANDLED;
 	goto out;

@@ -13,6 +13,7 @@ topics_SRCS := kaas/topics/names.c kaas/topics/tconfig.c kaas/topics/registry.c 
 topics_USES := core storage proto sub util
 topics_PREFIX := kt
 topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c \
-	kaas/topics/test/test_admin.c kaas/topics/test/test_crash.c kaas/topics/test/test_identity.c
+	kaas/topics/test/test_admin.c kaas/topics/test/test_crash.c kaas/topics/test/test_identity.c \
+	kaas/topics/test/test_cdelete.c
 
 E2E_TESTS += ci/topics/test_admin.sh ci/topics/test_identity.sh ci/topics/test_configs.sh

@@ -205,6 +205,22 @@ static int foreign_stamp(kt_topics *reg, const kt_topic_info *t, trash_list *tl)
 	int verdict = kt__judge_foreign_stamp(reg, t, &v, why, sizeof(why));
 	if (verdict < 0)
 		return verdict;
+	if (verdict == KT_VERDICT_RECLAIM && reg->o.controller_deletes) {
+		/* The delete of that incarnation is still in progress: other
+		 * brokers may hold descriptors under the directory, and the
+		 * controller renames it once they let go.  Wait for that. */
+		char tomb[SUB_PATH_MAX];
+		sub_stat tst;
+		snprintf(tomb, sizeof(tomb), TOMB_DIR "/%s.json", v.stamp);
+		rc = sub_stat_path(reg->o.cluster, tomb, &tst);
+		if (rc == 0) {
+			KLOG_INFO("topics", "topic %s: DATA/%s still belongs to the deleted id %s, whose delete the "
+				  "controller has not finished; waiting for it", t->name, t->name, v.stamp);
+			return -EBUSY;
+		}
+		if (rc != -ENOENT)
+			return rc;
+	}
 	if (verdict == KT_VERDICT_RECLAIM) {
 		KLOG_INFO("topics", "topic %s: directory belongs to an earlier, deleted incarnation (%s); reclaiming it "
 			  "for id %s", t->name, why, t->id);

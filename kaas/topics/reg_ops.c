@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kaas/topics/registry_int.h"
 #include "util/clock.h"
@@ -76,7 +77,8 @@ static int16_t not_led(const char *name, int rc, char *msg, size_t msglen)
 }
 
 static int16_t create_locked(kt_topics *reg, const char *name, int32_t partitions, const kt_tcfg_set *ov,
-			     int validate_only, kt_topic_info *out, char *msg, size_t msglen, trash_list *tl)
+			     int validate_only, kt_topic_info *out, char *msg, size_t msglen, trash_list *tl,
+			     int *pending)
 {
 	/* Kafka refuses names that differ only in '.' vs '_' (their metrics
 	 * collide).  Best effort: checked against what this broker knows. */
@@ -124,6 +126,17 @@ static int16_t create_locked(kt_topics *reg, const char *name, int32_t partition
 		snprintf(msg, msglen, "Topic '%s': the delete of its previous incarnation has not completed (%s); retry",
 			 name, sub_strerror(rc));
 		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	/* In a cluster the controller finishes that delete once every broker
+	 * closed the old partitions; until then the name is not free (its
+	 * directory still holds the old incarnation). */
+	rc = reg->o.controller_deletes ? kt__tomb_pending(reg, name) : 0;
+	if (rc < 0)
+		return kt__storage_fail(msg, msglen, "reading the pending deletes", rc);
+	if (rc > 0) {
+		*pending = 1;
+		snprintf(msg, msglen, "Topic '%s' is marked for deletion.", name);
+		return KERR_TOPIC_ALREADY_EXISTS;
 	}
 
 	topic_ent *e = calloc(1, sizeof(*e));
@@ -205,8 +218,8 @@ static int16_t reserved_check(kt_topics *reg, const char *name, char *msg, size_
 	return KERR_NONE;
 }
 
-int16_t kt_topics_create(kt_topics *reg, const kt_topic_spec *spec, int validate_only, kt_topic_info *out,
-			   char *msg, size_t msglen)
+static int16_t create_waiting(kt_topics *reg, const kt_topic_spec *spec, int validate_only, kt_topic_info *out,
+			      char *msg, size_t msglen, int64_t wait_ms)
 {
 	char name[KAAS_TOPIC_NAME_MAX + 1];
 	int16_t err = kt_topic_name_check(spec->name.s, spec->name.len, msg, msglen);
@@ -233,14 +246,29 @@ int16_t kt_topics_create(kt_topics *reg, const kt_topic_spec *spec, int validate
 	if ((err = kt_tcfg_set_from_kv(&ov, spec->configs, spec->nconfigs, msg, msglen)))
 		return err;
 	trash_list tl = {0};
-	pthread_mutex_lock(&reg->op);
-	err = create_locked(reg, name, parts, &ov, validate_only, out, msg, msglen, &tl);
-	pthread_mutex_unlock(&reg->op);
-	kt__trash_remove(reg, &tl);
+	int64_t deadline = ku_mono_ms() + wait_ms;
+	for (;;) {
+		int pending = 0;
+		pthread_mutex_lock(&reg->op);
+		err = create_locked(reg, name, parts, &ov, validate_only, out, msg, msglen, &tl, &pending);
+		pthread_mutex_unlock(&reg->op);
+		kt__trash_remove(reg, &tl);
+		/* Waited for without the lock: the controller of this very process
+		 * needs it to finish the old delete. */
+		if (!pending || ku_mono_ms() >= deadline)
+			break;
+		usleep(50000); /* each look reads the registry file and DATA/<name> */
+	}
 	kt_tcfg_set_free(&ov);
 	if (err == KERR_NONE)
 		msg[0] = '\0';
 	return err;
+}
+
+int16_t kt_topics_create(kt_topics *reg, const kt_topic_spec *spec, int validate_only, kt_topic_info *out,
+			   char *msg, size_t msglen)
+{
+	return create_waiting(reg, spec, validate_only, out, msg, msglen, reg->o.delete_wait_ms);
 }
 
 int16_t kt_topics_auto_create(kt_topics *reg, kw_str name, kt_topic_info *out)
@@ -252,7 +280,9 @@ int16_t kt_topics_auto_create(kt_topics *reg, kw_str name, kt_topic_info *out)
 	if (rc == -EINVAL)
 		return KERR_INVALID_TOPIC_EXCEPTION;
 	kt_topic_spec spec = {name, -1, -1, NULL, 0};
-	int16_t err = kt_topics_create(reg, &spec, 0, out, msg, sizeof(msg));
+	/* Never waits for a pending delete: Metadata answers LEADER_NOT_AVAILABLE
+	 * and the client asks again. */
+	int16_t err = create_waiting(reg, &spec, 0, out, msg, sizeof(msg), 0);
 	if (err == KERR_NONE || err == KERR_INVALID_TOPIC_EXCEPTION)
 		return err;
 	if (err == KERR_TOPIC_ALREADY_EXISTS && kt_topics_lookup(reg, name.s, name.len, out) == 0)
@@ -285,9 +315,10 @@ static int tomb_remove(kt_topics *reg, const char *id)
 
 /* The part of a delete after the registry entry is gone: close the
  * partitions, record the ID as deleted, move the directory to the trash when
- * (and only when) its stamp is the deleted ID, drop the tombstone.  Idempotent; the tick re-drives it from the
- * tombstone until it completes. */
-int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl)
+ * (and only when) its stamp is the deleted ID, drop the tombstone (the last
+ * two only when `whole`: in a cluster they are the controller's).
+ * Idempotent; the tick re-drives it from the tombstone until it completes. */
+int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, int whole, trash_list *tl)
 {
 	/* If a newer incarnation is registered, its creator already finished
 	 * this delete's drop (create re-drives pending deletes of its name
@@ -311,6 +342,10 @@ int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call
 			  sub_strerror(rc));
 		return rc;
 	}
+	/* In a cluster other brokers may still hold descriptors under
+	 * DATA/<name>/: the controller renames it once all let go. */
+	if (!whole)
+		return 0;
 	char sid[KAAS_TOPIC_ID_LEN + 1];
 	rc = kt__stamp_read(reg, name, sid);
 	if (rc == 0 && strcmp(sid, id) == 0) {
@@ -318,7 +353,9 @@ int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call
 		if (rc == -ENOENT)
 			rc = 0;
 	} else if (rc == 0) {
-		rc = 0; /* a newer incarnation owns it now */
+		KLOG_WARN("topics", "topic %s (id %s) deleted: DATA/%s is stamped with another id (%s), so it is left "
+			  "in place", name, id, name, sid);
+		rc = 0; /* a newer incarnation owns it, or an operator put it there */
 	} else if (rc == -ENOENT) {
 		sub_stat st;
 		if (sub_stat_path(reg->o.data, name, &st) == 0)
@@ -339,8 +376,55 @@ int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call
 	return tomb_remove(reg, id);
 }
 
+/* The client is answered once the deletes finished on every broker, or
+ * after delete_wait_ms; the topics are gone for clients either way, and the
+ * controller finishes the rest. */
+void kt_topics_delete_wait(kt_topics *reg, const char (*ids)[KAAS_TOPIC_ID_LEN + 1], size_t n)
+{
+	if (!reg->o.controller_deletes)
+		return;
+	int64_t t0 = ku_mono_ms(), deadline = t0 + reg->o.delete_wait_ms;
+	size_t first = 0, waited = 0; /* ids before `first` are finished */
+	for (;;) {
+		int rc = -ENOENT;
+		for (; first < n; first++) {
+			char path[SUB_PATH_MAX];
+			sub_stat st;
+			if (!ids[first][0])
+				continue;
+			snprintf(path, sizeof(path), TOMB_DIR "/%s.json", ids[first]);
+			if ((rc = sub_stat_path(reg->o.cluster, path, &st)) != -ENOENT)
+				break;
+			waited++;
+		}
+		if (first == n)
+			break;
+		if (ku_mono_ms() >= deadline) {
+			KLOG_WARN("topics", "the delete of topic id %s has not finished after %" PRId64 " ms (%s); the "
+				  "controller finishes it once every broker closed the partitions", ids[first],
+				  reg->o.delete_wait_ms, rc ? sub_strerror(rc) : "tombstone still there");
+			return;
+		}
+		usleep(20000);
+	}
+	if (waited)
+		KLOG_INFO("topics", "%zu delete(s) finished on every broker after %" PRId64 " ms", waited,
+			  ku_mono_ms() - t0);
+}
+
 int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen)
 {
+	char id[1][KAAS_TOPIC_ID_LEN + 1];
+	int16_t err = kt_topics_delete_start(reg, name, id[0], msg, msglen);
+	if (err == KERR_NONE)
+		kt_topics_delete_wait(reg, (const char(*)[KAAS_TOPIC_ID_LEN + 1])id, 1);
+	return err;
+}
+
+int16_t kt_topics_delete_start(kt_topics *reg, kw_str name, char id_out[KAAS_TOPIC_ID_LEN + 1], char *msg,
+				 size_t msglen)
+{
+	id_out[0] = '\0';
 	char nm[KAAS_TOPIC_NAME_MAX + 1], path[SUB_PATH_MAX], why[128];
 	int16_t err = kt_topic_name_check(name.s, name.len, msg, msglen);
 	if (err)
@@ -388,8 +472,11 @@ int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen)
 	kt__mem_remove(reg, nm);
 	pthread_rwlock_unlock(&reg->lock);
 	KLOG_INFO("topics", "deleted topic %s (id %s)", nm, id);
-	/* 3. partitions closed, directory moved aside, tombstone dropped. */
-	kt__finish_delete(reg, nm, id, 1, &tl);
+	snprintf(id_out, KAAS_TOPIC_ID_LEN + 1, "%s", id);
+	/* 3. partitions closed, directory moved aside, tombstone dropped (in a
+	 *    cluster: this broker's partitions closed; the rest is the
+	 *    controller's, once every broker closed them). */
+	kt__finish_delete(reg, nm, id, 1, !reg->o.controller_deletes, &tl);
 	err = KERR_NONE;
 	msg[0] = '\0';
 out:

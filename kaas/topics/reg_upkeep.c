@@ -226,10 +226,75 @@ int kt__load_all(kt_topics *reg)
 	return rc;
 }
 
+/* Reads CLUSTER/deleted-topics/<file>: 0 with t filled, -EBADMSG when it
+ * does not name a valid topic and ID, or the read's -errno. */
+static int tomb_read(kt_topics *reg, const char *file, kt_tombstone *t)
+{
+	char path[SUB_PATH_MAX], *buf = NULL, msg[160];
+	size_t len;
+	snprintf(path, sizeof(path), TOMB_DIR "/%s", file);
+	int rc = sub_read_file(reg->o.cluster, path, 4096, &buf, &len);
+	if (rc)
+		return rc == -EFBIG ? -EBADMSG : rc;
+	json_t *root = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	json_t *jn = json_object_get(root, "name"), *jid = json_object_get(root, "topic_id");
+	rc = -EBADMSG;
+	if (json_is_string(jn) && json_is_string(jid) && kt_topic_id_parse(json_string_value(jid), t->id, NULL) == 0 &&
+	    kt_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg)) == 0) {
+		snprintf(t->name, sizeof(t->name), "%s", json_string_value(jn));
+		/* The file is named after the ID it deletes: one that says another
+		 * is not trusted with anything. */
+		char expect[KAAS_TOPIC_ID_LEN + 8];
+		snprintf(expect, sizeof(expect), "%s.json", t->id);
+		rc = strcmp(expect, file) == 0 ? 0 : -EBADMSG;
+	}
+	json_decref(root);
+	return rc;
+}
+
+int kt_topics_tombstones(kt_topics *reg, kt_tombstone **out, size_t *n)
+{
+	char **names = NULL;
+	size_t nn = 0, k = 0;
+	*out = NULL;
+	*n = 0;
+	int rc = sub_list(reg->o.cluster, TOMB_DIR, &names, &nn);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	kt_tombstone *v = calloc(nn ? nn : 1, sizeof(*v));
+	if (!v) {
+		sub_names_free(names, nn);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nn; i++) {
+		if (names[i][0] == '.' || !has_suffix(names[i], ".json"))
+			continue; /* temporaries of write_atomic: the tick settles them */
+		int r = tomb_read(reg, names[i], &v[k]);
+		if (r == 0)
+			k++;
+		else if (r != -EBADMSG && r != -ENOENT && !rc)
+			rc = r; /* unreadable now: the caller looks again */
+	}
+	sub_names_free(names, nn);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 /* Every tombstone is a delete to finish.  If the registry file still holds
  * the deleted ID (a crash before its unlink, or a rewrite racing the delete
- * on another broker), the delete is driven forward: the entry is removed. */
-int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, trash_list *tl)
+ * on another broker), the delete is driven forward: the entry is removed.
+ * With controller_deletes the directory and the tombstone are left to the
+ * controller (kt_topics_delete_finish); `whole` forces the whole delete. */
+static int redrive(kt_topics *reg, int call_hooks, const char *only, const char *only_id, int whole,
+		   trash_list *tl)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -240,38 +305,28 @@ int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, tra
 		return rc;
 	int first_err = 0;
 	for (size_t i = 0; i < n; i++) {
-		char path[SUB_PATH_MAX], *buf = NULL;
-		size_t len;
 		if (temp_leftover(reg, TOMB_DIR, names[i], &first_err))
 			continue;
 		if (!has_suffix(names[i], ".json"))
 			continue;
-		snprintf(path, sizeof(path), TOMB_DIR "/%s", names[i]);
-		if (sub_read_file(reg->o.cluster, path, 4096, &buf, &len))
-			continue;
-		json_t *root = json_loadb(buf, len, 0, NULL);
-		free(buf);
-		json_t *jn = json_object_get(root, "name"), *jid = json_object_get(root, "topic_id");
-		char id[KAAS_TOPIC_ID_LEN + 1], name[KAAS_TOPIC_NAME_MAX + 1], msg[160];
-		if (!json_is_string(jn) || !json_is_string(jid) ||
-		    kt_topic_id_parse(json_string_value(jid), id, NULL) ||
-		    kt_topic_name_check(json_string_value(jn), (int32_t)json_string_length(jn), msg, sizeof(msg))) {
-			KLOG_ERR("topics", "tombstone %s is invalid; left for an operator", path);
-			json_decref(root);
+		kt_tombstone t;
+		int tr = tomb_read(reg, names[i], &t);
+		if (tr == -EBADMSG) {
+			KLOG_ERR("topics", "tombstone " TOMB_DIR "/%s is invalid; left for an operator", names[i]);
 			continue;
 		}
-		snprintf(name, sizeof(name), "%s", json_string_value(jn));
-		json_decref(root);
-		if (only && strcmp(only, name) != 0)
+		if (tr)
+			continue;
+		if ((only && strcmp(only, t.name) != 0) || (only_id && strcmp(only_id, t.id) != 0))
 			continue;
 
 		topic_ent *e = NULL;
 		sub_stat st;
 		char why[128];
-		int r = kt__reg_read(reg, name, &e, &st, why, sizeof(why));
-		if (r == RF_OK && strcmp(e->info.id, id) == 0) {
+		int r = kt__reg_read(reg, t.name, &e, &st, why, sizeof(why));
+		if (r == RF_OK && strcmp(e->info.id, t.id) == 0) {
 			char rp[SUB_PATH_MAX];
-			kt__reg_path(rp, sizeof(rp), name);
+			kt__reg_path(rp, sizeof(rp), t.name);
 			int urc = sub_unlink(reg->o.cluster, rp);
 			if (urc == 0)
 				urc = sub_fsync_dir(reg->o.cluster, REG_DIR);
@@ -282,11 +337,11 @@ int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, tra
 				continue;
 			}
 			pthread_rwlock_wrlock(&reg->lock);
-			topic_ent *m = kt__mem_find(reg, name);
-			if (m && strcmp(m->info.id, id) == 0)
-				kt__mem_remove(reg, name);
+			topic_ent *m = kt__mem_find(reg, t.name);
+			if (m && strcmp(m->info.id, t.id) == 0)
+				kt__mem_remove(reg, t.name);
 			pthread_rwlock_unlock(&reg->lock);
-			KLOG_INFO("topics", "finished deleting topic %s (id %s): registry entry removed", name, id);
+			KLOG_INFO("topics", "finished deleting topic %s (id %s): registry entry removed", t.name, t.id);
 		}
 		kt__ent_free(e);
 		if (r < 0) {
@@ -294,12 +349,47 @@ int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, tra
 				first_err = r;
 			continue;
 		}
-		int frc = kt__finish_delete(reg, name, id, call_hooks, tl);
+		int frc = kt__finish_delete(reg, t.name, t.id, call_hooks, whole || !reg->o.controller_deletes, tl);
 		if (frc && !first_err)
 			first_err = frc;
 	}
 	sub_names_free(names, n);
 	return first_err;
+}
+
+int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, trash_list *tl)
+{
+	return redrive(reg, call_hooks, only, NULL, 0, tl);
+}
+
+int kt__tomb_pending(kt_topics *reg, const char *name)
+{
+	kt_tombstone *v = NULL;
+	size_t n = 0;
+	int rc = kt_topics_tombstones(reg, &v, &n);
+	if (rc)
+		return rc;
+	int found = 0;
+	for (size_t i = 0; i < n && !found; i++)
+		found = strcmp(v[i].name, name) == 0;
+	free(v);
+	return found;
+}
+
+int kt_topics_delete_finish(kt_topics *reg, const char *name, const char *id)
+{
+	char msg[160], parsed[KAAS_TOPIC_ID_LEN + 1];
+	if (kt_topic_name_check(name, (int32_t)strlen(name), msg, sizeof(msg)) || kt_topic_id_parse(id, parsed, NULL))
+		return -EINVAL;
+	/* Never wait behind a create that waits for its partitions to be led:
+	 * the caller is the cluster loop that leads them. */
+	if (pthread_mutex_trylock(&reg->op) != 0)
+		return -EBUSY;
+	trash_list tl = {0};
+	int rc = redrive(reg, 0, name, parsed, 1, &tl);
+	pthread_mutex_unlock(&reg->op);
+	kt__trash_remove(reg, &tl);
+	return rc;
 }
 
 int kt_topics_tick(kt_topics *reg)
@@ -319,6 +409,16 @@ int kt_topics_tick(kt_topics *reg)
 	if (rc && !first_err)
 		first_err = rc;
 	for (size_t i = 0; i < drops.n; i++) {
+		/* In a cluster, a newer incarnation registered under the name is
+		 * learnt by the cluster loop at any moment, and the drop hook goes
+		 * by name: it would close the new one's partitions.  The partition
+		 * table lets go of the old one itself when it learns the new. */
+		pthread_rwlock_rdlock(&reg->lock);
+		topic_ent *cur = kt__mem_find(reg, drops.v[i].name);
+		int newer = reg->o.controller_deletes && cur && strcmp(cur->info.id, drops.v[i].id) != 0;
+		pthread_rwlock_unlock(&reg->lock);
+		if (newer)
+			continue;
 		rc = kt__hook_dropped(reg, drops.v[i].name, drops.v[i].id);
 		if (rc) {
 			KLOG_WARN("topics", "topic %s: closing its partitions failed (%s)", drops.v[i].name, sub_strerror(rc));

@@ -326,6 +326,7 @@ void kt_topics_options_init(kt_topics_options *o)
 	o->refresh_ms = 5000;
 	o->claim_grace_ms = 30000;
 	o->trash_retention_ms = 24LL * 3600 * 1000;
+	o->delete_wait_ms = 10000;
 }
 
 const ks_log_config *kt_topics_defaults(const kt_topics *reg)

@@ -130,7 +130,12 @@ int kt__adopt_from_volume(kt_topics *reg, const char *name);
 void kt__adopt_orphans(kt_topics *reg);
 int kt__prepare_dir_locked(kt_topics *reg, const kt_topic_info *t, trash_list *tl);
 void kt__trash_remove(kt_topics *reg, trash_list *tl);
-int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, trash_list *tl);
+/* whole = 0 (controller_deletes, not the controller): closes this
+ * process's partitions and records the ID as deleted, leaving the directory
+ * and the tombstone. */
+int kt__finish_delete(kt_topics *reg, const char *name, const char *id, int call_hooks, int whole, trash_list *tl);
+/* 1 when a tombstone names `name` (a delete of it is in progress), 0, -errno. */
+int kt__tomb_pending(kt_topics *reg, const char *name);
 int kt__load_all(kt_topics *reg);
 int kt__redrive_tombstones(kt_topics *reg, int call_hooks, const char *only, trash_list *tl);
 

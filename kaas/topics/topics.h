@@ -160,6 +160,19 @@ typedef struct kt_topics_options {
 	                                  directory stays in DATA/~trash-* this long (24 h);
 	                                  0: removed at once; -1: kept until `kaas trash empty` */
 	kt_topics_hooks hooks;       /* may be left zero (no partitions: tests, tools) */
+	/* Several brokers on the volume (kaas always runs as a cluster): the
+	 * directory and the tombstone of a deleted topic are the controller's
+	 * (kt_topics_delete_finish, once every broker closed the partitions).
+	 * This registry then removes the entry, closes its own partitions and
+	 * records the ID as deleted, and never renames the directory of a
+	 * pending delete.  0: it finishes every delete itself (one process on
+	 * the volume: unit tests, tools). */
+	int controller_deletes;
+	/* With controller_deletes: how long DeleteTopics waits for the delete
+	 * to finish before answering (success either way: the topic is gone),
+	 * and how long CreateTopics of a name whose earlier incarnation is
+	 * still being deleted waits for that before refusing (10000). */
+	int64_t delete_wait_ms;
 } kt_topics_options;
 
 /* Kafka's defaults for the log settings; num.partitions 1; the timings above. */
@@ -198,7 +211,10 @@ typedef struct kt_topic_spec {
 
 /* CreateTopics.  KERR_NONE (out filled when not NULL), INVALID_TOPIC_EXCEPTION,
  * INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG,
- * TOPIC_ALREADY_EXISTS (also while another creator's claim is being written),
+ * TOPIC_ALREADY_EXISTS (also while another creator's claim is being written,
+ * and, with controller_deletes, while an earlier incarnation of the name is
+ * still being deleted after waiting delete_wait_ms for it: "marked for
+ * deletion", as Kafka says),
  * UNKNOWN_SERVER_ERROR (the volume failed; msg says how).  validate_only
  * checks everything, including existence, and writes nothing. */
 int16_t kt_topics_create(kt_topics *reg, const kt_topic_spec *spec, int validate_only,
@@ -213,9 +229,19 @@ int16_t kt_topics_auto_create(kt_topics *reg, kw_str name, kt_topic_info *out);
 /* DeleteTopics.  KERR_NONE once the registry entry is gone (the topic no
  * longer exists for clients); relinquishing its partitions and removing
  * DATA/<name>/ follow at once and are re-driven by kt_topics_tick() if they
- * fail.  UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
+ * fail.  With controller_deletes the directory is left to the controller
+ * and the call waits (up to delete_wait_ms, without holding any lock) for
+ * the tombstone to go.  UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
  * UNKNOWN_SERVER_ERROR. */
 int16_t kt_topics_delete(kt_topics *reg, kw_str name, char *msg, size_t msglen);
+/* The same in two halves, for a request naming several topics (one wait for
+ * all): _start does everything but the wait and fills id (the deleted
+ * incarnation; "" unless KERR_NONE); _wait waits for every id given ("" are
+ * skipped) until delete_wait_ms, and returns at once without
+ * controller_deletes. */
+int16_t kt_topics_delete_start(kt_topics *reg, kw_str name, char id[KAAS_TOPIC_ID_LEN + 1], char *msg,
+				 size_t msglen);
+void kt_topics_delete_wait(kt_topics *reg, const char (*ids)[KAAS_TOPIC_ID_LEN + 1], size_t n);
 
 /* CreatePartitions: grows the topic to `count` partitions.
  * INVALID_PARTITIONS unless count > current (and <= the maximum),
@@ -228,6 +254,30 @@ int16_t kt_topics_add_partitions(kt_topics *reg, kw_str name, int32_t count, int
  * UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR. */
 int16_t kt_topics_alter_configs(kt_topics *reg, kw_str name, const kt_config_kv *kv, size_t n,
 				  int validate_only, char *msg, size_t msglen);
+
+/* ---- deletes across brokers (controller_deletes) ----------------------------------
+ * A delete in progress is its tombstone, CLUSTER/deleted-topics/<id>.json.
+ * The controller lists them, waits until no broker may still hold the
+ * partitions (kaas/cluster/tdelete.c), then finishes each. */
+typedef struct kt_tombstone {
+	char name[KAAS_TOPIC_NAME_MAX + 1];
+	char id[KAAS_TOPIC_ID_LEN + 1];
+} kt_tombstone;
+
+/* Every valid tombstone (invalid ones are logged and left for an
+ * operator); *out is malloc'd (free()).  0 or -errno. */
+int kt_topics_tombstones(kt_topics *reg, kt_tombstone **out, size_t *n);
+
+/* The last step of the delete of incarnation `id` of `name`, once nothing
+ * references its partitions: removes a registry entry still naming `id`,
+ * records `id` as deleted, renames DATA/<name> into the trash only when its
+ * stamp names `id` (a directory stamped with another ID, unstamped or
+ * unreadable is reported and left), removes the tombstone, then the trash
+ * entry when kaas.trash.retention.ms is 0 (else the trash keeps it for its
+ * retention).  Calls no hook.  Idempotent: 0 also when there is nothing left
+ * to do.  -EBUSY when a registry operation of this process is running
+ * (retry later; it never waits for one), other -errno from the volumes. */
+int kt_topics_delete_finish(kt_topics *reg, const char *name, const char *id);
 
 /* ---- DescribeConfigs -------------------------------------------------------------- */
 
