@@ -5,17 +5,20 @@
 # Three brokers keep their partitions on a small ext4 image (a loop device,
 # substrates/loop-ext4) and their cluster directory (--cluster-dir:
 # heartbeats, controller claims, assignments, group offsets, the topic
-# registry) on another filesystem.  Idempotent acks=all producers, assign()
-# consumers and a committing consumer group run all along
-# (ci/chaos/workload.py).  Then the data filesystem is filled to the last
-# block.  While it is full:
+# registry) on another filesystem.  Idempotent acks=all producers and
+# assign() consumers run all along (ci/chaos/workload.py; no consumer group:
+# every broker still coordinates the groups it is asked about, so a group
+# whose members reach different brokers is not consistent yet — see
+# docs/cluster.md).  Then the data filesystem is filled to the last block.
+# While it is full:
 #   * a real client (librdkafka, no retries) producing to the topic gets
 #     KAFKA_STORAGE_ERROR, and nothing it sends is acknowledged;
 #   * every broker's heartbeat keeps moving and none crashes;
 #   * the controller is killed (kill -9): another is elected and assigns
 #     the dead broker's partitions to the living (who cannot take them over
 #     until there is space, and keep trying);
-#   * consumer-group offset commits succeed and read back.
+#   * consumer-group offset commits (one client, one coordinator) succeed
+#     and read back.
 # All topics share the one data volume, so no topic can carry on producing;
 # instead, once the space is freed, produce recovers on every partition
 # without a restart of the brokers that stayed up (the poisoned partitions
@@ -33,6 +36,7 @@ H=$T/history.jsonl
 : >"$H"
 WL=
 TOPPER=
+stop_topper() { [ -n "$TOPPER" ] && { kill "$TOPPER" 2>/dev/null; wait "$TOPPER" 2>/dev/null || true; TOPPER=; }; return 0; }
 stop_wl() { [ -n "$WL" ] && { kill "$WL" 2>/dev/null; wait "$WL" 2>/dev/null || true; WL=; }; return 0; }
 
 e2e_on_exit 'substrates/loop-ext4/stop.sh "$T/disk" >/dev/null 2>&1'
@@ -41,6 +45,7 @@ eval "$(LOOP_SIZE_MB=48 substrates/loop-ext4/start.sh "$T/disk" 2>"$T/disk.err")
 	{ cat "$T/disk.err" >&2; fail "the loop-mounted ext4 data filesystem"; }
 e2e_on_exit stop_wl
 e2e_on_exit cluster_cleanup
+e2e_on_exit stop_topper
 DATA=$SUB_URL
 CLDIR=$T/cluster
 mkdir -p "$CLDIR"
@@ -58,7 +63,7 @@ for f in a.create_topics([NewTopic(t, int(sys.argv[2]), 1) for t in ("chaos", "p
     f.result(30)
 EOF2
 $PY ci/chaos/workload.py run "$CL_BOOT" chaos "$H" --seconds 75 --partitions "$PARTS" \
-	--producers 2 --consumers 1 --group g --members 2 --seed 3 >"$T/workload.log" 2>&1 &
+	--producers 2 --consumers 1 --seed 3 >"$T/workload.log" 2>&1 &
 WL=$!
 ev() { $PY ci/chaos/workload.py event "$H" "$@"; }
 seqs() { # the heartbeat seq of every broker, from the cluster directory
@@ -100,8 +105,6 @@ while True:
         time.sleep(0.02)
 ' "$DATA/../filler3" &
 TOPPER=$!
-stop_topper() { [ -n "$TOPPER" ] && { kill "$TOPPER" 2>/dev/null; wait "$TOPPER" 2>/dev/null || true; TOPPER=; }; return 0; }
-e2e_on_exit stop_topper
 declare -A PID0
 for i in 1 2 3; do PID0[$i]=${CL_PID[$i]}; done
 

@@ -15,8 +15,8 @@
 # acks=all producers write many partitions (ci/chaos/workload.py) while the
 # storage link of the broker leading the most partitions is cut (its veth
 # taken down in the hub) for longer than the session timeout; its client
-# link stays up, so clients keep talking to it all along — it could answer,
-# and it must not acknowledge.  Then the link comes back.  Asserted: the
+# link stays up, so its clients reach it until it gives up — it could
+# answer, and it must not acknowledge.  Then the link comes back.  Asserted: the
 # others take its partitions over while it is cut; it exits 76 (lease
 # lapsed) or 77 (watchdog) and starts again cleanly as a new incarnation;
 # ci/chaos/checker.py finds every acknowledged record exactly once and in
