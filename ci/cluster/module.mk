@@ -3,4 +3,5 @@
 # clients, and the history checker of ci/chaos/ where records are judged.
 E2E_TESTS += ci/cluster/test_shared_dir.sh ci/cluster/test_failover.sh \
 	ci/cluster/test_zombie.sh ci/cluster/test_rolling.sh ci/cluster/test_badfiles.sh \
-	ci/cluster/test_listeners.sh ci/cluster/test_delete.sh
+	ci/cluster/test_listeners.sh ci/cluster/test_delete.sh ci/cluster/test_nfs_cut.sh \
+	ci/cluster/test_full_data.sh

@@ -16,12 +16,18 @@
 # started when its log says both "listening on" and "cluster: ready" (it has
 # watched its peers for a session timeout and leads what it was given).
 # CL_WRAP (optional) prefixes the command, like BROKER_WRAP.
+#
+# Brokers on other "hosts" (network namespaces of their own, as in
+# ci/cluster/test_nfs_cut.sh): set before cluster_start, per broker i,
+#   CL_HOST[i]   the address it listens on and advertises (default 127.0.0.1)
+#   CL_NSWRAP[i] a command prefix that runs it there, e.g.
+#                "nsenter --net=/run/netns/NS" (after CL_WRAP)
 
 CL_DIR=
 CL_N=0
 CL_BOOT=
 CL_ARGS=()
-declare -a CL_PID CL_PORT CL_LOG CL_RC
+declare -a CL_PID CL_PORT CL_LOG CL_RC CL_HOST CL_NSWRAP
 
 _cl_wait() { # _cl_wait i start_line
 	local i=$1 start=$2 log=${CL_LOG[$1]}
@@ -48,14 +54,21 @@ _cl_wait() { # _cl_wait i start_line
 	return 1
 }
 
+# Starts broker i in the background on port $2 (0: any), appending to its log.
+_cl_spawn() {
+	local i=$1 port=$2
+	touch "${CL_LOG[$i]}"
+	# shellcheck disable=SC2086 # CL_WRAP and CL_NSWRAP are word lists
+	${CL_WRAP:-} ${CL_NSWRAP[$i]:-} "$BIN/kaas" --data "$CL_DIR" --listen "${CL_HOST[$i]:-127.0.0.1}:$port" \
+		--broker-id "$i" --trust-unqualified "${CL_ARGS[@]}" >>"${CL_LOG[$i]}" 2>&1 &
+	CL_PID[$i]=$!
+}
+
 cluster_launch() {
-	local i=$1 port=${CL_PORT[$1]:-0}
+	local i=$1
 	touch "${CL_LOG[$i]}"
 	local start=$(( $(wc -l < "${CL_LOG[$i]}") + 1 ))
-	# shellcheck disable=SC2086 # CL_WRAP is a word list
-	${CL_WRAP:-} "$BIN/kaas" --data "$CL_DIR" --listen "127.0.0.1:$port" --broker-id "$i" \
-		--trust-unqualified "${CL_ARGS[@]}" >>"${CL_LOG[$i]}" 2>&1 &
-	CL_PID[$i]=$!
+	_cl_spawn "$i" "${CL_PORT[$i]:-0}"
 	_cl_wait "$i" "$start"
 }
 
@@ -63,7 +76,7 @@ _cl_boot() {
 	CL_BOOT=
 	local i
 	for i in $(seq 1 "$CL_N"); do
-		CL_BOOT=${CL_BOOT:+$CL_BOOT,}127.0.0.1:${CL_PORT[$i]}
+		CL_BOOT=${CL_BOOT:+$CL_BOOT,}${CL_HOST[$i]:-127.0.0.1}:${CL_PORT[$i]}
 	done
 }
 
@@ -72,17 +85,14 @@ cluster_start() {
 	CL_N=$2
 	shift 2
 	CL_ARGS=("$@")
-	mkdir -p "$CL_DIR"
+	case $CL_DIR in *://*|*:/*) ;; *) mkdir -p "$CL_DIR" ;; esac
 	local i
 	for i in $(seq 1 "$CL_N"); do
 		CL_LOG[$i]=$T/b$i.log
 		CL_PORT[$i]=0
 		# Started one after the other: each must find its port before the
 		# next one starts; they become ready about together.
-		touch "${CL_LOG[$i]}"
-		"$BIN/kaas" --data "$CL_DIR" --listen "127.0.0.1:0" --broker-id "$i" --trust-unqualified \
-			"${CL_ARGS[@]}" >>"${CL_LOG[$i]}" 2>&1 &
-		CL_PID[$i]=$!
+		_cl_spawn "$i" 0
 	done
 	for i in $(seq 1 "$CL_N"); do
 		_cl_wait "$i" 1 || return 1

@@ -7,10 +7,10 @@ sys.path.insert(0, "ci/lib")
 from kproto import Conn, Dec, Enc, record_batch  # noqa: E402
 
 
-def metadata(port, topics=None):
+def metadata(port, topics=None, host="127.0.0.1"):
     """{"brokers": {id: (host, port)}, "controller": id,
         "topics": {name: (err, [(err, leader, epoch), ...])}}"""
-    c = Conn("127.0.0.1", port, timeout=20)
+    c = Conn(host, port, timeout=20)
     b = Enc()
     if topics is None:
         b.i32(-1)
@@ -43,9 +43,9 @@ def metadata(port, topics=None):
     return {"brokers": brokers, "controller": controller, "topics": out}
 
 
-def produce(port, topic, partition, values, acks=-1):
+def produce(port, topic, partition, values, acks=-1, host="127.0.0.1"):
     """The error code broker `port` answers for one batch (and the offset)."""
-    c = Conn("127.0.0.1", port, timeout=30)
+    c = Conn(host, port, timeout=30)
     body = (Enc().str(None).i16(acks).i32(30000).array(1).str(topic).array(1).i32(partition)
             .bytes(record_batch(values, ts=1)).done())
     c.send(0, 7, body)

@@ -38,12 +38,14 @@ static struct {
 	int64_t next_ns;
 } refused[REFUSE_SLOTS];
 
-static void refuse(const char *what, const char *why)
+/* `consequence` says what happens next: a refused file leaves the last good
+ * state in force; a failed take-over is re-driven. */
+static void refuse_as(const char *what, const char *why, const char *consequence)
 {
 	int64_t now = ku_mono_ns();
 	int slot = -1;
 	for (int i = 0; i < REFUSE_SLOTS; i++)
-		if (strcmp(refused[i].what, what) == 0) {
+		if (strncmp(refused[i].what, what, sizeof(refused[i].what) - 1) == 0) { /* stored cut short */
 			slot = i;
 			break;
 		}
@@ -58,7 +60,14 @@ static void refuse(const char *what, const char *why)
 	if (now < refused[slot].next_ns)
 		return;
 	refused[slot].next_ns = now + 30 * 1000000000LL;
-	KLOG_WARN("cluster", "refusing %s: %s (ignored; the last good state stays in force)", what, why);
+	KLOG_WARN("cluster", "%s: %s (%s)", what, why, consequence);
+}
+
+static void refuse(const char *what, const char *why)
+{
+	char w[400];
+	snprintf(w, sizeof(w), "refusing %s", what);
+	refuse_as(w, why, "ignored; the last good state stays in force");
 }
 
 /* ---- membership ------------------------------------------------------------------------ */
@@ -591,8 +600,9 @@ static void driver(kcl_rt *rt)
 					continue; /* failed before: the table backs off */
 				} else if (rc) {
 					char what[300];
-					snprintf(what, sizeof(what), "take-over of %s/%d", at->name, p);
-					refuse(what, sub_strerror(rc));
+					snprintf(what, sizeof(what), "take-over of %s/%d at epoch %d failed", at->name, p,
+						 at->parts[p].epoch);
+					refuse_as(what, sub_strerror(rc), "retried; not led here until it succeeds");
 				} else {
 					KLOG_INFO("cluster", "%s/%d: leader at epoch %d (take-over %lld ms)", at->name, p,
 						  at->parts[p].epoch, (long long)((ku_mono_ns() - t0) / 1000000));

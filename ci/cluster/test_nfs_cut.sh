@@ -1,0 +1,226 @@
+#!/bin/bash
+# ci/cluster/test_nfs_cut.sh — the realistic topology, and a broker cut off
+# from the volume while it leads partitions under load.
+#
+#   hub netns:  bridge brc 10.97.0.1 (the clients: producers, consumers, checks)
+#               bridge brs            (the storage network, no address)
+#   ganesha netns (substrates/nfs-ganesha/start.sh)   10.96.0.2 on brs
+#   broker netns i = 1..3: 10.96.0.1i on brs (to the server, veth s<i>)
+#                          10.97.0.1i on brc (to the clients, veth c<i>)
+#
+# Each broker is its own libnfs client of the one server (--data
+# nfs://10.96.0.2/..., no mount), in a network namespace of its own, so no
+# two brokers share a client cache or a host identity (the same-host token
+# probe cannot prove anything across them: only the lease can).  Idempotent
+# acks=all producers write many partitions (ci/chaos/workload.py) while the
+# storage link of the broker leading the most partitions is cut (its veth
+# taken down in the hub) for longer than the session timeout; its client
+# link stays up, so its clients reach it until it gives up — it could
+# answer, and it must not acknowledge.  Then the link comes back.  Asserted: the
+# others take its partitions over while it is cut; it exits 76 (lease
+# lapsed) or 77 (watchdog) and starts again cleanly as a new incarnation;
+# ci/chaos/checker.py finds every acknowledged record exactly once and in
+# order, and no read of a record the log does not hold; at the end every
+# namespace, veth, ganesha and rpcbind process and mount is gone (the
+# teardown runs on failure too).  Done twice: the second cut takes the
+# controller.  NFS_VERSION=4 runs it over NFSv4.0 (default 3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source ci/lib/e2e.sh cluster-nfscut
+source ci/lib/cluster.sh
+fail_cl() { cluster_logs 30; fail "$@"; }
+[ "$(id -u)" = 0 ] || fail "needs root (network namespaces)"
+VER=${NFS_VERSION:-3}
+PARTS=12
+SESSION=3000
+H=$T/history.jsonl
+: >"$H"
+
+TAG=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+HUB=kaascut-$TAG-hub
+BNS=(_ "kaascut-$TAG-b1" "kaascut-$TAG-b2" "kaascut-$TAG-b3")
+WL=
+GANESHA_PID=
+RPCBIND_PID=
+teardown() {
+	set +e
+	[ -n "$WL" ] && { kill "$WL" 2>/dev/null; wait "$WL" 2>/dev/null; WL=; }
+	local i
+	for i in 1 2 3; do
+		ip netns exec "$HUB" ip link set "s$i" up 2>/dev/null
+	done
+	cluster_cleanup
+	for i in 1 2 3; do ip netns del "${BNS[i]}" 2>/dev/null; done
+	ip netns del "$HUB" 2>/dev/null
+	substrates/nfs-ganesha/stop.sh "$T/g" --kill >/dev/null 2>&1
+	return 0
+}
+e2e_on_exit teardown
+hub() { ip netns exec "$HUB" "$@"; }
+
+# ---- topology ------------------------------------------------------------------------
+eval "$(NFS_VERSION=$VER substrates/nfs-ganesha/start.sh "$T/g" vfs 2>"$T/ganesha.err")" ||
+	{ cat "$T/ganesha.err" >&2; fail "starting nfs-ganesha"; }
+e2e_show_log "$T/g/ganesha.log"
+GANESHA_PID=$(sed -n 's/^ganesha_pid=//p' "$T/g/state" | tail -1)
+RPCBIND_PID=$(sed -n 's/^rpcbind_pid=//p' "$T/g/state" | tail -1)
+[ -n "$GANESHA_PID" ] && [ -n "$RPCBIND_PID" ] || fail "no ganesha/rpcbind pid in $T/g/state"
+ip netns add "$HUB"
+hub ip link set lo up
+hub ip link add brs type bridge
+hub ip link add brc type bridge
+hub ip addr add 10.97.0.1/24 dev brc
+hub ip link set brs up
+hub ip link set brc up
+attach() { # attach NS BRIDGE HUBSIDE NSSIDE ADDR
+	hub ip link add "$3" type veth peer name "$4" netns "$1"
+	hub ip link set "$3" master "$2" up
+	ip netns exec "$1" ip link set lo up
+	ip netns exec "$1" ip addr add "$5/24" dev "$4"
+	ip netns exec "$1" ip link set "$4" up
+}
+attach "$NFS_NS" brs vg eth5 10.96.0.2
+for i in 1 2 3; do
+	ip netns add "${BNS[i]}"
+	attach "${BNS[i]}" brs "s$i" eths "10.96.0.1$i"
+	attach "${BNS[i]}" brc "c$i" ethc "10.97.0.1$i"
+	timeout 20 sh -c "until ip netns exec ${BNS[i]} bash -c 'exec 3<>/dev/tcp/10.96.0.2/2049' 2>/dev/null; do sleep 0.1; done" ||
+		fail "broker namespace $i cannot reach the NFS server"
+	# Only the storage network leads to the server.
+	if ip netns exec "${BNS[i]}" timeout 2 bash -c 'exec 3<>/dev/tcp/10.97.0.1/2049' 2>/dev/null; then
+		fail "the client network reaches port 2049"
+	fi
+	CL_HOST[i]=10.97.0.1$i
+	CL_NSWRAP[i]="env KAAS_NFS_DEBUG=errors nsenter --net=/run/netns/${BNS[i]}"
+done
+mkdir -p "$NFS_EXPORT_DIR/cl"
+URL="nfs://10.96.0.2/export/cl?version=$VER"
+echo "ok topology: ganesha in $NFS_NS, three broker namespaces, storage and client networks apart; $URL"
+
+# ---- three brokers, a topic, the workload ----------------------------------------------
+cluster_start "$URL" 3 --override broker.session.timeout.ms=$SESSION || fail_cl "starting three brokers over NFS"
+hub $PY - "$CL_BOOT" "$PARTS" <<'EOF2' || fail_cl "creating the topic"
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+for f in a.create_topics([NewTopic("chaos", int(sys.argv[2]), 1)]).values():
+    f.result(60)
+EOF2
+hub $PY ci/chaos/workload.py run "$CL_BOOT" chaos "$H" --seconds 70 --partitions "$PARTS" \
+	--producers 3 --consumers 1 --seed 11 >"$T/workload.log" 2>&1 &
+WL=$!
+ev() { $PY ci/chaos/workload.py event "$H" "$@"; }
+
+# leaders I: the leader of every partition as broker I answers Metadata.
+leaders() {
+	hub $PY - "${CL_HOST[$1]}" "${CL_PORT[$1]}" <<'EOF2' 2>/dev/null || echo "?"
+import sys
+sys.path.insert(0, "ci/lib")
+from kcluster import metadata
+m = metadata(int(sys.argv[2]), ["chaos"], host=sys.argv[1])
+err, parts = m["topics"]["chaos"]
+print("c%d" % m["controller"], " ".join(str(p[1]) if p[0] == 0 else "-1" for p in parts))
+EOF2
+}
+# wait_moved OTHER VICTIM DEADLINE_S: until OTHER's Metadata shows every
+# partition on a live leader other than VICTIM, and a controller other than
+# VICTIM; prints that Metadata.
+wait_moved() {
+	hub $PY - "${CL_HOST[$1]}" "${CL_PORT[$1]}" "$2" "$3" <<'EOF2'
+import sys, time
+sys.path.insert(0, "ci/lib")
+from kcluster import metadata
+host, port, victim, deadline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), time.monotonic() + float(sys.argv[4])
+last = None
+while time.monotonic() < deadline:
+    try:
+        m = metadata(port, ["chaos"], host=host)
+        err, parts = m["topics"]["chaos"]
+        last = (m["controller"], [p[1] if p[0] == 0 else -1 for p in parts])
+        if err == 0 and parts and all(l not in (-1, victim) for l in last[1]) and last[0] not in (-1, victim):
+            print("c%d" % last[0], " ".join(map(str, last[1])))
+            sys.exit(0)
+    except Exception as e:
+        last = repr(e)
+    time.sleep(0.2)
+print("not moved; last seen:", last)
+sys.exit(1)
+EOF2
+}
+sleep 5
+kill -0 "$WL" 2>/dev/null || { cat "$T/workload.log" >&2; fail_cl "the workload died before the first cut"; }
+
+for round in 0 1; do
+	l=$(leaders 1)
+	[ "$l" != "?" ] || l=$(leaders 2)
+	ctl=${l%% *}; ctl=${ctl#c}
+	if [ "$round" = 0 ]; then
+		# the broker leading the most partitions that is not the controller
+		victim=$(tr ' ' '\n' <<<"${l#* }" | grep -vx -- "$ctl" | grep -x '[123]' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
+	else
+		victim=$ctl
+	fi
+	[[ "$victim" =~ ^[123]$ ]] || fail_cl "no broker to cut (Metadata: $l)"
+	nled=$(tr ' ' '\n' <<<"${l#* }" | grep -cx -- "$victim" || true)
+	[ "$nled" -gt 0 ] || fail_cl "broker $victim leads nothing to cut (Metadata: $l)"
+	other=1; [ "$victim" = 1 ] && other=2
+	ev fault kind=cut n="$round" broker="$victim" phase=start
+	hub ip link set "s$victim" down
+	t0=$(date +%s.%N)
+	moved=$(wait_moved "$other" "$victim" 60) || {
+		hub ip link set "s$victim" up
+		fail_cl "broker $victim's partitions were not taken over while it was cut off ($moved)"
+	}
+	tm=$(echo "$(date +%s.%N) - $t0" | bc)
+	echo "ok round $round: broker $victim (leading $nled of $PARTS$([ "$victim" = "$ctl" ] && echo ", the controller")) cut off; taken over after ${tm} s (session $SESSION ms): $moved"
+	# The client link is up: the cut broker still hears its clients.
+	if hub timeout 5 $PY -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)' \
+		"${CL_HOST[$victim]}" "${CL_PORT[$victim]}" 2>/dev/null; then
+		echo "ok round $round: broker $victim still accepts client connections while cut off"
+	fi
+	# Keep the cut well past the session timeout, then heal it.
+	while [ "$(echo "$(date +%s.%N) - $t0 < 2 * $SESSION / 1000 + 2" | bc)" = 1 ]; do sleep 0.2; done
+	hub ip link set "s$victim" up
+	ev fault kind=cut n="$round" phase=end
+	rc=
+	for _ in $(seq 1 900); do
+		cluster_alive "$victim" || { rc=0; wait "${CL_PID[$victim]}" || rc=$?; break; }
+		sleep 0.1
+	done
+	[ -n "$rc" ] || fail_cl "broker $victim kept running 90 s after its path came back, with its lease lapsed"
+	[ "$rc" = 76 ] || [ "$rc" = 77 ] || fail_cl "broker $victim exited $rc, not 76/77 (lease lapsed / watchdog)"
+	why=$(grep -o "gives up leadership: [^;]*" "${CL_LOG[$victim]}" | tail -1)
+	[ -n "$why" ] || fail_cl "no reason in broker $victim's log"
+	echo "ok round $round: broker $victim exited ($rc): $why"
+	CL_PID[$victim]=
+	cluster_launch "$victim" || fail_cl "restarting broker $victim in its namespace"
+	echo "ok round $round: broker $victim back as a new incarnation ($(leaders "$victim"))"
+	sleep 4
+done
+ev heal
+wait "$WL" || { WL=; cat "$T/workload.log" >&2; fail_cl "the workload failed"; }
+WL=
+_cl_boot
+for i in 1 2 3; do cluster_alive "$i" || fail_cl "broker $i is not running at the end"; done
+hub $PY ci/chaos/workload.py final "$CL_BOOT" chaos "$H" --partitions "$PARTS" || fail_cl "reading every partition back"
+python3 ci/chaos/checker.py "$H" --bound-s 40 --json "$T/verdict.json" || fail_cl "the checker found violations"
+acked=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["acknowledged"])' "$T/verdict.json")
+[ "$acked" -gt 0 ] || fail_cl "nothing was acknowledged"
+python3 ci/cluster/failover_gaps.py "$H" || true
+
+# ---- teardown, checked -----------------------------------------------------------------
+teardown
+left=$(ip netns list | grep -e "kaascut-$TAG" -e "$NFS_NS" || true)
+[ -z "$left" ] || fail "namespaces left behind: $left"
+# running: the process exists and is not a zombie (ganesha and rpcbind
+# were started by setsid: init reaps them, in its own time).
+running() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1); [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]; }
+for p in "$GANESHA_PID" "$RPCBIND_PID" "${CL_PID[@]}"; do
+	[ -n "$p" ] || continue
+	for _ in $(seq 1 100); do running "$p" || break; sleep 0.1; done
+	! running "$p" || fail "process $p ($(cat /proc/"$p"/comm 2>/dev/null)) still runs"
+done
+! grep -qF "$T" /proc/self/mountinfo || fail "a mount under $T is left: $(grep -F "$T" /proc/self/mountinfo)"
+ip -o link | grep -qE "kaascut|(^| )(s[123]|c[123]|vg)@" && fail "a veth is left in the host namespace"
+echo "ok teardown: no namespace, veth, ganesha, rpcbind or broker process, no mount left"
+echo "PASS test_nfs_cut: 2 storage-link cuts past the session timeout over NFSv$VER, $acked acknowledged records all served"
