@@ -127,13 +127,12 @@ else
 	[ $$found = 1 ] || { echo "no test named '$(T)' in: $^"; exit 1; }; exit $$fail
 endif
 
-# E2E=substring restricts the run to matching scripts.
+# E2E=substring restricts the run to matching scripts; E2E_JOBS of them run
+# at once (ci/lib/run_tests.sh says why that is safe).
+E2E_JOBS ?= 3
 e2e: all
-	@fail=0; for t in $(if $(E2E),$(foreach t,$(E2E_TESTS),$(if $(findstring $(E2E),$(t)),$(t))),$(E2E_TESTS)); do \
-		echo "== $$t"; t0=$$(date +%s); \
-		bash $$t || { echo "FAILED: $$t"; fail=1; }; \
-		echo "-- $$t: $$(( $$(date +%s) - t0 )) s"; \
-	done; exit $$fail
+	@bash ci/lib/run_tests.sh -j $(E2E_JOBS) \
+		$(if $(E2E),$(foreach t,$(E2E_TESTS),$(if $(findstring $(E2E),$(t)),$(t))),$(E2E_TESTS))
 
 test: deps-test
 	$(MAKE) test-run
