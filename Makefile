@@ -103,20 +103,17 @@ $(foreach b,$(BINS),$(eval $(call BIN_RULE,$(b))))
 .PHONY: unit-bins
 unit-bins: $(UNIT_BINS)
 
-# Each unit test runs on its own; all run even when one fails.
+# Each unit test runs on its own, UNIT_JOBS at once (ci/lib/run_tests.sh); all run even when one fails.
 # UNIT=substring restricts the run to matching test paths.
 # The filter matches the test source path, never the build directory.
 # T=name runs only the test function of that name (every test is a Check
 # test case of its own, util/test/ktest.h): make unit UNIT=storage T=truncated_tail.
 # A program without it answers 77 and is skipped; no program having it fails.
+UNIT_JOBS ?= 2
 UNIT_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 CK_FORK=yes
 unit: $(patsubst %.c,$(BUILD)/san/%,$(if $(UNIT),$(foreach t,$(ALL_TESTS),$(if $(findstring $(UNIT),$(t)),$(t))),$(ALL_TESTS)))
 ifeq ($(T),)
-	@fail=0; for t in $^; do \
-		echo "== $$t"; t0=$$(date +%s); \
-		$(UNIT_ENV) $$t || { echo "FAILED: $$t"; fail=1; }; \
-		echo "-- $$t: $$(( $$(date +%s) - t0 )) s"; \
-	done; exit $$fail
+	@env $(UNIT_ENV) bash ci/lib/run_tests.sh -j $(UNIT_JOBS) $^
 else
 	@fail=0; found=0; for t in $^; do \
 		out=$$($(UNIT_ENV) CK_RUN_CASE='$(T)' $$t 2>&1); rc=$$?; \
