@@ -259,7 +259,10 @@ int kn_scram_final(kn_scram *x, const uint8_t *msg, size_t len, uint8_t **out, s
 		return fail(why, whylen, "the channel binding (c=) is not the GS2 header of the first message");
 	if (p > len || attr(s, len, &p, &letter, &v, &vl) || letter != 'r')
 		return fail(why, whylen, "expected r= second");
-	if (vl != x->nonce_len || memcmp(v, x->nonce, vl) != 0)
+	/* Ends with: librdkafka (2.0 here) sends its own nonce again in front of
+	 * the combined one, and Kafka accepts that.  Freshness holds either way:
+	 * the server's nonce is in it, and the proof covers what was sent. */
+	if (vl < x->nonce_len || vl > 2 * NONCE_MAX || memcmp(v + vl - x->nonce_len, x->nonce, x->nonce_len) != 0)
 		return fail(why, whylen, "the nonce (r=) is not the one of this exchange");
 	/* Extensions up to the proof, which is last. */
 	const char *proof = NULL;
