@@ -240,6 +240,9 @@ struct kb_req {
 	const char *principal;    /* "User:NAME" authenticated by SASL, else "User:CN=..." of a TLS
 	                             client certificate, else "User:ANONYMOUS" */
 	struct kb_splices *splices; /* private: file ranges spliced into the response */
+	struct kn_sasl *sasl;     /* private to the server (kaas/net/sasl.h): the connection's SASL
+	                             exchange and its settings; NULL on a listener without SASL */
+	const struct kn_sasl_env *sasl_env;
 };
 
 /* Splices the ranges of `plan` into `resp` at its current end, as if their

@@ -11,4 +11,4 @@ core_SRCS := kaas/core/config.c kaas/core/listeners.c kaas/core/req.c kaas/core/
 core_USES := storage proto sub util
 core_PREFIX := kb
 core_TESTS := kaas/core/test/test_config.c kaas/core/test/test_ptable.c \
-	kaas/core/test/test_resident.c
+	kaas/core/test/test_resident.c kaas/core/test/test_users.c

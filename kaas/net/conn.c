@@ -293,8 +293,8 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.principal = c->principal;
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
 	r->received_ns = ku_mono_ns();
-	r->sasl = c->sasl;
-	r->sasl_env = s->sasl_env;
+	r->pub.sasl = c->sasl;
+	r->pub.sasl_env = s->sasl_env;
 	/* Before authentication a frame may be an unframed SASL token: what it
 	 * is depends on the step before it, known once that one has run. */
 	if (c->sasl && !c->sasl_authed) {

@@ -85,13 +85,12 @@ void kn__sasl_env_free(kn_server *s)
 
 int kn_h_sasl_handshake(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	sreq *r = (sreq *)req;
 	kw_str mech;
 	KRD_STR(body, 0, &mech);
-	const kn_sasl_env *env = r->sasl_env;
+	const kn_sasl_env *env = req->sasl_env;
 	int16_t err = KERR_ILLEGAL_SASL_STATE;
-	if (r->sasl)
-		err = (int16_t)kn_sasl_handshake(r->sasl, env, req->api_version, mech.len > 0 ? mech.s : "",
+	if (req->sasl)
+		err = (int16_t)kn_sasl_handshake(req->sasl, env, req->api_version, mech.len > 0 ? mech.s : "",
 						 mech.len > 0 ? (size_t)mech.len : 0);
 	kw_wr_i16(resp, err);
 	int n = 0;
@@ -108,7 +107,7 @@ err_parse:
 
 int kn_h_sasl_authenticate(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	sreq *r = (sreq *)req;
+	kb_req *r = req;
 	int flex = req->flex;
 	kw_bytes tok;
 	KRD_BYTES(body, flex, &tok);
@@ -146,12 +145,11 @@ err_parse:
  * connection closes, as Kafka closes it. */
 static int raw_token(kb_req *req, kw_rd *body, kw_wr *resp)
 {
-	(void)body;
-	sreq *r = (sreq *)req;
 	uint8_t *out = NULL;
 	size_t outlen = 0;
 	char msg[300];
-	int rc = kn_sasl_step(r->sasl, r->sasl_env, r->frame, r->frame_len, &out, &outlen, msg, sizeof(msg));
+	int rc = kn_sasl_step(req->sasl, req->sasl_env, body->p, (size_t)(body->end - body->p), &out, &outlen, msg,
+			      sizeof(msg));
 	if (rc < 0)
 		return KAAS_NO_RESPONSE;
 	kw_wr_raw(resp, out, outlen);
@@ -205,7 +203,7 @@ int kn__sasl_gate(conn *c, sreq *r)
 
 int kn__sasl_is_step(const sreq *r)
 {
-	return r->sasl && (r->raw || r->pub.api_key == KAAS_API_SASL_HANDSHAKE ||
+	return r->pub.sasl && (r->raw || r->pub.api_key == KAAS_API_SASL_HANDSHAKE ||
 			   r->pub.api_key == KAAS_API_SASL_AUTHENTICATE);
 }
 

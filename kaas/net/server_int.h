@@ -74,8 +74,6 @@ typedef struct sreq {
 	int unsupported;
 	int unparsed; /* before SASL authentication: classified at dispatch */
 	int raw;      /* an unframed SASL token (after SaslHandshake v0): answered without a header */
-	struct kn_sasl *sasl;                /* the connection's, for the SASL handlers */
-	const struct kn_sasl_env *sasl_env;
 	int result; /* handler's return value, set before EV_DONE */
 	/* the response, built by a worker or completer before it posts */
 	uint8_t hdr[9];
