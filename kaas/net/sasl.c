@@ -30,6 +30,7 @@ int kn_sasl_mech_of(const char *name, size_t len)
 }
 
 #define PLAIN_FIELD_MAX 255
+#define PLAIN_PASS_MAX 1024 /* kaas users add's limit */
 
 int kn_sasl_plain_parse(const uint8_t *msg, size_t len, kn_plain *out, char *why, size_t whylen)
 {
@@ -54,8 +55,8 @@ int kn_sasl_plain_parse(const uint8_t *msg, size_t len, kn_plain *out, char *why
 		snprintf(why, whylen, "an empty %s", out->user_len ? "password" : "user name");
 		return -EINVAL;
 	}
-	if (out->authzid_len > PLAIN_FIELD_MAX || out->user_len > PLAIN_FIELD_MAX || out->pass_len > PLAIN_FIELD_MAX) {
-		snprintf(why, whylen, "a field over %d bytes", PLAIN_FIELD_MAX);
+	if (out->authzid_len > PLAIN_FIELD_MAX || out->user_len > PLAIN_FIELD_MAX || out->pass_len > PLAIN_PASS_MAX) {
+		snprintf(why, whylen, "a name over %d bytes or a password over %d", PLAIN_FIELD_MAX, PLAIN_PASS_MAX);
 		return -EINVAL;
 	}
 	return 0;

@@ -37,7 +37,7 @@ int kn_sasl_mech_of(const char *name, size_t len); /* -1 */
 /* ---- PLAIN (RFC 4616) -------------------------------------------------------- */
 
 /* [authzid] NUL authcid NUL passwd, each without NUL, authcid and passwd not
- * empty, none over 255 bytes.  Slices of msg.  0 or -EINVAL with why. */
+ * empty, names up to 255 bytes, the password up to 1024.  Slices of msg.  0 or -EINVAL with why. */
 typedef struct kn_plain {
 	const char *authzid, *user, *pass;
 	size_t authzid_len, user_len, pass_len;

@@ -187,12 +187,17 @@ START_TEST(plain_hostile)
 			      "case %zu", i);
 	ck_assert_int_eq(kn_sasl_plain_parse((const uint8_t *)"\0alice\0pw", 9, &p, why, sizeof(why)), 0);
 	ck_assert(p.user_len == 5 && memcmp(p.user, "alice", 5) == 0 && p.pass_len == 2 && p.authzid_len == 0);
-	uint8_t big[1000];
+	uint8_t big[1400];
 	memset(big, 'a', sizeof(big));
 	big[0] = 0;
-	big[400] = 0;
-	ck_assert_int_eq(kn_sasl_plain_parse(big, sizeof(big), &p, why, sizeof(why)), -EINVAL); /* 599-byte password */
 	big[300] = 0;
+	ck_assert_int_eq(kn_sasl_plain_parse(big, sizeof(big), &p, why, sizeof(why)), -EINVAL); /* 299-byte name */
+	big[0] = 'a';
+	big[100] = 0;
+	ck_assert_int_eq(kn_sasl_plain_parse(big + 100, 1300, &p, why, sizeof(why)), -EINVAL); /* 1099-byte password */
+	ck_assert_int_eq(kn_sasl_plain_parse(big + 100, 1000, &p, why, sizeof(why)), 0);      /* 799 bytes: fine */
+	big[0] = 0;
+	big[350] = 0;
 	ck_assert_int_eq(kn_sasl_plain_parse(big, sizeof(big), &p, why, sizeof(why)), -EINVAL); /* three NULs */
 }
 END_TEST
