@@ -12,6 +12,11 @@ the broker behaved as Kafka does, 1 with a FAIL line otherwise.
   expire HOST PORT USER PASS MS
                              PLAIN by SaslAuthenticate v1: session_lifetime_ms
                              is MS; Metadata works, and after MS it closes
+  salt HOST PORT USER        prints the s= and i= of the SCRAM-SHA-256
+                             server-first-message for USER (and cuts there)
+  plainport HOST PORT        on a listener without SASL, SaslHandshake and
+                             SaslAuthenticate answer ILLEGAL_SASL_STATE and
+                             the connection stays usable
   reauth HOST PORT USER PASS OTHER OTHERPASS
                              re-authentication as the same user works, as
                              another user closes the connection
@@ -173,6 +178,29 @@ def cmd_expire(host, port, user, pw, ms):
     print("ok session_lifetime_ms=%d; the first request after it closed the connection" % ms)
 
 
+def cmd_salt(host, port, user):
+    s = connect(host, port)
+    handshake(s, "SCRAM-SHA-256")
+    r = authenticate(s, b"n,,n=" + user.encode() + b",r=saltprobe")
+    if r is None or r[0] != 0:
+        fail("no server-first-message for %s: %r" % (user, r))
+    print(",".join(a for a in r[2].decode().split(",") if a[:2] in ("s=", "i=")))
+
+
+def cmd_plainport(host, port):
+    s = connect(host, port)
+    s.sendall(req(17, 1, 1, s16(b"PLAIN")))
+    r = recv_frame(s)
+    if r is None or struct.unpack(">h", r[4:6])[0] != 34:
+        fail("SaslHandshake on a plaintext listener: %r" % (r,))
+    r = authenticate(s, b"\0a\0b", 0, 2)
+    if r is None or r[0] != 34:
+        fail("SaslAuthenticate on a plaintext listener: %r" % (r,))
+    if metadata(s, 3) is None:
+        fail("the connection closed after ILLEGAL_SASL_STATE")
+    print("ok ILLEGAL_SASL_STATE on a listener without SASL (%s); the connection still serves" % r[1])
+
+
 def cmd_reauth(host, port, user, pw, other, otherpw):
     s = connect(host, port)
     r = plain_login(s, user, pw)
@@ -192,7 +220,8 @@ def cmd_reauth(host, port, user, pw, other, otherpw):
 
 
 if __name__ == "__main__":
-    cmds = {"cut": cmd_cut, "preauth": cmd_preauth, "big": cmd_big, "expire": cmd_expire, "reauth": cmd_reauth}
+    cmds = {"cut": cmd_cut, "preauth": cmd_preauth, "big": cmd_big, "expire": cmd_expire, "reauth": cmd_reauth,
+            "salt": cmd_salt, "plainport": cmd_plainport}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

@@ -18,8 +18,10 @@
 #      told the same thing for both), a removed user, a disabled mechanism,
 #      a client without SASL on the SASL port, TLS to the SASL_PLAINTEXT port,
 #      CreateTopics before authentication, a 1 MiB frame before it, SASL
-#      exchanges cut in the middle, re-authentication as another user.  The
-#      volume is unchanged by all of it.
+#      exchanges cut in the middle, re-authentication as another user.  An
+#      unknown user's SCRAM salt looks like a real one's and stays the same
+#      across restarts; on the PLAINTEXT listener the SASL APIs answer
+#      ILLEGAL_SASL_STATE.  The volume is unchanged by all of it.
 #   4. connections.max.reauth.ms (KIP-368): kafkajs re-authenticates on its
 #      connection and every send is acknowledged; a client that does not is
 #      closed at its first request after its session.
@@ -225,6 +227,12 @@ refused "TLS to the SASL_PLAINTEXT port" "a TLS handshake on the PLAINTEXT liste
 	-X security.protocol=ssl -X "ssl.ca.location=$CRT/ca.pem"
 refused "plaintext to the SASL_SSL port" "not TLS: a plaintext client" -b "$SS" -X security.protocol=sasl_plaintext \
 	-X sasl.mechanisms=PLAIN -X sasl.username=alice -X sasl.password=alice-pw
+$W plainport 127.0.0.1 "$BROKER_PORT" || fail "the SASL APIs on the PLAINTEXT listener"
+$W salt 127.0.0.1 "${SP#*:}" mallory > "$T/salt.mallory" || fail "an unknown user's server-first-message"
+$W salt 127.0.0.1 "${SP#*:}" alice > "$T/salt.alice" || fail "alice's server-first-message"
+# an unknown user looks like a real one: a 32-byte salt, the default iterations
+grep -Eq '^s=[A-Za-z0-9+/]{43}=,i=8192$' "$T/salt.mallory" || fail "decoy: $(cat "$T/salt.mallory")"
+grep -Eq '^s=[A-Za-z0-9+/]{43}=,i=8192$' "$T/salt.alice" || fail "alice: $(cat "$T/salt.alice")"
 $W preauth 127.0.0.1 "${SP#*:}" preauth-topic || fail "CreateTopics before authentication"
 $W big 127.0.0.1 "${SP#*:}" || fail "a large frame before authentication"
 grep -q "sasl.server.max.receive.size, before SASL authentication" "$BROKER_LOG" || fail "the large frame is not in the log"
@@ -251,6 +259,9 @@ stop
 
 # ---- 4. connections.max.reauth.ms ---------------------------------------------------------
 start --override connections.max.reauth.ms=3000
+$W salt 127.0.0.1 "${SP#*:}" mallory > "$T/salt.mallory2" || fail "an unknown user's server-first-message"
+diff "$T/salt.mallory" "$T/salt.mallory2" || fail "an unknown user's salt changed across a restart"
+pass "an unknown user's SCRAM salt is stable across restarts, shaped like a real user's"
 export KAAS_SASL_MECH=SCRAM-SHA-256
 node ci/sasl/reauth_kafkajs.js "$SP" reauth-kj 9 || fail "kafkajs across re-authentications"
 n=$(grep -c "SASL re-authenticated User:alice with SCRAM-SHA-256" "$BROKER_LOG" || true)
