@@ -34,6 +34,7 @@
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
 #include "kaas/core/ptable.h"
+#include "kaas/core/users.h"
 #include "kaas/net/server.h"
 #include "kaas/topics/admin.h"
 #include "kaas/topics/topics.h"
@@ -56,6 +57,7 @@ static void usage(FILE *out)
 		"            [--broker-id N] [--config FILE] [--override KEY=VALUE ...] [--trust-unqualified]\n"
 		"       kaas --apis | --help\n"
 		"       kaas trash list|empty --data DIR [--older-than DURATION]  (kaas trash --help)\n"
+		"       kaas users add|remove|list --cluster-dir DIR [--user NAME]  (kaas users --help)\n"
 		"\n"
 		"A Kafka-compatible broker that keeps every partition on one shared volume.\n"
 		"\n"
@@ -561,6 +563,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1 && strcmp(argv[1], "trash") == 0)
 		return kt_trash_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "users") == 0)
+		return kb_users_main(argc - 1, argv + 1);
 
 	static kb_broker broker;
 	kb_broker *b = &broker;

@@ -36,10 +36,19 @@ const tls = process.env.KAAS_TLS_CA
         : {})
     }
   : undefined
+// SASL when KAAS_SASL_MECH is set (ci/sasl/test_sasl.sh), over TLS with KAAS_TLS_CA.
+const sasl = process.env.KAAS_SASL_MECH
+  ? {
+      mechanism: process.env.KAAS_SASL_MECH.toLowerCase(),
+      username: process.env.KAAS_SASL_USER,
+      password: process.env.KAAS_SASL_PASS
+    }
+  : undefined
 const kafka = new Kafka({
   clientId: 'kaas-interop-kafkajs',
   brokers: [boot],
   ssl: tls,
+  sasl,
   logLevel: process.env.KJ_LOG ? logLevel[process.env.KJ_LOG] : logLevel.NOTHING,
   retry: { retries: 20, initialRetryTime: 200, maxRetryTime: 3000 }
 })

@@ -44,29 +44,40 @@ import sys
 
 # TLS for the clients (ci/tls/test_tls.sh): KAAS_TLS_CA is the CA bundle to
 # trust, KAAS_TLS_CERT/KAAS_TLS_KEY the client's certificate and key (mutual
-# TLS).  Unset: plaintext, as every other test runs.
+# TLS).  SASL (ci/sasl/test_sasl.sh): KAAS_SASL_MECH (PLAIN, SCRAM-SHA-256,
+# SCRAM-SHA-512) with KAAS_SASL_USER and KAAS_SASL_PASS; with KAAS_TLS_CA too
+# it is SASL_SSL.  Unset: plaintext, as every other test runs.
 def tls_librdkafka():
-    """librdkafka (confluent-kafka) settings for the KAAS_TLS_* variables."""
+    """librdkafka (confluent-kafka) settings for the KAAS_TLS_* and KAAS_SASL_* variables."""
     ca = os.environ.get("KAAS_TLS_CA")
-    if not ca:
-        return {}
-    c = {"security.protocol": "ssl", "ssl.ca.location": ca,
-         "ssl.endpoint.identification.algorithm": "https"}
-    if os.environ.get("KAAS_TLS_CERT"):
-        c["ssl.certificate.location"] = os.environ["KAAS_TLS_CERT"]
-        c["ssl.key.location"] = os.environ["KAAS_TLS_KEY"]
+    mech = os.environ.get("KAAS_SASL_MECH")
+    c = {}
+    if ca:
+        c = {"security.protocol": "ssl", "ssl.ca.location": ca,
+             "ssl.endpoint.identification.algorithm": "https"}
+        if os.environ.get("KAAS_TLS_CERT"):
+            c["ssl.certificate.location"] = os.environ["KAAS_TLS_CERT"]
+            c["ssl.key.location"] = os.environ["KAAS_TLS_KEY"]
+    if mech:
+        c.update({"security.protocol": "sasl_ssl" if ca else "sasl_plaintext", "sasl.mechanisms": mech,
+                  "sasl.username": os.environ["KAAS_SASL_USER"], "sasl.password": os.environ["KAAS_SASL_PASS"]})
     return c
 
 
 def tls_kafka_python():
-    """kafka-python keyword arguments for the KAAS_TLS_* variables."""
+    """kafka-python keyword arguments for the KAAS_TLS_* and KAAS_SASL_* variables."""
     ca = os.environ.get("KAAS_TLS_CA")
-    if not ca:
-        return {}
-    c = {"security_protocol": "SSL", "ssl_cafile": ca, "ssl_check_hostname": True}
-    if os.environ.get("KAAS_TLS_CERT"):
-        c["ssl_certfile"] = os.environ["KAAS_TLS_CERT"]
-        c["ssl_keyfile"] = os.environ["KAAS_TLS_KEY"]
+    mech = os.environ.get("KAAS_SASL_MECH")
+    c = {}
+    if ca:
+        c = {"security_protocol": "SSL", "ssl_cafile": ca, "ssl_check_hostname": True}
+        if os.environ.get("KAAS_TLS_CERT"):
+            c["ssl_certfile"] = os.environ["KAAS_TLS_CERT"]
+            c["ssl_keyfile"] = os.environ["KAAS_TLS_KEY"]
+    if mech:
+        c.update({"security_protocol": "SASL_SSL" if ca else "SASL_PLAINTEXT", "sasl_mechanism": mech,
+                  "sasl_plain_username": os.environ["KAAS_SASL_USER"],
+                  "sasl_plain_password": os.environ["KAAS_SASL_PASS"]})
     return c
 
 

@@ -234,6 +234,5 @@ bad "TLSv1.1" "TLSv1.1" --listen SSL://127.0.0.1:0 \
 bad "an unknown cipher suite" "unknown cipher suite" --listen SSL://127.0.0.1:0 \
 	--override "ssl.keystore.location=$CRT/server.keystore.pem" --override ssl.cipher.suites=TLS_NOPE
 bad "a JKS keystore" "PEM files only" --override ssl.keystore.type=JKS
-bad "a SASL listener" "SASL_SSL is not supported yet" --listen SASL_SSL://127.0.0.1:0
 bad "a name without a protocol" "does not name it" --listen INSIDE://127.0.0.1:0
 echo "PASS ci/tls/test_tls.sh"

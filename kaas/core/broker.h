@@ -76,6 +76,11 @@ typedef struct kb_config {
 	char ssl_enabled_protocols[KB_CFG_STR];   /* ssl.enabled.protocols */
 	char ssl_cipher_suites[KB_CFG_STR];       /* ssl.cipher.suites */
 	int64_t ssl_handshake_timeout_ms;         /* kaas.ssl.handshake.timeout.ms (10000) */
+	/* SASL (SASL_PLAINTEXT and SASL_SSL listeners; credentials in CLUSTER/users/) */
+	char sasl_enabled_mechanisms[256];        /* sasl.enabled.mechanisms (SCRAM-SHA-256,SCRAM-SHA-512) */
+	int64_t connections_max_reauth_ms;        /* connections.max.reauth.ms (0: sessions never end) */
+	int32_t sasl_server_max_receive_size;     /* sasl.server.max.receive.size (524288): frames
+	                                             before authentication */
 	char data_url[4096];            /* log.dirs: the data volume (path or substrate URL) */
 	char cluster_url[4096];         /* kaas.cluster.dir (default DATA/__cluster) */
 	int trust_unqualified;          /* --trust-unqualified only (no file key) */
@@ -232,8 +237,12 @@ struct kb_req {
 	const char *adv_host;     /* the endpoint advertised by the listener the request */
 	int32_t adv_port;         /* arrived on (NULL: the broker's, b->host/b->port) */
 	const char *listener;     /* that listener's name (NULL: the first) */
-	const char *principal;    /* "User:CN=..." of a TLS client certificate, else "User:ANONYMOUS" */
+	const char *principal;    /* "User:NAME" authenticated by SASL, else "User:CN=..." of a TLS
+	                             client certificate, else "User:ANONYMOUS" */
 	struct kb_splices *splices; /* private: file ranges spliced into the response */
+	struct kn_sasl *sasl;     /* private to the server (kaas/net/sasl.h): the connection's SASL
+	                             exchange and its settings; NULL on a listener without SASL */
+	const struct kn_sasl_env *sasl_env;
 };
 
 /* Splices the ranges of `plan` into `resp` at its current end, as if their

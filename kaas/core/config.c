@@ -28,15 +28,15 @@ const kb_config_key kb_config_keys[] = {
 	{"broker.id", KCFG_I32, OFF(broker_id), 0, INT32_MAX, "1",
 	 "this broker's node id (--broker-id, KAAS_BROKER_ID)"},
 	{"listeners", KCFG_LISTENER, OFF(listeners), 0, 0, "PLAINTEXT://0.0.0.0:9092",
-	 "where to listen: NAME://HOST:PORT[,NAME://HOST:PORT...], NAME one of PLAINTEXT, SSL "
-	 "or a name of listener.security.protocol.map; HOST:PORT alone is PLAINTEXT "
+	 "where to listen: NAME://HOST:PORT[,NAME://HOST:PORT...], NAME one of PLAINTEXT, SSL, "
+	 "SASL_PLAINTEXT, SASL_SSL or a name of listener.security.protocol.map; HOST:PORT alone is PLAINTEXT "
 	 "(--listen, KAAS_LISTEN: one PLAINTEXT listener)"},
 	{"advertised.listeners", KCFG_LISTENER, OFF(advertised_listeners), 0, 0, "(listeners)",
 	 "the endpoint Metadata gives clients that connected to the listener of the same name "
 	 "(--advertise, KAAS_ADVERTISE: the first listener's); a listener without one advertises "
 	 "its own address, this host's name for a wildcard"},
 	{"listener.security.protocol.map", KCFG_STR, OFF(listener_protocol_map), 0, 0, "",
-	 "NAME:PROTOCOL[,...]: the security protocol (PLAINTEXT, SSL) of each listener name that "
+	 "NAME:PROTOCOL[,...]: the security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) of each listener name that "
 	 "is not itself a protocol"},
 	{"ssl.keystore.location", KCFG_STR, OFF(ssl_keystore_location), 0, 0, "",
 	 "PEM file with this broker's private key and certificate chain (SSL listeners)"},
@@ -61,6 +61,16 @@ const kb_config_key kb_config_keys[] = {
 	{"ssl.cipher.suites", KCFG_STR, OFF(ssl_cipher_suites), 0, 0, "",
 	 "comma-separated cipher suites (OpenSSL or IANA names of TLS 1.2 suites, TLS 1.3 "
 	 "suites by their TLS_ names); empty: OpenSSL's defaults"},
+	{"sasl.enabled.mechanisms", KCFG_SASL_MECHS, OFF(sasl_enabled_mechanisms), 0, 0,
+	 "SCRAM-SHA-256,SCRAM-SHA-512",
+	 "the SASL mechanisms of the SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, "
+	 "SCRAM-SHA-512 (PLAIN sends the password itself: prefer it on SASL_SSL); users with "
+	 "kaas users add"},
+	{"connections.max.reauth.ms", KCFG_I64, OFF(connections_max_reauth_ms), 0, INT64_MAX, "0",
+	 "a SASL session lasts this long (KIP-368): the client re-authenticates before, or its next "
+	 "request after closes the connection; 0: sessions never end"},
+	{"sasl.server.max.receive.size", KCFG_I32, OFF(sasl_server_max_receive_size), 64, INT32_MAX,
+	 "524288", "largest request accepted on a SASL listener before authentication"},
 	{"kaas.ssl.handshake.timeout.ms", KCFG_I64, OFF(ssl_handshake_timeout_ms), 1, INT32_MAX,
 	 "10000", "a TLS handshake not finished this long after the connection was accepted "
 	 "is dropped"},
@@ -177,6 +187,8 @@ void kb_config_defaults(kb_config *c)
 	snprintf(c->ssl_enabled_protocols, sizeof(c->ssl_enabled_protocols), "TLSv1.2,TLSv1.3");
 	c->ssl_client_auth = KB_SSL_AUTH_NONE;
 	c->ssl_handshake_timeout_ms = 10000;
+	snprintf(c->sasl_enabled_mechanisms, sizeof(c->sasl_enabled_mechanisms), "SCRAM-SHA-256,SCRAM-SHA-512");
+	c->sasl_server_max_receive_size = 524288;
 	c->advertise_port = -1; /* unset: follow listeners */
 	c->num_partitions = 1;
 	c->auto_create_topics = 1;
@@ -264,6 +276,41 @@ static int bad(char *err, size_t errlen, const char *key, const char *value, con
 {
 	snprintf(err, errlen, "%s: invalid value '%s' (%s)", key, value, why);
 	return -EINVAL;
+}
+
+/* sasl.enabled.mechanisms: a comma list, each once, stored without blanks. */
+static int sasl_mechs(char *dst, const char *value, char *err, size_t errlen, const char *key)
+{
+	static const char *const known[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+	char out[256] = "";
+	int seen[3] = {0, 0, 0};
+	for (const char *p = value;;) {
+		while (*p == ' ')
+			p++;
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		while (n && p[n - 1] == ' ')
+			n--;
+		int i;
+		for (i = 0; i < 3; i++)
+			if (strlen(known[i]) == n && strncmp(known[i], p, n) == 0)
+				break;
+		if (i == 3) {
+			char why[160];
+			int other = (n == 6 && strncmp(p, "GSSAPI", 6) == 0) || (n == 11 && strncmp(p, "OAUTHBEARER", 11) == 0);
+			snprintf(why, sizeof(why), "'%.*s' %s; kaas offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512",
+				 (int)(n > 40 ? 40 : n), p, other ? "is not supported" : "is not a SASL mechanism");
+			return bad(err, errlen, key, value, why);
+		}
+		if (seen[i]++)
+			return bad(err, errlen, key, value, "a mechanism named twice");
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", *out ? "," : "", known[i]);
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	snprintf(dst, 256, "%s", out);
+	return 0;
 }
 
 int kb_config_set(kb_config *c, const char *key, const char *value, char *err, size_t errlen)
@@ -382,6 +429,8 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 		else
 			return bad(err, errlen, key, value, "must be required, requested or none");
 		return 0;
+	case KCFG_SASL_MECHS:
+		return sasl_mechs(base + k->off, value, err, errlen, key);
 	case KCFG_STORETYPE:
 		if (strcasecmp(value, "PEM") == 0) {
 			snprintf(base + k->off, 16, "PEM");

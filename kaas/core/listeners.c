@@ -3,8 +3,8 @@
  * `advertised.listeners` (NAME://HOST:PORT lists) and
  * `listener.security.protocol.map` (NAME:PROTOCOL), resolved into one row per
  * listener with its security protocol and advertised endpoint.  The server
- * binds one socket per row; SASL listeners are named here so that the SASL
- * layer slots in, and refused by the server until it exists.
+ * binds one socket per row and starts TLS (SSL, SASL_SSL) and SASL
+ * (SASL_PLAINTEXT, SASL_SSL) on its connections.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -67,7 +67,8 @@ def write(d, name, data):
 def main():
     root = os.path.join(HERE, "corpus")
     req_dir, batch_dir = os.path.join(root, "request"), os.path.join(root, "batch")
-    for d in (req_dir, batch_dir):
+    sasl_dir = os.path.join(root, "sasl")
+    for d in (req_dir, batch_dir, sasl_dir):
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):
             if not f.startswith("found-"):
@@ -92,6 +93,25 @@ def main():
     }
     for name, data in hostile.items():
         write(req_dir, name, data)
+
+    # SASL exchanges (fuzz_sasl.c): mechanism byte, then 2-byte-length tokens.
+    def sasl(mech, *toks):
+        return bytes([mech]) + b"".join(struct.pack(">H", len(t)) + t for t in toks)
+    nonce = b"rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+    for name, data in {
+        "plain-ok": sasl(0, b"\0user\0pencil"),
+        "plain-authzid": sasl(4, b"user\0user\0pencil"),
+        "plain-wrong": sasl(0, b"\0user\0pencils"),
+        "plain-three-nuls": sasl(0, b"\0a\0b\0c"),
+        "scram256-rfc7677": sasl(1, b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+                                 b"c=biws,r=" + nonce + b",p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="),
+        "scram256-bad-proof": sasl(1, b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+                                   b"c=biws,r=" + nonce + b",p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVR="),
+        "scram512-unknown": sasl(2, b"n,a=bob,n=bob,r=abc,ext=1", b"c=bixhPWJvYiw=,r=abc%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                                 b"p=" + b"A" * 86 + b"=="),
+        "scram-escapes": sasl(1, b"y,,n=u=2Cx=3D,r=a", b"c=eSws,r=a,p=AAAA", b"more"),
+    }.items():
+        write(sasl_dir, name, data)
 
     recs = [b"value-%d" % i * (1 + i % 5) for i in range(20)]
     keys = [None if i % 4 == 0 else b"k%d" % i for i in range(20)]

@@ -1,5 +1,5 @@
 # kaas/fuzz/ — fuzz targets over the whole broker: the request decoders and
-# handlers behind the dispatch table, and record-batch validation (docs/compat.md,
+# handlers behind the dispatch table, record-batch validation, the SASL exchange (docs/compat.md,
 # "Fuzzing").
 #
 # `make unit` (and so `make test`) builds each target as a Check-free unit
@@ -13,9 +13,9 @@ MODULES += fuzz
 fuzz_SRCS := kaas/fuzz/harness.c kaas/fuzz/replay.c
 fuzz_USES := net coord topics core storage proto sub util
 fuzz_PREFIX := fz
-fuzz_TESTS := kaas/fuzz/fuzz_request.c kaas/fuzz/fuzz_batch.c
+fuzz_TESTS := kaas/fuzz/fuzz_request.c kaas/fuzz/fuzz_batch.c kaas/fuzz/fuzz_sasl.c
 
-FUZZ_TARGETS := request batch
+FUZZ_TARGETS := request batch sasl
 FUZZ_SECONDS ?= 120
 FUZZ_BUILD := $(BUILD)/fuzz
 

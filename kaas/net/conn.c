@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kaas/net/sasl.h"
 #include "kaas/net/server_int.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -166,6 +167,7 @@ static void conn_free_if_done(conn *c)
 		s->nconns--;
 		free(c->big);
 		kn__tls_conn_free(c);
+		kn_sasl_free(c->sasl);
 		free(c);
 		kn__check_drained(s);
 	}
@@ -232,6 +234,40 @@ int kn__conn_idle(const conn *c)
 
 /* ---- reading and framing ------------------------------------------------------------ */
 
+const char *kn__req_parse(conn *c, sreq *r)
+{
+	kw_rd rd;
+	kw_rd_init(&rd, r->frame, r->frame_len);
+	kw_req_header h;
+	if (kw_req_header_prefix(&rd, &h))
+		return "short request header";
+	r->pub.api_key = h.api_key;
+	r->pub.api_version = h.api_version;
+	r->pub.correlation_id = h.correlation_id;
+	r->pub.client_id = h.client_id;
+	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, h.api_key);
+	if (!api || !api->handler) {
+		KLOG_WARN("server", "%s: unknown API key %d (version %d, correlation id %d); closing the connection",
+			  c->peer, h.api_key, h.api_version, h.correlation_id);
+		return "unknown API key";
+	}
+	r->api = api;
+	if (h.api_version < api->min || h.api_version > api->max) {
+		r->unsupported = 1;
+		r->pub.flex = 0;
+	} else {
+		r->pub.flex = kw_api_flexible(api, h.api_version);
+		if (kw_req_header_rest(&rd, r->pub.flex, &h)) {
+			KLOG_WARN("server", "%s: malformed %s v%d request header: bad field '%s'; closing",
+				  c->peer, api->name, h.api_version, rd.err);
+			return "malformed request header";
+		}
+		r->pub.client_id = h.client_id;
+	}
+	r->body = rd;
+	return NULL;
+}
+
 static void frame_done(conn *c, uint8_t *f, size_t len)
 {
 	kn_server *s = c->s;
@@ -247,19 +283,8 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->frame_len = len;
 	c->buffered += len + sizeof(*r);
 	c->nreqs++;
-	kw_rd rd;
-	kw_rd_init(&rd, f, len);
-	kw_req_header h;
-	if (kw_req_header_prefix(&rd, &h)) {
-		kn__req_free(r);
-		kn__conn_close(c, "short request header");
-		return;
-	}
 	r->pub.broker = s->b;
-	r->pub.api_key = h.api_key;
-	r->pub.api_version = h.api_version;
-	r->pub.correlation_id = h.correlation_id;
-	r->pub.client_id = h.client_id;
+	r->pub.client_id.len = -1;
 	r->pub.conn_id = c->id;
 	r->pub.peer = c->peer;
 	r->pub.adv_host = c->lst->adv_host;
@@ -268,30 +293,20 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.principal = c->principal;
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
 	r->received_ns = ku_mono_ns();
-	const kw_api *api = kw_api_find(kn_dispatch_table, kn_dispatch_table_len, h.api_key);
-	if (!api || !api->handler) {
-		KLOG_WARN("server", "%s: unknown API key %d (version %d, correlation id %d); closing the connection",
-			  c->peer, h.api_key, h.api_version, h.correlation_id);
-		kn__req_free(r);
-		kn__conn_close(c, "unknown API key");
-		return;
-	}
-	r->api = api;
-	if (h.api_version < api->min || h.api_version > api->max) {
-		r->unsupported = 1;
-		r->pub.flex = 0;
+	r->pub.sasl = c->sasl;
+	r->pub.sasl_env = s->sasl_env;
+	/* Before authentication a frame may be an unframed SASL token: what it
+	 * is depends on the step before it, known once that one has run. */
+	if (c->sasl && !c->sasl_authed) {
+		r->unparsed = 1;
 	} else {
-		r->pub.flex = kw_api_flexible(api, h.api_version);
-		if (kw_req_header_rest(&rd, r->pub.flex, &h)) {
-			KLOG_WARN("server", "%s: malformed %s v%d request header: bad field '%s'; closing",
-				  c->peer, api->name, h.api_version, rd.err);
+		const char *why = kn__req_parse(c, r);
+		if (why) {
 			kn__req_free(r);
-			kn__conn_close(c, "malformed request header");
+			kn__conn_close(c, why);
 			return;
 		}
-		r->pub.client_id = h.client_id;
 	}
-	r->body = rd;
 	if (c->pend_tail)
 		c->pend_tail->next = r;
 	else
@@ -306,7 +321,13 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 {
 	kn_server *s = c->s;
-	int64_t max = s->b->cfg.socket_request_max_bytes;
+	int64_t max = s->b->cfg.socket_request_max_bytes, min = 8;
+	int presasl = c->sasl && !c->sasl_authed;
+	if (presasl) { /* sasl.server.max.receive.size; an unframed token may be short */
+		if (max > s->b->cfg.sasl_server_max_receive_size)
+			max = s->b->cfg.sasl_server_max_receive_size;
+		min = 1;
+	}
 	size_t pos = 0;
 	while (!c->closed && n - pos >= 4) {
 		int32_t len = kw_get_i32(buf + pos);
@@ -316,9 +337,11 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 			kn__conn_close(c, "TLS on a PLAINTEXT listener");
 			return -1;
 		}
-		if (len < 8 || (int64_t)len > max) {
-			KLOG_WARN("server", "%s: request size %d outside [8, %lld] (socket.request.max.bytes); closing",
-				  c->peer, len, (long long)max);
+		if (len < min || (int64_t)len > max) {
+			KLOG_WARN("server", "%s: request size %d outside [%lld, %lld] (%s); closing", c->peer, len,
+				  (long long)min, (long long)max,
+				  presasl ? "sasl.server.max.receive.size, before SASL authentication"
+					  : "socket.request.max.bytes");
 			kn__conn_close(c, "bad frame size");
 			return -1;
 		}
@@ -358,7 +381,7 @@ static int reading_allowed(const conn *c)
 {
 	/* A frame being received is always finished: it was admitted by size.
 	 * One waiting for queued.max.request.bytes is not read on. */
-	return !c->closed && (c->lingering || (!c->s->draining && c->bw.state == KAAS_BW_IDLE &&
+	return !c->closed && (c->lingering || (!c->s->draining && !c->sasl_closing && c->bw.state == KAAS_BW_IDLE &&
 					       (c->big || (int64_t)c->buffered <
 									      c->s->b->cfg.connection_max_buffered_bytes)));
 }
@@ -501,7 +524,7 @@ void kn__after_progress(conn *c)
 	if (c->closed)
 		return;
 	kn__try_dispatch(c);
-	if (c->s->draining && kn__conn_idle(c)) {
+	if ((c->s->draining || c->sasl_closing) && kn__conn_idle(c)) {
 		kn__conn_linger(c);
 		return;
 	}
@@ -645,7 +668,15 @@ void kn__conn_new(kn_server *s, kn_listener *l, int fd, const struct sockaddr_st
 	s->conns = c;
 	s->nconns++;
 	s->nopen++;
-	if (l->cfg.protocol == KB_SEC_SSL) {
+	int proto = l->cfg.protocol;
+	if (proto == KB_SEC_SASL_PLAINTEXT || proto == KB_SEC_SASL_SSL) {
+		c->sasl = kn_sasl_new();
+		if (!c->sasl) {
+			kn__conn_close(c, "out of memory for SASL");
+			return;
+		}
+	}
+	if (proto == KB_SEC_SSL || proto == KB_SEC_SASL_SSL) {
 		if (kn__tls_conn_start(c)) {
 			kn__conn_close(c, "out of memory for TLS");
 			return;

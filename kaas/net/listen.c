@@ -215,20 +215,22 @@ static void advertised(kn_listener *l)
 int kn__listeners_open(kn_server *s, char *err, size_t errlen)
 {
 	kb_listener rows[KB_MAX_LISTENERS];
-	int n = 0, need_tls = 0;
+	int n = 0, need_tls = 0, need_sasl = 0;
 	int rc = kb_listeners_resolve(&s->b->cfg, rows, &n, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++) {
-		if (rows[i].protocol == KB_SEC_SASL_PLAINTEXT || rows[i].protocol == KB_SEC_SASL_SSL) {
-			snprintf(err, errlen, "listener %s: %s is not supported yet (PLAINTEXT and SSL are)",
-				 rows[i].name, kb_security_protocol_name(rows[i].protocol));
-			return -EINVAL;
-		}
-		need_tls |= rows[i].protocol == KB_SEC_SSL;
+		int p = rows[i].protocol;
+		need_sasl |= p == KB_SEC_SASL_PLAINTEXT || p == KB_SEC_SASL_SSL;
+		need_tls |= p == KB_SEC_SSL || p == KB_SEC_SASL_SSL;
 	}
 	if (need_tls) {
 		rc = kn__tls_create(&s->b->cfg, &s->tls, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (need_sasl) {
+		rc = kn__sasl_env_create(s, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -291,4 +293,5 @@ void kn__listeners_free(kn_server *s)
 	}
 	kn__tls_destroy(s->tls);
 	s->tls = NULL;
+	kn__sasl_env_free(s);
 }

@@ -113,7 +113,7 @@ static void build_response(sreq *r, kw_wr *w)
 {
 	struct kb_splices *sp = r->pub.splices;
 	int flex = r->pub.flex && r->pub.api_key != KAAS_API_API_VERSIONS;
-	size_t hl = flex ? 9 : 8;
+	size_t hl = r->raw ? 4 : flex ? 9 : 8; /* an unframed SASL token has its size alone */
 	uint64_t total = (hl - 4) + (uint64_t)w->len + (sp ? sp->total : 0);
 	if (w->oom || total > INT32_MAX) {
 		r->resp_bad = 1;
@@ -242,13 +242,15 @@ int kn__req_silent(const sreq *r)
 
 void kn__try_dispatch(conn *c)
 {
-	if (c->closed || c->running || !c->pend_head)
+	if (c->closed || c->running || !c->pend_head || c->sasl_closing)
 		return;
 	/* A client that does not read its responses gets no new ones: the
 	 * requests wait, and once they fill the budget reading stops too. */
 	if ((int64_t)c->out_mem >= c->s->b->cfg.connection_max_buffered_bytes)
 		return;
 	sreq *r = c->pend_head;
+	if (c->sasl && kn__sasl_gate(c, r))
+		return; /* closed */
 	c->pend_head = r->next;
 	if (!c->pend_head)
 		c->pend_tail = NULL;
@@ -417,6 +419,8 @@ static void on_async(uv_async_t *h)
 			kn__conn_close(c, "request failed");
 			continue;
 		}
+		if (e->kind == EV_DONE && kn__sasl_is_step(r))
+			kn__sasl_applied(c);
 		if (r->ready && r->resp_bad) {
 			KLOG_ERR("server", "%s: the %s response could not be built (out of memory or over 2 GiB)",
 				 c->peer, r->api ? r->api->name : "?");

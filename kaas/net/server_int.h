@@ -49,6 +49,8 @@ typedef struct part {
 
 typedef struct conn conn;
 typedef struct kn_tls kn_tls; /* tls.c: the TLS settings of the SSL listeners */
+struct kn_sasl;               /* sasl.h: one connection's SASL exchange */
+struct kn_sasl_env;
 
 /* One listening socket (listen.c), of the listeners= setting. */
 typedef struct kn_listener {
@@ -70,6 +72,8 @@ typedef struct sreq {
 	const kw_api *api;
 	kw_rd body;
 	int unsupported;
+	int unparsed; /* before SASL authentication: classified at dispatch */
+	int raw;      /* an unframed SASL token (after SaslHandshake v0): answered without a header */
 	int result; /* handler's return value, set before EV_DONE */
 	/* the response, built by a worker or completer before it posts */
 	uint8_t hdr[9];
@@ -101,7 +105,16 @@ struct conn {
 	int tls_ready;       /* handshake finished */
 	int tls_ktls_send;   /* the kernel encrypts what is sent: SSL_sendfile works */
 	int tls_rd_wants_write, tls_wr_wants_read; /* SSL_read needs POLLOUT and vice versa */
-	char principal[320]; /* "User:CN=..." from a client certificate, else User:ANONYMOUS */
+	char principal[320]; /* "User:NAME" from SASL, else "User:CN=..." from a client
+	                        certificate, else User:ANONYMOUS; for authorization */
+	/* SASL (h_sasl.c): NULL on a listener without it.  The fields below are
+	 * the loop's copy of the exchange's outcome, applied after each step. */
+	struct kn_sasl *sasl;
+	int sasl_authed;      /* authenticated at least once */
+	int sasl_raw;         /* the next frame is an unframed token */
+	int sasl_reauth;      /* a re-authentication is under way */
+	int sasl_closing;     /* failed: answer what was dispatched, then close */
+	uint64_t sasl_expiry_ms; /* loop time the session ends (0: never) */
 	int closed;
 	int lingering; /* draining: answers sent, FIN sent, discarding input */
 	int handles_open;
@@ -137,6 +150,7 @@ struct kn_server {
 	int nlst;
 	int lpoll_active;      /* the listeners' poll handles are open */
 	kn_tls *tls;           /* NULL without an SSL listener */
+	struct kn_sasl_env *sasl_env; /* NULL without a SASL listener */
 	uv_timer_t accept_pause;
 	uv_async_t async;
 	uv_signal_t sigterm, sigint;
@@ -186,6 +200,14 @@ void kn__budget_release(conn *c, size_t n); /* what c held */
 void kn__frame_watch_start(kn_server *s);
 void kn__update_poll(conn *c);
 void kn__after_progress(conn *c);
+const char *kn__req_parse(conn *c, sreq *r); /* the header; NULL, or why the connection must close */
+
+/* h_sasl.c: SASL's part in the loop */
+int kn__sasl_env_create(kn_server *s, char *err, size_t errlen);
+void kn__sasl_env_free(kn_server *s);
+int kn__sasl_gate(conn *c, sreq *r);   /* before dispatching r: 0, or -1 (c closed) */
+int kn__sasl_is_step(const sreq *r);   /* r was a step of c's exchange */
+void kn__sasl_applied(conn *c);        /* after such a step's handler returned */
 
 /* listen.c: the listening sockets and the accept limits */
 int kn__listeners_open(kn_server *s, char *err, size_t errlen); /* resolve, bind, TLS */

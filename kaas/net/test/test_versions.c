@@ -15,8 +15,8 @@
 /* What kaas serves (DESIGN §8; Produce from v0, docs/broker.md), in table order. */
 static const int16_t served[][3] = {
 	{0, 0, 7},   {1, 4, 11},  {2, 0, 5},   {3, 0, 12},  {8, 0, 7},  {9, 0, 7},   {10, 0, 2},  {11, 0, 5},
-	{12, 0, 3},  {13, 0, 3},  {14, 0, 3},  {15, 0, 4},  {16, 0, 4}, {18, 0, 3},  {19, 0, 4},  {20, 0, 3},
-	{21, 0, 1},  {22, 0, 4},  {23, 0, 4},  {32, 0, 4},  {33, 0, 1}, {35, 0, 4},  {37, 0, 1},  {42, 0, 1},
+	{12, 0, 3},  {13, 0, 3},  {14, 0, 3},  {15, 0, 4},  {16, 0, 4}, {17, 0, 1},  {18, 0, 3},  {19, 0, 4},  {20, 0, 3},
+	{21, 0, 1},  {22, 0, 4},  {23, 0, 4},  {32, 0, 4},  {33, 0, 1}, {35, 0, 4},  {36, 0, 2},  {37, 0, 1},  {42, 0, 1},
 	{44, 0, 1},  {47, 0, 0},  {60, 0, 1},
 };
 #define NSERVED ((int32_t)(sizeof(served) / sizeof(served[0])))
@@ -74,6 +74,59 @@ START_TEST(api_versions_unsupported_layout)
 	hh_expect("ApiVersions v4 (unsupported)", w.buf, w.len, want);
 	kw_wr_free(&w);
 	free(want);
+}
+END_TEST
+
+/* ---- SaslHandshake, SaslAuthenticate ------------------------------------------------------ */
+
+/* On a listener without SASL both answer ILLEGAL_SASL_STATE in each
+ * version's layout (SaslHandshake: error, mechanisms; SaslAuthenticate:
+ * error, message, auth bytes, v1+ session lifetime, v2 compact + tags). */
+START_TEST(sasl_every_version)
+{
+	for (int16_t v = 0; v <= 1; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		gb_str(req, "PLAIN");
+		gb16(want, KERR_ILLEGAL_SASL_STATE);
+		gb_arr(want, 0);
+		hreq *r = hh_send(KAAS_API_SASL_HANDSHAKE, v, req);
+		ck_assert_int_eq(r->rc, KAAS_HANDLED);
+		hh_expect("SaslHandshake", r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
+	static const char msg[] = "SaslAuthenticate on a listener without SASL";
+	for (int16_t v = 0; v <= 2; v++) {
+		gb *req = calloc(1, sizeof(gb)), *want = calloc(1, sizeof(gb));
+		if (v >= 2) {
+			gb_uvar(req, 5); /* compact bytes: length + 1 */
+			gb_raw(req, "\0a\0b", 4);
+			gb_uvar(req, 0);
+		} else {
+			gb_bytes(req, "\0a\0b", 4);
+		}
+		gb16(want, KERR_ILLEGAL_SASL_STATE);
+		if (v >= 2) {
+			gb_cstr(want, msg);
+			gb_uvar(want, 1); /* empty compact bytes */
+		} else {
+			gb_str(want, msg);
+			gb32(want, 0);
+		}
+		if (v >= 1)
+			gb64(want, 0);
+		if (v >= 2)
+			gb_uvar(want, 0);
+		hreq *r = hh_send(KAAS_API_SASL_AUTHENTICATE, v, req);
+		ck_assert_int_eq(r->rc, KAAS_HANDLED);
+		char what[64];
+		snprintf(what, sizeof(what), "SaslAuthenticate v%d", v);
+		hh_expect(what, r->body, r->len, want);
+		hh_free(r);
+		free(req);
+		free(want);
+	}
 }
 END_TEST
 
@@ -713,7 +766,7 @@ int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "versions", .tcase = "versions", .timeout = 120,
 					  .setup = hh_setup, .teardown = hh_teardown },
-			  KTEST_LIST(api_versions_every_version, api_versions_unsupported_layout,
+			  KTEST_LIST(api_versions_every_version, api_versions_unsupported_layout, sasl_every_version,
 				     metadata_every_version, metadata_ops_and_ids, produce_every_version,
 				     fetch_every_version, fetch_leader_epoch_checks,
 				     list_offsets_every_version));
