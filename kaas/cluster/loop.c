@@ -257,6 +257,41 @@ static void publish(kcl_rt *rt)
 		pthread_mutex_unlock(&rt->mu);
 		br[nb++] = (kcl_bbroker){p->id, p->inc, p->rack, draining};
 	}
+	/* Nothing to balance when nothing it reads changed since the last pass
+	 * that found the assignment in force already right: the eligible
+	 * brokers (and whether they drain), the topics (names, IDs, partition
+	 * counts), the assignment in force and this controller's epoch.  At
+	 * 10,000 partitions a balance is most of the controller's CPU per poll. */
+	uint64_t sig = 1469598103934665603ULL;
+#define SIG_MIX(x) (sig = (sig ^ (uint64_t)(x)) * 1099511628211ULL)
+	SIG_MIX(rt->ctl_epoch);
+	SIG_MIX(prev ? prev->gen.controller_epoch : 0);
+	SIG_MIX(prev ? prev->gen.generation : 0);
+	for (size_t i = 0; i < nb; i++) {
+		SIG_MIX(br[i].id);
+		SIG_MIX(br[i].inc.incarnation);
+		SIG_MIX(br[i].inc.nonce);
+		SIG_MIX(br[i].draining);
+		for (const char *c = br[i].rack ? br[i].rack : ""; *c; c++)
+			SIG_MIX((uint8_t)*c);
+		SIG_MIX(0xff);
+	}
+	for (size_t i = 0; i < nt; i++) {
+		for (const char *c = list[i].name; *c; c++)
+			SIG_MIX((uint8_t)*c);
+		SIG_MIX(0xfe);
+		for (const char *c = list[i].id; *c; c++)
+			SIG_MIX((uint8_t)*c);
+		SIG_MIX(list[i].partitions);
+	}
+#undef SIG_MIX
+	if (prev && prev->gen.controller_epoch == rt->ctl_epoch && rt->have_in_sig && sig == rt->in_sig) {
+		if (pointer_ok(rt, prev->gen)) {
+			rt->balances_skipped++;
+			goto out;
+		}
+		rt->have_in_sig = 0; /* republished below */
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < nt; i++) {
 		if (list[i].partitions <= 0)
@@ -286,8 +321,12 @@ static void publish(kcl_rt *rt)
 		KLOG_ERR("cluster", "controller: balancing failed: %s", strerror(-rc));
 		goto out;
 	}
-	if (prev && prev->gen.controller_epoch == rt->ctl_epoch && assign_equal(prev, &next) && pointer_ok(rt, prev->gen))
+	rt->balances++;
+	if (prev && prev->gen.controller_epoch == rt->ctl_epoch && assign_equal(prev, &next) && pointer_ok(rt, prev->gen)) {
+		rt->in_sig = sig;
+		rt->have_in_sig = 1;
 		goto out;
+	}
 	if (!kcl_lease_holds(&rt->lease, ku_mono_ns()) || kcl_ctl_superseded(b->cluster, rt->ctl_epoch) != 0)
 		goto out;
 	char err[256];
@@ -320,10 +359,33 @@ static void controller(kcl_rt *rt)
 	sub_vfs *v = rt->b->cluster;
 	int64_t now = ku_mono_ns();
 	kcl_ctl_view cv;
-	int rc = kcl_ctl_scan(v, &cv);
+	/* Claims are judged against the highest epoch this broker knows to be
+	 * real (controller.h): the assignment it follows (read just before),
+	 * its own claim; with neither, a fresh cluster's 0, or the lowest
+	 * claim present when assignment.json exists but cannot be read. */
+	int64_t base = rt->areader.max_epoch > rt->ctl_epoch ? rt->areader.max_epoch : rt->ctl_epoch;
+	if (base == 0 && rt->areader.pointer_present)
+		base = KCL_CTL_BASE_LOWEST;
+	int rc = kcl_ctl_scan(v, base, &cv);
 	if (rc) {
 		refuse("controller/", sub_strerror(rc));
 		return;
+	}
+	if (cv.impossible) {
+		char what[64];
+		snprintf(what, sizeof(what), "controller/%010" PRId64 ".json", cv.impossible_lowest);
+		refuse(what, cv.impossible_note);
+	}
+	/* A complete claim naming this very incarnation that this process does
+	 * not hold: forged, or its own attempt whose read-back failed.  Either
+	 * way nobody controls at that epoch; followed, everyone would wait on
+	 * a controller that does nothing. */
+	int forged = cv.highest_complete > 0 && cv.current.owner == rt->id &&
+		     kcl_incarn_cmp(cv.current.inc, rt->inc) == 0 && rt->ctl_epoch != cv.highest_complete;
+	if (forged) {
+		char what[64];
+		snprintf(what, sizeof(what), "controller/%010" PRId64 ".json", cv.highest_complete);
+		refuse(what, "names this broker's incarnation, which does not hold that epoch");
 	}
 	if (cv.highest_complete > 0)
 		kcl_areader_note_epoch(&rt->areader, cv.highest_complete);
@@ -353,7 +415,9 @@ static void controller(kcl_rt *rt)
 	}
 	/* Is there a live controller? */
 	int live = 0;
-	if (cv.highest_complete > 0 && cv.highest_name == cv.highest_complete) {
+	if (forged) {
+		live = 0;
+	} else if (cv.highest_complete > 0 && cv.highest_name == cv.highest_complete) {
 		const kcl_peer *p = kcl_view_get(&rt->view, cv.current.owner, cv.current.inc);
 		ctl_owner = cv.current.owner;
 		if (p && p->live == KCL_LIVE_ALIVE && !p->superseded)
@@ -533,6 +597,66 @@ static int learn_topic(kcl_rt *rt, const char *name, const char *topic_id)
 	return kb_ptable_ensure_topic(rt->b->parts, &d);
 }
 
+#define TAKEOVER_BATCH 256
+#define LOG_EACH_MAX 8 /* larger batches are logged as one line */
+
+static void take_over_batch(kcl_rt *rt, kb_takeover *x, size_t n)
+{
+	kb_ptable *t = rt->b->parts;
+	int64_t t0 = ku_mono_ns();
+	if (kb_ptable_take_over_many(t, x, n) != 0)
+		return;
+	/* Partitions of a topic the table does not know yet (created since
+	 * it last heard from the registry): learn each such topic once, then
+	 * those partitions again as one batch. */
+	size_t again = 0;
+	int lrc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (x[i].rc != -ENOENT)
+			continue;
+		if (i == 0 || strcmp(x[i].topic, x[i - 1].topic) != 0)
+			lrc = learn_topic(rt, x[i].topic, x[i].topic_id);
+		if (lrc == -EAGAIN) {
+			x[i].rc = -EAGAIN; /* the registry catches up at its next refresh */
+		} else if (lrc == 0) {
+			x[i].rc = 1; /* learnt: to be tried again below */
+			again++;
+		}
+	}
+	if (again) {
+		kb_takeover *y = calloc(again, sizeof(*y));
+		size_t k = 0;
+		for (size_t i = 0; y && i < n; i++)
+			if (x[i].rc == 1)
+				y[k++] = x[i];
+		if (!y || kb_ptable_take_over_many(t, y, k) != 0)
+			k = 0;
+		for (size_t i = 0, j = 0; i < n; i++)
+			if (x[i].rc == 1)
+				x[i].rc = j < k ? y[j++].rc : -ENOMEM;
+		free(y);
+	}
+	long long ms = (long long)((ku_mono_ns() - t0) / 1000000);
+	size_t ok = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (x[i].rc == -EAGAIN)
+			continue; /* failed before: the table backs off */
+		if (x[i].rc) {
+			char what[300];
+			snprintf(what, sizeof(what), "take-over of %s/%d at epoch %d failed", x[i].topic, x[i].partition,
+				 x[i].epoch);
+			refuse_as(what, sub_strerror(x[i].rc), "retried; not led here until it succeeds");
+		} else if (n <= LOG_EACH_MAX) {
+			KLOG_INFO("cluster", "%s/%d: leader at epoch %d (take-over %lld ms)", x[i].topic, x[i].partition,
+				  x[i].epoch, ms);
+		}
+		ok += x[i].rc == 0;
+	}
+	if (n > LOG_EACH_MAX && ok)
+		KLOG_INFO("cluster", "took over %zu partition(s) in %lld ms (from %s/%d to %s/%d)", ok, ms, x[0].topic,
+			  x[0].partition, x[n - 1].topic, x[n - 1].partition);
+}
+
 static void driver(kcl_rt *rt)
 {
 	kb_ptable *t = rt->b->parts;
@@ -542,17 +666,37 @@ static void driver(kcl_rt *rt)
 	int64_t now = ku_mono_ns();
 	/* 1. What this broker lost: relinquish (flush, final manifest, close). */
 	int changed = 0;
-	for (size_t i = 0; i < l.n; i++) {
+	kb_takeover *lost = calloc(l.n ? l.n : 1, sizeof(*lost));
+	int *lrc = calloc(l.n ? l.n : 1, sizeof(*lrc));
+	size_t *lidx = calloc(l.n ? l.n : 1, sizeof(*lidx));
+	size_t nlost = 0;
+	for (size_t i = 0; lost && lrc && lidx && i < l.n; i++) {
 		led_ent *e = &l.v[i];
 		const kcl_slot *s = my_slot(rt, e->topic, e->topic_id, e->partition);
 		if (s && s->epoch == e->epoch)
 			continue;
-		int rc = kb_ptable_relinquish(t, e->topic, e->partition);
-		KLOG_INFO("cluster", "%s/%d: relinquished epoch %d%s%s", e->topic, e->partition, e->epoch,
-			  rc ? ": " : "", rc ? sub_strerror(rc) : "");
-		e->state = 0;
-		changed = 1;
+		lost[nlost] = (kb_takeover){e->topic, NULL, e->partition, 0, 0, 0, 0};
+		lidx[nlost++] = i;
 	}
+	/* All at once: the table overlaps their volume work on a few threads. */
+	if (nlost && kb_ptable_relinquish_many(t, lost, nlost, lrc) == 0) {
+		size_t bad = 0;
+		for (size_t j = 0; j < nlost; j++) {
+			led_ent *e = &l.v[lidx[j]];
+			if (nlost <= LOG_EACH_MAX || lrc[j])
+				KLOG_INFO("cluster", "%s/%d: relinquished epoch %d%s%s", e->topic, e->partition, e->epoch,
+					  lrc[j] ? ": " : "", lrc[j] ? sub_strerror(lrc[j]) : "");
+			bad += lrc[j] != 0;
+			e->state = 0;
+			changed = 1;
+		}
+		if (nlost > LOG_EACH_MAX)
+			KLOG_INFO("cluster", "relinquished %zu partition(s) (%zu with errors) in %lld ms", nlost, bad,
+				  (long long)((ku_mono_ns() - now) / 1000000));
+	}
+	free(lost);
+	free(lrc);
+	free(lidx);
 	/* 2. Holding nothing this generation does not give: say so. */
 	if (rt->have_cur) {
 		pthread_mutex_lock(&rt->mu);
@@ -574,6 +718,8 @@ static void driver(kcl_rt *rt)
 	if (me && kcl_incarn_cmp(me->inc, rt->inc) == 0) {
 		int clear = kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, now) &&
 			    kcl_lease_holds(&rt->lease, now);
+		kb_takeover *todo = NULL;
+		size_t ntodo = 0, cap = 0;
 		for (size_t ti = 0; ti < rt->cur.ntopics; ti++) {
 			const kcl_atopic *at = &rt->cur.topics[ti];
 			for (int32_t p = 0; p < at->n; p++) {
@@ -585,30 +731,28 @@ static void driver(kcl_rt *rt)
 					continue;
 				if (!clear)
 					continue;
-				if (__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE))
-					break;
-				int64_t t0 = ku_mono_ns();
-				int rc = kb_ptable_take_over(t, at->name, at->topic_id[0] ? at->topic_id : NULL, p,
-							     at->parts[p].epoch, 0, 0);
-				int lrc = rc == -ENOENT ? learn_topic(rt, at->name, at->topic_id) : -1;
-				if (lrc == 0)
-					rc = kb_ptable_take_over(t, at->name, at->topic_id[0] ? at->topic_id : NULL, p,
-								 at->parts[p].epoch, 0, 0);
-				else if (lrc == -EAGAIN)
-					continue; /* the registry catches up at its next refresh */
-				if (rc == -EAGAIN) {
-					continue; /* failed before: the table backs off */
-				} else if (rc) {
-					char what[300];
-					snprintf(what, sizeof(what), "take-over of %s/%d at epoch %d failed", at->name, p,
-						 at->parts[p].epoch);
-					refuse_as(what, sub_strerror(rc), "retried; not led here until it succeeds");
-				} else {
-					KLOG_INFO("cluster", "%s/%d: leader at epoch %d (take-over %lld ms)", at->name, p,
-						  at->parts[p].epoch, (long long)((ku_mono_ns() - t0) / 1000000));
+				if (ntodo == cap) {
+					size_t nc = cap ? cap * 2 : 64;
+					kb_takeover *nt = realloc(todo, nc * sizeof(*nt));
+					if (!nt)
+						break;
+					todo = nt;
+					cap = nc;
 				}
+				todo[ntodo++] = (kb_takeover){at->name, at->topic_id[0] ? at->topic_id : NULL, p,
+							      at->parts[p].epoch, 0, 0, 0};
 			}
 		}
+		/* The take-overs of this pass in batches: the table overlaps their
+		 * volume round trips on a few threads; between batches the lease
+		 * and the stop flag are looked at again. */
+		for (size_t b0 = 0; b0 < ntodo; b0 += TAKEOVER_BATCH) {
+			size_t nb = ntodo - b0 < TAKEOVER_BATCH ? ntodo - b0 : TAKEOVER_BATCH;
+			if (__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE) || !kcl_lease_holds(&rt->lease, ku_mono_ns()))
+				break;
+			take_over_batch(rt, todo + b0, nb);
+		}
+		free(todo);
 	}
 	if (!rt->ready && rt->have_cur && kcl_view_settled(&rt->view, now)) {
 		led_list l2 = {0};
@@ -742,8 +886,9 @@ void *kcl__loop_main(void *arg)
 					"broker.session.timeout.ms)",
 					1);
 		membership(rt);
-		controller(rt);
+		/* The pointer first: its epoch is what claims are judged by. */
 		assignment_poll(rt);
+		controller(rt);
 		driver(rt);
 		kcl__tdel_step(rt);
 		publish_leaders(rt);

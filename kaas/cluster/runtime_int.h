@@ -69,6 +69,9 @@ struct kcl_rt {
 	int64_t ctl_epoch;  /* >0 while this broker is the controller */
 	int64_t undecided_epoch, undecided_since_ns;
 	int64_t ctl_cleanup_ns;
+	uint64_t in_sig;    /* the balancer's inputs when it last found nothing to change */
+	int have_in_sig;
+	uint64_t balances, balances_skipped;
 	int64_t last_leaders_sig;
 	kcl_gen leaders_gen;
 	int64_t log_quiet_until_ns;

@@ -167,7 +167,7 @@ static void *par_worker(void *arg)
 }
 
 /* Runs the job on the calling thread plus up to PAR_MAX-1 more. */
-static int par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
+int kb__par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
 {
 	par_job j = {t, e, epoch, n, 0, 0};
 	pthread_t th[PAR_MAX];
@@ -179,6 +179,36 @@ static int par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	return atomic_load(&j.first_err);
+}
+
+typedef struct par_each_job {
+	void (*fn)(void *arg, size_t i);
+	void *arg;
+	size_t n;
+	atomic_size_t next;
+} par_each_job;
+
+static void *par_each_worker(void *arg)
+{
+	par_each_job *j = arg;
+	size_t i;
+	while ((i = atomic_fetch_add(&j->next, 1)) < j->n)
+		j->fn(j->arg, i);
+	return NULL;
+}
+
+void kb__par_each(size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+	par_each_job j = {fn, arg, n, 0};
+	pthread_t th[PAR_MAX];
+	int started = 0;
+	size_t want = n < PAR_MAX ? n : PAR_MAX;
+	while (want > 1 && (size_t)started < want - 1 &&
+	       pthread_create(&th[started], NULL, par_each_worker, &j) == 0)
+		started++;
+	par_each_worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
 }
 
 static ptopic *topic_new(const kb_topic_desc *d)
@@ -273,7 +303,7 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *l
 		return rc;
 	}
 	if (!t->driven) /* driven: the cluster says what to lead */
-		par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
+		kb__par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
 	free(epochs);
 	size_t failed;
 	*lead_err = lead_failures(t, np + tp->n, (size_t)(want - tp->n), &failed);
@@ -455,7 +485,7 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 	if (rc)
 		goto out;
 	if (!t->driven) { /* driven: the cluster says what to lead */
-		par_run(t, pl.all, pl.epoch, pl.nall);
+		kb__par_run(t, pl.all, pl.epoch, pl.nall);
 		size_t failed;
 		int lead_err = lead_failures(t, pl.all, pl.nall, &failed);
 		if (lead_err)
@@ -601,7 +631,7 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 		}
 	}
 	reserve_release(t);
-	par_run(t, open_, NULL, nopen);
+	kb__par_run(t, open_, NULL, nopen);
 	reserve_take(t); /* the closed partitions gave back more than that */
 	free(open_);
 	for (int32_t i = 0; i < tp->n; i++)
@@ -738,7 +768,7 @@ int kb_ptable_shutdown(kb_ptable *t)
 			}
 	kb__unlock(&t->mu, KB_MU);
 	reserve_release(t);
-	int r = par_run(t, all, NULL, nall);
+	int r = kb__par_run(t, all, NULL, nall);
 	if (!rc)
 		rc = r;
 	kb__lock(&t->mu, KB_MU);

@@ -185,6 +185,12 @@ uint32_t kb__hash_name(const char *s, size_t n);
 /* Opens (if needed) and takes e over at `epoch` (ctl held); 0 or the
  * take-over's -errno, e's state says the same. */
 int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
+/* Takes e[i] over at epoch[i] (epoch NULL: relinquishes and closes them) on
+ * the calling thread plus up to PAR_MAX-1 more; ctl held.  0 or the first
+ * relinquish error. */
+int kb__par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n);
+/* fn(arg, i) for i in [0, n) on the calling thread plus up to PAR_MAX-1 more. */
+void kb__par_each(size_t n, void (*fn)(void *arg, size_t i), void *arg);
 ptopic *kb__find_topic(kb_ptable *t, const char *name, size_t n); /* mu held */
 
 /* epoch.c: assignment.json (ctl held) */
