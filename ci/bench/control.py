@@ -17,6 +17,7 @@
 Times come from the brokers' own log timestamps.  Prints one JSON line and
 writes it to OUT.json.  Figures, never asserts."""
 import json
+import re
 import sys
 import time
 
@@ -35,7 +36,7 @@ def opt(name, default):
 
 NPARTS = opt("--partitions", 10000)
 NTOPICS = opt("--topics", 10)
-IDLE = opt("--idle-secs", 20.0)
+IDLE = opt("--idle-secs", 65.0)
 SESSION = opt("--session-ms", 3000)
 TOPICS = ["ctl%d" % t for t in range(NTOPICS)]
 
@@ -95,9 +96,23 @@ try:
     time.sleep(3)
 
     # ---- idle ----
+    idle_marks = {i: cl.nlines(i) for i in cl.procs}
     a0 = {i: proc_io(cl.procs[i].pid) for i in cl.procs}
     time.sleep(IDLE)
     a1 = {i: proc_io(cl.procs[i].pid) for i in cl.procs}
+    # The loop's own account of a pass (logged every 30 s): the last one
+    # logged in the idle window covers 30 s of it.
+    loop = {}
+    for i in cl.procs:
+        for ln in cl.lines(i, idle_marks[i]):
+            m = re.search(r"cluster: loop: (\d+) passes in \d+ ms, per pass (\d+) us \(membership (\d+), "
+                          r"assignment (\d+), controller (\d+), driver (\d+), leaders (\d+)\); balances (\d+), "
+                          r"skipped (\d+)", ln)
+            if m:
+                v = [int(x) for x in m.groups()]
+                loop[str(i)] = dict(zip(("passes", "pass_us", "membership_us", "assignment_us", "controller_us",
+                                         "driver_us", "leaders_us", "balances", "balances_skipped"), v))
+    result["idle_loop"] = loop
     ctl = metadata(cl.ports[1])["controller"]
     result["idle_secs"] = IDLE
     result["idle"] = {str(i): {"bytes_per_s": (a1[i]["rchar"] - a0[i]["rchar"]) / IDLE,
@@ -106,6 +121,9 @@ try:
                                "cpu_share": (a1[i]["cpu"] - a0[i]["cpu"]) / IDLE,
                                "controller": i == ctl} for i in cl.procs}
     result["machine_idle"] = machine()
+
+    if "--idle-only" in args:
+        raise SystemExit(0)
 
     # ---- kill -9 of a broker that is not the controller ----
     victim = 3 if ctl != 3 else 2
@@ -140,6 +158,6 @@ try:
     result["machine_end"] = machine()
 finally:
     cl.stop()
-print(json.dumps(result))
-with open(outp, "w") as f:
-    json.dump(result, f, indent=1)
+    print(json.dumps(result))
+    with open(outp, "w") as f:
+        json.dump(result, f, indent=1)

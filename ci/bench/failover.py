@@ -225,7 +225,7 @@ def dist(v):
     v = sorted(x for x in v if x is not None)
     if not v:
         return None
-    return {"n": len(v), "median": statistics.median(v), "p90": v[int(0.9 * (len(v) - 1))], "max": v[-1],
+    return {"n": len(v), "median": statistics.median(v), "p90": v[max(0, -(-9 * len(v) // 10) - 1)], "max": v[-1],
             "min": v[0]}
 
 
