@@ -15,6 +15,11 @@
  * Every step is idempotent and re-driven by the next pass (Rule 2).  Files
  * that do not decode are refused by name in the log (rate-limited) and never
  * acted on.
+ *
+ * Length: the five steps of one pass share this file's private state (the
+ * refusal log, the host table, the controller's and the driver's
+ * bookkeeping); the driver (about 250 lines) is the part to move to a file
+ * of its own once the topic-delete steps have settled.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,37 @@ int kb_ptable_relinquish(kb_ptable *t, const char *topic, int32_t partition)
 	return rc;
 }
 
+/* fn(arg, i) for i in [0, n) on the calling thread plus up to PAR_MAX-1 more. */
+typedef struct par_each_job {
+	void (*fn)(void *arg, size_t i);
+	void *arg;
+	size_t n;
+	atomic_size_t next;
+} par_each_job;
+
+static void *par_each_worker(void *arg)
+{
+	par_each_job *j = arg;
+	size_t i;
+	while ((i = atomic_fetch_add(&j->next, 1)) < j->n)
+		j->fn(j->arg, i);
+	return NULL;
+}
+
+static void par_each(size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+	par_each_job j = {fn, arg, n, 0};
+	pthread_t th[PAR_MAX];
+	int started = 0;
+	size_t want = n < PAR_MAX ? n : PAR_MAX;
+	while (want > 1 && (size_t)started < want - 1 &&
+	       pthread_create(&th[started], NULL, par_each_worker, &j) == 0)
+		started++;
+	par_each_worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+}
+
 typedef struct relq_job {
 	kb_pentry **e;
 	int *was;
@@ -240,7 +272,7 @@ int kb_ptable_relinquish_many(kb_ptable *t, const kb_takeover *v, size_t n, int 
 		wait_refs(t, es[j]);
 	kb__unlock(&t->mu, KB_MU);
 	relq_job job = {es, was, r};
-	kb__par_each(k, relq_one, &job);
+	par_each(k, relq_one, &job);
 	kb__lock(&t->mu, KB_MU);
 	for (size_t j = 0; j < k; j++) {
 		es[j]->p = NULL;

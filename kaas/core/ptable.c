@@ -126,8 +126,8 @@ int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 }
 
 /* Take-overs and relinquishes are a few round trips to the volume each:
- * with many partitions they run on up to PAR_MAX threads at once. */
-#define PAR_MAX 8
+ * with many partitions they run on up to PAR_MAX threads at once
+ * (ptable_int.h). */
 
 typedef struct par_job {
 	kb_ptable *t;
@@ -179,36 +179,6 @@ int kb__par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	return atomic_load(&j.first_err);
-}
-
-typedef struct par_each_job {
-	void (*fn)(void *arg, size_t i);
-	void *arg;
-	size_t n;
-	atomic_size_t next;
-} par_each_job;
-
-static void *par_each_worker(void *arg)
-{
-	par_each_job *j = arg;
-	size_t i;
-	while ((i = atomic_fetch_add(&j->next, 1)) < j->n)
-		j->fn(j->arg, i);
-	return NULL;
-}
-
-void kb__par_each(size_t n, void (*fn)(void *arg, size_t i), void *arg)
-{
-	par_each_job j = {fn, arg, n, 0};
-	pthread_t th[PAR_MAX];
-	int started = 0;
-	size_t want = n < PAR_MAX ? n : PAR_MAX;
-	while (want > 1 && (size_t)started < want - 1 &&
-	       pthread_create(&th[started], NULL, par_each_worker, &j) == 0)
-		started++;
-	par_each_worker(&j);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
 }
 
 static ptopic *topic_new(const kb_topic_desc *d)
