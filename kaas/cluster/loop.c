@@ -724,7 +724,7 @@ static void driver(kcl_rt *rt)
 			kcl__rt_hb_now(rt);
 	}
 	/* 3. What it gained, once no other incarnation may still hold it. */
-	int wanted = 0, in_place = 0;
+	int wanted = 0, in_place = 0, waiting = 0;
 	const kcl_abroker *me = rt->have_cur ? kcl_assign_broker(&rt->cur, rt->id) : NULL;
 	if (me && kcl_incarn_cmp(me->inc, rt->inc) == 0) {
 		int clear = kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, now) &&
@@ -742,8 +742,10 @@ static void driver(kcl_rt *rt)
 					in_place++;
 					continue;
 				}
-				if (!clear)
+				if (!clear) {
+					waiting++;
 					continue;
+				}
 				if (ntodo == cap) {
 					size_t nc = cap ? cap * 2 : 64;
 					kb_takeover *nt = realloc(todo, nc * sizeof(*nt));
@@ -792,6 +794,11 @@ static void driver(kcl_rt *rt)
 	/* Converged as of the table read at the start of this pass: nothing
 	 * was let go or taken over in it, all of it in place. */
 	rt->drv_converged = rt->ready && rt->have_cur && !changed && in_place == wanted && still == (size_t)wanted;
+	/* Partitions given to this broker wait for the old owners' `released`
+	 * (a planned hand-off): poll fast until they come, so that a hand-off
+	 * costs a few fast polls rather than a few poll intervals. */
+	if (waiting)
+		rt->fast_until_ns = now + rt->session_ns;
 	rt->drv_gen = rt->have_cur ? rt->cur.gen : (kcl_gen){0, 0};
 	rt->drv_state = st_now;
 	if (rt->state == KCL_ST_DRAINING)
@@ -891,6 +898,7 @@ static void publish_leaders(kcl_rt *rt)
 /* What a pass costs, logged now and then: the figure the control plane's
  * idle cost is judged by (docs/cluster.md). */
 #define LOOP_REPORT_NS (30 * 1000000000LL)
+#define FAST_POLL_NS (10 * 1000000LL) /* the poll during a hand-off */
 
 static void loop_report(kcl_rt *rt, unsigned passes, int64_t span_ns)
 {
@@ -948,7 +956,16 @@ void *kcl__loop_main(void *arg)
 				rt->step_ns[k] = 0;
 			rt->balances = rt->balances_skipped = 0;
 		}
-		int64_t left = t0 + rt->poll_ns - ku_mono_ns();
+		/* Fast polls while a hand-off is under way here: draining (the
+		 * assignment that takes partitions away is awaited), or waiting
+		 * for an old owner's `released` (driver). */
+		int64_t poll = rt->poll_ns;
+		pthread_mutex_lock(&rt->mu);
+		int draining = rt->state == KCL_ST_DRAINING;
+		pthread_mutex_unlock(&rt->mu);
+		if ((draining || ku_mono_ns() < rt->fast_until_ns) && poll > FAST_POLL_NS)
+			poll = FAST_POLL_NS;
+		int64_t left = t0 + poll - ku_mono_ns();
 		if (left > 0)
 			usleep((useconds_t)(left / 1000));
 	}

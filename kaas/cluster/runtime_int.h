@@ -77,6 +77,7 @@ struct kcl_rt {
 	kcl_gen drv_gen;    /* ... for this assignment */
 	int drv_state;      /* ... and this broker state */
 	unsigned drv_skipped;
+	int64_t fast_until_ns; /* loop thread: poll every FAST_POLL_NS until then */
 	int64_t last_leaders_sig;
 	kcl_gen leaders_gen;
 	int64_t log_quiet_until_ns;
