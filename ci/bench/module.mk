@@ -4,7 +4,7 @@
 #
 # The two programs are built only for benchmarks (`make bench-progs`), not by
 # `make`: kaas-bench-rdk links librdkafka, a test-only package.
-BENCHES += ci/bench/run.sh ci/bench/partitions.sh
+BENCHES += ci/bench/run.sh ci/bench/partitions.sh ci/bench/cluster.sh
 # The machinery itself, in its quick form (no timing asserted).
 E2E_TESTS += ci/bench/test_bench.sh
 

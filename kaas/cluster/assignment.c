@@ -574,6 +574,10 @@ int kcl_assign_poll(sub_vfs *v, kcl_areader *r, kcl_assign *out, char *err, size
 	for (int attempt = 0;; attempt++) {
 		kcl_aptr p;
 		int rc = read_ptr(v, &p, err, errlen);
+		r->pointer_present = rc != -ENOENT;
+		r->pointer_valid = rc == 0;
+		if (rc == 0)
+			r->pointer_gen = p.gen;
 		if (rc == -ENOENT)
 			return 0; /* no controller has published yet */
 		if (rc) {

@@ -110,6 +110,9 @@ int kcl_assign_cleanup(sub_vfs *v, kcl_gen current, unsigned keep, unsigned *rem
 typedef struct kcl_areader {
 	kcl_gen applied;        /* the last document returned; {0,0} none */
 	int64_t max_epoch;      /* highest controller epoch seen anywhere */
+	int pointer_present;    /* the last poll found assignment.json (readable or not) */
+	int pointer_valid;      /* ... and it decoded: pointer_gen is what it names */
+	kcl_gen pointer_gen;
 	uint64_t polls, docs_read, refused;
 } kcl_areader;
 

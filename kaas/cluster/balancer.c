@@ -366,3 +366,56 @@ out:
 	free(p.gcount);
 	return rc;
 }
+
+/* ---- the inputs' digest ------------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	h = fnv(h, s ? s : "", s ? strlen(s) : 0);
+	return fnv(h, "", 1); /* the terminator: "ab"+"c" is not "a"+"bc" */
+}
+
+static uint64_t fnv_i64(uint64_t h, int64_t x)
+{
+	return fnv(h, &x, sizeof(x));
+}
+
+/* Items are hashed one by one and combined by addition, so the order of
+ * the arrays does not matter. */
+uint64_t kcl_balance_sig(const kcl_binput *in)
+{
+	const uint64_t basis = 1469598103934665603ULL;
+	uint64_t h = basis, sum = 0;
+	h = fnv_i64(h, in->nshards);
+	h = fnv_i64(h, in->gen.controller_epoch);
+	h = fnv_i64(h, in->controller);
+	h = fnv_i64(h, in->prev ? in->prev->gen.controller_epoch : 0);
+	h = fnv_i64(h, in->prev ? in->prev->gen.generation : 0);
+	h = fnv_i64(h, (int64_t)in->nbrokers);
+	h = fnv_i64(h, (int64_t)in->ntopics);
+	for (size_t i = 0; i < in->nbrokers; i++) {
+		const kcl_bbroker *b = &in->brokers[i];
+		uint64_t x = fnv_i64(basis ^ 0xb0, b->id);
+		x = fnv_i64(x, (int64_t)b->inc.incarnation);
+		x = fnv_i64(x, (int64_t)b->inc.nonce);
+		x = fnv_i64(x, !!b->draining);
+		x = fnv_str(x, b->rack);
+		sum += x;
+	}
+	for (size_t i = 0; i < in->ntopics; i++) {
+		const kcl_btopic *t = &in->topics[i];
+		uint64_t x = fnv_str(basis ^ 0x70, t->name);
+		x = fnv_str(x, t->topic_id);
+		x = fnv_i64(x, t->partitions);
+		sum += x;
+	}
+	return fnv_i64(h, (int64_t)sum);
+}

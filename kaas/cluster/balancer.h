@@ -69,4 +69,14 @@ typedef struct kcl_bstats {
  * (duplicate ids or names, bad counts), -ENOMEM. */
 int kcl_balance(const kcl_binput *in, kcl_assign *out, kcl_bstats *stats);
 
+/* A digest of everything kcl_balance reads except epoch floors and the
+ * result's generation number: brokers (id, incarnation, rack, draining),
+ * topics (name, ID, partition count), shard count, the previous
+ * assignment's generation, the controller epoch and id.  Independent of
+ * the order of the arrays.  Equal digests and an assignment found right
+ * the last time mean a balance would change nothing: the controller skips
+ * it (floors only matter for topics new to the previous assignment, which
+ * change the digest when they appear). */
+uint64_t kcl_balance_sig(const kcl_binput *in);
+
 #endif

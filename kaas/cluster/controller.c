@@ -154,7 +154,34 @@ static int list_epochs(sub_vfs *v, int64_t **out, size_t *n, size_t *ignored)
 	return 0;
 }
 
-int kcl_ctl_scan(sub_vfs *v, kcl_ctl_view *out)
+static int cmp_i64_asc(const void *a, const void *b)
+{
+	return -cmp_i64_desc(a, b);
+}
+
+int64_t kcl_ctl_possible_top(const int64_t *epochs, size_t n, int64_t base)
+{
+	int64_t *e = malloc((n ? n : 1) * sizeof(*e));
+	if (!e)
+		return base > 0 ? base : 0; /* nothing above the base is followed */
+	if (n)
+		memcpy(e, epochs, n * sizeof(*e));
+	qsort(e, n, sizeof(*e), cmp_i64_asc);
+	int64_t top = base;
+	if (base < 0)
+		top = n ? e[0] - 1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (e[i] <= top)
+			continue;
+		if (e[i] - top > KCL_EPOCH_WINDOW)
+			break;
+		top = e[i];
+	}
+	free(e);
+	return top;
+}
+
+int kcl_ctl_scan(sub_vfs *v, int64_t base, kcl_ctl_view *out)
 {
 	memset(out, 0, sizeof(*out));
 	int64_t *e = NULL;
@@ -162,6 +189,22 @@ int kcl_ctl_scan(sub_vfs *v, kcl_ctl_view *out)
 	int rc = list_epochs(v, &e, &n, &out->ignored);
 	if (rc)
 		return rc;
+	int64_t top = kcl_ctl_possible_top(e, n, base);
+	out->base = base < 0 ? 0 : base;
+	/* e[] is newest first: what lies above the top is impossible. */
+	size_t skip = 0;
+	while (skip < n && e[skip] > top)
+		skip++;
+	out->impossible = skip;
+	out->impossible_lowest = skip ? e[skip - 1] : 0;
+	if (skip)
+		snprintf(out->impossible_note, sizeof(out->impossible_note),
+			 "epoch %" PRId64 " is impossible: more than %d above epoch %" PRId64
+			 ", the highest this broker can reach from the assignment it follows (%" PRId64 ")",
+			 e[skip - 1], KCL_EPOCH_WINDOW, top, out->base);
+	if (skip)
+		memmove(e, e + skip, (n - skip) * sizeof(*e));
+	n -= skip;
 	out->nfiles = n;
 	out->highest_name = n ? e[0] : 0;
 	for (size_t i = 0; i < n && i < SCAN_READS; i++) {

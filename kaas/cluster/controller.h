@@ -22,6 +22,18 @@
  * are removed idempotently, keeping the newest few (epochs are never reused:
  * the next epoch is above both the highest claim and the highest controller
  * epoch any assignment names).
+ *
+ * Impossible claims.  Candidates only ever race the epoch after the highest
+ * one they see, so the claims of a real cluster climb one at a time from
+ * the epoch of the assignment it follows: between that epoch and the top
+ * of controller/ no gap is wider than the claims cleanup removed, a few.
+ * A claim more than KCL_EPOCH_WINDOW above the previous one on that walk
+ * (or above the base when it is the first) was not made by a candidate: it
+ * is refused by name as impossible, and so is every name above it.  Such a
+ * claim is never followed, never raises the next epoch, never makes a
+ * controller step down and is never removed (not proven garbage: it is
+ * reported).  Without the rule one file named 9999999999.json (the highest
+ * ten-digit epoch) would leave no next epoch and block elections forever.
  */
 #ifndef KAAS_CLUSTER_CONTROLLER_H
 #define KAAS_CLUSTER_CONTROLLER_H
@@ -35,6 +47,11 @@
 #define KCL_CLAIM_VERSION 1
 #define KCL_EPOCH_MAX 9999999999LL /* ten digits in the name */
 #define KCL_CLAIM_MAX_BYTES 4096
+/* The widest step between two claims a real cluster makes (see above). */
+#define KCL_EPOCH_WINDOW 1000
+/* kcl_ctl_scan base when no epoch is known but assignment.json exists and
+ * cannot be read: the walk starts at the lowest claim present. */
+#define KCL_CTL_BASE_LOWEST (-1)
 
 typedef struct kcl_claim {
 	int64_t epoch;       /* 1..KCL_EPOCH_MAX; equals the file name's */
@@ -53,17 +70,29 @@ int kcl_ctl_path(int64_t epoch, char *dst, size_t dstlen);
 
 /* What controller/ holds. */
 typedef struct kcl_ctl_view {
-	int64_t highest_name;     /* highest epoch with a file, 0 when none */
+	int64_t base;             /* the epoch the walk started from */
+	int64_t highest_name;     /* highest possible epoch with a file, 0 when none */
 	int64_t highest_complete; /* highest epoch whose claim decodes, 0 when none */
 	kcl_claim current;        /* that claim (valid when highest_complete > 0) */
 	size_t nfiles;            /* epoch files present */
 	size_t ignored;           /* other names (logged by the caller) */
 	char note[256];           /* why the files above highest_complete do not count */
+	size_t impossible;        /* names refused as impossible (never read) */
+	int64_t impossible_lowest; /* the lowest of them, 0 when none */
+	char impossible_note[256]; /* why, naming the epochs */
 } kcl_ctl_view;
 
-/* Lists controller/ and reads the newest claims (at most a few) until one
- * decodes.  A missing directory is an empty view. */
-int kcl_ctl_scan(sub_vfs *v, kcl_ctl_view *out);
+/* The highest claim epoch reachable from `base` in steps of at most
+ * KCL_EPOCH_WINDOW through the names in epochs[] (any order); names above
+ * it are impossible.  base KCL_CTL_BASE_LOWEST: from the lowest name. */
+int64_t kcl_ctl_possible_top(const int64_t *epochs, size_t n, int64_t base);
+
+/* Lists controller/ and reads the newest possible claims (at most a few)
+ * until one decodes.  `base`: the highest controller epoch this broker
+ * knows to be real (the assignment it follows, its own claim), 0 when
+ * none and no assignment.json exists, KCL_CTL_BASE_LOWEST when one exists
+ * but cannot be read.  A missing directory is an empty view. */
+int kcl_ctl_scan(sub_vfs *v, int64_t base, kcl_ctl_view *out);
 
 /* The epoch a candidate races for: above every claim and above the highest
  * controller epoch an assignment was seen under. */

@@ -69,6 +69,15 @@ struct kcl_rt {
 	int64_t ctl_epoch;  /* >0 while this broker is the controller */
 	int64_t undecided_epoch, undecided_since_ns;
 	int64_t ctl_cleanup_ns;
+	uint64_t in_sig;    /* the balancer's inputs when it last found nothing to change */
+	int have_in_sig;
+	uint64_t balances, balances_skipped;
+	int64_t step_ns[5]; /* loop thread: time per step since the last report */
+	int drv_converged;  /* the driver's last full pass found everything in place */
+	kcl_gen drv_gen;    /* ... for this assignment */
+	int drv_state;      /* ... and this broker state */
+	unsigned drv_skipped;
+	int64_t fast_until_ns; /* loop thread: poll every FAST_POLL_NS until then */
 	int64_t last_leaders_sig;
 	kcl_gen leaders_gen;
 	int64_t log_quiet_until_ns;

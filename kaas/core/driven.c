@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,63 +85,93 @@ static kb_pentry *find_entry(kb_ptable *t, const char *topic, const char *topic_
 	return tp->parts[partition];
 }
 
-int kb_ptable_take_over(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition,
-			int32_t epoch, int32_t prev_epoch, int planned)
+/* The checks of one take-over (ctl held): 0 with *run set when the entry
+ * is to be taken over at v->epoch, or the answer (0 when already there). */
+static int take_over_prepare(kb_ptable *t, const kb_takeover *v, kb_pentry **run)
 {
-	if (epoch <= 0)
+	*run = NULL;
+	if (v->epoch <= 0)
 		return -EINVAL;
-	kb__lock(&t->ctl, KB_CTL);
-	int rc = 0;
-	if (t->stopped) {
-		rc = -ESHUTDOWN;
-		goto out;
-	}
+	if (t->stopped)
+		return -ESHUTDOWN;
 	kb__lock(&t->mu, KB_MU);
-	kb_pentry *e = find_entry(t, topic, topic_id, partition);
+	kb_pentry *e = find_entry(t, v->topic, v->topic_id, v->partition);
 	int state = e ? e->state : 0;
 	int32_t cur = e ? e->epoch : -1, tried = e ? e->tried_epoch : 0;
 	int64_t retry_at = e ? e->retry_at_ms : 0;
 	kb__unlock(&t->mu, KB_MU);
-	if (!e) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if (state == PE_LEADER && cur == epoch)
-		goto out; /* already there */
-	if (state == PE_LEADER && cur > epoch) {
-		rc = -ESTALE;
-		goto out;
-	}
-	if (state == PE_FAILED && tried == epoch) {
+	if (!e)
+		return -ENOENT;
+	if (state == PE_LEADER && cur == v->epoch)
+		return 0; /* already there */
+	if (state == PE_LEADER && cur > v->epoch)
+		return -ESTALE;
+	if (state == PE_FAILED && tried == v->epoch) {
 		/* Failed or poisoned: re-driven at the assigned epoch (recovery
 		 * keeps what is durable), backing off as entry_take_over says. */
-		if (ku_mono_ms() < retry_at) {
-			rc = -EAGAIN;
-			goto out;
-		}
-		KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d", topic, partition, epoch);
+		if (ku_mono_ms() < retry_at)
+			return -EAGAIN;
+		KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d", v->topic, v->partition, v->epoch);
 	}
 	if (state != PE_IDLE) /* a lower epoch, or a failed attempt: let go of it first */
 		entry_relinquish(t, e);
-	int32_t disk = kb__disk_epoch(t, topic, partition);
-	if (epoch < disk || (epoch == disk && tried != epoch)) {
+	int32_t disk = kb__disk_epoch(t, v->topic, v->partition);
+	if (v->epoch < disk || (v->epoch == disk && tried != v->epoch)) {
 		KLOG_ERR("ptable", "%s/%d: refusing to take over at epoch %d: the volume already holds epoch %d",
-			 topic, partition, epoch, disk);
-		rc = -ESTALE;
-		goto out;
+			 v->topic, v->partition, v->epoch, disk);
+		return -ESTALE;
 	}
 	int64_t keep_delay = e->retry_delay_ms;
-	e->tried_epoch = epoch;
+	e->tried_epoch = v->epoch;
 	e->retry_delay_ms = state == PE_FAILED ? keep_delay : 0;
-	if (planned)
-		KLOG_DEBUG("ptable", "%s/%d: planned hand-off from epoch %d", topic, partition, prev_epoch);
-	kb__entry_take_over(t, e, epoch);
+	if (v->planned)
+		KLOG_DEBUG("ptable", "%s/%d: planned hand-off from epoch %d", v->topic, v->partition, v->prev_epoch);
+	*run = e;
+	return 0;
+}
+
+int kb_ptable_take_over_many(kb_ptable *t, kb_takeover *v, size_t n)
+{
+	kb_pentry **run = calloc(n ? n : 1, sizeof(*run));
+	int32_t *eps = calloc(n ? n : 1, sizeof(*eps));
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	size_t k = 0;
+	if (!run || !eps || !idx) {
+		free(run);
+		free(eps);
+		free(idx);
+		return -ENOMEM;
+	}
+	kb__lock(&t->ctl, KB_CTL);
+	for (size_t i = 0; i < n; i++) {
+		kb_pentry *e;
+		v[i].rc = take_over_prepare(t, &v[i], &e);
+		if (e) {
+			run[k] = e;
+			eps[k] = v[i].epoch;
+			idx[k++] = i;
+		}
+	}
+	/* The volume round trips of the take-overs themselves (open, recovery,
+	 * manifest) overlap on up to PAR_MAX threads, as at start-up. */
+	kb__par_run(t, run, eps, k);
 	kb__lock(&t->mu, KB_MU);
-	rc = e->state == PE_LEADER ? 0 : (e->err ? e->err : -EIO);
+	for (size_t j = 0; j < k; j++)
+		v[idx[j]].rc = run[j]->state == PE_LEADER ? 0 : (run[j]->err ? run[j]->err : -EIO);
 	kb__unlock(&t->mu, KB_MU);
-out:
 	kb__unlock(&t->ctl, KB_CTL);
-	return rc;
+	free(run);
+	free(eps);
+	free(idx);
+	return 0;
+}
+
+int kb_ptable_take_over(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition,
+			int32_t epoch, int32_t prev_epoch, int planned)
+{
+	kb_takeover v = {topic, topic_id, partition, epoch, prev_epoch, planned, 0};
+	int rc = kb_ptable_take_over_many(t, &v, 1);
+	return rc ? rc : v.rc;
 }
 
 int kb_ptable_relinquish(kb_ptable *t, const char *topic, int32_t partition)
@@ -153,6 +184,109 @@ int kb_ptable_relinquish(kb_ptable *t, const char *topic, int32_t partition)
 	int rc = e ? entry_relinquish(t, e) : 0;
 	kb__unlock(&t->ctl, KB_CTL);
 	return rc;
+}
+
+/* fn(arg, i) for i in [0, n) on the calling thread plus up to PAR_MAX-1 more. */
+typedef struct par_each_job {
+	void (*fn)(void *arg, size_t i);
+	void *arg;
+	size_t n;
+	atomic_size_t next;
+} par_each_job;
+
+static void *par_each_worker(void *arg)
+{
+	par_each_job *j = arg;
+	size_t i;
+	while ((i = atomic_fetch_add(&j->next, 1)) < j->n)
+		j->fn(j->arg, i);
+	return NULL;
+}
+
+static void par_each(size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+	par_each_job j = {fn, arg, n, 0};
+	pthread_t th[PAR_MAX];
+	int started = 0;
+	size_t want = n < PAR_MAX ? n : PAR_MAX;
+	while (want > 1 && (size_t)started < want - 1 &&
+	       pthread_create(&th[started], NULL, par_each_worker, &j) == 0)
+		started++;
+	par_each_worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+}
+
+typedef struct relq_job {
+	kb_pentry **e;
+	int *was;
+	int *rc;
+} relq_job;
+
+/* The volume part of a relinquish (flush, final manifest, close), for one
+ * entry nobody can reach any more. */
+static void relq_one(void *arg, size_t i)
+{
+	relq_job *j = arg;
+	kb_pentry *e = j->e[i];
+	int r = 0;
+	if (e->p && j->was[i] == PE_LEADER) {
+		ks_partition_flush(e->p, NULL); /* acks=0/1 data becomes durable first */
+		r = ks_partition_relinquish(e->p);
+	}
+	if (r)
+		KLOG_ERR("ptable", "%s/%d: relinquish: %s", e->topic->name, e->index, sub_strerror(r));
+	ks_partition_close(e->p);
+	j->rc[i] = r;
+}
+
+int kb_ptable_relinquish_many(kb_ptable *t, const kb_takeover *v, size_t n, int *rc)
+{
+	kb_pentry **es = calloc(n ? n : 1, sizeof(*es));
+	int *was = calloc(n ? n : 1, sizeof(*was)), *r = calloc(n ? n : 1, sizeof(*r));
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	if (!es || !was || !r || !idx) {
+		free(es);
+		free(was);
+		free(r);
+		free(idx);
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	kb__lock(&t->ctl, KB_CTL);
+	kb__lock(&t->mu, KB_MU);
+	for (size_t i = 0; i < n; i++) {
+		rc[i] = 0;
+		ptopic *tp = kb__find_topic(t, v[i].topic, strlen(v[i].topic));
+		kb_pentry *e = tp && v[i].partition >= 0 && v[i].partition < tp->n ? tp->parts[v[i].partition] : NULL;
+		if (!e || (e->state == PE_IDLE && !e->p))
+			continue;
+		was[k] = e->state;
+		e->state = PE_IDLE; /* no new references from here on */
+		kb__fire_watches(e, 1);
+		es[k] = e;
+		idx[k++] = i;
+	}
+	/* A queued flush holds a reference: let the flushers drain them. */
+	for (size_t j = 0; j < k; j++)
+		wait_refs(t, es[j]);
+	kb__unlock(&t->mu, KB_MU);
+	relq_job job = {es, was, r};
+	par_each(k, relq_one, &job);
+	kb__lock(&t->mu, KB_MU);
+	for (size_t j = 0; j < k; j++) {
+		es[j]->p = NULL;
+		es[j]->err = 0;
+		kb__fail_waiters(es[j], KERR_NOT_LEADER_OR_FOLLOWER);
+		rc[idx[j]] = r[j];
+	}
+	kb__unlock(&t->mu, KB_MU);
+	kb__unlock(&t->ctl, KB_CTL);
+	free(es);
+	free(was);
+	free(r);
+	free(idx);
+	return 0;
 }
 
 void kb_ptable_led(kb_ptable *t, kb_led_fn cb, void *arg)

@@ -126,8 +126,8 @@ int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 }
 
 /* Take-overs and relinquishes are a few round trips to the volume each:
- * with many partitions they run on up to PAR_MAX threads at once. */
-#define PAR_MAX 8
+ * with many partitions they run on up to PAR_MAX threads at once
+ * (ptable_int.h). */
 
 typedef struct par_job {
 	kb_ptable *t;
@@ -167,7 +167,7 @@ static void *par_worker(void *arg)
 }
 
 /* Runs the job on the calling thread plus up to PAR_MAX-1 more. */
-static int par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
+int kb__par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n)
 {
 	par_job j = {t, e, epoch, n, 0, 0};
 	pthread_t th[PAR_MAX];
@@ -273,7 +273,7 @@ static int grow_topic(kb_ptable *t, ptopic *tp, int32_t want, int linked, int *l
 		return rc;
 	}
 	if (!t->driven) /* driven: the cluster says what to lead */
-		par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
+		kb__par_run(t, np + tp->n, epochs + tp->n, (size_t)(want - tp->n));
 	free(epochs);
 	size_t failed;
 	*lead_err = lead_failures(t, np + tp->n, (size_t)(want - tp->n), &failed);
@@ -455,7 +455,7 @@ int kb_ptable_start(kb_ptable *t, const kb_topic_desc *topics, size_t n)
 	if (rc)
 		goto out;
 	if (!t->driven) { /* driven: the cluster says what to lead */
-		par_run(t, pl.all, pl.epoch, pl.nall);
+		kb__par_run(t, pl.all, pl.epoch, pl.nall);
 		size_t failed;
 		int lead_err = lead_failures(t, pl.all, pl.nall, &failed);
 		if (lead_err)
@@ -601,7 +601,7 @@ int kb_ptable_drop_topic(kb_ptable *t, const char *topic)
 		}
 	}
 	reserve_release(t);
-	par_run(t, open_, NULL, nopen);
+	kb__par_run(t, open_, NULL, nopen);
 	reserve_take(t); /* the closed partitions gave back more than that */
 	free(open_);
 	for (int32_t i = 0; i < tp->n; i++)
@@ -738,7 +738,7 @@ int kb_ptable_shutdown(kb_ptable *t)
 			}
 	kb__unlock(&t->mu, KB_MU);
 	reserve_release(t);
-	int r = par_run(t, all, NULL, nall);
+	int r = kb__par_run(t, all, NULL, nall);
 	if (!rc)
 		rc = r;
 	kb__lock(&t->mu, KB_MU);

@@ -168,10 +168,31 @@ void kb_ptable_set_driven(kb_ptable *t);
 int kb_ptable_take_over(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition,
 			int32_t epoch, int32_t prev_epoch, int planned);
 
+/* The same for many partitions at once: each item's checks run in order,
+ * the take-overs themselves overlap on a few threads (a take-over is a few
+ * volume round trips; thousands of them one after the other are what a
+ * broker death costs at 10,000 partitions).  Every item's answer goes to
+ * its rc; the items name distinct partitions.  Returns 0, or -ENOMEM
+ * before anything was tried. */
+typedef struct kb_takeover {
+	const char *topic;
+	const char *topic_id;
+	int32_t partition;
+	int32_t epoch;
+	int32_t prev_epoch;
+	int planned;
+	int rc; /* out: what kb_ptable_take_over would have answered */
+} kb_takeover;
+int kb_ptable_take_over_many(kb_ptable *t, kb_takeover *v, size_t n);
+
 /* Stops leading topic/partition: no new references, waits for the held ones,
  * then flush + final manifest + producer snapshot + close.  Idempotent (0 when
  * not led). */
 int kb_ptable_relinquish(kb_ptable *t, const char *topic, int32_t partition);
+/* The same for the partitions v[i].topic/v[i].partition (the other fields
+ * are not used), their volume work overlapping on a few threads; rc[i] gets
+ * each answer.  0, or -ENOMEM before anything was done. */
+int kb_ptable_relinquish_many(kb_ptable *t, const kb_takeover *v, size_t n, int *rc);
 
 /* What the table leads (or tried to): cb once per partition not idle, with
  * its state (1 leader, 2 failed take-over/poisoned).  Runs under the table

@@ -33,6 +33,7 @@
 #define ASSIGNMENT_MAX (64u << 20)
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 60000
+#define PAR_MAX 8 /* threads that take partitions over or let them go at once */
 
 enum { PE_IDLE = 0, PE_LEADER = 1, PE_FAILED = 2 };
 
@@ -185,6 +186,10 @@ uint32_t kb__hash_name(const char *s, size_t n);
 /* Opens (if needed) and takes e over at `epoch` (ctl held); 0 or the
  * take-over's -errno, e's state says the same. */
 int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
+/* Takes e[i] over at epoch[i] (epoch NULL: relinquishes and closes them) on
+ * the calling thread plus up to PAR_MAX-1 more; ctl held.  0 or the first
+ * relinquish error. */
+int kb__par_run(kb_ptable *t, kb_pentry **e, const int32_t *epoch, size_t n);
 ptopic *kb__find_topic(kb_ptable *t, const char *name, size_t n); /* mu held */
 
 /* epoch.c: assignment.json (ctl held) */

@@ -361,10 +361,54 @@ START_TEST(ten_thousand_partitions_on_three_brokers)
 }
 END_TEST
 
+START_TEST(the_inputs_digest_sees_every_input_but_order)
+{
+	kcl_bbroker b1[] = {B(1, "a"), B(2, "b"), B(3, "a")};
+	kcl_bbroker b2[] = {B(3, "a"), B(1, "a"), B(2, "b")};
+	kcl_btopic t1[] = {{.name = "x", .topic_id = "", .partitions = 7}, {.name = "y", .partitions = 5}};
+	kcl_btopic t2[] = {{.name = "y", .partitions = 5}, {.name = "x", .topic_id = "", .partitions = 7}};
+	kcl_assign a;
+	kcl_binput in = input(b1, 3, t1, 2, 9, NULL, 1);
+	ck_assert_int_eq(kcl_balance(&in, &a, NULL), 0);
+	in = input(b1, 3, t1, 2, 9, &a, 2);
+	uint64_t sig = kcl_balance_sig(&in);
+	kcl_binput o = input(b2, 3, t2, 2, 9, &a, 2);
+	ck_assert_uint_eq(kcl_balance_sig(&o), sig);
+	/* The generation of the result is not an input: it only counts. */
+	o.gen.generation = 77;
+	ck_assert_uint_eq(kcl_balance_sig(&o), sig);
+	/* Each of these is. */
+	kcl_bbroker bx[3];
+	kcl_btopic tx[2];
+	for (int what = 0; what < 11; what++) {
+		memcpy(bx, b1, sizeof(bx));
+		memcpy(tx, t1, sizeof(tx));
+		o = input(bx, 3, tx, 2, 9, &a, 2);
+		kcl_assign a2 = a;
+		switch (what) {
+		case 0: bx[1].draining = 1; break;
+		case 1: bx[1].inc.incarnation++; break;
+		case 2: bx[1].inc.nonce++; break;
+		case 3: bx[1].rack = "c"; break;
+		case 4: o.nbrokers = 2; break;
+		case 5: tx[0].partitions = 8; break;
+		case 6: tx[0].topic_id = "8c2d8f44-58a5-4bd4-9a4c-1d2b7e0a55aa"; break;
+		case 7: tx[1].name = "z"; break;
+		case 8: o.gen.controller_epoch++; break;
+		case 9: a2.gen.generation++; o.prev = &a2; break;
+		case 10: o.prev = NULL; break;
+		}
+		ck_assert_msg(kcl_balance_sig(&o) != sig, "change %d not seen", what);
+	}
+	kcl_assign_free(&a);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "cluster-balancer", .tcase = "balancer", .timeout = 120 },
 			  KTEST_LIST(even_spread, deterministic_whatever_the_input_order,
+				     the_inputs_digest_sees_every_input_but_order,
 				     nothing_changes_nothing_moves, a_leave_moves_exactly_the_leavers_slots,
 				     a_join_moves_only_onto_the_joiner,
 				     a_new_incarnation_takes_over_at_a_new_epoch, racks_spread_each_topic,

@@ -1,6 +1,7 @@
 /* test_controller.c — controller claims: codec and refusals, the election
  * decided by reading the claim back (also when the exclusive create's reply
- * was lost), step-down on a higher epoch, idempotent cleanup. */
+ * was lost), step-down on a higher epoch, idempotent cleanup, claims at
+ * impossible epochs refused and never followed. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ START_TEST(exactly_one_winner)
 	ck_assert_int_eq(kcl_ctl_elect(h_vfs, &a2, 2, &out, &w, err, sizeof(err)), 0);
 	ck_assert_int_eq(out, KCL_ELECT_LOST);
 	kcl_ctl_view cv;
-	ck_assert_int_eq(kcl_ctl_scan(h_vfs, &cv), 0);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 0, &cv), 0);
 	ck_assert_int_eq(cv.highest_complete, 1);
 	ck_assert_int_eq(cv.current.owner, 1);
 	ck_assert_int_eq(kcl_ctl_next_epoch(&cv, 0), 2);
@@ -115,7 +116,7 @@ START_TEST(lost_create_reply_leaves_the_epoch_undecided)
 	ck_assert_int_eq(kcl_ctl_elect(h_vfs, &b, 3, &out, &got, err, sizeof(err)), 0);
 	ck_assert_int_eq(out, KCL_ELECT_UNDECIDED);
 	kcl_ctl_view cv;
-	ck_assert_int_eq(kcl_ctl_scan(h_vfs, &cv), 0);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 0, &cv), 0);
 	ck_assert_int_eq(cv.highest_name, 3);
 	ck_assert_int_eq(cv.highest_complete, 0);
 	ck_assert_ptr_nonnull(strstr(cv.note, "empty"));
@@ -124,7 +125,7 @@ START_TEST(lost_create_reply_leaves_the_epoch_undecided)
 	kcl_claim b4 = claim(4, 2, 0x4242);
 	ck_assert_int_eq(kcl_ctl_elect(h_vfs, &b4, 3, &out, &got, err, sizeof(err)), 0);
 	ck_assert_int_eq(out, KCL_ELECT_WON);
-	ck_assert_int_eq(kcl_ctl_scan(h_vfs, &cv), 0);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 0, &cv), 0);
 	ck_assert_int_eq(cv.highest_complete, 4);
 	ck_assert_int_eq(cv.current.owner, 2);
 	sub_destroy(&w->base);
@@ -146,7 +147,7 @@ START_TEST(unreadable_claims_are_never_won)
 	h_put("controller/notes.txt", "x", 1);
 	h_put("controller/12.json", "x", 1);
 	kcl_ctl_view cv;
-	ck_assert_int_eq(kcl_ctl_scan(h_vfs, &cv), 0);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 0, &cv), 0);
 	ck_assert_int_eq(cv.nfiles, 1);
 	ck_assert_int_eq(cv.ignored, 2);
 	ck_assert_int_eq(cv.highest_name, 2);
@@ -154,7 +155,7 @@ START_TEST(unreadable_claims_are_never_won)
 	ck_assert_ptr_nonnull(strstr(cv.note, "newer"));
 	/* An empty volume is an empty view. */
 	ck_assert_int_eq(sub_remove_tree(h_vfs, "controller"), 0);
-	ck_assert_int_eq(kcl_ctl_scan(h_vfs, &cv), 0);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 0, &cv), 0);
 	ck_assert_int_eq(cv.highest_name, 0);
 }
 END_TEST
@@ -204,9 +205,93 @@ START_TEST(cleanup_is_idempotent_and_keeps_the_newest)
 	ck_assert_uint_eq(removed, 0);
 	ck_assert_int_eq(count_claims(), 3);
 	kcl_ctl_view cv;
-	ck_assert_int_eq(kcl_ctl_scan(h_vfs, &cv), 0);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 0, &cv), 0);
 	ck_assert_int_eq(cv.highest_complete, 10);
 	ck_assert_int_eq(kcl_ctl_next_epoch(&cv, 0), 11);
+}
+END_TEST
+
+START_TEST(possible_top_walks_in_bounded_steps)
+{
+	int64_t none[1] = {0};
+	ck_assert_int_eq(kcl_ctl_possible_top(none, 0, 0), 0);
+	ck_assert_int_eq(kcl_ctl_possible_top(none, 0, 7), 7);
+	int64_t fresh[] = {3, 1, 2};
+	ck_assert_int_eq(kcl_ctl_possible_top(fresh, 3, 0), 3);
+	int64_t hostile[] = {2, KCL_EPOCH_MAX, 1, 3};
+	ck_assert_int_eq(kcl_ctl_possible_top(hostile, 4, 0), 3);
+	ck_assert_int_eq(kcl_ctl_possible_top(hostile, 4, 3), 3);
+	ck_assert_int_eq(kcl_ctl_possible_top(hostile, 4, KCL_CTL_BASE_LOWEST), 3);
+	/* Cleaned down to the newest few: the assignment's epoch anchors them;
+	 * names below it do not matter. */
+	int64_t mature[] = {4996, 4997, 4998, 4999, 5000, 5001, KCL_EPOCH_MAX - 1};
+	ck_assert_int_eq(kcl_ctl_possible_top(mature, 7, 4999), 5001);
+	ck_assert_int_eq(kcl_ctl_possible_top(mature, 7, KCL_CTL_BASE_LOWEST), 5001);
+	/* Nothing known and no assignment.json: a fresh cluster's epochs start
+	 * at 1, so these are not followed (the caller passes LOWEST when a
+	 * pointer exists). */
+	ck_assert_int_eq(kcl_ctl_possible_top(mature, 7, 0), 0);
+	/* Steps of up to the window are followed, a wider one is not. */
+	int64_t steps[] = {3, 3 + KCL_EPOCH_WINDOW, 3 + 2 * KCL_EPOCH_WINDOW, 4 + 3 * KCL_EPOCH_WINDOW};
+	ck_assert_int_eq(kcl_ctl_possible_top(steps, 4, 3), 3 + 2 * KCL_EPOCH_WINDOW);
+}
+END_TEST
+
+static void put_claim(int64_t epoch, int32_t owner)
+{
+	kcl_claim c = claim(epoch, owner, 0x5151);
+	char *buf, path[64];
+	size_t len;
+	ck_assert_int_eq(kcl_claim_encode(&c, &buf, &len), 0);
+	ck_assert_int_eq(kcl_ctl_path(epoch, path, sizeof(path)), 0);
+	h_put(path, buf, len);
+	free(buf);
+}
+
+START_TEST(impossible_claims_are_refused_and_never_followed)
+{
+	char err[256];
+	for (int64_t e = 1; e <= 3; e++) {
+		kcl_claim c = claim(e, 1, 0x200 + (uint64_t)e), got;
+		int out;
+		ck_assert_int_eq(kcl_ctl_elect(h_vfs, &c, 1, &out, &got, err, sizeof(err)), 0);
+		ck_assert_int_eq(out, KCL_ELECT_WON);
+	}
+	/* Complete, well-formed claims from "another host" at the highest
+	 * epoch a name can hold and just below it. */
+	put_claim(KCL_EPOCH_MAX, 9);
+	put_claim(KCL_EPOCH_MAX - 1, 9);
+	kcl_ctl_view cv;
+	for (int64_t base = KCL_CTL_BASE_LOWEST; base <= 3; base++) {
+		ck_assert_int_eq(kcl_ctl_scan(h_vfs, base, &cv), 0);
+		ck_assert_int_eq(cv.highest_name, 3);
+		ck_assert_int_eq(cv.highest_complete, 3);
+		ck_assert_int_eq(cv.current.owner, 1);
+		ck_assert_uint_eq(cv.impossible, 2);
+		ck_assert_int_eq(cv.impossible_lowest, KCL_EPOCH_MAX - 1);
+		ck_assert_ptr_nonnull(strstr(cv.impossible_note, "9999999998 is impossible"));
+		/* There is a next epoch, and it can be won. */
+		ck_assert_int_eq(kcl_ctl_next_epoch(&cv, 3), 4);
+	}
+	kcl_claim c4 = claim(4, 2, 0x204), got;
+	int out;
+	ck_assert_int_eq(kcl_ctl_elect(h_vfs, &c4, 1, &out, &got, err, sizeof(err)), 0);
+	ck_assert_int_eq(out, KCL_ELECT_WON);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 4, &cv), 0);
+	ck_assert_int_eq(cv.highest_complete, 4);
+	ck_assert_int_eq(cv.current.owner, 2);
+	/* It does not supersede the controller, and it is never removed:
+	 * nothing proves it garbage. */
+	ck_assert_int_eq(kcl_ctl_superseded(h_vfs, 4), 0);
+	unsigned removed;
+	ck_assert_int_eq(kcl_ctl_cleanup(h_vfs, 4, 1, &removed), 0);
+	ck_assert_uint_eq(removed, 3);
+	ck_assert_int_eq(count_claims(), 3);
+	/* A claim within the window is a possible candidate's: followed. */
+	put_claim(4 + KCL_EPOCH_WINDOW, 9);
+	ck_assert_int_eq(kcl_ctl_scan(h_vfs, 4, &cv), 0);
+	ck_assert_int_eq(cv.highest_complete, 4 + KCL_EPOCH_WINDOW);
+	ck_assert_uint_eq(cv.impossible, 2);
 }
 END_TEST
 
@@ -218,5 +303,7 @@ int main(void)
 				     lost_reply_winner_still_wins,
 				     lost_create_reply_leaves_the_epoch_undecided,
 				     unreadable_claims_are_never_won, step_down_on_a_higher_epoch,
-				     cleanup_is_idempotent_and_keeps_the_newest));
+				     cleanup_is_idempotent_and_keeps_the_newest,
+				     possible_top_walks_in_bounded_steps,
+				     impossible_claims_are_refused_and_never_followed));
 }

@@ -6,7 +6,12 @@
  * maximum), growing a topic, and dropping one closing every descriptor.
  * Driven by a cluster: nothing led until told, take-over and relinquish
  * idempotent, epochs below the disk's refused, the ack gate turning
- * durable answers into NOT_LEADER_OR_FOLLOWER, the applied leader map. */
+ * durable answers into NOT_LEADER_OR_FOLLOWER, the applied leader map, and
+ * take-overs and relinquishes in batches.
+ *
+ * Length: one test per behaviour of the table, all on the same fixture (a
+ * scratch volume and the storage listener hooks); split, each file would
+ * repeat it. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -424,6 +429,64 @@ START_TEST(driven_by_the_cluster)
 }
 END_TEST
 
+START_TEST(batched_take_overs_and_relinquishes)
+{
+	enum { N = 40 };
+	kb_ptable *t;
+	kb_topic_desc d = desc("many", N);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	kb_takeover v[N + 1];
+	for (int i = 0; i < N; i++)
+		v[i] = (kb_takeover){"many", NULL, i, 2 + i % 3, 0, 0, 99};
+	v[N] = (kb_takeover){"nope", NULL, 0, 1, 0, 0, 99};
+	ck_assert_int_eq(kb_ptable_take_over_many(t, v, N + 1), 0);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(v[i].rc, 0);
+	ck_assert_int_eq(v[N].rc, -ENOENT); /* one bad item spoils nothing else */
+	led_count = 0;
+	kb_ptable_led(t, count_led, NULL);
+	ck_assert_int_eq(led_count, N);
+	for (int i = 0; i < N; i++) {
+		kb_pref r;
+		ck_assert_int_eq(kb_ptable_get(t, S("many"), i, &r), KERR_NONE);
+		ck_assert_int_eq(r.epoch, 2 + i % 3);
+		kb_pref_put(&r);
+		ck_assert_int_eq(kb_ptable_disk_epoch(t, "many", i), 2 + i % 3);
+	}
+	/* Again: already there, every answer 0; a lower epoch is refused. */
+	v[0].epoch = 1;
+	ck_assert_int_eq(kb_ptable_take_over_many(t, v, N), 0);
+	ck_assert_int_eq(v[0].rc, -ESTALE);
+	for (int i = 1; i < N; i++)
+		ck_assert_int_eq(v[i].rc, 0);
+	/* Half of them let go at once: final manifests, no longer led. */
+	int rc[N / 2 + 1];
+	ck_assert_int_eq(kb_ptable_relinquish_many(t, v, N / 2, rc), 0);
+	for (int i = 0; i < N / 2; i++) {
+		ck_assert_int_eq(rc[i], 0);
+		kb_pref r;
+		ck_assert_int_eq(kb_ptable_get(t, S("many"), i, &r), KERR_NOT_LEADER_OR_FOLLOWER);
+		char path[64], *buf = NULL;
+		size_t len = 0;
+		snprintf(path, sizeof(path), "many/%d/manifest.json", i);
+		ck_assert_int_eq(sub_read_file(B.data, path, 1 << 20, &buf, &len), 0);
+		free(buf);
+	}
+	led_count = 0;
+	kb_ptable_led(t, count_led, NULL);
+	ck_assert_int_eq(led_count, N / 2);
+	/* Idempotent, and an unknown partition is nothing to do. */
+	v[N / 2] = (kb_takeover){"nope", NULL, 3, 0, 0, 0, 0};
+	ck_assert_int_eq(kb_ptable_relinquish_many(t, v, N / 2 + 1, rc), 0);
+	for (int i = 0; i <= N / 2; i++)
+		ck_assert_int_eq(rc[i], 0);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
 START_TEST(drop_closes_every_descriptor)
 {
 	kb_ptable *t;
@@ -752,6 +815,7 @@ int main(void)
 			  KTEST_LIST(epochs_grow_at_every_start, lookups_and_errors,
 				     group_commit_wakes_waiters_and_watches,
 				     drop_closes_every_descriptor, driven_by_the_cluster,
+				     batched_take_overs_and_relinquishes,
 				     durability_comes_from_the_storage_listener,
 				     start_fails_whole_when_an_allocation_fails,
 				     ensure_reports_partitions_that_cannot_be_led,
