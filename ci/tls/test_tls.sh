@@ -213,6 +213,25 @@ diff "$T/before" "$T/after" || fail "the refused connections changed the volume"
 pass "the volume is unchanged by every refused connection"
 stop
 
+# ---- per-listener TLS: listener.name.<name>.ssl.* over ssl.* ------------------------
+# SSL asks for no client certificate; INTERNAL (an SSL listener too) requires one.
+IN_PORT=$(free_port)
+broker_start "$T/data" --listen "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,INTERNAL://127.0.0.1:$IN_PORT" \
+	--override listener.security.protocol.map=INTERNAL:SSL \
+	--override "ssl.keystore.location=$CRT/server.keystore.pem" \
+	--override "listener.name.internal.ssl.truststore.location=$CRT/ca.pem" \
+	--override listener.name.internal.ssl.client.auth=required || fail "broker start (per-listener TLS)"
+SSL_PORT=$(grep -o 'listener SSL (SSL) on 127.0.0.1:[0-9]*' "$BROKER_LOG" | tail -1 | grep -o '[0-9]*$')
+kcat -L -m 10 -b "127.0.0.1:$SSL_PORT" "${kc_tls[@]}" > /dev/null || fail "SSL without a client certificate"
+if kcat -L -m 4 -b "127.0.0.1:$IN_PORT" "${kc_tls[@]}" > "$T/in.out" 2>&1; then
+	cat "$T/in.out"
+	fail "INTERNAL accepted a client without a certificate"
+fi
+kcat -L -m 10 -b "127.0.0.1:$IN_PORT" "${kc_tls[@]}" "${kc_me[@]}" > /dev/null || fail "INTERNAL with a client certificate"
+grep -q "peer did not return a certificate" "$BROKER_LOG" || fail "INTERNAL's refusal is not in the log"
+stop
+pass "per listener: SSL without client certificates, INTERNAL (listener.name.internal.ssl.client.auth=required) only with one"
+
 # ---- 3. settings refused at start-up ------------------------------------------------
 bad() { # what pattern flags...
 	local what=$1 pat=$2
@@ -235,4 +254,10 @@ bad "an unknown cipher suite" "unknown cipher suite" --listen SSL://127.0.0.1:0 
 	--override "ssl.keystore.location=$CRT/server.keystore.pem" --override ssl.cipher.suites=TLS_NOPE
 bad "a JKS keystore" "PEM files only" --override ssl.keystore.type=JKS
 bad "a name without a protocol" "does not name it" --listen INSIDE://127.0.0.1:0
+bad "a per-listener setting for no listener" "no listener is named OTHER" --listen SSL://127.0.0.1:0 \
+	--override "ssl.keystore.location=$CRT/server.keystore.pem" --override listener.name.OTHER.ssl.client.auth=none
+bad "a per-listener setting that is not ssl.*" "only ssl.\* settings" \
+	--override listener.name.ssl.num.partitions=3
+bad "a bad per-listener value" "listener.name.ssl.ssl.client.auth" \
+	--override listener.name.ssl.ssl.client.auth=sometimes
 echo "PASS ci/tls/test_tls.sh"

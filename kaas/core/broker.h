@@ -49,6 +49,7 @@
  * setting), and the main ones a flag and a KAAS_* variable; docs/broker.md
  * lists them.  Precedence: flag > environment > file > default. */
 #define KB_CFG_STR 4096
+#define KB_LISTENER_OVERRIDES 32
 enum { KB_SSL_AUTH_NONE, KB_SSL_AUTH_REQUESTED, KB_SSL_AUTH_REQUIRED };
 
 typedef struct kb_config {
@@ -133,6 +134,14 @@ typedef struct kb_config {
 	int64_t offsets_retention_minutes;        /* offsets.retention.minutes (10080) */
 	int64_t transaction_max_timeout_ms;       /* transaction.max.timeout.ms (900000) */
 	int64_t transactional_id_expiration_ms;   /* transactional.id.expiration.ms (604800000) */
+	/* listener.name.<name>.ssl.*: one listener's own TLS settings over the
+	 * ssl.* ones (kb_config_for_listener). */
+	int nlover;
+	struct kb_listener_override {
+		char listener[64]; /* as written; matched without regard to case */
+		char key[64];      /* the ssl.* key */
+		char value[1024];
+	} lover[KB_LISTENER_OVERRIDES];
 } kb_config;
 
 /* One listener: a name (PLAINTEXT, SSL, or one of listener.security.protocol.map),
@@ -159,6 +168,12 @@ void kb_config_defaults(kb_config *c);
 /* Applies one key=value (file syntax).  Returns 0, or -EINVAL with a message
  * naming the key in err; -ENOENT for a key kaas does not know. */
 int kb_config_set(kb_config *c, const char *key, const char *value, char *err, size_t errlen);
+
+/* The settings a listener runs with: c with the listener.name.<name>.ssl.*
+ * overrides of that listener applied (*out malloc'd).  0, or -EINVAL naming
+ * an override that names no listener of c (err); -ENOMEM. */
+int kb_config_for_listener(const kb_config *c, const char *listener, kb_config **out, char *err,
+			   size_t errlen);
 
 /* Reads a Kafka-style properties file (key=value, '#'/'!' comments).  Unknown
  * keys are reported through `warn` (may be NULL) and skipped, as Kafka does;

@@ -10,6 +10,7 @@
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
 #include "kaas/core/listeners.h"
+#include "util/assert.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -313,9 +314,97 @@ static int sasl_mechs(char *dst, const char *value, char *err, size_t errlen, co
 	return 0;
 }
 
+/* listener.name.<name>.<ssl key>=value: validated against a scratch copy,
+ * kept for kb_config_for_listener. */
+static int set_listener_override(kb_config *c, const char *key, const char *value, char *err,
+				 size_t errlen)
+{
+	const char *name = key + strlen("listener.name."), *dot = strchr(name, '.');
+	size_t nlen = dot ? (size_t)(dot - name) : 0;
+	const char *sub = dot ? dot + 1 : "";
+	if (nlen == 0 || nlen >= sizeof(c->lover[0].listener))
+		return bad(err, errlen, key, value, "expected listener.name.<listener>.<setting>");
+	for (size_t i = 0; i < nlen; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-')
+			return bad(err, errlen, key, value, "the listener name has a character a listener name cannot");
+	if (strncmp(sub, "ssl.", 4) != 0) {
+		snprintf(err, errlen, "%s: only ssl.* settings can be given per listener", key);
+		return -EINVAL;
+	}
+	if (strlen(sub) >= sizeof(c->lover[0].key) || strlen(value) >= sizeof(c->lover[0].value))
+		return bad(err, errlen, key, value, "too long");
+	kb_config *tmp = malloc(sizeof(*tmp));
+	if (!tmp) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	kb_config_defaults(tmp);
+	char sub_err[512];
+	int rc = kb_config_set(tmp, sub, value, sub_err, sizeof(sub_err));
+	free(tmp);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", key, sub_err);
+		return rc == -ENOENT ? -EINVAL : rc;
+	}
+	int i;
+	for (i = 0; i < c->nlover; i++)
+		if (strlen(c->lover[i].listener) == nlen && !strncasecmp(c->lover[i].listener, name, nlen) &&
+		    !strcmp(c->lover[i].key, sub))
+			break;
+	if (i == c->nlover) {
+		if (c->nlover == KB_LISTENER_OVERRIDES)
+			return bad(err, errlen, key, value, "more per-listener settings than kaas keeps (32)");
+		c->nlover++;
+	}
+	snprintf(c->lover[i].listener, sizeof(c->lover[i].listener), "%.*s", (int)nlen, name);
+	snprintf(c->lover[i].key, sizeof(c->lover[i].key), "%s", sub);
+	snprintf(c->lover[i].value, sizeof(c->lover[i].value), "%s", value);
+	return 0;
+}
+
+int kb_config_for_listener(const kb_config *c, const char *listener, kb_config **out, char *err,
+			   size_t errlen)
+{
+	kb_listener rows[KB_MAX_LISTENERS];
+	int n = 0;
+	int rc = kb_listeners_resolve(c, rows, &n, err, errlen);
+	if (rc)
+		return rc;
+	for (int i = 0; i < c->nlover; i++) {
+		int known = 0;
+		for (int j = 0; j < n; j++)
+			known |= !strcasecmp(rows[j].name, c->lover[i].listener);
+		if (!known) {
+			snprintf(err, errlen, "listener.name.%s.%s: no listener is named %s", c->lover[i].listener,
+				 c->lover[i].key, c->lover[i].listener);
+			return -EINVAL;
+		}
+	}
+	kb_config *lc = malloc(sizeof(*lc));
+	if (!lc) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*lc = *c;
+	for (int i = 0; i < c->nlover; i++) {
+		if (strcasecmp(c->lover[i].listener, listener))
+			continue;
+		rc = kb_config_set(lc, c->lover[i].key, c->lover[i].value, err, errlen);
+		KAAS_ASSERT(rc == 0); /* validated when it was set */
+		if (rc) {
+			free(lc);
+			return rc;
+		}
+	}
+	*out = lc;
+	return 0;
+}
+
 int kb_config_set(kb_config *c, const char *key, const char *value, char *err, size_t errlen)
 {
 	const kb_config_key *k;
+	if (strncmp(key, "listener.name.", 14) == 0)
+		return set_listener_override(c, key, value, err, errlen);
 	for (k = kb_config_keys; k->key; k++)
 		if (strcmp(k->key, key) == 0)
 			break;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -215,19 +216,13 @@ static void advertised(kn_listener *l)
 int kn__listeners_open(kn_server *s, char *err, size_t errlen)
 {
 	kb_listener rows[KB_MAX_LISTENERS];
-	int n = 0, need_tls = 0, need_sasl = 0;
+	int n = 0, need_sasl = 0;
 	int rc = kb_listeners_resolve(&s->b->cfg, rows, &n, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++) {
 		int p = rows[i].protocol;
 		need_sasl |= p == KB_SEC_SASL_PLAINTEXT || p == KB_SEC_SASL_SSL;
-		need_tls |= p == KB_SEC_SSL || p == KB_SEC_SASL_SSL;
-	}
-	if (need_tls) {
-		rc = kn__tls_create(&s->b->cfg, &s->tls, err, errlen);
-		if (rc)
-			return rc;
 	}
 	if (need_sasl) {
 		rc = kn__sasl_env_create(s, err, errlen);
@@ -240,6 +235,21 @@ int kn__listeners_open(kn_server *s, char *err, size_t errlen)
 		l->cfg = rows[i];
 		l->fd = -1;
 		s->nlst = i + 1;
+		if (rows[i].protocol == KB_SEC_SSL || rows[i].protocol == KB_SEC_SASL_SSL) {
+			/* Each TLS listener its own context: the ssl.* settings with
+			 * its listener.name.<name>.ssl.* ones over them. */
+			kb_config *lc = NULL;
+			char why[400];
+			rc = kb_config_for_listener(&s->b->cfg, rows[i].name, &lc, why, sizeof(why));
+			if (!rc) {
+				rc = kn__tls_create(lc, &l->tls, why, sizeof(why));
+				free(lc);
+			}
+			if (rc) {
+				snprintf(err, errlen, "listener %s: %s", rows[i].name, why);
+				return rc;
+			}
+		}
 		rc = listen_on(l, err, errlen);
 		if (rc)
 			return rc;
@@ -291,7 +301,9 @@ void kn__listeners_free(kn_server *s)
 			close(s->lst[i].fd);
 		s->lst[i].fd = -1;
 	}
-	kn__tls_destroy(s->tls);
-	s->tls = NULL;
+	for (int i = 0; i < s->nlst; i++) {
+		kn__tls_destroy(s->lst[i].tls);
+		s->lst[i].tls = NULL;
+	}
 	kn__sasl_env_free(s);
 }

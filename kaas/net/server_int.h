@@ -61,6 +61,7 @@ typedef struct kn_listener {
 	uv_poll_t poll;
 	char adv_host[256];    /* what Metadata answers on its connections */
 	int32_t adv_port;
+	kn_tls *tls;           /* SSL and SASL_SSL: its own settings (listener.name.<name>.ssl.*) */
 } kn_listener;
 
 typedef struct sreq {
@@ -149,7 +150,6 @@ struct kn_server {
 	kn_listener lst[KB_MAX_LISTENERS];
 	int nlst;
 	int lpoll_active;      /* the listeners' poll handles are open */
-	kn_tls *tls;           /* NULL without an SSL listener */
 	struct kn_sasl_env *sasl_env; /* NULL without a SASL listener */
 	uv_timer_t accept_pause;
 	uv_async_t async;

@@ -271,7 +271,7 @@ void kn__tls_destroy(kn_tls *t)
 
 int kn__tls_conn_start(conn *c)
 {
-	c->ssl = SSL_new(c->s->tls->ctx);
+	c->ssl = SSL_new(c->lst->tls->ctx);
 	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
 		ERR_clear_error();
 		return -ENOMEM;
