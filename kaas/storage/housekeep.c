@@ -68,18 +68,22 @@ static int sweep(ks_partition *p)
 		return rc;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int32_t e;
-		int64_t b;
-		if (ks__seg_parse_name(names[i], &e, &b) < 0)
+		int64_t b, g;
+		if (ks__seg_parse_name_g(names[i], &e, &b, &g) < 0)
 			continue;
-		if (e > p->epoch) {
+		if (e > p->epoch && g == 0) {
 			KLOG_WARN("storage", "%s: %s belongs to a newer leader: fenced", p->dir, names[i]);
 			ks__p_fence(p);
 			rc = -ESTALE;
 			break;
 		}
-		size_t j = ks__p_seg_find(p, b);
-		if (p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e)
+		if (g > 0 && !ks__p_clean_garbage(p, e, b, g))
 			continue;
+		size_t j = ks__p_seg_find(p, b);
+		if (g == 0 && p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e && p->segs[j]->gen == 0)
+			continue;
+		if (g == 0 && p->clean.state < 0 && b < p->segs[0]->base)
+			continue; /* clean.json unreadable: what it replaced may be the only copy */
 		char path[SUB_PATH_MAX];
 		if (sub_join(path, sizeof(path), p->dir, names[i]) == 0) {
 			int u = sub_unlink(p->vfs, path);

@@ -4,7 +4,7 @@ storage_SRCS := kaas/storage/batch.c kaas/storage/codec.c kaas/storage/producer.
 	kaas/storage/segment.c kaas/storage/manifest.c kaas/storage/listing.c \
 	kaas/storage/segload.c kaas/storage/partition.c kaas/storage/recover.c \
 	kaas/storage/append.c kaas/storage/commit.c kaas/storage/read.c kaas/storage/housekeep.c \
-	kaas/storage/epochs.c kaas/storage/damage.c kaas/storage/census.c
+	kaas/storage/epochs.c kaas/storage/damage.c kaas/storage/census.c kaas/storage/cleaner.c
 storage_USES := proto sub util
 storage_PREFIX := ks
 storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recovery.c \
