@@ -531,8 +531,9 @@ static int fill_to(cpass *ps, int64_t to)
 		kb_put32(b + KB_OFF_LEADER_EPOCH, (uint32_t)ps->oepoch);
 		b[KB_OFF_MAGIC] = 2;
 		kb_put32(b + KB_OFF_LAST_DELTA, (uint32_t)(span - 1));
-		kb_put64(b + KB_OFF_BASE_TS, (uint64_t)ps->last_ts);
-		kb_put64(b + KB_OFF_MAX_TS, (uint64_t)ps->last_ts);
+		/* No timestamp: ListOffsets and retention by time pass over it. */
+		kb_put64(b + KB_OFF_BASE_TS, (uint64_t)-1);
+		kb_put64(b + KB_OFF_MAX_TS, (uint64_t)-1);
 		kb_put64(b + KB_OFF_PID, (uint64_t)-1);
 		kb_put16(b + KB_OFF_PEPOCH, (uint16_t)-1);
 		kb_put32(b + KB_OFF_BASE_SEQ, (uint32_t)-1);

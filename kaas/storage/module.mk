@@ -11,4 +11,5 @@ storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recover
 	kaas/storage/test/test_codec.c \
 	kaas/storage/test/test_producer.c kaas/storage/test/test_retention.c \
 	kaas/storage/test/test_crash.c kaas/storage/test/test_pipeline.c \
-	kaas/storage/test/test_epochs.c kaas/storage/test/test_damage.c
+	kaas/storage/test/test_epochs.c kaas/storage/test/test_damage.c \
+	kaas/storage/test/test_cleaner.c

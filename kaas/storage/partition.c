@@ -37,6 +37,11 @@ void ks_log_config_defaults(ks_log_config *c)
 	c->checkpoint_ms = 60000;
 	c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
 	c->idle_close_ms = 60000;
+	c->cleanup_compact = KS_CLEANUP_DELETE;
+	c->delete_retention_ms = 86400000;
+	c->min_compaction_lag_ms = 0;
+	c->max_compaction_lag_ms = INT64_MAX;
+	c->min_cleanable_dirty_ratio = 0.5;
 }
 
 static void sanitize_cfg(ks_log_config *c)
@@ -61,6 +66,18 @@ static void sanitize_cfg(ks_log_config *c)
 		c->flush_depth = KAAS_FLUSH_DEPTH_MAX;
 	if (c->idle_close_ms == 0)
 		c->idle_close_ms = 60000;
+	if (c->cleanup_compact < KS_CLEANUP_DELETE || c->cleanup_compact > KS_CLEANUP_COMPACT_DELETE)
+		c->cleanup_compact = KS_CLEANUP_DELETE;
+	if (c->delete_retention_ms < 0)
+		c->delete_retention_ms = 0;
+	if (c->min_compaction_lag_ms < 0)
+		c->min_compaction_lag_ms = 0;
+	if (c->max_compaction_lag_ms <= 0)
+		c->max_compaction_lag_ms = INT64_MAX;
+	if (!(c->min_cleanable_dirty_ratio >= 0))
+		c->min_cleanable_dirty_ratio = 0;
+	if (c->min_cleanable_dirty_ratio > 1)
+		c->min_cleanable_dirty_ratio = 1;
 }
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)

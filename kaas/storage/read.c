@@ -349,8 +349,8 @@ static int search_segment(ks_partition *p, size_t i, int64_t ts, int64_t *offset
 			first = 0;
 			if (h.base_offset >= limit)
 				break;
-			if (kb_last_offset(&h) < p->log_start || h.max_ts < ts)
-				continue;
+			if (kb_last_offset(&h) < p->log_start || h.max_ts < ts || h.count == 0)
+				continue; /* an empty batch (compaction) holds no record to answer with */
 			uint8_t *b;
 			if ((rc = ks__seg_read_batch(s->log, bpos, kb_size(&h), &b)))
 				break;
