@@ -1008,7 +1008,6 @@ int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms)
 	ps.p = p;
 	ps.c = c;
 	ps.now_ms = now_ms;
-	__atomic_store_n(&c->stop, 0, __ATOMIC_RELEASE);
 	ks__p_lock(p);
 	int rc = 0;
 	if (p->state != KAAS_PART_LEADER) {
