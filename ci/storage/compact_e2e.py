@@ -68,8 +68,8 @@ for i in range(N):
     v = b"v%d-%s" % (i, b"x" * 20)
     p.produce("cmp", key=k, value=v)
     latest[k] = v
-    if i % 1000 == 0:
-        p.poll(0)
+    if i % 500 == 499:
+        p.flush(30)  # batches of their own: only sealed segments are cleaned
 # Deleted keys: a tombstone each, then more updates of other keys so that
 # the tombstones' segment is sealed and cleaned too.
 for j in range(5):
@@ -81,6 +81,8 @@ for i in range(N, N + 2000):
     v = b"v%d-%s" % (i, b"x" * 20)
     p.produce("cmp", key=k, value=v)
     latest[k] = v
+    if i % 500 == 499:
+        p.flush(30)
 check(p.flush(30) == 0, "producer flush")
 total = N + 5 + 2000
 
