@@ -86,7 +86,7 @@ static void *cleaner_main(void *arg)
 	return NULL;
 }
 
-int kb__cleaner_start(kb_ptable *t)
+static int start(kb_ptable *t)
 {
 	const kb_config *cfg = &t->b->cfg;
 	if (!cfg->cleaner_enable)
@@ -112,6 +112,15 @@ int kb__cleaner_start(kb_ptable *t)
 		return -rc;
 	}
 	return 0;
+}
+
+int kb__cleaner_start(kb_ptable *t)
+{
+	int rc = start(t);
+	if (rc)
+		KLOG_WARN("cleaner", "the log cleaner did not start (%s): compacted topics are not cleaned",
+			  sub_strerror(rc));
+	return rc;
 }
 
 void kb__cleaner_stop(kb_ptable *t)

@@ -346,8 +346,7 @@ int kb_ptable_create(kb_broker *b, kb_ptable **out)
 		}
 		t->nflushers++;
 	}
-	if (kb__cleaner_start(t))
-		KLOG_WARN("ptable", "the log cleaner did not start: compacted topics are not cleaned");
+	kb__cleaner_start(t);
 	*out = t;
 	return 0;
 }
