@@ -67,7 +67,9 @@ static int list_in(ks_partition *p, const char *sub, int stat_sizes, seglist *ou
 		int kind = ks__seg_parse_name_g(names[i], &e, &b, &g);
 		if (kind < 0)
 			continue;
-		if (e > *max_epoch)
+		/* A cleaned file carries its source segment's epoch; the
+		 * cleaner's own is checked through clean.json. */
+		if (e > *max_epoch && g == 0)
 			*max_epoch = e;
 		if (kind != SEG_LOG)
 			continue;
