@@ -406,9 +406,9 @@ typedef struct cpass {
 	uint64_t since_ix;
 	int64_t max_ts;
 	/* results */
-	kseg **made;
 	size_t nmade;
 	kclean_ent *ents;
+	uint64_t *sizes;       /* bytes of each cleaned segment (DescribeLogDirs before it is loaded) */
 } cpass;
 
 static int grow(uint8_t **b, size_t *cap, size_t need)
@@ -844,7 +844,7 @@ static int plan(cpass *ps)
 static int rewrite(cpass *ps, size_t nrw, int64_t gen)
 {
 	int rc = 0;
-	if (!(ps->ents = calloc(nrw, sizeof(kclean_ent))))
+	if (!(ps->ents = calloc(nrw, sizeof(kclean_ent))) || !(ps->sizes = calloc(nrw, sizeof(uint64_t))))
 		return -ENOMEM;
 	size_t i = 0;
 	while (i < nrw && rc == 0) {
@@ -862,6 +862,7 @@ static int rewrite(cpass *ps, size_t nrw, int64_t gen)
 			rc = walk_batches(ps->c, &ps->src[k], INT64_MIN, clean_batch, ps);
 		if (rc == 0)
 			rc = fill_to(ps, ps->src[g - 1].limit);
+		ps->sizes[ps->nmade] = ps->opos;
 		if (rc == 0)
 			rc = out_close(ps, gen);
 		if (rc)
@@ -976,6 +977,7 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 	}
 	for (size_t i = 0; i < ps->nmade; i++) {
 		made[i]->gen = gen;
+		made[i]->disk_size = ps->sizes[i];
 		segs[i] = made[i];
 	}
 	memcpy(segs + ps->nmade, p->segs + nrw, rest * sizeof(kseg *));
@@ -1073,6 +1075,7 @@ out:
 	free(ps.src);
 	free(ps.keep_empty);
 	free(ps.ents);
+	free(ps.sizes);
 	free(ps.ibuf);
 	free(ps.tbuf);
 	if (rc < 0 && rc != -EPERM && rc != -ECANCELED && rc != -EAGAIN)
