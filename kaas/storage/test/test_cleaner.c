@@ -540,6 +540,40 @@ START_TEST(leftovers_are_removed_and_unreadable_record_keeps_everything)
 }
 END_TEST
 
+/* As Kafka: a compacted topic refuses a keyless record (INVALID_RECORD),
+ * compressed or not; a delete topic takes it. */
+START_TEST(keyless_records_refused_on_compacted_topics)
+{
+	ks_log_config c = ccfg();
+	ks_partition *p = copen("nk/0", &c, 1);
+	int codecs[] = {KBUILD_NONE, KBUILD_GZIP, KBUILD_ZSTD};
+	for (int i = 0; i < 3; i++) {
+		kbuild b = KBUILD_INIT;
+		kbuild_begin(&b, -1, -1, -1, T0);
+		kbuild_record(&b, "k1", 2, "v", 1, T0);
+		kbuild_record(&b, NULL, -1, "v", 1, T0);
+		kbuild_end(&b, codecs[i]);
+		ks_append_result res;
+		ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
+		ck_assert_int_eq(res.error, KERR_INVALID_RECORD);
+		ck_assert_ptr_nonnull(strstr(res.message, "without key"));
+		kbuild_free(&b);
+	}
+	ck_assert_int_eq(ks_partition_log_end(p), 0);
+	c.cleanup_compact = KS_CLEANUP_DELETE;
+	ks_partition_set_config(p, &c);
+	kbuild b = KBUILD_INIT;
+	kbuild_begin(&b, -1, -1, -1, T0);
+	kbuild_record(&b, NULL, -1, "v", 1, T0);
+	kbuild_end(&b, KBUILD_NONE);
+	ks_append_result res;
+	ck_assert_int_eq(ks_partition_append(p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.error, 0);
+	kbuild_free(&b);
+	ks_partition_close(p);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "storage-cleaner", .tcase = "cleaner", .timeout = 120,
@@ -547,5 +581,6 @@ int main(void)
 			  KTEST_LIST(dedupe_keeps_latest_per_key, fetch_and_list_offsets_across_gaps,
 				     tombstones_go_after_delete_retention, lag_and_ratio_rules,
 				     multi_pass_when_keys_do_not_fit, producer_state_and_compression_survive,
-				     io_rate_is_bounded, leftovers_are_removed_and_unreadable_record_keeps_everything));
+				     io_rate_is_bounded, leftovers_are_removed_and_unreadable_record_keeps_everything,
+				     keyless_records_refused_on_compacted_topics));
 }
