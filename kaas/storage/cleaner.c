@@ -386,6 +386,7 @@ typedef struct cpass {
 	int64_t map_end;       /* offsets below it are in the map */
 	int mapped_any;
 	int full;              /* the map filled up at map_end */
+	int64_t tomb_min;      /* the earliest a kept clean tombstone became clean (-1: none) */
 	int unknown;           /* the clean.json write failed: the swap may be on the volume */
 	kclean old;            /* clean.json at the start (copy of p->clean) */
 	int64_t del_ret_ms;
@@ -620,6 +621,13 @@ static int clean_batch(void *arg, const uint8_t *b, const kb_hdr *h)
 			c->st.records_removed++;
 			continue;
 		}
+		if (r.tombstone && off < ps->map_end) {
+			/* Clean from this pass on (or since `horizon`): a pass is due
+			 * for it once delete.retention.ms passed, dirty data or not. */
+			int64_t since = horizon >= 0 && off < ps->old.dirty ? horizon : ps->now_ms;
+			if (ps->tomb_min < 0 || since < ps->tomb_min)
+				ps->tomb_min = since;
+		}
 		c->st.records_kept++;
 		kept++;
 		if ((rc = grow(&nb, &cap, nlen + r.rawlen)))
@@ -788,7 +796,7 @@ static int plan(cpass *ps)
 	size_t j = 0;
 	for (; j + 1 < p->nsegs; j++) {
 		kseg *s = p->segs[j];
-		if (p->segs[j + 1]->base > p->hw || s->base >= p->hw_seg || s->quarantined || s->active)
+		if (p->segs[j + 1]->base > p->hw || s->quarantined || s->active)
 			break;
 		if ((rc = ks__p_seg_load(p, j, INT64_MAX)) || (rc = ks__p_seg_open_log(p, s, 0)))
 			return rc;
@@ -804,7 +812,11 @@ static int plan(cpass *ps)
 	int64_t dirty = p->clean.state == 1 ? p->clean.dirty : p->segs[0]->base;
 	if (dirty < p->segs[0]->base)
 		dirty = p->segs[0]->base;
-	if (dirty >= ps->range_end)
+	/* Tombstones in the clean part past delete.retention.ms make a pass
+	 * due without dirty data (it rewrites the whole clean part). */
+	int tomb_due = p->clean.state == 1 && p->clean.tomb_ms >= 0 && dirty <= ps->range_end &&
+		       ps->now_ms - p->clean.tomb_ms >= cfg->delete_retention_ms;
+	if (dirty >= ps->range_end && !tomb_due)
 		return 0;
 	uint64_t clean_b = 0, dirty_b = 0;
 	size_t d = ks__p_seg_find(p, dirty);
@@ -820,7 +832,7 @@ static int plan(cpass *ps)
 		int64_t ts = first_ts(p->segs[d]);
 		forced = ts >= 0 && ps->now_ms - ts >= cfg->max_compaction_lag_ms;
 	}
-	if (ratio < cfg->min_cleanable_dirty_ratio && !forced)
+	if (ratio < cfg->min_cleanable_dirty_ratio && !forced && !tomb_due)
 		return 0;
 	ps->dirty = dirty;
 	if (!(ps->src = calloc(j, sizeof(csrc))))
@@ -902,6 +914,7 @@ static int new_record(cpass *ps, kclean *k, int64_t gen, int64_t clean_end)
 		memmove(&k->hist[0], &k->hist[1], (k->nhist - 1) * sizeof(k->hist[0]));
 		k->nhist--;
 	}
+	k->tomb_ms = ps->tomb_min;
 	int64_t prev_off = k->nhist ? k->hist[k->nhist - 1].off : -1;
 	int64_t prev_ms = k->nhist ? k->hist[k->nhist - 1].ms : 0;
 	if (ps->map_end > prev_off) {
@@ -1000,6 +1013,14 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 	free(old);
 	if (p->scrub_base >= 0 && p->scrub_base < clean_end)
 		p->scrub_base = -1;
+	/* The high watermark's byte position named a replaced segment: then
+	 * the high watermark is clean_end (the range ends at or below it), the
+	 * start of the segment after the cleaned ones. */
+	if (p->hw_seg < clean_end) {
+		KAAS_ASSERT(p->hw == clean_end);
+		p->hw_seg = clean_end;
+		p->hw_pos = 0;
+	}
 	return 0;
 }
 
@@ -1010,6 +1031,7 @@ int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms)
 	ps.p = p;
 	ps.c = c;
 	ps.now_ms = now_ms;
+	ps.tomb_min = -1;
 	ks__p_lock(p);
 	int rc = 0;
 	if (p->state != KAAS_PART_LEADER) {

@@ -161,6 +161,12 @@ static const char *clean_parse(json_t *o, kclean *c)
 		c->v[i].epoch = (int32_t)ep;
 		c->v[i].base = (int64_t)b;
 	}
+	json_t *tm = json_object_get(o, "tombstones_since");
+	c->tomb_ms = -1;
+	if (tm && (!json_is_integer(tm) || json_integer_value(tm) < -1))
+		return "bad tombstones_since";
+	if (tm)
+		c->tomb_ms = json_integer_value(tm);
 	json_t *h = json_object_get(o, "cleaned_at");
 	if (h && (!json_is_array(h) || json_array_size(h) > CLEAN_HIST_MAX))
 		return "bad cleaned_at";
@@ -227,9 +233,10 @@ int ks__clean_encode(const kclean *c, char **out, size_t *len)
 		return -ENOMEM;
 	}
 	/* "o" takes both references, also when packing fails. */
-	json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:o, s:o}", "version", 1, "epoch", (json_int_t)c->epoch,
-			      "generation", (json_int_t)c->gen, "clean_end", (json_int_t)c->clean_end, "dirty",
-			      (json_int_t)c->dirty, "segments", a, "cleaned_at", h);
+	json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:o, s:o, s:I}", "version", 1, "epoch",
+			      (json_int_t)c->epoch, "generation", (json_int_t)c->gen, "clean_end",
+			      (json_int_t)c->clean_end, "dirty", (json_int_t)c->dirty, "segments", a, "cleaned_at", h,
+			      "tombstones_since", (json_int_t)c->tomb_ms);
 	if (!o)
 		return -ENOMEM;
 	if (json_array_size(h) != c->nhist) {

@@ -179,6 +179,7 @@ typedef struct kclean {
 	size_t n;
 	kclean_at hist[CLEAN_HIST_MAX]; /* ascending in off and ms */
 	size_t nhist;
+	int64_t tomb_ms;   /* the earliest time a kept tombstone became clean; -1: none */
 } kclean;
 
 /* 0 (c->state says what was found) or -errno on I/O failure. */

@@ -7,6 +7,7 @@
  */
 #include "kaas/storage/storage_int.h"
 #include "kaas/storage/test/cleanlog.h"
+#include "util/clock.h"
 #include "util/test/ktest.h"
 
 #define T0 1700000000000LL
@@ -574,6 +575,53 @@ START_TEST(keyless_records_refused_on_compacted_topics)
 }
 END_TEST
 
+/* Everything cleaned away (tombstones past delete.retention.ms, the
+ * active segment empty after a roll): the log holds only empty batches
+ * below the high watermark, and a consumer still reaches the end. */
+START_TEST(log_cleaned_down_to_nothing_is_read_to_its_end)
+{
+	ks_log_config c = ccfg();
+	c.delete_retention_ms = 5000;
+	ks_partition *p = copen("nt/0", &c, 1);
+	ks_cleaner *cl;
+	ck_assert_int_eq(ks_cleaner_new(1 << 20, 0, &cl), 0);
+	for (int i = 0; i < 60; i++)
+		cl_put(p, -1, 0, i % 6, i, 1, T0 + i, KBUILD_NONE);
+	for (int k = 0; k < 6; k++)
+		cl_put(p, -1, 0, k, -1, 1, T0 + 100, KBUILD_NONE);
+	durable(p);
+	c.segment_ms = 0;
+	ks_partition_set_config(p, &c);
+	ck_assert_int_ge(ks_partition_housekeep(p, ku_wall_ms() + 1000), 0); /* rolls the active segment */
+	int64_t hw = ks_partition_high_watermark(p);
+	ck_assert_int_eq(hw, 66);
+	ck_assert_int_eq(clean_all(p, cl, T0 + 10000), 1); /* the tombstones become clean */
+	ck_assert_int_eq(ks_partition_clean(p, cl, T0 + 14999), 0);
+	/* No new data: the tombstones past delete.retention.ms make the pass due. */
+	ck_assert_int_eq(ks_partition_clean(p, cl, T0 + 20000), 1);
+	ck_assert_int_eq(ks_partition_clean(p, cl, T0 + 30000), 0); /* and then nothing is */
+	cl_log l;
+	cl_read(p, &l);
+	ck_assert_uint_eq(l.n, 0);
+	int got[CL_KEYS];
+	cl_latest(&l, got);
+	for (int k = 0; k < 6; k++)
+		ck_assert_int_eq(got[k], -1);
+	cl_free(&l);
+	/* A fetch at any offset moves the consumer on to the high watermark. */
+	for (int64_t off = 0; off < hw; off += 5) {
+		uint8_t *buf;
+		free((h_read_all(p, off, 4096, &buf), buf));
+	}
+	ck_assert_int_eq(ks_partition_high_watermark(p), hw);
+	ks_partition_close(p);
+	p = copen("nt/0", &c, 2);
+	ck_assert_int_eq(ks_partition_log_end(p), hw);
+	ks_partition_close(p);
+	ks_cleaner_free(cl);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "storage-cleaner", .tcase = "cleaner", .timeout = 120,
@@ -582,5 +630,6 @@ int main(void)
 				     tombstones_go_after_delete_retention, lag_and_ratio_rules,
 				     multi_pass_when_keys_do_not_fit, producer_state_and_compression_survive,
 				     io_rate_is_bounded, leftovers_are_removed_and_unreadable_record_keeps_everything,
-				     keyless_records_refused_on_compacted_topics));
+				     keyless_records_refused_on_compacted_topics,
+				     log_cleaned_down_to_nothing_is_read_to_its_end));
 }
