@@ -126,6 +126,7 @@ def step_admin():
         NewTopic("rf3", 1, 3),
         NewTopic("../x", 1, 1),
         NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact"}),
+        NewTopic("purged", 1, 1, config={"cleanup.policy": "purge"}),
         NewTopic("badnum", 1, 1, config={"retention.ms": "soon"}),
         NewTopic("zero", 0, 1),
     ])
@@ -133,8 +134,9 @@ def step_admin():
     check(res["rf3"] is None, "replication factor 3 is accepted")
     check(res["../x"].code() == KafkaError.TOPIC_EXCEPTION, "../x is an invalid topic name")
     check(not os.path.exists(os.path.join(DATA, "..", "x")), "../x touched nothing on disk")
-    check(res["compacted"].code() == KafkaError.INVALID_CONFIG and "compact" in res["compacted"].str(),
-          "cleanup.policy=compact is refused with a message")
+    check(res["compacted"] is None, "cleanup.policy=compact is accepted")
+    check(res["purged"].code() == KafkaError.INVALID_CONFIG and "compact, delete" in res["purged"].str(),
+          "cleanup.policy=purge is refused with a message")
     check(res["badnum"].code() == KafkaError.INVALID_CONFIG, "a bad number is INVALID_CONFIG")
     check(res["zero"].code() == KafkaError.INVALID_PARTITIONS, "0 partitions is INVALID_PARTITIONS")
     again = create(a, [NewTopic("orders", 3, 1)])
@@ -160,12 +162,12 @@ def step_admin():
     check(cfg["segment.ms"].value == "60000", "alter: segment.ms set")
     check(cfg["retention.ms"].value == "604800000" and cfg["retention.ms"].is_default,
           "alter is not incremental: retention.ms reverted to the default")
-    (fut,) = a.alter_configs([ConfigResource("topic", "orders", set_config={"cleanup.policy": "compact"})]).values()
+    (fut,) = a.alter_configs([ConfigResource("topic", "orders", set_config={"cleanup.policy": "purge"})]).values()
     try:
         fut.result()
-        check(False, "alter cleanup.policy=compact refused")
+        check(False, "alter cleanup.policy=purge refused")
     except Exception as e:
-        check(e.args[0].code() == KafkaError.INVALID_CONFIG, "alter cleanup.policy=compact refused")
+        check(e.args[0].code() == KafkaError.INVALID_CONFIG, "alter cleanup.policy=purge refused")
 
     bcfg = describe(a, ConfigResource("broker", "1"))
     check(bcfg["num.partitions"].is_read_only and bcfg["num.partitions"].value == "1",

@@ -98,6 +98,10 @@ typedef struct kb_config {
 	int64_t retention_check_interval_ms; /* log.retention.check.interval.ms (300000) */
 	int64_t trash_retention_ms;   /* kaas.trash.retention.ms (86400000) */
 	int64_t scrub_bytes_per_sec;  /* kaas.log.scrub.bytes.per.sec (4194304; 0: off) */
+	int cleaner_enable;           /* log.cleaner.enable (true) */
+	int64_t cleaner_dedupe_bytes; /* log.cleaner.dedupe.buffer.size (134217728) */
+	int64_t cleaner_io_bytes_per_sec; /* log.cleaner.io.max.bytes.per.second (unlimited) */
+	int64_t cleaner_backoff_ms;   /* log.cleaner.backoff.ms (15000) */
 
 	/* network server */
 	int64_t socket_request_max_bytes;   /* socket.request.max.bytes (104857600) */

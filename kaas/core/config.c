@@ -114,6 +114,16 @@ const kb_config_key kb_config_keys[] = {
 	{"kaas.log.scrub.bytes.per.sec", KCFG_I64, OFF(scrub_bytes_per_sec), 0, INT64_MAX, "4194304",
 	 "read rate of the background scrub that verifies the CRC-32C of the led partitions' sealed "
 	 "segments (0: off)"},
+	{"log.cleaner.enable", KCFG_BOOL, OFF(cleaner_enable), 0, 1, "true",
+	 "run the log cleaner for topics with cleanup.policy=compact (on a thread of its own)"},
+	{"log.cleaner.dedupe.buffer.size", KCFG_I64, OFF(cleaner_dedupe_bytes), 1024, INT64_MAX / 2, "134217728",
+	 "memory of the cleaner's key map (24 bytes a key, filled to 90%); a log with more dirty "
+	 "keys is cleaned in several passes"},
+	{"log.cleaner.io.max.bytes.per.second", KCFG_I64, OFF(cleaner_io_bytes_per_sec), 0, INT64_MAX,
+	 "9223372036854775807", "bytes a second the cleaner reads and writes together (0 or the "
+	 "default: unlimited)"},
+	{"log.cleaner.backoff.ms", KCFG_I64, OFF(cleaner_backoff_ms), 10, INT64_MAX, "15000",
+	 "how long the cleaner sleeps when no log needed cleaning"},
 	{"kaas.trash.retention.ms", KCFG_I64, OFF(trash_retention_ms), -1, INT64_MAX, "86400000",
 	 "how long deleted and reclaimed topic directories stay in DATA/~trash-* before they are "
 	 "removed (0: at once, -1: never; `kaas trash empty` removes them earlier)"},
@@ -205,6 +215,10 @@ void kb_config_defaults(kb_config *c)
 	c->retention_check_interval_ms = 300000;
 	c->trash_retention_ms = 86400000;
 	c->scrub_bytes_per_sec = 4194304;
+	c->cleaner_enable = 1;
+	c->cleaner_dedupe_bytes = 134217728;
+	c->cleaner_io_bytes_per_sec = INT64_MAX;
+	c->cleaner_backoff_ms = 15000;
 	c->socket_request_max_bytes = 104857600;
 	c->connections_max_idle_ms = 600000;
 	c->num_io_threads = 8;

@@ -346,6 +346,7 @@ int kb_ptable_create(kb_broker *b, kb_ptable **out)
 		}
 		t->nflushers++;
 	}
+	kb__cleaner_start(t);
 	*out = t;
 	return 0;
 }
@@ -757,6 +758,7 @@ void kb_ptable_destroy(kb_ptable *t)
 {
 	if (!t)
 		return;
+	kb__cleaner_stop(t);
 	kb__lock(&t->fmu, KB_FMU);
 	t->fstop = 1;
 	pthread_cond_broadcast(&t->fcv);

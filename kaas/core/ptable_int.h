@@ -122,6 +122,8 @@ struct kb_ptable {
 	int nflushers;
 	pthread_t *flushers;
 
+	struct kb_cleaner_th *cleaner; /* cleaner.c: the log cleaner's thread (NULL: none) */
+
 	struct ku_metric *m_fsync, *m_batch, *m_poisoned; /* census.c; NULL without metrics */
 	int census_ready; /* they are registered (fmu) */
 };
@@ -210,6 +212,13 @@ void kb__fire_watches(kb_pentry *e, int all);          /* mu held */
 void kb__fail_waiters(kb_pentry *e, int16_t err);      /* mu held */
 void kb__enqueue_dirty(kb_ptable *t, kb_pentry *e);
 void kb__put_entry(kb_ptable *t, kb_pentry *e);
+/* upkeep.c: the leaders of the topics not being dropped, each with a
+ * reference (kb__put_entry each); *n of them. */
+kb_pentry **kb__ref_leaders(kb_ptable *t, size_t *n);
+/* cleaner.c: the log cleaner's thread (log.cleaner.enable); stop joins it
+ * (a clean in progress stops at its next batch, having swapped nothing). */
+int kb__cleaner_start(kb_ptable *t);
+void kb__cleaner_stop(kb_ptable *t);
 void *kb__flusher_main(void *arg);
 void kb__on_durable(void *arg, ks_partition *p, int64_t hw); /* ks_hw_listener */
 

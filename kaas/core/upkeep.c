@@ -3,7 +3,9 @@
  * worker every second): noticing partitions poisoned by a failed write,
  * taking failed and poisoned ones over again at a new epoch (within the
  * descriptor limit), the background scrub of the leaders' sealed segments
- * (scrub.c), and retention and age-based rolls on the leaders.
+ * (scrub.c), and retention and age-based rolls on the leaders.  Log
+ * compaction runs on a thread of its own (cleaner.c): a pass can take
+ * minutes at a bounded I/O rate and must not hold up this round.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@
  * each one), so their partitions can be visited without holding mu across the
  * partition locks (an append may hold one through a slow write).  Out of
  * memory, the list stops short: the rest wait for the next round. */
-static kb_pentry **ref_leaders(kb_ptable *t, size_t *n)
+kb_pentry **kb__ref_leaders(kb_ptable *t, size_t *n)
 {
 	kb_pentry **v = NULL;
 	size_t nv = 0, cap = 0;
@@ -100,7 +102,7 @@ void kb_ptable_housekeep(kb_ptable *t)
 {
 	int64_t now = ku_mono_ms();
 	size_t nl;
-	kb_pentry **lead = ref_leaders(t, &nl);
+	kb_pentry **lead = kb__ref_leaders(t, &nl);
 	for (size_t i = 0; i < nl; i++) {
 		int32_t ep;
 		if (ks_partition_state_of(lead[i]->p, &ep) == KAAS_PART_POISONED) {
@@ -131,7 +133,7 @@ void kb_ptable_housekeep(kb_ptable *t)
 		return;
 	t->last_retention_ms = now;
 	size_t n;
-	kb_pentry **refs = ref_leaders(t, &n);
+	kb_pentry **refs = kb__ref_leaders(t, &n);
 	int64_t wall = ku_wall_ms();
 	for (size_t i = 0; i < n; i++) {
 		int r = ks_partition_housekeep(refs[i]->p, wall);

@@ -161,6 +161,7 @@ static int req_validate(areq *r)
 		.now_ms = r->now,
 		.create_time = c->timestamp_type == 0,
 		.validate_compressed = c->validate_compressed,
+		.require_key = c->cleanup_compact != KS_CLEANUP_DELETE,
 		.max_decompressed = (uint64_t)c->max_message_bytes * 64 > (256u << 20)
 					    ? (uint64_t)c->max_message_bytes * 64
 					    : (256u << 20),

@@ -52,8 +52,11 @@ void ks__kb_decode(const uint8_t *p, kb_hdr *h)
 int ks__kb_header_sane(const kb_hdr *h)
 {
 	return h->magic == 2 && h->length >= KB_MIN_LENGTH && h->base_offset >= 0 &&
-	       h->base_offset <= KB_OFFSET_MAX && h->last_delta >= 0 && h->count > 0 &&
-	       h->count == h->last_delta + 1;
+	       h->base_offset <= KB_OFFSET_MAX && h->last_delta >= 0 && h->count >= 0 &&
+	       h->count <= h->last_delta + 1;
+	/* Fewer records than offsets: a batch the cleaner rewrote (its
+	 * records keep their offsets) or an empty one standing for offsets
+	 * whose records it removed (docs/storage.md, "Compaction"). */
 }
 
 uint32_t ks__kb_crc(const uint8_t *batch, size_t size)
@@ -89,6 +92,9 @@ typedef struct src {
 	ks_inflate *z;         /* NULL: p..end is the whole stream */
 	int err;                 /* the inflater's error, negative errno */
 	int eof;                 /* a read found the stream's end */
+	int last_null;           /* the last field read was null */
+	int require_key;         /* a keyless record is refused (compacted topics) */
+	int keyless;             /* ... and one was found */
 } src;
 
 static void src_plain(src *s, const uint8_t *p, size_t len)
@@ -208,6 +214,7 @@ static int rd_field(src *s, uint64_t rend, int nullable)
 	int32_t n;
 	if (rd_varint(s, &n))
 		return -1;
+	s->last_null = n == -1;
 	if (n < 0)
 		return (n == -1 && nullable) ? 0 : -1;
 	uint64_t pos = src_pos(s);
@@ -248,7 +255,16 @@ static int rd_record(src *s, int32_t expect_delta, int64_t base_ts, int64_t *ts,
 		*msg = "record offset deltas are not consecutive";
 		return -1;
 	}
-	if (rd_field(s, rend, 1) || rd_field(s, rend, 1)) {
+	if (rd_field(s, rend, 1)) {
+		*msg = "record key or value length invalid";
+		goto fail;
+	}
+	if (s->require_key && s->last_null) {
+		*msg = "Compacted topic cannot accept message without key";
+		s->keyless = 1;
+		return -1;
+	}
+	if (rd_field(s, rend, 1)) {
 		*msg = "record key or value length invalid";
 		goto fail;
 	}
@@ -469,11 +485,11 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 		}
 	}
 	int err = KERR_NONE;
+	s.require_key = lim->require_key;
 	if (walk_it) {
 		int64_t mx, mn;
-		if (s.z ? walk_records(&s, h.count, h.base_ts, &mx, &mn, msg)
-			: ks__kb_walk_records(b + KB_HDR, size - KB_HDR, h.count, h.base_ts, &mx, &mn, msg)) {
-			err = s.err ? inflate_error(s.err, msg) : KERR_CORRUPT_MESSAGE;
+		if (walk_records(&s, h.count, h.base_ts, &mx, &mn, msg)) {
+			err = s.err ? inflate_error(s.err, msg) : s.keyless ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;
 		} else if (check_ts(lim, mn, msg) || check_ts(lim, mx, msg)) {
 			err = KERR_INVALID_TIMESTAMP;
 		} else if (mx != h.max_ts) {

@@ -127,6 +127,7 @@ typedef struct kb_limits {
 	int validate_compressed;    /* decompress to walk the records */
 	uint64_t max_decompressed;  /* refuse batches that inflate beyond this
 				       (CPU only: the walk streams, codec.h) */
+	int require_key;            /* compacted topic: a keyless record is INVALID_RECORD */
 } kb_limits;
 
 /* Validates the `records` field of a Produce request: every batch, header,

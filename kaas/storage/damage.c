@@ -182,7 +182,7 @@ void ks__p_report_damage(ks_partition *p, kseg *s, const char *why)
 	/* The log first: once it is aside, the segment is read from there. */
 	for (int k = 0; k < SEG_NKINDS; k++) {
 		char file[SUB_PATH_MAX];
-		if (ks__seg_path(file, sizeof(file), "", s->epoch, s->base, k))
+		if (ks__seg_path_g(file, sizeof(file), "", s->epoch, s->base, s->gen, k))
 			continue;
 		const char *leaf = file[0] == '/' ? file + 1 : file;
 		int rc = ks__p_quarantine_file(p, leaf, "");

@@ -68,18 +68,22 @@ static int sweep(ks_partition *p)
 		return rc;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int32_t e;
-		int64_t b;
-		if (ks__seg_parse_name(names[i], &e, &b) < 0)
+		int64_t b, g;
+		if (ks__seg_parse_name_g(names[i], &e, &b, &g) < 0)
 			continue;
-		if (e > p->epoch) {
+		if (e > p->epoch && g == 0) {
 			KLOG_WARN("storage", "%s: %s belongs to a newer leader: fenced", p->dir, names[i]);
 			ks__p_fence(p);
 			rc = -ESTALE;
 			break;
 		}
-		size_t j = ks__p_seg_find(p, b);
-		if (p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e)
+		if (g > 0 && !ks__p_clean_garbage(p, e, b, g))
 			continue;
+		size_t j = ks__p_seg_find(p, b);
+		if (g == 0 && p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e && p->segs[j]->gen == 0)
+			continue;
+		if (g == 0 && p->clean.state < 0 && b < p->segs[0]->base)
+			continue; /* clean.json unreadable: what it replaced may be the only copy */
 		char path[SUB_PATH_MAX];
 		if (sub_join(path, sizeof(path), p->dir, names[i]) == 0) {
 			int u = sub_unlink(p->vfs, path);
@@ -204,18 +208,25 @@ int ks_partition_housekeep(ks_partition *p, int64_t now_ms)
 	if ((rc = sweep(p)))
 		goto out;
 
-	/* segment.ms: roll an old, non-empty active segment. */
-	if (c->segment_ms >= 0 && act->end_pos > 0 && act->first_append_ms &&
-	    now_ms - act->first_append_ms >= c->segment_ms) {
+	/* segment.ms: roll an old, non-empty active segment (a compacted
+	 * topic's by max.compaction.lag.ms too: the active segment is never
+	 * cleaned, so a record must leave it to meet that bound, KIP-354). */
+	int64_t roll_ms = c->segment_ms;
+	if (c->cleanup_compact != KS_CLEANUP_DELETE && c->max_compaction_lag_ms > 0 &&
+	    (roll_ms < 0 || c->max_compaction_lag_ms < roll_ms))
+		roll_ms = c->max_compaction_lag_ms;
+	if (roll_ms >= 0 && act->end_pos > 0 && act->first_append_ms &&
+	    now_ms - act->first_append_ms >= roll_ms) {
 		if ((rc = ks__p_roll(p, now_ms))) {
 			ks__p_fail(p, "segment roll", rc);
 			goto out;
 		}
 	}
 
-	int64_t new_start;
-	size_t ndel;
-	if ((rc = retention_cut(p, now_ms, &new_start, &ndel)))
+	int64_t new_start = p->log_start;
+	size_t ndel = 0;
+	/* cleanup.policy=compact alone: retention deletes nothing. */
+	if (c->cleanup_compact != KS_CLEANUP_COMPACT && (rc = retention_cut(p, now_ms, &new_start, &ndel)))
 		goto out;
 	if (ndel) {
 		p->log_start = new_start;

@@ -40,7 +40,9 @@ static int cmp_seg(const void *a, const void *b)
 	const kseg *x = *(kseg *const *)a, *y = *(kseg *const *)b;
 	if (x->base != y->base)
 		return x->base < y->base ? -1 : 1;
-	return x->epoch > y->epoch ? -1 : x->epoch < y->epoch; /* higher epoch first */
+	if (x->epoch != y->epoch)
+		return x->epoch > y->epoch ? -1 : 1; /* higher epoch first */
+	return x->gen > y->gen ? -1 : x->gen < y->gen;
 }
 
 /* Adds the .log segments named in directory `sub` ("" or the quarantine
@@ -61,11 +63,13 @@ static int list_in(ks_partition *p, const char *sub, int stat_sizes, seglist *ou
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		int32_t e;
-		int64_t b;
-		int kind = ks__seg_parse_name(names[i], &e, &b);
+		int64_t b, g;
+		int kind = ks__seg_parse_name_g(names[i], &e, &b, &g);
 		if (kind < 0)
 			continue;
-		if (e > *max_epoch)
+		/* A cleaned file carries its source segment's epoch; the
+		 * cleaner's own is checked through clean.json. */
+		if (e > *max_epoch && g == 0)
 			*max_epoch = e;
 		if (kind != SEG_LOG)
 			continue;
@@ -75,11 +79,12 @@ static int list_in(ks_partition *p, const char *sub, int stat_sizes, seglist *ou
 			rc = rc ? rc : -ENOMEM;
 			break;
 		}
+		s->gen = g;
 		s->quarantined = sub[0] != 0;
 		if (stat_sizes) {
 			char path[SUB_PATH_MAX];
 			sub_stat st;
-			if (ks__seg_path(path, sizeof(path), dir, e, b, SEG_LOG) == 0 &&
+			if (ks__seg_path_g(path, sizeof(path), dir, e, b, g, SEG_LOG) == 0 &&
 			    sub_stat_path(p->vfs, path, &st) == 0)
 				s->disk_size = st.size;
 		}
@@ -92,12 +97,69 @@ static int list_in(ks_partition *p, const char *sub, int stat_sizes, seglist *ou
  * segment stays part of the log there), sorted by (base, epoch desc); a
  * name in both places counts once, from the directory (an operator put a
  * repaired copy back).  *max_epoch the highest epoch of any segment file. */
+/* Is (epoch, base) an entry of c? */
+static long clean_entry(const kclean *c, int32_t epoch, int64_t base)
+{
+	long k = ks__clean_find(c, base);
+	return k >= 0 && c->v[k].base == base && c->v[k].epoch == epoch ? k : -1;
+}
+
+/* Applies clean.json to a sorted listing: the cleaned segments it names
+ * take the place of the plain ones they replaced (a plain segment goes only
+ * where the cleaned file covering it is present); cleaned files it does
+ * not name are not part of the log (an interrupted or superseded clean). */
+static int apply_clean(const kclean *c, seglist *l)
+{
+	unsigned char *present = NULL;
+	if (c->state == 1 && !(present = calloc(c->n, 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n; i++) {
+		kseg *s = l->v[i];
+		long k;
+		if (s->gen > 0 && c->state == 1 && s->gen == c->gen && (k = clean_entry(c, s->epoch, s->base)) >= 0)
+			present[k] = 1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		kseg *s = l->v[i];
+		int keep;
+		if (s->gen > 0) {
+			keep = c->state == 1 && s->gen == c->gen && clean_entry(c, s->epoch, s->base) >= 0;
+		} else {
+			long k = c->state == 1 ? ks__clean_find(c, s->base) : -1;
+			keep = k < 0 || !present[k];
+		}
+		if (keep)
+			l->v[n++] = s;
+		else
+			ks__seg_unref(s);
+	}
+	l->n = n;
+	free(present);
+	return 0;
+}
+
 int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *max_epoch)
 {
-	*max_epoch = -1;
-	int rc = list_in(p, "", stat_sizes, out, max_epoch);
-	if (rc == 0)
-		rc = list_in(p, QUARANTINE_DIR, stat_sizes, out, max_epoch);
+	int rc = 0;
+	/* clean.json read before and after the listing: a clean swapped in by
+	 * another host meanwhile (its old files may be going) means list again. */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		kclean before = {0};
+		*max_epoch = -1;
+		if ((rc = ks__clean_read(p->vfs, p->dir, &before)))
+			return rc;
+		rc = list_in(p, "", stat_sizes, out, max_epoch);
+		if (rc == 0)
+			rc = list_in(p, QUARANTINE_DIR, stat_sizes, out, max_epoch);
+		if (rc == 0)
+			rc = ks__clean_read(p->vfs, p->dir, &p->clean);
+		int same = rc == 0 && before.state == p->clean.state && before.gen == p->clean.gen;
+		ks__clean_free(&before);
+		if (rc || same || attempt == 3)
+			break;
+		ks__seglist_free(out);
+	}
 	if (rc) {
 		ks__seglist_free(out);
 		return rc;
@@ -107,7 +169,8 @@ int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *
 	size_t k = 0;
 	for (size_t i = 0; i < out->n; i++) {
 		kseg *s = out->v[i];
-		if (k && out->v[k - 1]->base == s->base && out->v[k - 1]->epoch == s->epoch) {
+		if (k && out->v[k - 1]->base == s->base && out->v[k - 1]->epoch == s->epoch &&
+		    out->v[k - 1]->gen == s->gen) {
 			if (s->quarantined) {
 				ks__seg_unref(s);
 				continue;
@@ -118,7 +181,24 @@ int ks__p_list_segments(ks_partition *p, int stat_sizes, seglist *out, int32_t *
 		out->v[k++] = s;
 	}
 	out->n = k;
-	return 0;
+	if ((rc = apply_clean(&p->clean, out)))
+		ks__seglist_free(out);
+	return rc;
+}
+
+int ks__p_clean_garbage(const ks_partition *p, int32_t epoch, int64_t base, int64_t gen)
+{
+	const kclean *c = &p->clean;
+	if (gen <= 0 || c->state < 0)
+		return 0;
+	for (size_t i = 0; i < p->nsegs; i++)
+		if (p->segs[i]->base == base && p->segs[i]->epoch == epoch && p->segs[i]->gen == gen)
+			return 0;
+	if (c->state == 1 && gen == c->gen && clean_entry(c, epoch, base) >= 0)
+		return 0; /* named by the record (in quarantine/, or not listed yet) */
+	if (p->cleaning && gen > (c->state == 1 ? c->gen : 0))
+		return 0; /* our clean in progress is writing it */
+	return 1;
 }
 
 /* Splits `all` (sorted) into live segments and zombies. */

@@ -37,6 +37,11 @@ void ks_log_config_defaults(ks_log_config *c)
 	c->checkpoint_ms = 60000;
 	c->flush_depth = KAAS_FLUSH_DEPTH_DEFAULT;
 	c->idle_close_ms = 60000;
+	c->cleanup_compact = KS_CLEANUP_DELETE;
+	c->delete_retention_ms = 86400000;
+	c->min_compaction_lag_ms = 0;
+	c->max_compaction_lag_ms = INT64_MAX;
+	c->min_cleanable_dirty_ratio = 0.5;
 }
 
 static void sanitize_cfg(ks_log_config *c)
@@ -61,6 +66,18 @@ static void sanitize_cfg(ks_log_config *c)
 		c->flush_depth = KAAS_FLUSH_DEPTH_MAX;
 	if (c->idle_close_ms == 0)
 		c->idle_close_ms = 60000;
+	if (c->cleanup_compact < KS_CLEANUP_DELETE || c->cleanup_compact > KS_CLEANUP_COMPACT_DELETE)
+		c->cleanup_compact = KS_CLEANUP_DELETE;
+	if (c->delete_retention_ms < 0)
+		c->delete_retention_ms = 0;
+	if (c->min_compaction_lag_ms < 0)
+		c->min_compaction_lag_ms = 0;
+	if (c->max_compaction_lag_ms <= 0)
+		c->max_compaction_lag_ms = INT64_MAX;
+	if (!(c->min_cleanable_dirty_ratio >= 0))
+		c->min_cleanable_dirty_ratio = 0;
+	if (c->min_cleanable_dirty_ratio > 1)
+		c->min_cleanable_dirty_ratio = 1;
 }
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)
@@ -173,9 +190,9 @@ int ks__p_seg_file(const ks_partition *p, const kseg *s, int kind, char *dst, si
 {
 	char dir[SUB_PATH_MAX];
 	if (!s->quarantined)
-		return ks__seg_path(dst, len, p->dir, s->epoch, s->base, kind);
+		return ks__seg_path_g(dst, len, p->dir, s->epoch, s->base, s->gen, kind);
 	int rc = sub_join(dir, sizeof(dir), p->dir, QUARANTINE_DIR);
-	return rc ? rc : ks__seg_path(dst, len, dir, s->epoch, s->base, kind);
+	return rc ? rc : ks__seg_path_g(dst, len, dir, s->epoch, s->base, s->gen, kind);
 }
 
 /* Logs are opened on demand and closed when idle (ks_partition_housekeep):
@@ -239,12 +256,12 @@ int ks__p_write_index(ks_partition *p, kseg *s, int sync)
 	return rc;
 }
 
-int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base)
+int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base, int64_t gen)
 {
 	int first = 0;
 	for (int k = 0; k < SEG_NKINDS; k++) {
 		char path[SUB_PATH_MAX];
-		int rc = ks__seg_path(path, sizeof(path), p->dir, epoch, base, k);
+		int rc = ks__seg_path_g(path, sizeof(path), p->dir, epoch, base, gen, k);
 		if (rc == 0)
 			rc = sub_unlink(p->vfs, path);
 		if (rc && rc != -ENOENT && !first)
@@ -260,7 +277,7 @@ int ks__p_delete_seg(ks_partition *p, size_t i)
 	p->nsegs--;
 	/* Retention past a quarantined segment: it leaves the log, its files
 	 * stay where the operator finds them. */
-	int rc = s->quarantined ? 0 : ks__p_unlink_seg(p, s->epoch, s->base);
+	int rc = s->quarantined ? 0 : ks__p_unlink_seg(p, s->epoch, s->base, s->gen);
 	if (rc)
 		KLOG_WARN("storage", "%s: removing segment %d-%lld: %s (retried by housekeeping)",
 			  p->dir, (int)s->epoch, (long long)s->base, sub_strerror(rc));
@@ -376,6 +393,7 @@ void ks_partition_close(ks_partition *p)
 	ks_partition_relinquish(p);
 	ks__p_lock(p);
 	ks__p_drop_leadership(p, -EPERM);
+	ks__clean_free(&p->clean);
 	ks__p_unlock(p);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);

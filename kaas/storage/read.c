@@ -32,9 +32,10 @@
  * at the segment start; an entry pointing into a batch, which shows no sane
  * header at all, counts as wrong too, never as the end of the segment). */
 static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, int64_t cur,
-		      uint64_t *start, uint32_t *size, int64_t *start_off)
+		      int skip_empty, uint64_t *start, uint32_t *size, int64_t *start_off, int *only_empty)
 {
 	*size = 0;
+	*only_empty = 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		seg_iter it;
 		kb_hdr h;
@@ -47,10 +48,15 @@ static int find_start(sub_file *f, uint64_t pos, int64_t eoff, uint64_t bend, in
 				break;
 			}
 			first = 0;
+			if (kb_last_offset(&h) >= cur && skip_empty && h.count == 0) {
+				*only_empty = 1; /* compaction's: a later batch with records is served */
+				continue;
+			}
 			if (kb_last_offset(&h) >= cur) {
 				*start = bpos;
 				*size = kb_size(&h);
 				*start_off = h.base_offset;
+				*only_empty = 0;
 				break;
 			}
 		}
@@ -149,7 +155,23 @@ static int verify_served(ks_partition *p, kseg *s, int64_t limit, uint64_t start
 	return 0;
 }
 
+static int plan_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan, int skip_empty);
+
+/* Compaction leaves empty batches where records went (docs/storage.md,
+ * "Compaction").  A plan starts at the first batch with records at or
+ * after the offset, as Kafka serves a fetch into a gap (and some clients
+ * cannot take a response of empty batches alone); only when nothing but
+ * empty batches lies below the high watermark are they served, so that
+ * the consumer's position moves past them. */
 int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan)
+{
+	int rc = plan_read(p, offset, max_bytes, plan, 1);
+	if (rc == 0 && plan->error == 0 && plan->n == 0 && offset < plan->high_watermark)
+		rc = plan_read(p, offset, max_bytes, plan, 0);
+	return rc;
+}
+
+static int plan_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_read_plan *plan, int skip_empty)
 {
 	/* A plan still holding segments would leak them here: release first. */
 	for (int i = 0; i < KAAS_READ_MAX_RANGES; i++)
@@ -248,8 +270,10 @@ int ks_partition_read(ks_partition *p, int64_t offset, int32_t max_bytes, ks_rea
 			int sealed = !s->active;
 			int64_t seg_end = s->end_off, limit = p_seg_limit(p, i);
 			ks__p_unlock(p);
-			rc = find_start(s->log, pos, eoff, bend, cur, &start, &first, &start_off);
-			if (rc == 0 && !first && sealed && cur < seg_end)
+			int empty_only;
+			rc = find_start(s->log, pos, eoff, bend, cur, skip_empty && plan->total == 0, &start, &first,
+					&start_off, &empty_only);
+			if (rc == 0 && !first && sealed && cur < seg_end && !empty_only)
 				rc = locate_damage(p, s, bend, limit); /* relocks */
 			else
 				ks__p_lock(p);
@@ -349,8 +373,8 @@ static int search_segment(ks_partition *p, size_t i, int64_t ts, int64_t *offset
 			first = 0;
 			if (h.base_offset >= limit)
 				break;
-			if (kb_last_offset(&h) < p->log_start || h.max_ts < ts)
-				continue;
+			if (kb_last_offset(&h) < p->log_start || h.max_ts < ts || h.count == 0)
+				continue; /* an empty batch (compaction) holds no record to answer with */
 			uint8_t *b;
 			if ((rc = ks__seg_read_batch(s->log, bpos, kb_size(&h), &b)))
 				break;

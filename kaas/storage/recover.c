@@ -199,14 +199,18 @@ static void remove_strays(ks_partition *p, int temps)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		int32_t e;
-		int64_t b;
-		int kind = ks__seg_parse_name(names[i], &e, &b);
+		int64_t b, g;
+		int kind = ks__seg_parse_name_g(names[i], &e, &b, &g);
 		int drop = 0;
-		if (kind >= 0) {
+		if (kind >= 0 && g > 0) {
+			drop = ks__p_clean_garbage(p, e, b, g); /* superseded or never swapped in */
+		} else if (kind >= 0) {
 			if (e > p->epoch)
 				continue; /* a newer leader's: never ours to touch */
 			size_t j = ks__p_seg_find(p, b);
-			drop = !(p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e);
+			drop = !(p->nsegs && p->segs[j]->base == b && p->segs[j]->epoch == e && p->segs[j]->gen == 0);
+			if (drop && p->clean.state < 0 && p->nsegs && b < p->segs[0]->base)
+				drop = 0; /* clean.json unreadable: keep what it may have replaced */
 			/* Keep anything at or past our log end we do not know: only
 			 * possible for zombies (lower epoch), which go. */
 		} else if (temps && names[i][0] == '.' && strstr(names[i], ".tmp.")) {
@@ -310,6 +314,18 @@ static int do_take_over(ks_partition *p, int32_t epoch, int32_t ceiling)
 			  (int)maxe, (int)epoch);
 		return -ESTALE;
 	}
+	if (p->clean.state == 1 && p->clean.epoch > epoch) {
+		if (p->clean.epoch <= ceiling) {
+			ks__seglist_free(&all);
+			KLOG_WARN("storage", "%s: %s is from epoch %d; cannot lead at %d", p->dir, CLEAN_NAME,
+				  (int)p->clean.epoch, (int)epoch);
+			return -ESTALE;
+		}
+		/* Not obeyed as an epoch; its segment list is still what the
+		 * log is (the segments it replaced may be gone). */
+		ks__p_foreign(p, "%s/%s: epoch %d is above any issued (%d): used for its segment list only",
+			      p->dir, CLEAN_NAME, (int)p->clean.epoch, (int)ceiling);
+	}
 	if ((rc = ks__p_adopt_live(p, &all)))
 		return rc;
 	p->epoch = epoch;
@@ -354,6 +370,10 @@ static int do_take_over(ks_partition *p, int32_t epoch, int32_t ceiling)
 	}
 	if (soff > ck)
 		ck = soff;
+	/* The cleaner cleans only below the high watermark: everything below
+	 * its clean_end was durable when clean.json was written. */
+	if (p->clean.state == 1 && p->clean.clean_end <= phys && p->clean.clean_end > ck)
+		ck = p->clean.clean_end;
 	p->log_start = p->man.valid ? p->man.log_start : 0;
 	/* A stale manifest's writer was superseded where the newest epoch
 	 * begins: above that its offsets named other records, so its log

@@ -46,10 +46,47 @@ int ks__seg_parse_name(const char *name, int32_t *epoch, int64_t *base)
 	return -1;
 }
 
+int ks__seg_parse_name_g(const char *name, int32_t *epoch, int64_t *base, int64_t *gen)
+{
+	*gen = 0;
+	int k = ks__seg_parse_name(name, epoch, base);
+	if (k >= 0)
+		return k;
+	/* <stem>.c<gen:20><suffix> */
+	uint64_t e, b, g;
+	if (strlen(name) < SEG_STEM_LEN + 22 || name[10] != '-' || name[SEG_STEM_LEN] != '.' ||
+	    name[SEG_STEM_LEN + 1] != 'c')
+		return -1;
+	if (digits(name, 10, &e) || digits(name + 11, 20, &b) || digits(name + SEG_STEM_LEN + 2, 20, &g))
+		return -1;
+	if (e > INT32_MAX || b > (uint64_t)KB_OFFSET_MAX || g == 0 || g > (uint64_t)INT64_MAX)
+		return -1;
+	for (int k2 = 0; k2 < SEG_NKINDS; k2++) {
+		if (strcmp(name + SEG_STEM_LEN + 22, ks__seg_suffix[k2]) == 0) {
+			*epoch = (int32_t)e;
+			*base = (int64_t)b;
+			*gen = (int64_t)g;
+			return k2;
+		}
+	}
+	return -1;
+}
+
 int ks__seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind)
 {
-	char leaf[64];
-	snprintf(leaf, sizeof(leaf), "%010d-%020lld%s", (int)epoch, (long long)base, ks__seg_suffix[kind]);
+	return ks__seg_path_g(dst, len, dir, epoch, base, 0, kind);
+}
+
+int ks__seg_path_g(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int64_t gen,
+		   int kind)
+{
+	char leaf[80];
+	if (gen > 0)
+		snprintf(leaf, sizeof(leaf), "%010d-%020lld.c%020lld%s", (int)epoch, (long long)base,
+			 (long long)gen, ks__seg_suffix[kind]);
+	else
+		snprintf(leaf, sizeof(leaf), "%010d-%020lld%s", (int)epoch, (long long)base,
+			 ks__seg_suffix[kind]);
 	return sub_join(dst, len, dir, leaf);
 }
 

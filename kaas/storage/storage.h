@@ -43,7 +43,20 @@ typedef struct ks_log_config {
 	                                   1..KAAS_FLUSH_DEPTH_MAX (0: KAAS_FLUSH_DEPTH_DEFAULT);
 	                                   taken at open, ks_partition_set_config leaves it */
 	int64_t idle_close_ms;          /* housekeep closes the logs of a partition unused this long (0: 60 s; < 0: never) */
+	/* Log compaction (docs/storage.md, "Compaction"); a zeroed
+	 * cleanup_compact means cleanup.policy=delete and the rest is unused. */
+	int32_t cleanup_compact;        /* KS_CLEANUP_* */
+	int64_t delete_retention_ms;    /* delete.retention.ms: tombstones kept this long (1 day) */
+	int64_t min_compaction_lag_ms;  /* min.compaction.lag.ms (0) */
+	int64_t max_compaction_lag_ms;  /* max.compaction.lag.ms (<= 0 or INT64_MAX: none) */
+	double min_cleanable_dirty_ratio; /* min.cleanable.dirty.ratio (0.5) */
 } ks_log_config;
+
+enum {
+	KS_CLEANUP_DELETE = 0,          /* cleanup.policy=delete: retention only */
+	KS_CLEANUP_COMPACT = 1,         /* compact: the cleaner, no retention */
+	KS_CLEANUP_COMPACT_DELETE = 2,  /* compact,delete: both */
+};
 
 #define KAAS_FLUSH_DEPTH_DEFAULT 2
 #define KAAS_FLUSH_DEPTH_MAX 8
@@ -242,5 +255,53 @@ void ks_scrub_rate_init(ks_scrub_rate *r, int64_t bytes_per_sec, int64_t now_ms)
  * Not leader: -EPERM; I/O failure: -errno (the partition is not poisoned:
  * reading is not writing). */
 int64_t ks_partition_scrub(ks_partition *p, ks_scrub_rate *rate, int64_t now_ms, int *pass_done);
+
+/* ---- log compaction (docs/storage.md, "Compaction") -------------------------
+ * A cleaner is one worker's state: the key map (bounded by its buffer
+ * size; a log with more dirty keys is cleaned in several passes) and the
+ * I/O token bucket.  One cleaner serves any number of partitions, one at a
+ * time; it is not thread-safe. */
+typedef struct ks_cleaner ks_cleaner;
+
+typedef struct ks_clean_stats {
+	uint64_t passes;          /* swaps done */
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+	uint64_t records_kept;
+	uint64_t records_removed; /* superseded, tombstones past delete.retention.ms, keyless */
+	uint64_t tombstones_removed;
+	uint64_t slept_ms;        /* waited for the I/O bucket */
+	uint64_t unlinked;        /* files removed after a swap */
+} ks_clean_stats;
+
+/* dedupe_bytes: log.cleaner.dedupe.buffer.size (the key map takes it,
+ * 24 bytes a key, filled to 90%); io_bytes_per_sec:
+ * log.cleaner.io.max.bytes.per.second (<= 0: unlimited), reads and writes
+ * together.  -EINVAL when the map would hold fewer than 16 keys. */
+int ks_cleaner_new(size_t dedupe_bytes, int64_t io_bytes_per_sec, ks_cleaner **out);
+void ks_cleaner_free(ks_cleaner *c); /* NULL-safe */
+/* Asks a clean in progress (on another thread) to stop at its next batch;
+ * it then returns -ECANCELED having swapped nothing. */
+void ks_cleaner_stop(ks_cleaner *c);
+/* Tests: the clock and sleep the I/O bucket uses (NULL: the real ones). */
+void ks_cleaner_set_clock(ks_cleaner *c, int64_t (*now_ms)(void *), void (*sleep_ms)(void *, int64_t),
+			  void *arg);
+void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out);
+
+/* Cleans p once if it is due at wall time now_ms: a compacted topic whose
+ * dirty ratio reached min.cleanable.dirty.ratio (or whose oldest dirty
+ * record passed max.compaction.lag.ms).  Reads and writes without the
+ * partition lock; the swap is one sub_write_atomic of clean.json, done
+ * only by the leader that started the clean, after a fencing check.
+ * Returns 1 when a pass was swapped in, 0 when nothing was due, -EPERM
+ * when not leader (or the leadership changed meanwhile), -EBUSY when
+ * another clean of p is running, -ECANCELED, or -errno (a failed
+ * clean.json write poisons p; a failure before it leaves the log as it
+ * was and removes what the pass wrote). */
+int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms);
+
+/* The first offset not yet de-duplicated (Kafka's cleaner checkpoint) and
+ * the end of the cleaned segments; both the log start when never cleaned. */
+void ks_partition_clean_point(ks_partition *p, int64_t *dirty, int64_t *clean_end);
 
 #endif

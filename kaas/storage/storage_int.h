@@ -21,6 +21,8 @@
 #define SEG_STEM_LEN 31
 #define SNAPSHOT_NAME "producer-state.snapshot"
 #define MANIFEST_NAME "manifest.json"
+/* The cleaner's swap record (docs/storage.md, "Compaction"). */
+#define CLEAN_NAME "clean.json"
 /* Where damaged and foreign files are moved (docs/storage.md, "Damage").
  * A damaged segment keeps its name there and stays part of the log; files
  * that are not (foreign epochs, an unacknowledged torn tail) get a prefix
@@ -32,8 +34,19 @@ extern const char *const ks__seg_suffix[SEG_NKINDS];
 
 /* Parses "<epoch>-<base>.<suffix>"; returns the kind (SEG_*) or -1. */
 int ks__seg_parse_name(const char *name, int32_t *epoch, int64_t *base);
+/* The same, also accepting a cleaned segment's name
+ * "<epoch>-<base>.c<gen:20><suffix>" (*gen > 0; 0 for a plain one).  A
+ * generation is the cleaning leader's epoch times 2^31 plus its count of
+ * passes, so no two leaders ever write the same name. */
+#define CLEAN_GEN(epoch, seq) (((int64_t)(epoch) << 31) | (int64_t)(seq))
+#define CLEAN_GEN_EPOCH(gen) ((int32_t)((gen) >> 31))
+#define CLEAN_GEN_SEQ(gen) ((gen) & (((int64_t)1 << 31) - 1))
+int ks__seg_parse_name_g(const char *name, int32_t *epoch, int64_t *base, int64_t *gen);
 /* dir/<epoch>-<base><suffix> */
 int ks__seg_path(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int kind);
+/* dir/<epoch>-<base>[.c<gen>]<suffix> */
+int ks__seg_path_g(char *dst, size_t len, const char *dir, int32_t epoch, int64_t base, int64_t gen,
+		   int kind);
 
 typedef struct kidx { uint32_t rel; uint32_t pos; } kidx;     /* .index entry */
 typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entry */
@@ -52,6 +65,7 @@ typedef struct ktidx { int64_t ts; uint32_t rel; } ktidx;     /* .timeindex entr
 typedef struct kseg {
 	int32_t epoch;
 	int64_t base;
+	int64_t gen;             /* 0: as appended; > 0: written by the cleaner, named in clean.json */
 	uint64_t disk_size;      /* size seen when listed */
 	int refs;                /* partition list + read plans + flusher (atomic) */
 	/* leader only */
@@ -138,6 +152,43 @@ typedef struct kmanifest {
 int ks__manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m);
 int ks__manifest_encode(const kmanifest *m, char **out, size_t *len);
 
+/* ---- clean.json (the cleaner's swap record) ------------------------------------
+ * The log below clean_end is the cleaned segments listed (all of
+ * generation gen, in base order, each covering up to the next one's base,
+ * the last up to clean_end); plain segments below clean_end are what they
+ * replaced.  dirty: the first offset not yet de-duplicated. */
+typedef struct kclean_ent {
+	int32_t epoch;
+	int64_t base;
+} kclean_ent;
+
+/* When offsets first became clean: every offset below `off` was
+ * de-duplicated by wall time `ms` (the tombstone clock). */
+typedef struct kclean_at {
+	int64_t off, ms;
+} kclean_at;
+#define CLEAN_HIST_MAX 64
+
+typedef struct kclean {
+	int state;         /* 0: no file; 1: valid; -1: unreadable (nothing cleaned is touched) */
+	int32_t epoch;     /* the leader that wrote it */
+	int64_t gen;
+	int64_t clean_end;
+	int64_t dirty;
+	kclean_ent *v;
+	size_t n;
+	kclean_at hist[CLEAN_HIST_MAX]; /* ascending in off and ms */
+	size_t nhist;
+	int64_t tomb_ms;   /* the earliest time a kept tombstone became clean; -1: none */
+} kclean;
+
+/* 0 (c->state says what was found) or -errno on I/O failure. */
+int ks__clean_read(sub_vfs *vfs, const char *dir, kclean *c);
+int ks__clean_encode(const kclean *c, char **out, size_t *len);
+void ks__clean_free(kclean *c);
+/* The entry of c covering offset `off` below clean_end, or -1. */
+long ks__clean_find(const kclean *c, int64_t off);
+
 /* ---- the partition ------------------------------------------------------------ */
 /* p->state holds the public states (storage.h) and one more: FENCED, a
  * leader that found a newer leader's files.  It is poisoned as far as the
@@ -178,6 +229,8 @@ struct ks_partition {
 	int64_t hw_seg;     /* where hw is in the log: byte hw_pos of the live */
 	uint64_t hw_pos;    /* segment with base hw_seg (read plans end there) */
 	kmanifest man;      /* as last read or written */
+	kclean clean;       /* clean.json as last read or written */
+	int cleaning;       /* a clean is running (unlocked): its files are not strays */
 
 	kp_table prod;
 
@@ -334,7 +387,13 @@ int ks__p_seg_open_log(ks_partition *p, kseg *s, int writable);
 int ks__p_seg_load(ks_partition *p, size_t i, int64_t trust_off);
 int ks__p_roll(ks_partition *p, int64_t now_ms);
 /* Unlinks a segment's files (log first); ENOENT is success. */
-int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base);
+int ks__p_unlink_seg(ks_partition *p, int32_t epoch, int64_t base, int64_t gen);
+/* Is the file `name` of the partition directory (a segment's, plain or
+ * cleaned) garbage by the cleaner's record: a plain segment replaced by a
+ * cleaned one that is in the live list, or a cleaned file of a generation
+ * clean.json does not name (and no clean of ours is writing it)?  Never
+ * when clean.json is unreadable. */
+int ks__p_clean_garbage(const ks_partition *p, int32_t epoch, int64_t base, int64_t gen);
 /* Removes segs[i] from the list and unlinks its files. */
 int ks__p_delete_seg(ks_partition *p, size_t i);
 int ks__p_write_snapshot(ks_partition *p, const uint8_t *buf, size_t len);

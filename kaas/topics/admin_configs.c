@@ -74,6 +74,9 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 	bentry(l, "log.message.timestamp.type", b->log.timestamp_type == 1 ? "LogAppendTime" : "CreateTime",
 	       b->log.timestamp_type != d->log.timestamp_type);
 	bentry(l, "log.cleanup.policy", "delete", 0);
+	bbool(l, "log.cleaner.enable", b->cleaner_enable, d->cleaner_enable);
+	bnum(l, "log.cleaner.dedupe.buffer.size", b->cleaner_dedupe_bytes, d->cleaner_dedupe_bytes);
+	bnum(l, "log.cleaner.io.max.bytes.per.second", b->cleaner_io_bytes_per_sec, d->cleaner_io_bytes_per_sec);
 	bentry(l, "compression.type", "producer", 0);
 	bentry(l, "min.insync.replicas", "1", 0);
 	bentry(l, "unclean.leader.election.enable", "false", 0);

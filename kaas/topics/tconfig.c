@@ -40,7 +40,8 @@ typedef struct tcfg_def {
 	const char *why;          /* VK_DEFAULT_ONLY: the reason other values are refused */
 } tcfg_def;
 
-static const char *const cleanup_vals[] = {"delete", NULL};
+/* Indexed by KS_CLEANUP_*: the canonical forms of Kafka's list. */
+static const char *const cleanup_vals[] = {"delete", "compact", "compact,delete", NULL};
 static const char *const compression_vals[] = {"producer", NULL};
 static const char *const ts_vals[] = {"CreateTime", "LogAppendTime", NULL};
 
@@ -61,7 +62,7 @@ static const tcfg_def defs[KAAS_TC_COUNT] = {
 	[KAAS_TC_COMPRESSION_ZSTD_LEVEL] = {"compression.zstd.level", "compression.zstd.level", VT_INT,
 					    -131072, 22, NULL, "3", NOOP},
 	[KAAS_TC_DELETE_RETENTION_MS] = {"delete.retention.ms", "log.cleaner.delete.retention.ms", VT_LONG, 0,
-					 INT64_MAX, NULL, "86400000", NOOP},
+					 INT64_MAX, NULL, "86400000", HONOURED},
 	[KAAS_TC_FILE_DELETE_DELAY_MS] = {"file.delete.delay.ms", "log.segment.delete.delay.ms", VT_LONG, 0,
 					  INT64_MAX, NULL, "60000", NOOP},
 	[KAAS_TC_FLUSH_MESSAGES] = {"flush.messages", "log.flush.interval.messages", VT_LONG, 1, INT64_MAX,
@@ -79,7 +80,7 @@ static const tcfg_def defs[KAAS_TC_COUNT] = {
 	[KAAS_TC_LOCAL_RETENTION_MS] = {"local.retention.ms", "log.local.retention.ms", VT_LONG, -2, INT64_MAX,
 					NULL, "-2", NOOP},
 	[KAAS_TC_MAX_COMPACTION_LAG_MS] = {"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
-					   VT_LONG, 1, INT64_MAX, NULL, "9223372036854775807", NOOP},
+					   VT_LONG, 1, INT64_MAX, NULL, "9223372036854775807", HONOURED},
 	[KAAS_TC_MAX_MESSAGE_BYTES] = {"max.message.bytes", "message.max.bytes", VT_INT, 0, INT32_MAX, NULL,
 				       "1048588", HONOURED},
 	[KAAS_TC_MESSAGE_DOWNCONVERSION_ENABLE] = {"message.downconversion.enable",
@@ -105,9 +106,9 @@ static const tcfg_def defs[KAAS_TC_COUNT] = {
 	[KAAS_TC_MESSAGE_TIMESTAMP_TYPE] = {"message.timestamp.type", "log.message.timestamp.type", VT_ENUM,
 					    0, 0, ts_vals, "CreateTime", HONOURED},
 	[KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO] = {"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio",
-					       VT_DOUBLE, 0, 1, NULL, "0.5", NOOP},
+					       VT_DOUBLE, 0, 1, NULL, "0.5", HONOURED},
 	[KAAS_TC_MIN_COMPACTION_LAG_MS] = {"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms",
-					   VT_LONG, 0, INT64_MAX, NULL, "0", NOOP},
+					   VT_LONG, 0, INT64_MAX, NULL, "0", HONOURED},
 	[KAAS_TC_MIN_INSYNC_REPLICAS] = {"min.insync.replicas", "min.insync.replicas", VT_INT, 1, INT32_MAX,
 					 NULL, "1", NOOP},
 	[KAAS_TC_PREALLOCATE] = {"preallocate", "log.preallocate", VT_BOOL, 0, 1, NULL, "false", NOOP},
@@ -431,12 +432,33 @@ bad_double:
 		}
 	}
 	if (tc == KAAS_TC_CLEANUP_POLICY) {
-		if (memmem(value, len, "compact", 7))
-			snprintf(msg, msglen, "cleanup.policy=%s is not supported: kaas does not compact logs yet; "
-				 "only cleanup.policy=delete is available", shown);
-		else
-			snprintf(msg, msglen, "Invalid value %s for configuration cleanup.policy: "
-				 "String must be one of: delete", shown);
+		/* Kafka's list: "delete,compact", "compact, delete", ... */
+		int bits = 0, bad = 0;
+		size_t i = 0;
+		while (i <= len && !bad) {
+			size_t j = i;
+			while (j < len && value[j] != ',')
+				j++;
+			size_t a = i, b = j;
+			while (a < b && (value[a] == ' ' || value[a] == '\t'))
+				a++;
+			while (b > a && (value[b - 1] == ' ' || value[b - 1] == '\t'))
+				b--;
+			if (b - a == 6 && memcmp(value + a, "delete", 6) == 0)
+				bits |= 1;
+			else if (b - a == 7 && memcmp(value + a, "compact", 7) == 0)
+				bits |= 2;
+			else
+				bad = 1;
+			i = j + 1;
+		}
+		if (!bad && bits) {
+			*num = bits == 1 ? KS_CLEANUP_DELETE : bits == 2 ? KS_CLEANUP_COMPACT : KS_CLEANUP_COMPACT_DELETE;
+			snprintf(canon, canonlen, "%s", cleanup_vals[*num]);
+			return KERR_NONE;
+		}
+		snprintf(msg, msglen, "Invalid value %s for configuration cleanup.policy: "
+			 "String must be one of: compact, delete", shown);
 		return KERR_INVALID_CONFIG;
 	}
 	if (tc == KAAS_TC_COMPRESSION_TYPE) {
@@ -593,6 +615,16 @@ void kt_tcfg_apply(const kt_tcfg_set *s, const ks_log_config *defaults, ks_log_c
 		out->index_interval_bytes = (int32_t)s->num[KAAS_TC_INDEX_INTERVAL_BYTES];
 	if (s->set & (1ull << KAAS_TC_MESSAGE_TIMESTAMP_TYPE))
 		out->timestamp_type = (int32_t)s->num[KAAS_TC_MESSAGE_TIMESTAMP_TYPE];
+	if (s->set & (1ull << KAAS_TC_CLEANUP_POLICY))
+		out->cleanup_compact = (int32_t)s->num[KAAS_TC_CLEANUP_POLICY];
+	if (s->set & (1ull << KAAS_TC_DELETE_RETENTION_MS))
+		out->delete_retention_ms = s->num[KAAS_TC_DELETE_RETENTION_MS];
+	if (s->set & (1ull << KAAS_TC_MIN_COMPACTION_LAG_MS))
+		out->min_compaction_lag_ms = s->num[KAAS_TC_MIN_COMPACTION_LAG_MS];
+	if (s->set & (1ull << KAAS_TC_MAX_COMPACTION_LAG_MS))
+		out->max_compaction_lag_ms = s->num[KAAS_TC_MAX_COMPACTION_LAG_MS];
+	if ((s->set & (1ull << KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO)) && s->val[KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO])
+		out->min_cleanable_dirty_ratio = strtod(s->val[KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO], NULL);
 	if (s->set & (1ull << KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS)) {
 		int64_t v = s->num[KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS];
 		out->timestamp_difference_max_ms = v == INT64_MAX ? -1 : v; /* Kafka's default: no bound */

@@ -57,12 +57,12 @@ int16_t kt_topic_name_check(const char *name, int32_t len, char *msg, size_t msg
  * volume, or only with a feature that is off); and accepted only at the
  * value kaas can honour, refused otherwise with a message saying why. */
 enum kt_tcfg {
-	KAAS_TC_CLEANUP_POLICY = 0,      /* delete (compact is refused: no compaction yet) */
+	KAAS_TC_CLEANUP_POLICY = 0,      /* delete | compact | compact,delete (num: KS_CLEANUP_*) */
 	KAAS_TC_COMPRESSION_GZIP_LEVEL,  /* no effect: the broker never compresses */
 	KAAS_TC_COMPRESSION_LZ4_LEVEL,   /* no effect */
 	KAAS_TC_COMPRESSION_TYPE,        /* producer (batches are stored as produced) */
 	KAAS_TC_COMPRESSION_ZSTD_LEVEL,  /* no effect */
-	KAAS_TC_DELETE_RETENTION_MS,     /* no effect: compaction only */
+	KAAS_TC_DELETE_RETENTION_MS,     /* tombstones of compacted topics */
 	KAAS_TC_FILE_DELETE_DELAY_MS,    /* no effect */
 	KAAS_TC_FLUSH_MESSAGES,          /* no effect: acks wait for the volume */
 	KAAS_TC_FLUSH_MS,                /* no effect */
@@ -71,7 +71,7 @@ enum kt_tcfg {
 	KAAS_TC_LEADER_REPLICATION_THROTTLED_REPLICAS,   /* no effect */
 	KAAS_TC_LOCAL_RETENTION_BYTES,   /* no effect: no tiered storage */
 	KAAS_TC_LOCAL_RETENTION_MS,      /* no effect */
-	KAAS_TC_MAX_COMPACTION_LAG_MS,   /* no effect: compaction only */
+	KAAS_TC_MAX_COMPACTION_LAG_MS,
 	KAAS_TC_MAX_MESSAGE_BYTES,
 	KAAS_TC_MESSAGE_DOWNCONVERSION_ENABLE, /* no effect: nothing is down-converted */
 	KAAS_TC_MESSAGE_FORMAT_VERSION,  /* no effect (ignored by Kafka 3.x too) */
@@ -79,8 +79,8 @@ enum kt_tcfg {
 	KAAS_TC_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, /* only the default (no bound) */
 	KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS,
 	KAAS_TC_MESSAGE_TIMESTAMP_TYPE,  /* CreateTime | LogAppendTime */
-	KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO, /* no effect: compaction only */
-	KAAS_TC_MIN_COMPACTION_LAG_MS,   /* no effect: compaction only */
+	KAAS_TC_MIN_CLEANABLE_DIRTY_RATIO,
+	KAAS_TC_MIN_COMPACTION_LAG_MS,
 	KAAS_TC_MIN_INSYNC_REPLICAS,     /* no effect (one copy on the volume) */
 	KAAS_TC_PREALLOCATE,             /* no effect */
 	KAAS_TC_REMOTE_LOG_COPY_DISABLE, /* no effect: no tiered storage */

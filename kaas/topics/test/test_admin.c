@@ -209,7 +209,7 @@ START_TEST(create_topics_errors)
 		{"../x", 1, 1, 0, 0, NULL, NULL},
 		{"zero", 0, 1, 0, 0, NULL, NULL},
 		{"rf0", 1, 0, 0, 0, NULL, NULL},
-		{"comp", 1, 1, 0, 0, "cleanup.policy", "compact"},
+		{"comp", 1, 1, 0, 0, "cleanup.policy", "purge"},
 		{"unk", 1, 1, 0, 0, "no.such.config", "1"},
 		{"dup", 1, 1, 0, 0, NULL, NULL},
 		{"dup", 1, 1, 0, 0, NULL, NULL},
@@ -221,7 +221,7 @@ START_TEST(create_topics_errors)
 	ck_assert_int_eq(err[1], KERR_INVALID_PARTITIONS);
 	ck_assert_int_eq(err[2], KERR_INVALID_REPLICATION_FACTOR);
 	ck_assert_int_eq(err[3], KERR_INVALID_CONFIG);
-	ck_assert_ptr_nonnull(strstr(msg[3], "compact"));
+	ck_assert_ptr_nonnull(strstr(msg[3], "cleanup.policy"));
 	ck_assert_int_eq(err[4], KERR_INVALID_CONFIG);
 	ck_assert_ptr_nonnull(strstr(msg[4], "no.such.config"));
 	ck_assert_str_eq(names[5], "dup");
@@ -674,7 +674,7 @@ START_TEST(alter_configs_every_version)
 		ck_assert_int_eq(kt_topics_lookup(reg, "ac", -1, &info), 0);
 		ck_assert_int_eq(info.cfg.retention_bytes, -1); /* validate only */
 		ck_assert_int_eq(info.cfg.retention_ms, 123);
-		ck_assert_int_eq(ac(v, 2, "ac", "cleanup.policy", "compact", 0, msg), KERR_INVALID_CONFIG);
+		ck_assert_int_eq(ac(v, 2, "ac", "cleanup.policy", "compact,purge", 0, msg), KERR_INVALID_CONFIG);
 		ck_assert_ptr_nonnull(strstr(msg, "compact"));
 		ck_assert_int_eq(ac(v, 2, "ac", "segment.bytes", "abc", 0, msg), KERR_INVALID_CONFIG);
 		ck_assert_int_eq(ac(v, 2, "nope", "retention.ms", "1", 0, msg), KERR_UNKNOWN_TOPIC_OR_PARTITION);

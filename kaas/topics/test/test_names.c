@@ -143,10 +143,12 @@ static const struct cfg_case {
 	{"", "1", KERR_INVALID_CONFIG, NULL},
 	{"retention.ms", NULL, KERR_INVALID_CONFIG, NULL},
 
-	/* Compaction is refused with a message saying why. */
-	{"cleanup.policy", "compact", KERR_INVALID_CONFIG, "compact"},
-	{"cleanup.policy", "compact,delete", KERR_INVALID_CONFIG, NULL},
-	{"cleanup.policy", "purge", KERR_INVALID_CONFIG, NULL},
+	/* cleanup.policy: Kafka's list of compact and delete. */
+	{"cleanup.policy", "compact", KERR_NONE, NULL},
+	{"cleanup.policy", "compact,delete", KERR_NONE, NULL},
+	{"cleanup.policy", "delete, compact", KERR_NONE, NULL},
+	{"cleanup.policy", "compact,", KERR_INVALID_CONFIG, "compact, delete"},
+	{"cleanup.policy", "purge", KERR_INVALID_CONFIG, "String must be one of: compact, delete"},
 	{"compression.type", "gzip", KERR_INVALID_CONFIG, "does not recompress"},
 	{"compression.type", "zstd", KERR_INVALID_CONFIG, "only compression.type=producer"},
 	{"compression.type", "uncompressed", KERR_INVALID_CONFIG, "does not recompress"},

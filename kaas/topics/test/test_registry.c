@@ -244,10 +244,10 @@ START_TEST(invalid_requests_touch_nothing)
 	char msg[256];
 	kt_topic_spec rf0 = {S("rf"), 1, 0, NULL, 0};
 	ck_assert_int_eq(kt_topics_create(reg, &rf0, 0, NULL, msg, sizeof(msg)), KERR_INVALID_REPLICATION_FACTOR);
-	kt_config_kv cfg = KV("cleanup.policy", "compact");
+	kt_config_kv cfg = KV("cleanup.policy", "purge");
 	kt_topic_spec comp = {S("comp"), 1, 3, &cfg, 1};
 	ck_assert_int_eq(kt_topics_create(reg, &comp, 0, NULL, msg, sizeof(msg)), KERR_INVALID_CONFIG);
-	ck_assert_ptr_nonnull(strstr(msg, "compact"));
+	ck_assert_ptr_nonnull(strstr(msg, "compact, delete"));
 	/* validate_only: everything checked, nothing written. */
 	kt_topic_spec vo = {S("vo"), 2, 3, NULL, 0};
 	ck_assert_int_eq(kt_topics_create(reg, &vo, 1, NULL, msg, sizeof(msg)), KERR_NONE);
@@ -639,7 +639,7 @@ START_TEST(alter_configs_replaces_the_whole_set)
 	char *before, *after;
 	size_t blen, alen;
 	ck_assert_int_eq(sub_read_file(cluster, "topics/c.json", 65536, &before, &blen), 0);
-	kt_config_kv bad = KV("cleanup.policy", "compact");
+	kt_config_kv bad = KV("cleanup.policy", "purge");
 	ck_assert_int_eq(kt_topics_alter_configs(reg, S("c"), &bad, 1, 0, msg, sizeof(msg)), KERR_INVALID_CONFIG);
 	kt_config_kv vo = KV("retention.ms", "1");
 	ck_assert_int_eq(kt_topics_alter_configs(reg, S("c"), &vo, 1, 1, msg, sizeof(msg)), KERR_NONE);

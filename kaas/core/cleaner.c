@@ -1,0 +1,142 @@
+/*
+ * cleaner.c — the log cleaner's thread: compaction of the led partitions
+ * of topics with cleanup.policy=compact (docs/storage.md, "Compaction").
+ *
+ * One thread, one key map (log.cleaner.dedupe.buffer.size) and one I/O
+ * bucket (log.cleaner.io.max.bytes.per.second) for the whole broker, as
+ * Kafka's single default cleaner thread.  Every round it visits the
+ * leaders and lets the storage engine clean each that is due, pass after
+ * pass while passes keep coming (a log with more dirty keys than the map
+ * holds needs several); when no log was due it sleeps
+ * log.cleaner.backoff.ms.  It never runs on the event loop nor on the
+ * housekeeping worker: a pass at a bounded rate can take minutes.  Only
+ * leaders are visited, and storage cleans only while the leadership that
+ * began a pass still holds (and a fencing check finds no newer epoch),
+ * so a partition that moves to another broker mid-pass is left as it was.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "kaas/core/ptable_int.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+struct kb_cleaner_th {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
+	ks_cleaner *c;
+};
+
+/* One round over the leaders; how many passes it swapped in. */
+static int round_once(kb_ptable *t, struct kb_cleaner_th *w)
+{
+	size_t n;
+	int passes = 0;
+	kb_pentry **lead = kb__ref_leaders(t, &n);
+	for (size_t i = 0; i < n; i++) {
+		int rc = 0;
+		do {
+			pthread_mutex_lock(&w->mu);
+			int stop = w->stop;
+			pthread_mutex_unlock(&w->mu);
+			if (stop)
+				break;
+			rc = ks_partition_clean(lead[i]->p, w->c, ku_wall_ms());
+			if (rc == 1)
+				passes++;
+		} while (rc == 1);
+		if (rc < 0 && rc != -EPERM && rc != -ECANCELED && rc != -EBUSY)
+			KLOG_WARN("cleaner", "%s/%d: %s (tried again next round)", lead[i]->topic->name,
+				  lead[i]->index, sub_strerror(rc));
+	}
+	for (size_t i = 0; i < n; i++)
+		kb__put_entry(t, lead[i]);
+	free(lead);
+	return passes;
+}
+
+static void *cleaner_main(void *arg)
+{
+	kb_ptable *t = arg;
+	struct kb_cleaner_th *w = t->cleaner;
+	int64_t backoff = t->b->cfg.cleaner_backoff_ms > 0 ? t->b->cfg.cleaner_backoff_ms : 15000;
+	int64_t wait_ms = 1000; /* the first round soon after start-up */
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += wait_ms / 1000;
+		ts.tv_nsec += (wait_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&w->mu);
+		while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
+			;
+		int stop = w->stop;
+		pthread_mutex_unlock(&w->mu);
+		if (stop)
+			break;
+		wait_ms = round_once(t, w) ? 1000 : backoff;
+	}
+	return NULL;
+}
+
+static int start(kb_ptable *t)
+{
+	const kb_config *cfg = &t->b->cfg;
+	if (!cfg->cleaner_enable)
+		return 0;
+	struct kb_cleaner_th *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	int64_t io = cfg->cleaner_io_bytes_per_sec >= ((int64_t)1 << 62) ? 0 : cfg->cleaner_io_bytes_per_sec;
+	int rc = ks_cleaner_new((size_t)cfg->cleaner_dedupe_bytes, io, &w->c);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	t->cleaner = w;
+	if ((rc = pthread_create(&w->th, NULL, cleaner_main, t))) {
+		t->cleaner = NULL;
+		ks_cleaner_free(w->c);
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+		return -rc;
+	}
+	return 0;
+}
+
+int kb__cleaner_start(kb_ptable *t)
+{
+	int rc = start(t);
+	if (rc)
+		KLOG_WARN("cleaner", "the log cleaner did not start (%s): compacted topics are not cleaned",
+			  sub_strerror(rc));
+	return rc;
+}
+
+void kb__cleaner_stop(kb_ptable *t)
+{
+	struct kb_cleaner_th *w = t->cleaner;
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	ks_cleaner_stop(w->c);
+	pthread_join(w->th, NULL);
+	ks_cleaner_free(w->c);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	free(w);
+	t->cleaner = NULL;
+}
