@@ -34,6 +34,12 @@ static int ack_gate(void *arg)
 	return !b->parts || kb_ptable_ack_ok(b->parts);
 }
 
+static struct kb_leaders *leaders(void *arg)
+{
+	kb_broker *b = arg;
+	return kb_ptable_leaders(b->parts);
+}
+
 int kg_coord_open(kb_broker *b, kg_coord **out)
 {
 	kg_coord_config cfg;
@@ -49,6 +55,12 @@ int kg_coord_open(kb_broker *b, kg_coord **out)
 	cfg.stopping = &b->stopping;
 	cfg.ack_gate = ack_gate;
 	cfg.ack_gate_arg = b;
+	if (b->parts) {
+		/* The broker is always driven by the cluster layer (even alone):
+		 * the shards of its applied leader map say what it coordinates. */
+		cfg.leaders = leaders;
+		cfg.leaders_arg = b;
+	}
 	int rc = kg_coord_create(b->cluster, &cfg, out);
 	if (!rc)
 		kg_coord_set_topic_check(*out, topic_exists, b);
