@@ -10,7 +10,9 @@
 #      group of the same shard waiting in its socket, then resumed: it must
 #      not acknowledge that commit, the successor must never show it, and
 #      the broker exits (lease lapsed).
-# Each time the group rejoins and resumes at its committed offsets: the
+# Each time the consumers find the new coordinator (which restored the
+# members from the group file, so no rebalance is needed; a member that
+# does rejoin resumes at the committed offsets): the
 # watcher never sees a committed offset go back, every delivered record is
 # consumed, and at the end the commits reach the end of every partition.
 set -euo pipefail
@@ -63,13 +65,21 @@ sleep 2
 # 1. SIGTERM: a planned hand-off.
 c=$(coord_of $GROUP 1)
 [[ "$c" =~ ^[123]$ ]] || fail_cl "no coordinator for $GROUP"
+# One coordinator, whichever broker is asked.
+for i in 2 3; do
+	[ "$(coord_of $GROUP $i)" = "$c" ] || fail_cl "broker $i names $(coord_of $GROUP $i) for $GROUP, broker 1 names $c"
+done
+for i in 1 2 3; do
+	[ "$i" = "$c" ] && continue
+	r=$($PY $CG fetch "${CL_PORT[$i]}" $GROUP $TOPIC 0)
+	[ "${r%% *}" = 16 ] || fail_cl "OffsetFetch of $GROUP at broker $i (not its coordinator) answered '$r', not NOT_COORDINATOR"
+done
 t0=$(date +%s.%N)
 cluster_term "$c"
 [ "${CL_RC[$c]}" = 0 ] || fail_cl "broker $c exited ${CL_RC[$c]} after SIGTERM"
 n=$(moved_from $GROUP "$(other_than "$c")" "$c") || fail_cl "the group's coordinator did not move off drained broker $c"
 printf 'ok drain: broker %s (the coordinator) exited 0; broker %s coordinates %s (%.1f s after SIGTERM)\n' \
 	"$c" "$n" $GROUP "$(echo "$(date +%s.%N) - $t0" | bc)"
-grep -q "no longer coordinated here" "${CL_LOG[$c]}" || fail_cl "broker $c never let its shards go"
 cluster_launch "$c" || fail_cl "restarting broker $c"
 sleep 4
 
@@ -142,8 +152,9 @@ if not r["done"]:
     errs.append("the group did not commit the end of every partition in time")
 if r["delivered"] < 1000 or r["commit_ok"] < 50:
     errs.append("too little traffic: %d delivered, %d commits" % (r["delivered"], r["commit_ok"]))
-if r["rebalances"] < 4:
-    errs.append("only %d assignments: the moves did not make the group rejoin" % r["rebalances"])
+# No rebalance is needed: the successor restores the members from the group
+# file, and the consumers find it and go on heartbeating (assignments are
+# counted, not required).
 for e in errs:
     print(e, file=sys.stderr)
 print("ok the group: %d records delivered, all consumed (%d distinct); %d commits (%d refused, retried); "
