@@ -456,7 +456,7 @@ void kg_coord_load_groups(kg_coord *c)
 		if (c->drain_requested ||
 		    (c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE)))
 			break; /* stopping: the rest is loaded by whoever runs next */
-		if (kg_coord_owner(c, 0, kg_k(&ids[i]), &node, host, sizeof(host), &port) ||
+		if (kg_coord_owner(c, 0, kg_k(&ids[i]), NULL, &node, host, sizeof(host), &port) ||
 		    node != c->cfg.broker_id || kg__group_find(c, kg_k(&ids[i])))
 			continue;
 		if (kg__group_get(c, kg_k(&ids[i]), 0, &g) == KERR_NONE && g)

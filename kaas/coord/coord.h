@@ -107,11 +107,12 @@ void kg_coord_close(kg_coord *c);
 
 /* Which broker coordinates key (a group id, or a transactional id when
  * key_type is 1)?  Without a leader map: this one.  With one: the owner of
- * shard kg_shard_of(key), by the endpoint it registered (host gets a copy);
- * COORDINATOR_NOT_AVAILABLE when the shard has no live owner.  Returns
+ * shard kg_shard_of(key), by its endpoint for the listener named `listener`
+ * (NULL: its first; host gets a copy); COORDINATOR_NOT_AVAILABLE when the
+ * shard has no live owner or the owner has no such listener.  Returns
  * KERR_NONE and fills node/host/port, or a Kafka error code. */
-int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node, char *host,
-		       size_t hostlen, int32_t *port);
+int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, const char *listener,
+		       int32_t *node, char *host, size_t hostlen, int32_t *port);
 
 /* The shard of a group id: FNV-1a (32-bit: offset basis 2166136261, prime
  * 16777619) over the id's bytes, modulo nshards.  Identical on every broker
@@ -147,6 +148,7 @@ typedef struct kg_coord_call {
 	void *ctx;
 	const char *adv_host;    /* this broker as the client's listener advertises it */
 	int32_t adv_port;        /* (NULL: the coordinator's configured endpoint) */
+	const char *listener;    /* that listener's name (NULL: the first) */
 } kg_coord_call;
 
 /* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)

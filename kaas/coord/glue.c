@@ -101,6 +101,7 @@ static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 		.client_host = host,
 		.adv_host = req->adv_host,
 		.adv_port = req->adv_port,
+		.listener = req->listener,
 		.done = req_done,
 		.ctx = req,
 	};

@@ -32,7 +32,7 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 		err = KERR_INVALID_REQUEST;
 		msg = "the coordinator key is null";
 	} else {
-		err = kg_coord_owner(c, key_type, key, &node, hostbuf, sizeof(hostbuf), &port);
+		err = kg_coord_owner(c, key_type, key, call->listener, &node, hostbuf, sizeof(hostbuf), &port);
 		if (!err && node == c->cfg.broker_id && call->adv_host) {
 			host = call->adv_host; /* on the listener the client uses, as Metadata */
 			port = call->adv_port;

@@ -244,8 +244,8 @@ void kg__group_disown(kg_coord *c, kg_group *g, kg_outbox *ob)
 
 /* ---- FindCoordinator's answer --------------------------------------------------------- */
 
-int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node, char *host,
-		       size_t hostlen, int32_t *port)
+int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, const char *listener,
+		       int32_t *node, char *host, size_t hostlen, int32_t *port)
 {
 	if (key_type != 0 && key_type != 1)
 		return KERR_INVALID_REQUEST;
@@ -265,13 +265,18 @@ int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node, 
 			snprintf(host, hostlen, "%s", c->host);
 			*port = c->cfg.port;
 			err = KERR_NONE;
-		} else if (lb && lb->live && lb->port > 0) {
+		} else if (lb && lb->live) {
 			/* A broker that is not live is not named: the client asks
-			 * again and finds the shard's next owner. */
-			*node = id;
-			snprintf(host, hostlen, "%s", lb->host);
-			*port = lb->port;
-			err = KERR_NONE;
+			 * again and finds the shard's next owner.  Nor one without
+			 * the client's listener (Kafka answers the same). */
+			const char *h;
+			int32_t p;
+			if (kb_lbroker_endpoint(lb, listener, &h, &p) == 0 && p > 0) {
+				*node = id;
+				snprintf(host, hostlen, "%s", h);
+				*port = p;
+				err = KERR_NONE;
+			}
 		}
 	}
 	kb_leaders_put(m);

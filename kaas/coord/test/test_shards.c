@@ -105,14 +105,24 @@ static void put_file(th *t, const char *path, const char *gid, int64_t epoch, in
 	ck_assert_int_eq(sub_write_atomic(t->vol.vfs, path, buf, (size_t)n), 0);
 }
 
-/* FindCoordinator v1: the error, node and port. */
-static int16_t find(th *t, const char *key, int32_t *node, char *host, size_t hostlen, int32_t *port)
+/* FindCoordinator v1 as a client of listener `lst` (NULL: the first) asks:
+ * the error, node and port. */
+static int16_t find_on(th *t, const char *lst, const char *key, int32_t *node, char *host,
+		       size_t hostlen, int32_t *port)
 {
 	kw_wr w = KAAS_WR_INIT;
 	th_resp r = {0};
 	kw_wr_str(&w, 0, key);
 	kw_wr_i8(&w, 0);
-	ck_assert_int_eq(th_call(t, KAAS_API_FIND_COORDINATOR, 1, &w, &r), KAAS_HANDLED);
+	kg_coord_call call = {KAAS_API_FIND_COORDINATOR, 1, 0, {"cli", 3}, "/127.0.0.1", th_done, &r,
+			      NULL, 0, lst};
+	kw_rd rd;
+	kw_wr resp = KAAS_WR_INIT;
+	kw_rd_init(&rd, w.buf, w.len);
+	ck_assert_int_eq(kg_coord_handle(t->c, &call, &rd, &resp), KAAS_HANDLED);
+	th_done(&r, &resp);
+	kw_wr_free(&resp);
+	kw_wr_free(&w);
 	tr rr;
 	tr_init(&rr, &r, 0);
 	ck_assert_int_eq(tr_i32(&rr), 0);
@@ -125,6 +135,11 @@ static int16_t find(th *t, const char *key, int32_t *node, char *host, size_t ho
 	tr_end(&rr);
 	th_resp_free(&r);
 	return err;
+}
+
+static int16_t find(th *t, const char *key, int32_t *node, char *host, size_t hostlen, int32_t *port)
+{
+	return find_on(t, NULL, key, node, host, hostlen, port);
 }
 
 /* JoinGroup v0 of a new member: the top-level error (KAAS_DEFERRED when parked). */
@@ -241,6 +256,21 @@ START_TEST(not_coordinator_on_a_shard_owned_elsewhere)
 	ck_assert_int_eq(port, 29092);
 	ck_assert_int_eq(ON(&t, c2, find(&t, g, &node, host, sizeof(host), &port)), 0);
 	ck_assert_int_eq(node, B2);
+	/* By the endpoint of the client's listener; a coordinator without that
+	 * listener is not named. */
+	kb_lbroker *lb2 = &v1.m->brokers[1];
+	lb2->nlst = 2;
+	snprintf(lb2->lst[0].name, sizeof(lb2->lst[0].name), "PLAINTEXT");
+	snprintf(lb2->lst[0].host, sizeof(lb2->lst[0].host), "host-8");
+	lb2->lst[0].port = 29092;
+	snprintf(lb2->lst[1].name, sizeof(lb2->lst[1].name), "OUTSIDE");
+	snprintf(lb2->lst[1].host, sizeof(lb2->lst[1].host), "outside-8");
+	lb2->lst[1].port = 39092;
+	ck_assert_int_eq(ON(&t, c1, find_on(&t, "OUTSIDE", g, &node, host, sizeof(host), &port)), 0);
+	ck_assert_str_eq(host, "outside-8");
+	ck_assert_int_eq(port, 39092);
+	ck_assert_int_eq(ON(&t, c1, find_on(&t, "INTERNAL", g, &node, host, sizeof(host), &port)),
+			 KERR_COORDINATOR_NOT_AVAILABLE);
 
 	/* The owner works; the other refuses every group API. */
 	ck_assert_int_eq(ON(&t, c2, th_commit_sync(&t, 2, g, -1, "", "t", 0, 5, NULL)), 0);
