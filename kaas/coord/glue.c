@@ -55,9 +55,11 @@ int kg_coord_open(kb_broker *b, kg_coord **out)
 	cfg.stopping = &b->stopping;
 	cfg.ack_gate = ack_gate;
 	cfg.ack_gate_arg = b;
-	if (b->parts) {
-		/* The broker is always driven by the cluster layer (even alone):
-		 * the shards of its applied leader map say what it coordinates. */
+	if (b->parts && b->drain) {
+		/* Run by the cluster layer (kaas does so even alone; its drain
+		 * hook is set before the coordinator opens): the shards of the
+		 * applied leader map say what it coordinates.  Without it (the
+		 * fuzz harness) it coordinates every group, as a single broker. */
 		cfg.leaders = leaders;
 		cfg.leaders_arg = b;
 	}
