@@ -320,14 +320,15 @@ static int16_t delete_one(kg_coord *c, kw_str id, kg_outbox *ob)
 	int rc = kg__group_path(kg_k(&g->id), epoch, path, sizeof(path));
 	g->refs++;
 	pthread_mutex_unlock(&c->mu);
+	if (!rc && epoch > 0) {
+		/* Older owners' files first: with ours gone they would be read. */
+		int n = kg__group_files_prune(c, id, epoch);
+		rc = n < 0 ? n : 0;
+	}
 	if (!rc)
 		rc = sub_unlink(c->vfs, path);
 	if (rc == -ENOENT)
 		rc = 0;
-	if (!rc && epoch > 0) {
-		int n = kg__group_files_prune(c, id, epoch); /* older owners' files too */
-		rc = n < 0 ? n : 0;
-	}
 	pthread_mutex_lock(&c->mu);
 	g->refs--;
 	g->deleting = 0;

@@ -92,7 +92,7 @@ int kg__group_claim(kg_coord *c, kg_group *g)
 	free(buf);
 	if (!rc) {
 		int n = kg__group_files_prune(c, kg_k(&g->id), g->epoch);
-		KLOG_INFO("coord", "group '%s': claimed at coordinator epoch %lld (from epoch %lld; "
+		KLOG_DEBUG("coord", "group '%s': claimed at coordinator epoch %lld (from epoch %lld; "
 				   "%d older file(s) removed)", g->id.s, (long long)g->epoch,
 			  (long long)g->file_epoch, n > 0 ? n : 0);
 	}
@@ -150,6 +150,8 @@ void kg__shards_sync(kg_coord *c, kg_outbox *ob)
 	kb_leaders *m = c->cfg.leaders(c->cfg.leaders_arg);
 	int32_t ns = m ? m->nshards : 0;
 	int lost = 0;
+	if (ns > KG_SHARDS_MAX)
+		ns = 0; /* an assignment never has more (validated): nothing is served */
 	if (ns != c->nshards) {
 		kg_shard *nv = calloc(ns > 0 ? (size_t)ns : 1, sizeof(*nv));
 		if (!nv) {
