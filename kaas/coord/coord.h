@@ -170,7 +170,8 @@ void kg_coord_expire_offsets(kg_coord *c);
 /* Reads every group file under groups/ that this broker coordinates and is
  * not in memory yet, restoring the groups' members (the timer thread does it
  * when the coordinator starts; otherwise a group is read when a request
- * first names it). */
+ * first names it).  Driven by a leader map: follows the map instead — lets
+ * go of shards lost, takes over (loads and claims) shards gained. */
 void kg_coord_load_groups(kg_coord *c);
 
 /* Counters for tests and the bench. */
