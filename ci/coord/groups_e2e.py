@@ -9,6 +9,7 @@ The phases "sync" and "close" pause half-way (sync) or at the last record
 the script restarts the broker with SIGTERM.
 """
 import os
+import re
 import sys
 import time
 
@@ -102,7 +103,9 @@ elif PHASE == "admin":
     g = groups[GROUP]
     check(g.state == "Empty" and g.protocol_type == "consumer",
           "group %s: state %s, protocol type %s" % (GROUP, g.state, g.protocol_type))
-    check(os.path.exists(os.path.join(CLUSTER, "groups", GROUP + ".json")), "no groups/pg.json")
+    files = os.listdir(os.path.join(CLUSTER, "groups"))
+    check(any(re.fullmatch(re.escape(GROUP) + r"\.[0-9]{10}\.json", f) for f in files),
+          "no groups/%s.<epoch>.json: %s" % (GROUP, files))
     # A new idempotent producer after the restarts gets an id from a new block.
     p = Producer({"bootstrap.servers": BROKER, "enable.idempotence": True})
     p.produce(TOPIC, value=b"late")

@@ -843,6 +843,10 @@ static void publish_leaders(kcl_rt *rt)
 		sig = (sig ^ x) * 1099511628211ULL;
 	}
 	sig ^= (uint64_t)ctl_owner * 31;
+	const kcl_abroker *me = rt->have_cur ? kcl_assign_broker(&rt->cur, rt->id) : NULL;
+	int clear = me && kcl_incarn_cmp(me->inc, rt->inc) == 0 &&
+		    kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, ku_mono_ns());
+	sig ^= (uint64_t)clear << 62;
 	if ((int64_t)sig == rt->last_leaders_sig && kcl_gen_cmp(rt->leaders_gen, rt->cur.gen) == 0)
 		return;
 	size_t nb = 0;
@@ -868,6 +872,7 @@ static void publish_leaders(kcl_rt *rt)
 	m->nbrokers = k;
 	qsort(m->brokers, k, sizeof(*m->brokers), lb_cmp);
 	m->controller = ctl_owner;
+	m->clear = clear;
 	if (a) {
 		m->controller_epoch = a->gen.controller_epoch;
 		m->generation = a->gen.generation;
@@ -937,6 +942,10 @@ void *kcl__loop_main(void *arg)
 		ts[2] = ku_mono_ns();
 		controller(rt);
 		ts[3] = ku_mono_ns();
+		/* Before the driver reports `released`: a coordinator that lost a
+		 * shard sees it in the map first, and acknowledges nothing for it
+		 * after (kaas/coord checks the map after every group write). */
+		publish_leaders(rt);
 		driver(rt);
 		kcl__tdel_step(rt);
 		ts[4] = ku_mono_ns();

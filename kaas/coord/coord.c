@@ -5,6 +5,7 @@
  * point that routes a request to its API.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -252,20 +253,31 @@ void kg__group_maybe_drop(kg_coord *c, kg_group *g)
 		kg__group_unlink_free(c, g);
 }
 
-int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
+int16_t kg__group_get_as(kg_coord *c, kw_str id, int create, int loader, kg_group **out)
 {
 	*out = NULL;
 	for (;;) {
+		int64_t epoch = 0;
+		int16_t err = kg__serve_epoch(c, id, loader, &epoch);
+		if (err)
+			return err;
 		kg_group *g = kg__group_find(c, id);
+		if (g && (g->loading || g->writing)) {
+			pthread_cond_wait(&c->state_cv, &c->mu);
+			continue;
+		}
+		if (g && (g->loaded || g->members) && g->epoch != epoch) {
+			/* Held from an earlier time this broker had the shard: what
+			 * it remembers may be older than the volume. */
+			kg__group_disown(c, g, &c->late);
+			kg__wake_timer(c);
+			continue;
+		}
 		if (g && g->loaded) {
 			if (!create && kg__group_is_idle(g) && g->state == KC_EMPTY)
 				return KERR_NONE; /* exists only in memory, as nothing */
 			*out = g;
 			return KERR_NONE;
-		}
-		if (g && (g->loading || g->writing)) {
-			pthread_cond_wait(&c->state_cv, &c->mu);
-			continue;
 		}
 		if (!g && !(g = kg__group_new(c, id)))
 			return KERR_COORDINATOR_NOT_AVAILABLE;
@@ -273,17 +285,19 @@ int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
 		g->refs++;
 		pthread_mutex_unlock(&c->mu);
 		kg_loaded l = KC_LOADED_INIT;
-		int rc = kg__group_file_read(c, id, &l);
+		int64_t fe = 0;
+		int rc = kg__group_file_read(c, id, &l, &fe);
 		pthread_mutex_lock(&c->mu);
-		g->loading = 0;
-		g->refs--;
-		pthread_cond_broadcast(&c->state_cv);
-		int16_t err = KERR_NONE;
-		if (rc == 0 && l.coordinator_epoch > c->cfg.coordinator_epoch) {
+		int64_t still = -1;
+		int need_claim = 0;
+		err = kg__serve_epoch(c, id, loader, &still);
+		if (!err && still != epoch)
+			err = KERR_COORDINATOR_LOAD_IN_PROGRESS; /* the shard moved meanwhile */
+		if (err) {
+		} else if (rc == 0 && fe > epoch) {
 			KLOG_ERR("coord", "group file for '%s' was written at coordinator epoch %lld, "
 					  "newer than ours (%lld): not serving it",
-				 g->id.s, (long long)l.coordinator_epoch,
-				 (long long)c->cfg.coordinator_epoch);
+				 g->id.s, (long long)fe, (long long)epoch);
 			err = KERR_NOT_COORDINATOR;
 		} else if (rc == 0) {
 			/* Nothing touches offsets before the group is loaded, so the
@@ -300,17 +314,18 @@ int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
 				l.protocol_type.s = NULL;
 				l.protocol_type.len = -1;
 			}
-			g->file_epoch = l.coordinator_epoch;
+			g->file_epoch = fe;
 			g->file_exists = 1;
-			g->loaded = 1;
+			g->epoch = epoch;
 			/* The membership is taken from the file only the first time:
 			 * after that memory is ahead of the volume (a failed write
 			 * makes the group read its offsets again, not its members). */
 			if (!g->members_loaded)
 				kg__group_restore(c, g, &l, kg__now(c));
+			need_claim = fe < epoch;
 		} else if (rc == -ENOENT) {
-			g->loaded = 1;
 			g->members_loaded = 1;
+			g->epoch = epoch;
 		} else if (rc == -ENOTUNIQ) {
 			KLOG_ERR("coord", "group '%s': its file name is taken by another group id "
 					  "(hash collision of two long ids); refusing it", g->id.s);
@@ -321,10 +336,29 @@ int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
 			err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 		}
 		kg__loaded_free(&l);
+		if (!err && need_claim) {
+			int crc = kg__group_claim(c, g);
+			if (crc) {
+				KLOG_WARN("coord", "group '%s': cannot write its file at coordinator epoch "
+						   "%lld: %s; not served until it can", g->id.s,
+					  (long long)epoch, sub_strerror(crc));
+				err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
+			} else if (kg__serve_epoch(c, id, loader, &still) || still != epoch) {
+				err = KERR_NOT_COORDINATOR;
+			} else {
+				g->file_epoch = epoch;
+			}
+		}
+		g->loading = 0;
+		g->refs--;
+		pthread_cond_broadcast(&c->state_cv);
 		if (err) {
+			kg__group_disown(c, g, &c->late);
 			kg__group_maybe_drop(c, g);
+			kg__wake_timer(c);
 			return err;
 		}
+		g->loaded = 1;
 		if (!create && kg__group_is_idle(g)) {
 			kg__group_maybe_drop(c, g);
 			return KERR_NONE;
@@ -332,6 +366,11 @@ int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
 		*out = g;
 		return KERR_NONE;
 	}
+}
+
+int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out)
+{
+	return kg__group_get_as(c, id, create, 0, out);
 }
 
 void kg__flush_enqueue(kg_coord *c, kg_group *g)
@@ -368,6 +407,10 @@ static int64_t tick_locked(kg_coord *c, int64_t now, kg_outbox *ob)
 		kg_group *g = c->tab[i];
 		while (g) {
 			kg_group *hn = g->hnext;
+			if (g->loading) { /* restored members wait for the claim */
+				g = hn;
+				continue;
+			}
 			kg__group_tick(c, g, now, &next, ob);
 			kg__group_maybe_drop(c, g);
 			g = hn;
@@ -386,6 +429,16 @@ static void drain_locked(kg_coord *c, kg_outbox *ob)
 
 void kg_coord_load_groups(kg_coord *c)
 {
+	if (c->cfg.leaders) {
+		/* Driven: a shard's groups are loaded when it is taken over. */
+		kg_outbox ob;
+		kg__outbox_init(&ob);
+		pthread_mutex_lock(&c->mu);
+		kg__shards_sync(c, &ob);
+		pthread_mutex_unlock(&c->mu);
+		kg__outbox_deliver(&ob);
+		return;
+	}
 	kg_str *ids = NULL;
 	size_t n = 0;
 	int rc = kg__ids_on_volume(c, &ids, &n);
@@ -398,12 +451,12 @@ void kg_coord_load_groups(kg_coord *c)
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < n && !c->stop; i++) {
 		int32_t node, port;
-		const char *host;
+		char host[256];
 		kg_group *g;
 		if (c->drain_requested ||
 		    (c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE)))
 			break; /* stopping: the rest is loaded by whoever runs next */
-		if (kg_coord_owner(c, 0, kg_k(&ids[i]), &node, &host, &port) ||
+		if (kg_coord_owner(c, 0, kg_k(&ids[i]), NULL, &node, host, sizeof(host), &port) ||
 		    node != c->cfg.broker_id || kg__group_find(c, kg_k(&ids[i])))
 			continue;
 		if (kg__group_get(c, kg_k(&ids[i]), 0, &g) == KERR_NONE && g)
@@ -419,6 +472,19 @@ void kg_coord_load_groups(kg_coord *c)
 
 /* The broker's stop flag is polled this often while it is not set. */
 #define KC_STOP_POLL_MS 200
+/* The applied leader map, likewise: a shard lost is let go (and one gained
+ * loaded) within this, besides the checks every request and write make. */
+#define KC_SHARD_POLL_MS 100
+
+/* Answers queued where no outbox was at hand (c->mu held): into ob. */
+static void late_take(kg_coord *c, kg_outbox *ob)
+{
+	if (!c->late.head)
+		return;
+	*ob->tail = c->late.head;
+	ob->tail = c->late.tail;
+	kg__outbox_init(&c->late);
+}
 
 static void *timer_main(void *arg)
 {
@@ -442,11 +508,13 @@ static void *timer_main(void *arg)
 		int stopping = c->cfg.stopping && __atomic_load_n(c->cfg.stopping, __ATOMIC_ACQUIRE);
 		if (!c->draining && (c->drain_requested || stopping))
 			drain_locked(c, &ob);
+		kg__shards_sync(c, &ob);
 		int64_t now = kg__now(c);
 		if (c->timer_kicked || now >= next) {
 			c->timer_kicked = 0;
 			next = tick_locked(c, now, &ob);
 		}
+		late_take(c, &ob);
 		if (ob.head) {
 			pthread_mutex_unlock(&c->mu);
 			kg__outbox_deliver(&ob);
@@ -461,6 +529,8 @@ static void *timer_main(void *arg)
 			until = next_expiry;
 		if (c->cfg.stopping && !c->draining && until > now + KC_STOP_POLL_MS)
 			until = now + KC_STOP_POLL_MS;
+		if (c->cfg.leaders && until > now + KC_SHARD_POLL_MS)
+			until = now + KC_SHARD_POLL_MS;
 		int64_t wait = until - now;
 		if (wait <= 0 || c->timer_kicked)
 			continue;
@@ -537,7 +607,9 @@ void kg_coord_tick(kg_coord *c)
 	kg_outbox ob;
 	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
+	kg__shards_sync(c, &ob);
 	tick_locked(c, kg__now(c), &ob);
+	late_take(c, &ob);
 	pthread_mutex_unlock(&c->mu);
 	kg__outbox_deliver(&ob);
 }
@@ -581,6 +653,7 @@ static void coord_free(kg_coord *c)
 	pthread_mutex_destroy(&c->mu);
 	free(c->tab);
 	free(c->host);
+	free(c->shards);
 	free(c);
 }
 
@@ -596,6 +669,7 @@ int kg_coord_create(sub_vfs *cluster, const kg_coord_config *cfg, kg_coord **out
 	c->tabsize = 64;
 	c->tab = calloc(c->tabsize, sizeof(*c->tab));
 	c->fq_tail = &c->fq_head;
+	kg__outbox_init(&c->late);
 	if (!c->host || !c->tab) {
 		free(c->host);
 		free(c->tab);
@@ -672,6 +746,7 @@ void kg_coord_close(kg_coord *c)
 	for (size_t i = 0; i < c->tabsize; i++)
 		for (kg_group *g = c->tab[i]; g; g = g->hnext)
 			kg__group_shutdown(c, g, &ob);
+	late_take(c, &ob);
 	pthread_mutex_unlock(&c->mu);
 	kg__outbox_deliver(&ob);
 	pthread_mutex_lock(&c->mu);
@@ -687,20 +762,6 @@ void kg_coord_get_stats(kg_coord *c, kg_coord_stats *st)
 	pthread_mutex_lock(&c->mu);
 	*st = c->stats;
 	pthread_mutex_unlock(&c->mu);
-}
-
-int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node,
-			 const char **host, int32_t *port)
-{
-	(void)key;
-	if (key_type != 0 && key_type != 1)
-		return KERR_INVALID_REQUEST;
-	/* One broker coordinates everything.  The cluster work replaces this
-	 * with "hash(key) -> shard -> the shard's broker in assignment.json". */
-	*node = c->cfg.broker_id;
-	*host = c->host;
-	*port = c->cfg.port;
-	return KERR_NONE;
 }
 
 int kg_coord_handle(kg_coord *c, const kg_coord_call *call, kw_rd *body, kw_wr *resp)

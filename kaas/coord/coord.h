@@ -8,6 +8,12 @@
  * and hands out producer IDs from blocks claimed under CLUSTER/pid-blocks/
  * (docs/groups.md, docs/formats.md).
  *
+ * In a cluster (cfg.leaders set) a group belongs to shard
+ * kg_shard_of(group id) of the applied leader map; only the shard's owner
+ * coordinates it, at the shard's epoch, and writes its file under a name
+ * that carries the epoch: groups/<group>.<epoch:10>.json, newest epoch wins
+ * (docs/groups.md, "Coordinators in a cluster").
+ *
  * Wiring into the broker (kaas/core, kaas/net):
  *   - after b->cluster is open:   kg_coord_open(b, &b->coord)
  *   - dispatch rows: the kg_h_* functions below, one per API, with the
@@ -48,7 +54,13 @@ typedef struct kg_coord_config {
 	int64_t offsets_retention_check_ms; /* offsets.retention.check.interval.ms (600000) */
 	int32_t offset_metadata_max_bytes;  /* offset.metadata.max.bytes (4096) */
 	int64_t new_member_join_timeout_ms; /* a new member must rejoin within (300000) */
-	int64_t coordinator_epoch;          /* stamped into group files; 0 on a single broker */
+	int64_t coordinator_epoch;          /* without a leader map: the epoch of every group (0) */
+	/* The applied leader map (kb_ptable_leaders: a new reference or NULL).
+	 * Set: the coordinator is driven by the cluster's shards; NULL from it
+	 * means no map yet (nothing is coordinated here).  Unset: this broker
+	 * coordinates every group at coordinator_epoch. */
+	struct kb_leaders *(*leaders)(void *arg);
+	void *leaders_arg;
 	/* When it points at a flag that becomes non-zero (the broker's
 	 * b->stopping), the coordinator drains as kg_coord_drain() does. */
 	volatile int *stopping;
@@ -94,11 +106,18 @@ void kg_coord_drain(kg_coord *c);
 void kg_coord_close(kg_coord *c);
 
 /* Which broker coordinates key (a group id, or a transactional id when
- * key_type is 1)?  On one broker: this one.  The cluster work drives this
- * from the assignment's coordinator shards.  Returns KERR_NONE and fills
- * node/host/port, or a Kafka error code. */
-int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, int32_t *node,
-			 const char **host, int32_t *port);
+ * key_type is 1)?  Without a leader map: this one.  With one: the owner of
+ * shard kg_shard_of(key), by its endpoint for the listener named `listener`
+ * (NULL: its first; host gets a copy); COORDINATOR_NOT_AVAILABLE when the
+ * shard has no live owner or the owner has no such listener.  Returns
+ * KERR_NONE and fills node/host/port, or a Kafka error code. */
+int16_t kg_coord_owner(kg_coord *c, int8_t key_type, kw_str key, const char *listener,
+		       int32_t *node, char *host, size_t hostlen, int32_t *port);
+
+/* The shard of a group id: FNV-1a (32-bit: offset basis 2166136261, prime
+ * 16777619) over the id's bytes, modulo nshards.  Identical on every broker
+ * and every version; it never changes (docs/groups.md).  0 when nshards <= 0. */
+int32_t kg_shard_of(const char *id, size_t len, int32_t nshards);
 
 /* ---- the Kafka APIs (kw_handler_fn; the broker's dispatch table) ---------- */
 int kg_h_find_coordinator(kb_req *req, kw_rd *body, kw_wr *resp); /* 10: v0-2 */
@@ -129,6 +148,7 @@ typedef struct kg_coord_call {
 	void *ctx;
 	const char *adv_host;    /* this broker as the client's listener advertises it */
 	int32_t adv_port;        /* (NULL: the coordinator's configured endpoint) */
+	const char *listener;    /* that listener's name (NULL: the first) */
 } kg_coord_call;
 
 /* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)
@@ -150,7 +170,8 @@ void kg_coord_expire_offsets(kg_coord *c);
 /* Reads every group file under groups/ that this broker coordinates and is
  * not in memory yet, restoring the groups' members (the timer thread does it
  * when the coordinator starts; otherwise a group is read when a request
- * first names it). */
+ * first names it).  Driven by a leader map: follows the map instead — lets
+ * go of shards lost, takes over (loads and claims) shards gained. */
 void kg_coord_load_groups(kg_coord *c);
 
 /* Counters for tests and the bench. */
@@ -158,6 +179,7 @@ typedef struct kg_coord_stats {
 	uint64_t commits;        /* OffsetCommit requests that changed offsets */
 	uint64_t group_writes;   /* group files written */
 	uint64_t write_failures;
+	uint64_t write_unacked;  /* written, but the shard or the lease was gone after: not acknowledged */
 	uint64_t pid_blocks;     /* producer-ID blocks claimed */
 	uint64_t expired;        /* offsets removed by retention */
 } kg_coord_stats;

@@ -173,6 +173,7 @@ typedef struct kg_group {
 	size_t noffs, capoffs;
 	int file_exists;         /* a file for it may be on the volume */
 	int64_t file_epoch;      /* coordinator_epoch found in the file */
+	int64_t epoch;           /* the shard epoch it is served at: its file's name */
 	kg_pcommit *pc_head, **pc_tail;
 	uint64_t next_seq;
 	int queued;              /* on the flush queue */
@@ -192,6 +193,17 @@ typedef struct kg_pids {
 	int64_t end;             /* one past the last id of the current block */
 	int64_t last_block;      /* highest block number seen or claimed; -1 unknown */
 } kg_pids;
+
+/* ---- shards (a cluster's group-coordinator shards, as this broker holds them) ---- */
+
+#define KG_SHARDS_MAX 1024 /* as many as an assignment may have */
+
+enum kg_shard_state { KG_SH_NONE = 0, KG_SH_LOADING, KG_SH_READY };
+
+typedef struct kg_shard {
+	int state;
+	int64_t epoch;           /* the epoch it is loading or served at */
+} kg_shard;
 
 /* ---- the coordinator ---------------------------------------------------------------- */
 
@@ -216,6 +228,11 @@ struct kg_coord {
 	kg_coord_topic_fn topic_fn;
 	void *topic_arg;
 	kg_coord_stats stats;
+	kg_shard *shards;        /* driven: one per shard of the applied map */
+	int32_t nshards;
+	int64_t shard_gen[2];    /* the map (controller epoch, generation) last synced */
+	int shard_clear;         /* ... and its clearance */
+	kg_outbox late;          /* answers from where no outbox was at hand (the timer sends them) */
 };
 
 int64_t kg__now(kg_coord *c);    /* monotonic ms (or the test clock) */
@@ -237,6 +254,29 @@ void kg__group_maybe_drop(kg_coord *c, kg_group *g);
  * (COORDINATOR_LOAD_IN_PROGRESS after a read error, NOT_COORDINATOR when the
  * file was written by a newer coordinator epoch). */
 int16_t kg__group_get(kg_coord *c, kw_str id, int create, kg_group **out);
+/* The same for a shard's loader (loader = 1: a shard being taken over is
+ * served to it). */
+int16_t kg__group_get_as(kg_coord *c, kw_str id, int create, int loader, kg_group **out);
+/* Writes g's file at g->epoch and removes the older epochs' (shards.c;
+ * c->mu held, released around the I/O).  0 or -errno of the write. */
+int kg__group_claim(kg_coord *c, kg_group *g);
+
+/* Does this broker serve gid now (c->mu held)?  KERR_NONE with *epoch the
+ * epoch its file is written at; NOT_COORDINATOR when another broker owns
+ * its shard (or no map, or the ack gate is closed);
+ * COORDINATOR_LOAD_IN_PROGRESS while the shard is being taken over here.
+ * loader: the shard's loader itself asks (a loading shard is served). */
+int16_t kg__serve_epoch(kg_coord *c, kw_str gid, int loader, int64_t *epoch);
+/* This broker no longer coordinates g at g->epoch (c->mu held): commits
+ * waiting for a write and parked JoinGroup/SyncGroup requests are answered
+ * NOT_COORDINATOR and the group is forgotten (read again from the volume
+ * if it is ever served here again).  g stays allocated: the caller drops it
+ * (kg__group_maybe_drop) where nothing else holds it. */
+void kg__group_disown(kg_coord *c, kg_group *g, kg_outbox *ob);
+/* Shards (coord.c): follow the applied leader map — disown the groups of
+ * shards lost, take over (load and claim) the shards gained once the map
+ * is clear.  c->mu held; released while loading. */
+void kg__shards_sync(kg_coord *c, kg_outbox *ob);
 
 /* Kafka's group-id rule per API (empty ids only for offsets/describe/delete). */
 int kg__group_id_ok(kw_str id, int allow_empty);
@@ -253,7 +293,8 @@ void kg__offsets_clear(kg_group *g);
 void kg__pcommit_free(kg_pcommit *pc);
 
 /* Group files (groupfile.c). */
-int kg__group_path(kw_str id, char *path, size_t len); /* "groups/<enc>.json" */
+/* "groups/<enc>.json" at epoch 0, "groups/<enc>.<epoch:10>.json" above. */
+int kg__group_path(kw_str id, int64_t epoch, char *path, size_t len);
 /* Serialises the durable offsets plus the pending commits up to `upto`;
  * *count gets the number of offsets in it.  NULL on ENOMEM. */
 char *kg__group_serialize(kg_coord *c, kg_group *g, uint64_t upto, size_t *len, size_t *count);
@@ -277,7 +318,19 @@ typedef struct kg_loaded {
 	int32_t nmembers;
 } kg_loaded;
 #define KC_LOADED_INIT {0, KC_STR_NULL, 0, NULL, 0, KC_EMPTY, KC_STR_NULL, KC_STR_NULL, NULL, 0}
-int kg__group_file_read(kg_coord *c, kw_str id, kg_loaded *out);
+/* The newest of a group's files (the highest epoch whose contents name
+ * this group; the legacy name is epoch 0): 0 with *epoch its epoch,
+ * -ENOENT when there is none, -EBADMSG when the newest is unreadable (never
+ * an older one instead: that would move offsets back). */
+int kg__group_file_read(kg_coord *c, kw_str id, kg_loaded *out, int64_t *epoch);
+/* Removes the group's files of epochs below `below` whose contents name this
+ * group (after the file at `below` is durable).  Idempotent: missing files
+ * are fine.  Returns the number removed or -errno of the listing. */
+int kg__group_files_prune(kg_coord *c, kw_str id, int64_t below);
+/* Parses "<stem>.<10 digits>.json" / "<stem>.json": 0 with the stem (NUL-
+ * terminated, in stem[stemlen]) and the epoch (-1 for a legacy name), or
+ * -EINVAL for names that are neither. */
+int kg__group_fname_parse(const char *name, char *stem, size_t stemlen, int64_t *epoch);
 /* why (may be NULL) gets a static description of what is wrong with a file
  * that is refused with -EBADMSG, naming the field. */
 int kg__group_file_parse(const char *buf, size_t len, kg_str *id_out, kg_loaded *out,

@@ -34,6 +34,12 @@ static int ack_gate(void *arg)
 	return !b->parts || kb_ptable_ack_ok(b->parts);
 }
 
+static struct kb_leaders *leaders(void *arg)
+{
+	kb_broker *b = arg;
+	return kb_ptable_leaders(b->parts);
+}
+
 int kg_coord_open(kb_broker *b, kg_coord **out)
 {
 	kg_coord_config cfg;
@@ -49,6 +55,14 @@ int kg_coord_open(kb_broker *b, kg_coord **out)
 	cfg.stopping = &b->stopping;
 	cfg.ack_gate = ack_gate;
 	cfg.ack_gate_arg = b;
+	if (b->parts && b->drain) {
+		/* Run by the cluster layer (kaas does so even alone; its drain
+		 * hook is set before the coordinator opens): the shards of the
+		 * applied leader map say what it coordinates.  Without it (the
+		 * fuzz harness) it coordinates every group, as a single broker. */
+		cfg.leaders = leaders;
+		cfg.leaders_arg = b;
+	}
 	int rc = kg_coord_create(b->cluster, &cfg, out);
 	if (!rc)
 		kg_coord_set_topic_check(*out, topic_exists, b);
@@ -89,6 +103,7 @@ static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 		.client_host = host,
 		.adv_host = req->adv_host,
 		.adv_port = req->adv_port,
+		.listener = req->listener,
 		.done = req_done,
 		.ctx = req,
 	};

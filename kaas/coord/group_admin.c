@@ -24,14 +24,15 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 		KRD_I8(rd, &key_type);
 
 	int32_t node = -1, port = -1;
-	const char *host = "";
+	char hostbuf[256] = "";
+	const char *host = hostbuf;
 	const char *msg = NULL;
 	int16_t err;
 	if (key.len < 0) {
 		err = KERR_INVALID_REQUEST;
 		msg = "the coordinator key is null";
 	} else {
-		err = kg_coord_owner(c, key_type, key, &node, &host, &port);
+		err = kg_coord_owner(c, key_type, key, call->listener, &node, hostbuf, sizeof(hostbuf), &port);
 		if (!err && node == c->cfg.broker_id && call->adv_host) {
 			host = call->adv_host; /* on the listener the client uses, as Metadata */
 			port = call->adv_port;
@@ -155,40 +156,49 @@ int kg__ids_on_volume(kg_coord *c, kg_str **out, size_t *nout)
 		return 0;
 	if (rc)
 		return rc;
-	kg_str *ids = calloc(n + 1, sizeof(*ids));
+	kg_str *ids = calloc(2 * n + 1, sizeof(*ids)); /* two readings per name at most */
 	if (!ids) {
 		sub_names_free(names, n);
 		return -ENOMEM;
 	}
-	char buf[KC_GNAME_MAX + 64];
 	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(names[i]);
-		if (names[i][0] == '.' || len <= 5 || strcmp(names[i] + len - 5, ".json") != 0)
+		char stem[KC_GNAME_MAX + 64];
+		int64_t epoch;
+		if (kg__group_fname_parse(names[i], stem, sizeof(stem), &epoch))
 			continue; /* temp files of writes in flight, strangers */
-		if (len - 5 >= sizeof(buf))
-			continue;
-		memcpy(buf, names[i], len - 5);
-		buf[len - 5] = '\0';
-		char id[KC_GNAME_MAX + 1];
-		size_t idlen;
-		int d = kg__gname_decode(buf, id, sizeof(id), &idlen);
-		ids[k].len = -1;
-		if (d == 0) {
-			if (kg__str_set(&ids[k], id, (int32_t)idlen) == 0)
-				k++;
-		} else if (d == -ENOTUNIQ) {
-			/* A long id: only the file knows it. */
-			char path[SUB_PATH_MAX], *data = NULL;
-			size_t dlen;
-			kg_loaded l = KC_LOADED_INIT;
-			snprintf(path, sizeof(path), "groups/%s", names[i]);
-			if (sub_read_file(c->vfs, path, 64 << 20, &data, &dlen) == 0 &&
-			    kg__group_file_parse(data, dlen, &ids[k], &l, NULL) == 0)
-				k++;
-			else
-				KLOG_WARN("coord", "groups/%s: cannot read the group id from it", names[i]);
-			kg__loaded_free(&l);
-			free(data);
+		/* "<stem>.<10 digits>.json" is the stem's group at that epoch, or
+		 * (rarely) the legacy file of a group whose id ends in the digits:
+		 * both are offered, the loader keeps the one its contents name. */
+		for (int alt = 0; alt < 2; alt++) {
+			if (alt == 1) {
+				size_t len = strlen(names[i]);
+				if (epoch < 0 || len - 5 >= sizeof(stem))
+					break;
+				memcpy(stem, names[i], len - 5);
+				stem[len - 5] = '\0';
+			}
+			char id[KC_GNAME_MAX + 1];
+			size_t idlen;
+			int d = kg__gname_decode(stem, id, sizeof(id), &idlen);
+			ids[k].len = -1;
+			ids[k].s = NULL;
+			if (d == 0) {
+				if (kg__str_set(&ids[k], id, (int32_t)idlen) == 0)
+					k++;
+			} else if (d == -ENOTUNIQ && alt == 0) {
+				/* A long id: only the file knows it. */
+				char path[SUB_PATH_MAX], *data = NULL;
+				size_t dlen;
+				kg_loaded l = KC_LOADED_INIT;
+				snprintf(path, sizeof(path), "groups/%s", names[i]);
+				if (sub_read_file(c->vfs, path, 64 << 20, &data, &dlen) == 0 &&
+				    kg__group_file_parse(data, dlen, &ids[k], &l, NULL) == 0)
+					k++;
+				else
+					KLOG_WARN("coord", "groups/%s: cannot read the group id from it", names[i]);
+				kg__loaded_free(&l);
+				free(data);
+			}
 		}
 	}
 	sub_names_free(names, n);
@@ -242,11 +252,9 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; !err && i < nids; i++) {
 		kg_group *g;
-		int32_t node;
-		const char *host;
-		int32_t port;
-		if (kg_coord_owner(c, 0, kg_k(&ids[i]), &node, &host, &port) || node != c->cfg.broker_id)
-			continue;
+		int64_t ep;
+		if (kg__serve_epoch(c, kg_k(&ids[i]), 0, &ep) != KERR_NONE)
+			continue; /* listed by its own coordinator */
 		if (kg__group_get(c, kg_k(&ids[i]), 0, &g))
 			KLOG_WARN("coord", "ListGroups: group '%s' cannot be loaded", ids[i].s);
 	}
@@ -257,7 +265,9 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 			kw_wr_array(w, flex, cnt);
 		for (size_t b = 0; b < c->tabsize; b++) {
 			for (kg_group *g = c->tab[b]; g; g = g->hnext) {
-				if (!g->loaded || kg__group_is_idle(g) || !state_wanted(g->state, states, nstates))
+				int64_t ep;
+				if (!g->loaded || kg__group_is_idle(g) || !state_wanted(g->state, states, nstates) ||
+				    kg__serve_epoch(c, kg_k(&g->id), 0, &ep) != KERR_NONE || ep != g->epoch)
 					continue;
 				if (pass == 0) {
 					cnt++;
@@ -306,9 +316,15 @@ static int16_t delete_one(kg_coord *c, kw_str id, kg_outbox *ob)
 	while (g->writing)
 		pthread_cond_wait(&c->state_cv, &c->mu);
 	char path[SUB_PATH_MAX];
-	int rc = kg__group_path(kg_k(&g->id), path, sizeof(path));
+	int64_t epoch = g->epoch;
+	int rc = kg__group_path(kg_k(&g->id), epoch, path, sizeof(path));
 	g->refs++;
 	pthread_mutex_unlock(&c->mu);
+	if (!rc && epoch > 0) {
+		/* Older owners' files first: with ours gone they would be read. */
+		int n = kg__group_files_prune(c, id, epoch);
+		rc = n < 0 ? n : 0;
+	}
 	if (!rc)
 		rc = sub_unlink(c->vfs, path);
 	if (rc == -ENOENT)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kaas/coord/group_int.h"
+#include "kaas/core/leaders.h"
 #include "kaas/proto/kerr.h"
 #include "util/assert.h"
 #include "util/log.h"
@@ -45,15 +46,15 @@ int16_t kg__group_status(kg_coord *c, kw_str gid, int allow_empty)
 {
 	if (!kg__group_id_ok(gid, allow_empty))
 		return KERR_INVALID_GROUP_ID;
-	int32_t node;
-	const char *host;
-	int32_t port;
-	int16_t err = kg_coord_owner(c, 0, gid, &node, &host, &port);
-	if (err)
-		return err;
-	if (node != c->cfg.broker_id)
-		return KERR_NOT_COORDINATOR;
-	return KERR_NONE;
+	if (!c->cfg.leaders)
+		return KERR_NONE;
+	/* Owner or not, from the map alone (no c->mu: callers may hold it);
+	 * kg__group_get then checks the epoch and whether the shard is loaded. */
+	kb_leaders *m = c->cfg.leaders(c->cfg.leaders_arg);
+	int mine = m && m->nshards > 0 &&
+		   m->shard_leader[kg_shard_of(gid.s, (size_t)gid.len, m->nshards)] == c->cfg.broker_id;
+	kb_leaders_put(m);
+	return mine ? KERR_NONE : KERR_NOT_COORDINATOR;
 }
 
 /* ---- JoinGroup ------------------------------------------------------------------------- */

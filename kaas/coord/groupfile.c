@@ -37,17 +37,42 @@
 
 #define KC_GROUP_FILE_VERSION 2     /* written; 1 is still read */
 #define KC_GROUP_FILE_MAX (256u << 20)
+#define KC_EPOCH_MAX 9999999999LL /* ten digits in a file name */
 
-int kg__group_path(kw_str id, char *path, size_t len)
+int kg__group_path(kw_str id, int64_t epoch, char *path, size_t len)
 {
 	char stem[KC_GNAME_MAX + 64];
-	if (id.len < 0)
+	if (id.len < 0 || epoch < 0 || epoch > KC_EPOCH_MAX)
 		return -EINVAL;
 	int rc = kg__gname_encode(id.s, (size_t)id.len, stem, sizeof(stem));
 	if (rc < 0)
 		return rc;
-	int n = snprintf(path, len, "groups/%s.json", stem);
+	int n = epoch == 0 ? snprintf(path, len, "groups/%s.json", stem)
+			   : snprintf(path, len, "groups/%s.%010lld.json", stem, (long long)epoch);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int kg__group_fname_parse(const char *name, char *stem, size_t stemlen, int64_t *epoch)
+{
+	size_t n = strlen(name);
+	if (name[0] == '.' || n <= 5 || strcmp(name + n - 5, ".json") != 0)
+		return -EINVAL; /* temp files of writes in flight, strangers */
+	n -= 5;
+	*epoch = -1;
+	if (n > 11 && name[n - 11] == '.') {
+		int digits = 1;
+		for (size_t i = n - 10; i < n; i++)
+			digits &= name[i] >= '0' && name[i] <= '9';
+		if (digits) {
+			*epoch = strtoll(name + n - 10, NULL, 10);
+			n -= 11;
+		}
+	}
+	if (n == 0 || n >= stemlen)
+		return -EINVAL;
+	memcpy(stem, name, n);
+	stem[n] = '\0';
+	return 0;
 }
 
 /* ---- strings ----------------------------------------------------------------------- */
@@ -205,7 +230,7 @@ char *kg__group_serialize_view(kg_coord *c, kg_group *g, const kg_offset *v, siz
 	int empty = !g->members;
 	if (json_object_set_new(doc, "version", json_integer(KC_GROUP_FILE_VERSION)) ||
 	    json_object_set_new(doc, "group_id", jstr(g->id.s, g->id.len)) ||
-	    json_object_set_new(doc, "coordinator_epoch", json_integer(c->cfg.coordinator_epoch)) ||
+	    json_object_set_new(doc, "coordinator_epoch", json_integer(g->epoch)) ||
 	    json_object_set_new(doc, "writer", json_integer(c->cfg.broker_id)) ||
 	    json_object_set_new(doc, "written_ms", json_integer(kg__wall(c))) ||
 	    json_object_set_new(doc, "generation", json_integer(g->generation)) ||
@@ -520,28 +545,169 @@ out:
 	return rc;
 }
 
-int kg__group_file_read(kg_coord *c, kw_str id, kg_loaded *out)
+/* The names in groups/ that may be files of the group with file-name stem
+ * `stem`, with their epochs (the legacy name: 0), newest first.  A name
+ * "<stem>.<10 digits>.json" may also be the legacy file of another group
+ * whose id ends in ".<10 digits>": the contents decide. */
+typedef struct kg_cand {
+	char name[KC_GNAME_MAX + 64];
+	int64_t epoch;
+} kg_cand;
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const kg_cand *x = a, *y = b;
+	return (x->epoch < y->epoch) - (x->epoch > y->epoch);
+}
+
+static int candidates(kg_coord *c, const char *stem, kg_cand **out, size_t *nout)
+{
+	char **names = NULL;
+	size_t n = 0, k = 0;
+	*out = NULL;
+	*nout = 0;
+	int rc = sub_list(c->vfs, "groups", &names, &n);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	kg_cand *v = calloc(n + 1, sizeof(*v));
+	if (!v) {
+		sub_names_free(names, n);
+		return -ENOMEM;
+	}
+	size_t slen = strlen(stem);
+	for (size_t i = 0; i < n; i++) {
+		char fstem[KC_GNAME_MAX + 64];
+		int64_t e;
+		if (strlen(names[i]) >= sizeof(v[k].name) ||
+		    kg__group_fname_parse(names[i], fstem, sizeof(fstem), &e))
+			continue;
+		if (e >= 0 && strcmp(fstem, stem) == 0) {
+			v[k].epoch = e;
+		} else if (strncmp(names[i], stem, slen) == 0 && strcmp(names[i] + slen, ".json") == 0) {
+			v[k].epoch = 0; /* the legacy name */
+		} else {
+			continue;
+		}
+		strcpy(v[k].name, names[i]);
+		k++;
+	}
+	sub_names_free(names, n);
+	qsort(v, k, sizeof(*v), cmp_cand);
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
+/* Reads and parses groups/<name>; -ENOTUNIQ when it names another group. */
+static int read_one(kg_coord *c, kw_str id, const char *name, int64_t name_epoch, kg_loaded *out)
 {
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = kg__group_path(id, path, sizeof(path));
-	if (rc)
-		return rc;
-	rc = sub_read_file(c->vfs, path, KC_GROUP_FILE_MAX, &buf, &len);
+	snprintf(path, sizeof(path), "groups/%s", name);
+	int rc = sub_read_file(c->vfs, path, KC_GROUP_FILE_MAX, &buf, &len);
 	if (rc)
 		return rc;
 	kg_str fid = KC_STR_NULL;
 	const char *why = NULL;
 	rc = kg__group_file_parse(buf, len, &fid, out, &why);
-	if (rc == -EBADMSG)
-		KLOG_ERR("coord", "%s is not a group file this kaas can read (%s); the group is not "
-				  "served until it is fixed or removed", path, why ? why : "?");
 	if (rc == 0 && !kg__str_eqk(&fid, id)) {
 		kg__loaded_free(out);
 		rc = -ENOTUNIQ;
+	} else if (rc == 0 && name_epoch > 0 && out->coordinator_epoch != name_epoch) {
+		kg__loaded_free(out);
+		why = "coordinator_epoch (not the epoch in the file's name)";
+		rc = -EBADMSG;
 	}
+	if (rc == -EBADMSG)
+		KLOG_ERR("coord", "%s is not a group file this kaas can read (%s); the group is not "
+				  "served until it is fixed or removed", path, why ? why : "?");
 	kg__str_free(&fid);
 	free(buf);
+	return rc;
+}
+
+int kg__group_file_read(kg_coord *c, kw_str id, kg_loaded *out, int64_t *epoch)
+{
+	char stem[KC_GNAME_MAX + 64];
+	if (id.len < 0)
+		return -EINVAL;
+	int rc = kg__gname_encode(id.s, (size_t)id.len, stem, sizeof(stem));
+	if (rc < 0)
+		return rc;
+	/* A file that vanishes between the listing and the read was pruned
+	 * by a newer owner: list again rather than fall back to an older one. */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		kg_cand *v = NULL;
+		size_t n = 0;
+		if ((rc = candidates(c, stem, &v, &n))) {
+			free(v);
+			return rc;
+		}
+		rc = -ENOENT;
+		int foreign = 0, vanished = 0;
+		for (size_t i = 0; i < n; i++) {
+			/* A legacy-named file is epoch 0 by name; its contents may
+			 * still say otherwise (a newer coordinator's, refused). */
+			int legacy = v[i].epoch == 0;
+			rc = read_one(c, id, v[i].name, v[i].epoch, out);
+			if (rc == -ENOTUNIQ) {
+				foreign++; /* another group's legacy file (or a hash collision) */
+				rc = -ENOENT;
+				continue;
+			}
+			if (rc == -ENOENT) {
+				vanished = 1;
+				break;
+			}
+			if (rc == 0)
+				*epoch = legacy ? out->coordinator_epoch : v[i].epoch;
+			break;
+		}
+		free(v);
+		if (vanished)
+			continue;
+		if (rc == -ENOENT && foreign && strchr(stem, '~'))
+			rc = -ENOTUNIQ; /* a long id's name taken by another: a hash collision */
+		return rc;
+	}
+	return -EAGAIN;
+}
+
+int kg__group_files_prune(kg_coord *c, kw_str id, int64_t below)
+{
+	char stem[KC_GNAME_MAX + 64];
+	kg_cand *v = NULL;
+	size_t n = 0;
+	int removed = 0;
+	int rc = kg__gname_encode(id.s, (size_t)id.len, stem, sizeof(stem));
+	if (rc < 0)
+		return rc;
+	if ((rc = candidates(c, stem, &v, &n)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		kg_loaded l = KC_LOADED_INIT;
+		if (v[i].epoch >= below)
+			continue; /* never a file of the epoch being served, or above */
+		/* Only files that name this group: a legacy "<id>.<digits>.json"
+		 * of another group looks like one of ours by name. */
+		int r = read_one(c, id, v[i].name, v[i].epoch, &l);
+		kg__loaded_free(&l);
+		if (r)
+			continue; /* not known to be ours (unreadable, another group's): kept */
+		char path[SUB_PATH_MAX];
+		snprintf(path, sizeof(path), "groups/%s", v[i].name);
+		r = sub_unlink(c->vfs, path);
+		if (r == 0)
+			removed++;
+		else if (r != -ENOENT)
+			KLOG_WARN("coord", "cannot remove %s (an older coordinator epoch's): %s", path,
+				  sub_strerror(r));
+	}
+	rc = removed;
+out:
+	free(v);
 	return rc;
 }

@@ -270,12 +270,18 @@ void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob)
 			return;
 		}
 	}
+	/* Not (or no longer) this broker's to write: stop at once. */
+	int64_t wepoch = g->epoch, ep;
+	if (kg__serve_epoch(c, kg_k(&g->id), 1, &ep) || ep != wepoch) {
+		kg__group_disown(c, g, ob);
+		return;
+	}
 	uint64_t upto = g->next_seq - 1;
 	uint64_t meta_upto = g->meta_seq;
 	size_t len = 0, count = 0;
 	char path[SUB_PATH_MAX];
 	char *buf = NULL;
-	int rc = kg__group_path(kg_k(&g->id), path, sizeof(path));
+	int rc = kg__group_path(kg_k(&g->id), wepoch, path, sizeof(path));
 	if (!rc && !(buf = kg__group_serialize(c, g, upto, &len, &count)))
 		rc = -ENOMEM;
 	if (rc) {
@@ -289,7 +295,9 @@ void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob)
 	g->writing = 1;
 	pthread_mutex_unlock(&c->mu);
 	if (remove) {
-		rc = may_exist ? sub_unlink(c->vfs, path) : 0;
+		/* Older owners' files first: with ours gone they would be read. */
+		rc = may_exist && wepoch > 0 ? kg__group_files_prune(c, kg_k(&g->id), wepoch) : 0;
+		rc = rc < 0 ? rc : may_exist ? sub_unlink(c->vfs, path) : 0;
 		if (rc == -ENOENT)
 			rc = 0;
 	} else {
@@ -313,9 +321,22 @@ void kg__group_write(kg_coord *c, kg_group *g, kg_outbox *ob)
 		return;
 	}
 	c->stats.group_writes++;
+	/* Durable; acknowledged only if this broker still holds its lease (the
+	 * ack gate) and the shard at the epoch written — both asked after the
+	 * write.  A successor loads only after this broker gave the shard up
+	 * (the map changed here before it said `released`) or its lease ran
+	 * out, so what is acknowledged here is what the successor reads. */
+	if (kg__serve_epoch(c, kg_k(&g->id), 1, &ep) || ep != wepoch || g->epoch != wepoch) {
+		c->stats.write_unacked++;
+		KLOG_WARN("coord", "group '%s': wrote %s but no longer coordinates it (shard moved "
+				   "or lease lost); its commits are not acknowledged", g->id.s, path);
+		kg__group_disown(c, g, ob);
+		return;
+	}
 	g->file_exists = !remove;
+	g->file_epoch = wepoch;
 	kg__group_meta_written(c, g, 1, meta_upto, ob);
-	int16_t ok = c->cfg.ack_gate && !c->cfg.ack_gate(c->cfg.ack_gate_arg) ? KERR_NOT_COORDINATOR : KERR_NONE;
+	int16_t ok = KERR_NONE;
 	while (g->pc_head && g->pc_head->seq <= upto) {
 		kg_pcommit *pc = g->pc_head;
 		g->pc_head = pc->next;
@@ -720,30 +741,24 @@ void kg_coord_expire_offsets(kg_coord *c)
 	/* Groups that only exist on the volume are loaded first (each file is
 	 * read once per broker run; loading restarts their retention clock,
 	 * which only ever keeps offsets longer). */
-	char **names = NULL;
+	kg_str *ids = NULL;
 	size_t n = 0;
-	if (sub_list(c->vfs, "groups", &names, &n) != 0)
+	if (kg__ids_on_volume(c, &ids, &n) != 0)
 		n = 0;
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < n && !c->stop; i++) {
-		size_t len = strlen(names[i]);
-		char id[KC_GNAME_MAX + 1];
-		size_t idlen;
-		if (names[i][0] == '.' || len <= 5 || len - 5 > KC_GNAME_MAX ||
-		    strcmp(names[i] + len - 5, ".json") != 0)
-			continue;
-		names[i][len - 5] = '\0';
-		if (kg__gname_decode(names[i], id, sizeof(id), &idlen) != 0)
-			continue; /* hashed names are loaded when ListGroups or a client names them */
-		kw_str k = {id, (int32_t)idlen};
 		kg_group *g;
-		if (!kg__group_find(c, k))
-			kg__group_get(c, k, 0, &g);
+		int64_t ep;
+		/* Only groups served here (others are their owner's to expire). */
+		if (!kg__group_find(c, kg_k(&ids[i])) && kg__serve_epoch(c, kg_k(&ids[i]), 0, &ep) == KERR_NONE)
+			kg__group_get(c, kg_k(&ids[i]), 0, &g);
 	}
 	int64_t wall = kg__wall(c);
 	for (size_t b = 0; b < c->tabsize; b++)
 		for (kg_group *g = c->tab[b]; g; g = g->hnext)
 			expire_group(c, g, wall);
 	pthread_mutex_unlock(&c->mu);
-	sub_names_free(names, n);
+	for (size_t i = 0; i < n; i++)
+		kg__str_free(&ids[i]);
+	free(ids);
 }

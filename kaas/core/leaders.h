@@ -55,6 +55,11 @@ typedef struct kb_leaders {
 	kb_ltopic *topics;        /* sorted by name (strcmp) */
 	int32_t nshards;          /* group-coordinator shards */
 	int32_t *shard_leader, *shard_epoch;
+	/* The successor rule holds for this broker at this generation: every
+	 * other incarnation has released it or is gone, so a shard it newly
+	 * gives this broker may be served (kcl_view_clear_for).  Shards kept at
+	 * the same epoch need no new clearance. */
+	int clear;
 } kb_leaders;
 
 /* An empty map with one reference; the builder fills the arrays (calloc'd,

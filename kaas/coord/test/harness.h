@@ -100,7 +100,7 @@ static inline int th_flex(int16_t api, int16_t v)
 static inline int th_call_as(th *t, int16_t api, int16_t v, kw_wr *req, th_resp *r, const char *client)
 {
 	kg_coord_call call = {api, v, th_flex(api, v), {client, (int32_t)strlen(client)},
-				"/127.0.0.1", th_done, r, NULL, 0};
+				"/127.0.0.1", th_done, r, NULL, 0, NULL};
 	kw_rd rd;
 	kw_wr resp = KAAS_WR_INIT;
 	ck_assert_int_eq(req->oom, 0);

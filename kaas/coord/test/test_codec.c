@@ -281,7 +281,7 @@ START_TEST(list_groups_layouts)
 	kw_wr w = KAAS_WR_INIT;
 	kw_wr_array(&w, 1, 3);
 	kw_wr_str(&w, 1, "Stable");
-	kg_coord_call call = {KAAS_API_LIST_GROUPS, 4, 1, {"cli", 3}, "/127.0.0.1", no_answer, NULL, NULL, 0};
+	kg_coord_call call = {KAAS_API_LIST_GROUPS, 4, 1, {"cli", 3}, "/127.0.0.1", no_answer, NULL, NULL, 0, NULL};
 	kw_rd rd;
 	kw_wr resp = KAAS_WR_INIT;
 	kw_rd_init(&rd, w.buf, w.len);
@@ -422,7 +422,7 @@ START_TEST(every_truncation_is_rejected)
 			build(apis[a].api, v, &full);
 			for (size_t cut = 0; cut < full.len; cut++) {
 				kg_coord_call call = {apis[a].api, v, th_flex(apis[a].api, v), {"c", 1}, "/h",
-							no_answer, NULL, NULL, 0};
+							no_answer, NULL, NULL, 0, NULL};
 				kw_rd rd;
 				kw_wr resp = KAAS_WR_INIT;
 				kw_rd_init(&rd, full.buf, cut);
@@ -461,7 +461,7 @@ START_TEST(hostile_counts_are_rejected)
 	kw_wr_str(&w, 0, "consumer");
 	kw_wr_i32(&w, INT32_MAX);
 	kw_wr_str(&w, 0, "range");
-	kg_coord_call call = {KAAS_API_JOIN_GROUP, 0, 0, {"c", 1}, "/h", no_answer, NULL, NULL, 0};
+	kg_coord_call call = {KAAS_API_JOIN_GROUP, 0, 0, {"c", 1}, "/h", no_answer, NULL, NULL, 0, NULL};
 	kw_rd rd;
 	kw_wr resp = KAAS_WR_INIT;
 	kw_rd_init(&rd, w.buf, w.len);

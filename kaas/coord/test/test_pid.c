@@ -24,7 +24,7 @@ static pid_ans init_pid(kg_coord *c, int16_t v, const char *txn, int64_t pid, in
 	}
 	kw_wr_tags(&w, flex);
 	th_resp r = {0};
-	kg_coord_call call = {KAAS_API_INIT_PRODUCER_ID, v, flex, {"p", 1}, "/h", th_done, &r, NULL, 0};
+	kg_coord_call call = {KAAS_API_INIT_PRODUCER_ID, v, flex, {"p", 1}, "/h", th_done, &r, NULL, 0, NULL};
 	kw_rd rd;
 	kw_wr resp = KAAS_WR_INIT;
 	kw_rd_init(&rd, w.buf, w.len);
