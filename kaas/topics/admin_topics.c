@@ -200,7 +200,9 @@ int kt_admin_delete_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 		kw_wr_i32(w, 0);
 	size_t cnt_off = kw_wr_reserve_i32(w);
 	int32_t nres = 0;
-	/* Every topic first, then one wait for all their deletes to finish. */
+	/* Answered once the registry entries are gone, as Kafka answers once
+	 * the deletion is in its metadata: the controller finishes the
+	 * directories after (docs/cluster.md), and a re-create waits for it. */
 	char (*ids)[KAAS_TOPIC_ID_LEN + 1] = calloc(n ? (size_t)n : 1, sizeof(*ids));
 	if (!ids) {
 		rc = -ENOMEM;
@@ -214,7 +216,6 @@ int kt_admin_delete_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 		write_result(w, names[i], err, 0, msg);
 		nres++;
 	}
-	kt_topics_delete_wait(c->topics, (const char(*)[KAAS_TOPIC_ID_LEN + 1])ids, (size_t)n);
 	free(ids);
 	kw_wr_patch_i32(w, cnt_off, nres);
 	rc = KAAS_HANDLED;
