@@ -146,6 +146,14 @@ int64_t ks_partition_log_start(ks_partition *p);
 int64_t ks_partition_log_end(ks_partition *p);
 int64_t ks_partition_high_watermark(ks_partition *p);
 int ks_partition_state_of(ks_partition *p, int32_t *epoch);
+/* Where this engine's last leadership of p ended if an I/O failure ended it
+ * (its durable offset and epoch; -1 and -1 otherwise).  Everything it wrote
+ * past that offset was answered with an error, so the next take-over of p
+ * by this broker recovers the log only up to there (docs/storage.md,
+ * "Poisoning").  The broker keeps it across closing the partition and
+ * opening it again (set it after ks_partition_open). */
+void ks_partition_failed_end(ks_partition *p, int64_t *offset, int32_t *epoch);
+void ks_partition_set_failed_end(ks_partition *p, int64_t offset, int32_t epoch);
 /* census.c: bytes of its segments on the volume, from the metadata in
  * memory (DescribeLogDirs); no I/O. */
 int64_t ks_partition_size(ks_partition *p);
