@@ -300,6 +300,8 @@ static int cut_own_failed_tail(ks_partition *p, int32_t live_maxe, int64_t *ck)
 	size_t j = 0;
 	while (j < p->nsegs && p->segs[j]->base < cut)
 		j++;
+	if (j + 1 == p->nsegs && p->segs[j]->base == cut && p->segs[j]->disk_size == 0)
+		j++; /* an empty segment at the cut holds nothing: create_active takes it */
 	KLOG_WARN("storage", "%s: re-taking after a failed leadership: the log ends at its durable "
 		  "offset %lld (what it wrote later was answered with an error)%s", p->dir,
 		  (long long)cut, j < p->nsegs ? "; later segments set aside" : "");
