@@ -76,8 +76,6 @@ static kb_pentry *entry_new(kb_ptable *t, ptopic *tp, int32_t index)
 	e->index = index;
 	e->epoch = -1;
 	e->durable = -1;
-	e->failed_end = -1;
-	e->failed_end_epoch = -1;
 	return e;
 }
 
@@ -93,15 +91,13 @@ int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 		if (!rc)
 			rc = ks_partition_open(t->b->data, dir, tp->has_id ? tp->topic_id : NULL, 1, &tp->cfg,
 						 &e->p);
-		if (rc) {
+		if (rc)
 			e->p = NULL;
-		} else {
+		else
 			ks_partition_set_listener(e->p, kb__on_durable, e);
-			ks_partition_set_failed_end(e->p, e->failed_end, e->failed_end_epoch);
-		}
 	}
 	if (!rc)
-		rc = ks_partition_take_over(e->p, epoch);
+		rc = ks_partition_take_over_after(e->p, epoch, &e->failed_end);
 	int64_t hw = rc ? -1 : ks_partition_high_watermark(e->p);
 	kb__lock(&t->mu, KB_MU);
 	if (rc) {
@@ -115,7 +111,6 @@ int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
 		e->state = PE_LEADER;
 		e->err = 0;
 		e->epoch = epoch;
-		e->failed_end = e->failed_end_epoch = -1;
 		e->retry_delay_ms = 0;
 		if (hw > e->durable) /* the listener may have been faster */
 			e->durable = hw;

@@ -499,21 +499,12 @@ int64_t ks_partition_high_watermark(ks_partition *p)
 	return offset_of(p, &p->hw);
 }
 
-void ks_partition_failed_end(ks_partition *p, int64_t *offset, int32_t *epoch)
+void ks_partition_failed_end(ks_partition *p, ks_failed_end *out)
 {
 	ks__p_lock(p);
-	*offset = p->retake_cut;
-	*epoch = p->retake_cut_epoch;
-	ks__p_unlock(p);
-}
-
-void ks_partition_set_failed_end(ks_partition *p, int64_t offset, int32_t epoch)
-{
-	ks__p_lock(p);
-	if (p->state == KAAS_PART_FOLLOWER) {
-		p->retake_cut = offset >= 0 && epoch >= 0 ? offset : -1;
-		p->retake_cut_epoch = offset >= 0 && epoch >= 0 ? epoch : -1;
-	}
+	out->valid = p->retake_cut >= 0;
+	out->offset = p->retake_cut;
+	out->epoch = p->retake_cut_epoch;
 	ks__p_unlock(p);
 }
 

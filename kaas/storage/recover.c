@@ -504,6 +504,18 @@ static int do_take_over(ks_partition *p, int32_t epoch, int32_t ceiling)
 	return 0;
 }
 
+int ks_partition_take_over_after(ks_partition *p, int32_t epoch, const ks_failed_end *prev)
+{
+	ks__p_lock(p);
+	if (prev && prev->valid && prev->offset >= 0 && prev->epoch >= 0 && p->lead_gen == 0 &&
+	    p->retake_cut < 0 && p->state == KAAS_PART_FOLLOWER) {
+		p->retake_cut = prev->offset;
+		p->retake_cut_epoch = prev->epoch;
+	}
+	ks__p_unlock(p);
+	return ks_partition_take_over(p, epoch);
+}
+
 int ks_partition_take_over(ks_partition *p, int32_t epoch)
 {
 	return ks_partition_take_over_bounded(p, epoch, epoch);
