@@ -62,9 +62,13 @@ static int entry_relinquish(kb_ptable *t, kb_pentry *e)
 	if (e->p && was == PE_LEADER) {
 		ks_partition_flush(e->p, NULL); /* acks=0/1 data becomes durable first */
 		r = ks_partition_relinquish(e->p);
+	} else if (e->p) {
+		ks_partition_relinquish(e->p); /* a failed one: persists nothing */
 	}
 	if (r)
 		KLOG_ERR("ptable", "%s/%d: relinquish: %s", e->topic->name, e->index, sub_strerror(r));
+	if (e->p) /* where a failed leadership ended, for our next take-over */
+		ks_partition_failed_end(e->p, &e->failed_end);
 	ks_partition_close(e->p);
 	kb__lock(&t->mu, KB_MU);
 	e->p = NULL;
@@ -233,9 +237,13 @@ static void relq_one(void *arg, size_t i)
 	if (e->p && j->was[i] == PE_LEADER) {
 		ks_partition_flush(e->p, NULL); /* acks=0/1 data becomes durable first */
 		r = ks_partition_relinquish(e->p);
+	} else if (e->p) {
+		ks_partition_relinquish(e->p); /* a failed one: persists nothing */
 	}
 	if (r)
 		KLOG_ERR("ptable", "%s/%d: relinquish: %s", e->topic->name, e->index, sub_strerror(r));
+	if (e->p) /* where a failed leadership ended, for our next take-over */
+		ks_partition_failed_end(e->p, &e->failed_end);
 	ks_partition_close(e->p);
 	j->rc[i] = r;
 }

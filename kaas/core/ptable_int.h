@@ -65,6 +65,10 @@ struct kb_pentry {
 	int err;               /* -errno of the last failed open/take-over */
 	int64_t retry_at_ms;   /* monotonic */
 	int64_t retry_delay_ms;
+	/* ks_partition_failed_end of the partition when it was last closed: a
+	 * leadership that ended by an I/O failure, for the next take-over
+	 * (the partition is closed and opened again in between). */
+	ks_failed_end failed_end;
 	int refs;
 	int64_t durable;       /* the highest durable offset storage announced (mu) */
 	dwaiter *waiters;

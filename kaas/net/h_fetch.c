@@ -155,6 +155,19 @@ static void pass_part(fctx *c, kw_wr *w, const ftopic *t, fpart *fp, int measure
 		}
 		fp->hw_seen = hw;
 	}
+	/* The lease once more, now that the plan and the high watermark are
+	 * read: kb_ptable_get's check came before, and meanwhile the lease may
+	 * have lapsed and an fsync that returned after it moved the high
+	 * watermark over records a successor never saw (docs/cluster.md,
+	 * "Reads"). */
+	if (err == KERR_NONE && !kb_ptable_ack_ok(c->req->broker->parts)) {
+		err = KERR_NOT_LEADER_OR_FOLLOWER;
+		if (have_plan)
+			ks_read_plan_release(&plan);
+		have_plan = 0;
+		hw = lso = lstart = -1;
+		fp->hw_seen = -1;
+	}
 	/* Only the first non-empty partition may exceed the limits (KIP-74):
 	 * a later one whose batches do not fit its partition_max_bytes or
 	 * the rest of max_bytes sends no records. */

@@ -95,6 +95,13 @@ int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp)
 						err = rc == -EPERM || rc == -ESTALE ? KERR_NOT_LEADER_OR_FOLLOWER
 										    : KERR_KAFKA_STORAGE_ERROR;
 				}
+				/* The lease after the offsets were read (the high
+				 * watermark may have moved after it lapsed). */
+				if (err == KERR_NONE && !kb_ptable_ack_ok(b->parts)) {
+					err = KERR_NOT_LEADER_OR_FOLLOWER;
+					off = found_ts = -1;
+					epoch = -1;
+				}
 			}
 			kb_pref_put(&ref);
 			kw_wr_i32(resp, part);

@@ -46,6 +46,12 @@ static int16_t answer(kb_broker *b, kw_str topic, int32_t partition, int32_t cur
 			*end = KS_UNDEFINED_EPOCH_OFFSET;
 		}
 	}
+	/* The lease after the end was read, as for Fetch. */
+	if (err == KERR_NONE && !kb_ptable_ack_ok(b->parts)) {
+		err = KERR_NOT_LEADER_OR_FOLLOWER;
+		*epoch = KS_UNDEFINED_EPOCH;
+		*end = KS_UNDEFINED_EPOCH_OFFSET;
+	}
 	kb_pref_put(&ref);
 	return err;
 }

@@ -311,6 +311,8 @@ int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int c
 	p->depth = p->cfg.flush_depth;
 	p->state = KAAS_PART_FOLLOWER;
 	p->epoch = -1;
+	p->retake_cut = -1;
+	p->retake_cut_epoch = -1;
 	p->durable_floor = INT64_MAX;
 	p->scrub_base = -1;
 	int rc = 0;
@@ -375,6 +377,12 @@ void ks__p_drop_leadership(ks_partition *p, int why)
 		p->ended_gen = p->lead_gen;
 		p->ended_rc = why;
 		p->ended_durable = p->hw;
+		/* Ended by an I/O failure (poisoned, or a relinquish whose
+		 * writes failed): not by a clean relinquish, a replacement or
+		 * a newer leader (whose segments decide for themselves). */
+		int io = why != 0 && why != -EPERM && why != -ESTALE;
+		p->retake_cut = io ? p->hw : -1;
+		p->retake_cut_epoch = io ? p->epoch : -1;
 	}
 	ks__p_drop_segs(p);
 	ks__kp_free(&p->prod);
@@ -489,6 +497,15 @@ int64_t ks_partition_log_end(ks_partition *p)
 int64_t ks_partition_high_watermark(ks_partition *p)
 {
 	return offset_of(p, &p->hw);
+}
+
+void ks_partition_failed_end(ks_partition *p, ks_failed_end *out)
+{
+	ks__p_lock(p);
+	out->valid = p->retake_cut >= 0;
+	out->offset = p->retake_cut;
+	out->epoch = p->retake_cut_epoch;
+	ks__p_unlock(p);
 }
 
 int ks_partition_state_of(ks_partition *p, int32_t *epoch)

@@ -279,6 +279,41 @@ static int set_aside_tail(ks_partition *p, size_t i)
 	return 0;
 }
 
+/* A re-take of a leadership of ours that ended by an I/O failure (a failed
+ * fsync, write or relinquish) recovers the log only up to that
+ * leadership's durable offset.  Everything it wrote past it was answered
+ * with an error — KAFKA_STORAGE_ERROR, which clients take for "not
+ * written": librdkafka may then send it again under a bumped producer
+ * epoch, which no producer state can recognise — and after a failed fsync
+ * the bytes this engine reads back may be only in the client's cache
+ * (fsyncgate).  So the segment that held the durable offset ends there,
+ * the way every later segment's base ends its predecessor: a segment of
+ * our epoch is created at the cut before the walk, and segments wholly
+ * past it are set aside into quarantine/, not deleted.  Not when a newer
+ * epoch has written since (its take-over decided where our log ends). */
+static int cut_own_failed_tail(ks_partition *p, int32_t live_maxe, int64_t *ck)
+{
+	int64_t cut = p->retake_cut;
+	if (cut < 0 || live_maxe > p->retake_cut_epoch || cut < p->log_start || p->nsegs == 0 ||
+	    cut < p->segs[0]->base)
+		return 0;
+	size_t j = 0;
+	while (j < p->nsegs && p->segs[j]->base < cut)
+		j++;
+	if (j + 1 == p->nsegs && p->segs[j]->base == cut && p->segs[j]->disk_size == 0)
+		j++; /* an empty segment at the cut holds nothing: create_active takes it */
+	KLOG_WARN("storage", "%s: re-taking after a failed leadership: the log ends at its durable "
+		  "offset %lld (what it wrote later was answered with an error)%s", p->dir,
+		  (long long)cut, j < p->nsegs ? "; later segments set aside" : "");
+	int rc = set_aside_tail(p, j);
+	if (rc)
+		return rc;
+	if (*ck > cut)
+		*ck = cut; /* a snapshot a later fsync wrote describes the cut-off tail */
+	p->leo = cut;
+	return create_active(p);
+}
+
 /* Over 100 lines by exception: the recovery sequence (foreign numbers,
  * durable point, tail walk, set-aside of a torn tail, fsync, producers,
  * new segment, manifest) reads best as one list of steps. */
@@ -390,6 +425,8 @@ static int do_take_over(ks_partition *p, int32_t epoch, int32_t ceiling)
 	}
 	if (p->nsegs && p->segs[0]->base > p->log_start)
 		p->log_start = p->segs[0]->base;
+	if ((rc = cut_own_failed_tail(p, live_maxe, &ck)))
+		return rc;
 	int64_t from = ck > p->log_start ? ck : p->log_start;
 
 	/* Recover the tail only: from the segment holding the durable point
@@ -467,6 +504,18 @@ static int do_take_over(ks_partition *p, int32_t epoch, int32_t ceiling)
 	return 0;
 }
 
+int ks_partition_take_over_after(ks_partition *p, int32_t epoch, const ks_failed_end *prev)
+{
+	ks__p_lock(p);
+	if (prev && prev->valid && prev->offset >= 0 && prev->epoch >= 0 && p->lead_gen == 0 &&
+	    p->retake_cut < 0 && p->state == KAAS_PART_FOLLOWER) {
+		p->retake_cut = prev->offset;
+		p->retake_cut_epoch = prev->epoch;
+	}
+	ks__p_unlock(p);
+	return ks_partition_take_over(p, epoch);
+}
+
 int ks_partition_take_over(ks_partition *p, int32_t epoch)
 {
 	return ks_partition_take_over_bounded(p, epoch, epoch);
@@ -501,6 +550,8 @@ int ks_partition_take_over_bounded(ks_partition *p, int32_t epoch, int32_t ceili
 	} else {
 		p->state = KAAS_PART_LEADER;
 		p->lead_gen++;
+		p->retake_cut = -1;
+		p->retake_cut_epoch = -1;
 		KLOG_INFO("storage", "%s: leader at epoch %d, log [%lld, %lld)", p->dir, (int)epoch,
 			  (long long)p->log_start, (long long)p->leo);
 	}

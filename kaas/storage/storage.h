@@ -146,6 +146,22 @@ int64_t ks_partition_log_start(ks_partition *p);
 int64_t ks_partition_log_end(ks_partition *p);
 int64_t ks_partition_high_watermark(ks_partition *p);
 int ks_partition_state_of(ks_partition *p, int32_t *epoch);
+/* Where this engine's last leadership of p ended if an I/O failure ended it:
+ * its durable offset and epoch (valid = 0 otherwise).  Everything it wrote
+ * past that offset was answered with an error, so the next take-over of p
+ * by this broker recovers the log only up to there (docs/storage.md,
+ * "Poisoning").  A broker that closes the partition and opens it again
+ * keeps it and hands it to ks_partition_take_over_after. */
+typedef struct ks_failed_end {
+	int valid;
+	int64_t offset;
+	int32_t epoch;
+} ks_failed_end;
+void ks_partition_failed_end(ks_partition *p, ks_failed_end *out);
+/* ks_partition_take_over, also obeying `prev` (ks_partition_failed_end of
+ * an earlier instance of this partition; NULL or zeroed: none) when this
+ * instance has never led and knows no failed end of its own. */
+int ks_partition_take_over_after(ks_partition *p, int32_t epoch, const ks_failed_end *prev);
 /* census.c: bytes of its segments on the volume, from the metadata in
  * memory (DescribeLogDirs); no I/O. */
 int64_t ks_partition_size(ks_partition *p);

@@ -271,6 +271,12 @@ struct ks_partition {
 	uint64_t ended_gen;     /* lead_gen of the leadership that ended last; 0: none */
 	int ended_rc;           /* 0: its relinquish made everything durable */
 	int64_t ended_durable;  /* its durable offset when it ended */
+	/* A leadership of this engine that ended by an I/O failure: its
+	 * durable offset and epoch (-1: none).  What it wrote past that was
+	 * answered with an error and may be only in the client's cache, so a
+	 * re-take by this engine recovers the log up to here (recover.c). */
+	int64_t retake_cut;
+	int32_t retake_cut_epoch;
 
 	/* Damage and foreign numbers (damage.c). */
 	int64_t durable_floor;  /* offsets below this were durable before the

@@ -37,6 +37,9 @@ static int16_t delete_records_via_ptable(void *arg, kw_str topic, int32_t partit
 	kb_pref_put(&ref);
 	if (rc < 0)
 		return KERR_KAFKA_STORAGE_ERROR;
+	/* A durable answer: only while the lease holds, after the write. */
+	if (perr == KERR_NONE && !kb_ptable_ack_ok(b->parts))
+		return KERR_NOT_LEADER_OR_FOLLOWER;
 	return perr;
 }
 

@@ -808,6 +808,62 @@ START_TEST(implausible_epochs_on_the_volume_are_not_followed)
 }
 END_TEST
 
+/* A leadership whose group commit failed, re-driven by the cluster at a new
+ * epoch: the table closes the partition and opens it again in between, and
+ * the new leadership's log still ends at the failed one's durable offset
+ * (what was written past it was answered KAFKA_STORAGE_ERROR, and a
+ * client that bumped its producer epoch would send it again as new data:
+ * docs/storage.md, "Poisoning"). */
+START_TEST(re_driven_after_a_failed_commit_ends_at_the_durable_offset)
+{
+	/* fsyncs 1 and 2 are the take-over's; 3 commits "one", 4 "two". */
+	char url[600], e[256];
+	snprintf(url, sizeof(url), "fault:%s/data?fail=fsync:4:ENOSPC", vol.dir);
+	sub_vfs *fv;
+	ck_assert_int_eq(sub_open_url(url, &fv, e, sizeof(e)), 0);
+	sub_destroy(B.data);
+	B.data = fv;
+	kb_ptable *t;
+	kb_topic_desc d = desc("cut", 1);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(kb_ptable_take_over(t, "cut", NULL, 0, 1, 0, 0), 0);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("cut"), 0, &r), KERR_NONE);
+	kw_wr b = KAAS_WR_INIT;
+	ks_append_result res;
+	batch(&b, "one");
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	durable_calls = 0;
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 1, on_durable, NULL), 0);
+	wait_for(&durable_calls, 1);
+	ck_assert_int_eq(durable_err, KERR_NONE);
+	kw_wr_free(&b);
+	batch(&b, "two");
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 2, on_durable, NULL), 0);
+	wait_for(&durable_calls, 2);
+	ck_assert_int_eq(durable_err, KERR_KAFKA_STORAGE_ERROR); /* "two" is written, not durable */
+	ck_assert_int_eq(ks_partition_log_end(r.p), 2);
+	kb_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_take_over(t, "cut", NULL, 0, 2, 1, 0), 0);
+	ck_assert_int_eq(kb_ptable_get(t, S("cut"), 0, &r), KERR_NONE);
+	ck_assert_msg(ks_partition_log_end(r.p) == 1, "the refused record came back: log end %lld",
+		      (long long)ks_partition_log_end(r.p));
+	ck_assert_int_eq(ks_partition_high_watermark(r.p), 1);
+	/* Sent again, it is written once, at the offset it was refused at. */
+	kw_wr_free(&b);
+	batch(&b, "two");
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(res.base_offset, 1);
+	kw_wr_free(&b);
+	kb_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "ptable", .tcase = "ptable", .timeout = 120,
@@ -817,6 +873,7 @@ int main(void)
 				     drop_closes_every_descriptor, driven_by_the_cluster,
 				     batched_take_overs_and_relinquishes,
 				     durability_comes_from_the_storage_listener,
+				     re_driven_after_a_failed_commit_ends_at_the_durable_offset,
 				     start_fails_whole_when_an_allocation_fails,
 				     ensure_reports_partitions_that_cannot_be_led,
 				     shutdown_at_the_descriptor_limit_relinquishes,

@@ -1,9 +1,11 @@
 /* test_fetch.c — Fetch semantics against the real handler, partition table
  * and storage engine: a long poll with min_bytes waits until that much is
  * there (or max_wait passes), partition_max_bytes and max_bytes with KIP-74's
- * one exception (the first batch of the first non-empty partition), and a
- * parked fetch answered when the broker stops. */
+ * one exception (the first batch of the first non-empty partition), a
+ * parked fetch answered when the broker stops, and the lease checked after
+ * the high watermark is read (a lapse between the two serves nothing). */
 #include "kaas/net/test/harness.h"
+#include "kaas/proto/kerr.h"
 #include "util/test/ktest.h"
 
 /* acks=all; returns the base offset. */
@@ -277,6 +279,98 @@ START_TEST(recreate_starts_empty_at_offset_0)
 }
 END_TEST
 
+/* The lease rule for reads: the lease must still hold after the high
+ * watermark was read.  The gate below plays the race that a cut-off leader
+ * runs into: its first call (kb_ptable_get's, before anything is read)
+ * still finds the lease, and then, before the plan is made, the lease lapses
+ * and an fsync that returned after it moves the high watermark over a record
+ * (a successor that took over meanwhile never saw it). */
+static ks_partition *race_p;
+static int race_armed, race_closed;
+
+static int racing_gate(void *arg)
+{
+	(void)arg;
+	if (!__atomic_exchange_n(&race_armed, 0, __ATOMIC_ACQ_REL))
+		return !__atomic_load_n(&race_closed, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&race_closed, 1, __ATOMIC_RELEASE);
+	uint8_t b[256];
+	size_t n = hh_batch(b, sizeof(b), 1, 10, 'z', 1700000000002);
+	ks_append_result res;
+	ck_assert_int_eq(ks_partition_append(race_p, b, n, &res), 0);
+	ck_assert_int_eq(res.error, 0);
+	int64_t dur = -1;
+	ck_assert_int_eq(ks_partition_flush(race_p, &dur), 0);
+	ck_assert_int_ge(dur, res.last_offset + 1);
+	return 1; /* as it was when asked */
+}
+
+/* The one partition of a v11 Fetch answer: its error and record bytes. */
+static void fetch_one(const hreq *r, int16_t *err, int32_t *bytes)
+{
+	kw_rd rd;
+	kw_rd_init(&rd, r->body, r->len);
+	int32_t thr, sess, nt, np, idx, na, pref;
+	int16_t top;
+	int64_t hw, lso, ls;
+	kw_str name;
+	kw_bytes recs;
+	KRD_I32(&rd, &thr);
+	KRD_I16(&rd, &top);
+	KRD_I32(&rd, &sess);
+	KRD_ARRAY(&rd, 0, 1, &nt);
+	ck_assert_int_eq(nt, 1);
+	KRD_STR(&rd, 0, &name);
+	KRD_ARRAY(&rd, 0, 1, &np);
+	ck_assert_int_eq(np, 1);
+	KRD_I32(&rd, &idx);
+	KRD_I16(&rd, err);
+	KRD_I64(&rd, &hw);
+	KRD_I64(&rd, &lso);
+	KRD_I64(&rd, &ls);
+	KRD_ARRAY(&rd, 0, 16, &na);
+	KRD_I32(&rd, &pref);
+	KRD_BYTES(&rd, 0, &recs);
+	*bytes = recs.len < 0 ? 0 : recs.len;
+	if (*err)
+		ck_assert_int_eq(hw, -1); /* no high watermark from a leader without a lease */
+	return;
+err_parse:
+	ck_abort_msg("Fetch v11 answer does not parse: %s", rd.err);
+}
+
+START_TEST(lease_lapsing_before_the_read_serves_nothing)
+{
+	hh_topic("lapse", 1);
+	kb_pref ref;
+	ck_assert_int_eq(kb_ptable_get(H.b.parts, (kw_str){"lapse", 5}, 0, &ref), KERR_NONE);
+	race_p = ref.p;
+	race_closed = 0;
+	kb_ptable_set_ack_gate(H.b.parts, racing_gate, NULL);
+	__atomic_store_n(&race_armed, 1, __ATOMIC_RELEASE);
+	fpart_want p0 = {0, 1 << 20};
+	hreq *f = fetch("lapse", &p0, 1, 0, 1, 50 << 20);
+	ck_assert_int_eq(f->rc, KAAS_HANDLED);
+	ck_assert(race_closed); /* the race ran */
+	ck_assert_int_eq(ks_partition_high_watermark(ref.p), 1);
+	int16_t err;
+	int32_t bytes;
+	fetch_one(f, &err, &bytes);
+	ck_assert_msg(bytes == 0, "%d record bytes served after the lease lapsed", bytes);
+	ck_assert_int_eq(err, KERR_NOT_LEADER_OR_FOLLOWER);
+	hh_free(f);
+	/* The lease back: the record is served (it was never in doubt here). */
+	__atomic_store_n(&race_closed, 0, __ATOMIC_RELEASE);
+	f = fetch("lapse", &p0, 1, 0, 1, 50 << 20);
+	fetch_one(f, &err, &bytes);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_gt(bytes, 0);
+	hh_free(f);
+	kb_ptable_set_ack_gate(H.b.parts, NULL, NULL);
+	kb_pref_put(&ref);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "fetch", .tcase = "fetch", .timeout = 120,
@@ -284,5 +378,6 @@ int main(void)
 			  KTEST_LIST(min_bytes_waits_for_enough,
 				     max_wait_answers_with_what_is_there, enough_answers_at_once,
 				     stopping_answers_parked_fetch, byte_limits_and_kip74,
-				     recreate_starts_empty_at_offset_0));
+				     recreate_starts_empty_at_offset_0,
+				     lease_lapsing_before_the_read_serves_nothing));
 }

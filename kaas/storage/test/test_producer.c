@@ -377,6 +377,89 @@ START_TEST(snapshot_of_a_superseded_epoch_is_not_trusted)
 }
 END_TEST
 
+static scratch h_mem;
+
+/* send(), for a partition whose append may fail (poisoned). */
+static pres send_may_fail(ks_partition *p, int64_t pid, int16_t epoch, int32_t seq, int n)
+{
+	kbuild b = KBUILD_INIT;
+	ks_append_result res;
+	kbuild_simple(&b, pid, epoch, seq, n, 1700000000000LL, "idem", 20, KBUILD_NONE);
+	int rc = ks_partition_append(p, b.buf, b.len, &res);
+	kbuild_free(&b);
+	if (rc < 0 && !res.error)
+		res.error = KERR_KAFKA_STORAGE_ERROR;
+	return (pres){res.error, res.duplicate, res.base_offset, res.last_offset};
+}
+
+/* A leader whose I/O fails at one call (each call of the kind in turn: the
+ * data may have reached the file, as when a write lands and its fsync then
+ * fails) is poisoned; this engine takes it over again, as the broker
+ * re-drives it, and the producer sends what was not acknowledged again —
+ * with the same sequence numbers, or (bump) as librdkafka does after it
+ * bumped its epoch for a reason elsewhere: from sequence 0 of the next
+ * epoch, since it was told the batch was not written.  Either way every
+ * record must be in the log once: a batch answered with an error must not
+ * come back in the re-take. */
+static void retake_sweep(const char *op, int nth, int roll, int bump)
+{
+	ks_log_config cfg = h_cfg();
+	if (roll)
+		cfg.segment_bytes = 700;
+	char dir[64], url[700], e[256];
+	snprintf(dir, sizeof(dir), "rt-%s-%d-%d-%d", op, nth, roll, bump);
+	snprintf(url, sizeof(url), "fault:%s?fail=%s:%d:ENOSPC", h_mem.dir, op, nth);
+	sub_vfs *fv;
+	ck_assert_int_eq(sub_open_url(url, &fv, e, sizeof(e)), 0);
+	ks_partition *p = NULL;
+	for (int i = 0; i < 3 && !p; i++)
+		if (ks_partition_open(fv, dir, NULL, 1, &cfg, &p))
+			p = NULL;
+	ck_assert_ptr_nonnull(p);
+	int led = 0;
+	for (int i = 0; i < 4 && !led; i++)
+		led = ks_partition_take_over(p, 1) == 0;
+	ck_assert(led);
+	int k = 0, failed = 0, base_k = 0;
+	int16_t pepoch = 0;
+	while (k < 40) {
+		pres r = send_may_fail(p, 77, pepoch, k - base_k, 1);
+		ck_assert_msg(r.err == 0 || r.err == KERR_KAFKA_STORAGE_ERROR, "%s:%d roll %d: record %d: error %d",
+			      op, nth, roll, k, r.err);
+		int rc = r.err ? -EIO : ks_partition_flush(p, NULL);
+		if (rc == 0) {
+			k++;
+			continue;
+		}
+		ck_assert_msg(failed++ < 3, "%s:%d: keeps failing", op, nth);
+		for (int i = 0; i < 4; i++)
+			if (ks_partition_take_over(p, 1) == 0)
+				break;
+		ck_assert_int_eq(ks_partition_state_of(p, NULL), KAAS_PART_LEADER);
+		if (bump) {
+			pepoch++;
+			base_k = k;
+		}
+	}
+	ck_assert_msg(ks_partition_log_end(p) == 40, "%s:%d roll %d bump %d: %lld records for 40 sent",
+		      op, nth, roll, bump, (long long)ks_partition_log_end(p));
+	ks_partition_close(p);
+	sub_destroy(fv);
+}
+
+START_TEST(a_batch_answered_with_an_error_is_not_in_the_retaken_log)
+{
+	static const char *ops[] = {"fsync", "pwrite", "rename", "fsync_dir"};
+	scratch_open_mem(&h_mem, "retake");
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+		for (int roll = 0; roll < 2; roll++)
+			for (int bump = 0; bump < 2; bump++)
+				for (int n = 1; n <= 16; n++)
+					retake_sweep(ops[o], n, roll, bump);
+	scratch_close(&h_mem);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "storage-producer", .tcase = "producer", .timeout = 60,
@@ -387,5 +470,6 @@ int main(void)
 				     snapshot_from_roll_plus_replayed_tail_after_crash,
 				     failed_snapshot_write_fails_the_takeover,
 				     producers_below_log_start_are_unknown,
-				     snapshot_of_a_superseded_epoch_is_not_trusted));
+				     snapshot_of_a_superseded_epoch_is_not_trusted,
+				     a_batch_answered_with_an_error_is_not_in_the_retaken_log));
 }
