@@ -1,0 +1,778 @@
+/*
+ * dyncfg.c — the dynamic broker config store (dyncfg.h): the table of
+ * keys that may change at run time, their validation (the static config's
+ * own, kb_config_set), the write-once versions on the cluster volume, and
+ * the published snapshot.
+ *
+ * Why write-once versions and not one file rewritten with rename: several
+ * brokers take AlterConfigs at once, and IncrementalAlterConfigs is a
+ * read-modify-write; with rename the second writer silently replaces the
+ * first one's change.  With exclusive creates of numbered names the second
+ * writer's create of the same number fails, it re-reads the winner's state
+ * and applies its edit on top (optimistic concurrency).  The protocol and
+ * its argument are in docs/cluster.md ("Dynamic broker configs").
+ */
+#include "kaas/core/dyncfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "kaas/core/config.h"
+#include "kaas/proto/kerr.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define DYN_DIR "configs/brokers"
+#define DYN_FORMAT 1
+#define DYN_FILE_MAX 16384
+#define DYN_SEQ_DIGITS 20
+#define DYN_SEQ_MAX 1000000000000000000LL /* names above are not ours: never written, never read */
+#define NONCE_LEN 16
+#define PEND_MAX 16
+#define REFUSED_MAX 32
+
+static const char *const dyn_names[KB_DYN_COUNT] = {
+	[KB_DYN_LOG_RETENTION_MS] = "log.retention.ms",
+	[KB_DYN_LOG_RETENTION_BYTES] = "log.retention.bytes",
+	[KB_DYN_LOG_SEGMENT_BYTES] = "log.segment.bytes",
+	[KB_DYN_LOG_ROLL_MS] = "log.roll.ms",
+	[KB_DYN_MESSAGE_MAX_BYTES] = "message.max.bytes",
+	[KB_DYN_LOG_INDEX_INTERVAL_BYTES] = "log.index.interval.bytes",
+	[KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE] = "log.message.timestamp.type",
+	[KB_DYN_NUM_PARTITIONS] = "num.partitions",
+	[KB_DYN_AUTO_CREATE_TOPICS_ENABLE] = "auto.create.topics.enable",
+	[KB_DYN_MAX_CONNECTIONS] = "max.connections",
+	[KB_DYN_MAX_CONNECTIONS_PER_IP] = "max.connections.per.ip",
+};
+
+struct kb_dyncfg {
+	sub_vfs *vfs;
+	kb_config *stat;               /* copy of the static settings */
+	int32_t id;
+	kb_dyncfg_options o;
+	pthread_mutex_t mu;            /* guards snap, lv, pend, refused */
+	kb_dynsnap snap;
+	int64_t eff[KB_DYN_COUNT];     /* atomics: the effective values of snap */
+	struct {
+		int64_t max_name;          /* highest version name at the last poll */
+		int64_t state_seq;         /* the version whose state is in force (0: none) */
+	} lv[2];
+	struct {
+		int level;
+		int64_t seq;
+		int64_t first_mono;
+	} pend[PEND_MAX];              /* incomplete versions a writer waits on */
+	int npend;
+	struct {
+		int level;
+		int64_t seq;
+	} refused[REFUSED_MAX];        /* logged once each */
+	int nrefused;
+	pthread_mutex_t wmu;           /* one alter of this process at a time */
+};
+
+/* ---- the key table ------------------------------------------------------------------------- */
+
+const char *kb_dyn_name(int k)
+{
+	return k >= 0 && k < KB_DYN_COUNT ? dyn_names[k] : NULL;
+}
+
+int kb_dyn_index(const char *name, size_t len)
+{
+	for (int k = 0; k < KB_DYN_COUNT; k++)
+		if (strlen(dyn_names[k]) == len && memcmp(dyn_names[k], name, len) == 0)
+			return k;
+	return -1;
+}
+
+static const kb_config_key *row_of(int k)
+{
+	for (const kb_config_key *r = kb_config_keys; r->key; r++)
+		if (strcmp(r->key, dyn_names[k]) == 0)
+			return r;
+	return NULL; /* every dynamic key is a static one: test_dyncfg checks */
+}
+
+static int64_t field(const kb_config *c, int k)
+{
+	const kb_config_key *r = row_of(k);
+	const char *p = (const char *)c + r->off;
+	switch (r->type) {
+	case KCFG_I16: return *(const int16_t *)p;
+	case KCFG_I32: case KCFG_TSTYPE: return *(const int32_t *)p;
+	case KCFG_BOOL: return *(const int *)p != 0;
+	default: return *(const int64_t *)p;
+	}
+}
+
+static void format_value(int k, int64_t v, char canon[KB_DYN_VALUE_MAX])
+{
+	const kb_config_key *r = row_of(k);
+	if (r->type == KCFG_BOOL)
+		snprintf(canon, KB_DYN_VALUE_MAX, "%s", v ? "true" : "false");
+	else if (r->type == KCFG_TSTYPE)
+		snprintf(canon, KB_DYN_VALUE_MAX, "%s", v == 1 ? "LogAppendTime" : "CreateTime");
+	else
+		snprintf(canon, KB_DYN_VALUE_MAX, "%" PRId64, v);
+}
+
+void kb_dyn_format(int k, const kb_config *c, char canon[KB_DYN_VALUE_MAX])
+{
+	format_value(k, field(c, k), canon);
+}
+
+int kb_dyn_check(int k, const char *value, size_t len, char canon[KB_DYN_VALUE_MAX], char *err, size_t errlen)
+{
+	if (k < 0 || k >= KB_DYN_COUNT) {
+		snprintf(err, errlen, "not a dynamic config");
+		return -EINVAL;
+	}
+	while (len && isspace((unsigned char)*value)) {
+		value++;
+		len--;
+	}
+	while (len && isspace((unsigned char)value[len - 1]))
+		len--;
+	char buf[KB_DYN_VALUE_MAX];
+	if (len >= sizeof(buf)) {
+		snprintf(err, errlen, "%s: invalid value (longer than %zu bytes)", dyn_names[k], sizeof(buf) - 1);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] >= 0x7f) {
+			snprintf(err, errlen, "%s: invalid value (control or non-ASCII bytes)", dyn_names[k]);
+			return -EINVAL;
+		}
+	memcpy(buf, value, len);
+	buf[len] = '\0';
+	kb_config *scratch = malloc(sizeof(*scratch));
+	if (!scratch) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	kb_config_defaults(scratch);
+	int rc = kb_config_set(scratch, dyn_names[k], buf, err, errlen);
+	if (rc == 0)
+		kb_dyn_format(k, scratch, canon);
+	free(scratch);
+	return rc ? -EINVAL : 0;
+}
+
+/* ---- the version files ------------------------------------------------------------------------ */
+
+static void entity_dir(char *dst, size_t len, int32_t entity)
+{
+	if (entity == KB_DYN_DEFAULT)
+		snprintf(dst, len, DYN_DIR "/default");
+	else
+		snprintf(dst, len, DYN_DIR "/%" PRId32, entity);
+}
+
+static void entity_name(char *dst, size_t len, int32_t entity)
+{
+	if (entity == KB_DYN_DEFAULT)
+		snprintf(dst, len, "default");
+	else
+		snprintf(dst, len, "%" PRId32, entity);
+}
+
+/* "<seq:020>.json" -> seq in 1..DYN_SEQ_MAX, else -1 (not a version name). */
+static int64_t seq_of_name(const char *n)
+{
+	if (strlen(n) != DYN_SEQ_DIGITS + 5 || strcmp(n + DYN_SEQ_DIGITS, ".json") != 0)
+		return -1;
+	int64_t v = 0;
+	for (int i = 0; i < DYN_SEQ_DIGITS; i++) {
+		if (!isdigit((unsigned char)n[i]))
+			return -1;
+		if (v > DYN_SEQ_MAX / 10)
+			return -1;
+		v = v * 10 + (n[i] - '0');
+	}
+	return v >= 1 && v <= DYN_SEQ_MAX ? v : -1;
+}
+
+static int parse_full(const char *buf, size_t len, int32_t entity, int64_t seq, kb_dyn_set *s,
+		      int32_t *writer, char nonce[NONCE_LEN + 1], char *why, size_t whylen)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	int rc = -EINVAL;
+	kb_dyn_set t = {0};
+	char ename[16];
+	entity_name(ename, sizeof(ename), entity);
+	if (!root || !json_is_object(root)) {
+		snprintf(why, whylen, "incomplete (%zu bytes, not a JSON object)", len);
+		json_decref(root);
+		return -EAGAIN;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(root, key, v)
+	{
+		if (strcmp(key, "version") && strcmp(key, "entity") && strcmp(key, "seq") && strcmp(key, "configs") &&
+		    strcmp(key, "writer") && strcmp(key, "written_ms")) {
+			snprintf(why, whylen, "unknown field %.40s", key);
+			goto out;
+		}
+	}
+	json_t *ver = json_object_get(root, "version"), *je = json_object_get(root, "entity");
+	json_t *js = json_object_get(root, "seq"), *jc = json_object_get(root, "configs");
+	json_t *jw = json_object_get(root, "writer"), *jt = json_object_get(root, "written_ms");
+	if (!json_is_integer(ver)) {
+		snprintf(why, whylen, "version missing or not an integer");
+		goto out;
+	}
+	if (json_integer_value(ver) != DYN_FORMAT) {
+		snprintf(why, whylen, "format version %" JSON_INTEGER_FORMAT " (this broker reads %d)",
+			 json_integer_value(ver), DYN_FORMAT);
+		goto out;
+	}
+	if (!json_is_string(je) || strcmp(json_string_value(je), ename) != 0) {
+		snprintf(why, whylen, "entity field does not name its directory (%s)", ename);
+		goto out;
+	}
+	if (!json_is_integer(js) || json_integer_value(js) != seq) {
+		snprintf(why, whylen, "seq field does not match the file name (%" PRId64 ")", seq);
+		goto out;
+	}
+	if (!json_is_integer(jt) || json_integer_value(jt) < 0) {
+		snprintf(why, whylen, "written_ms missing or negative");
+		goto out;
+	}
+	json_t *wb = json_object_get(jw, "broker"), *wn = json_object_get(jw, "nonce");
+	if (!json_is_object(jw) || json_object_size(jw) != 2 || !json_is_integer(wb) ||
+	    json_integer_value(wb) < 0 || json_integer_value(wb) > INT32_MAX || !json_is_string(wn) ||
+	    json_string_length(wn) != NONCE_LEN || strspn(json_string_value(wn), "0123456789abcdef") != NONCE_LEN) {
+		snprintf(why, whylen, "writer is not {broker: id, nonce: 16 hex digits}");
+		goto out;
+	}
+	if (!json_is_object(jc)) {
+		snprintf(why, whylen, "configs is not an object");
+		goto out;
+	}
+	json_object_foreach(jc, key, v)
+	{
+		int k = kb_dyn_index(key, strlen(key));
+		char err[256];
+		if (k < 0) {
+			snprintf(why, whylen, "configs names %.60s, which is not a dynamic broker config", key);
+			goto out;
+		}
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "configs.%s is not a string", key);
+			goto out;
+		}
+		if (kb_dyn_check(k, json_string_value(v), json_string_length(v), t.val[k], err, sizeof(err))) {
+			snprintf(why, whylen, "configs: %s", err);
+			goto out;
+		}
+		t.set |= 1u << k;
+	}
+	if (writer)
+		*writer = (int32_t)json_integer_value(wb);
+	if (nonce)
+		snprintf(nonce, NONCE_LEN + 1, "%s", json_string_value(wn));
+	*s = t;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+int kb__dyn_parse(const char *buf, size_t len, int32_t entity, int64_t seq, kb_dyn_set *s, char *why,
+		  size_t whylen)
+{
+	return parse_full(buf, len, entity, seq, s, NULL, NULL, why, whylen);
+}
+
+static char *encode(int32_t entity, int64_t seq, const kb_dyn_set *s, int32_t writer, const char *nonce)
+{
+	char ename[16];
+	entity_name(ename, sizeof(ename), entity);
+	json_t *c = json_object();
+	for (int k = 0; c && k < KB_DYN_COUNT; k++)
+		if (s->set & (1u << k))
+			json_object_set_new(c, dyn_names[k], json_string(s->val[k]));
+	json_t *root = json_pack("{s:i, s:s, s:I, s:o, s:{s:i, s:s}, s:I}", "version", DYN_FORMAT, "entity", ename,
+				 "seq", (json_int_t)seq, "configs", c, "writer", "broker", (int)writer, "nonce",
+				 nonce, "written_ms", (json_int_t)ku_wall_ms());
+	char *out = root ? json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+	json_decref(root);
+	return out;
+}
+
+/* What one entity's directory holds. */
+typedef struct scan {
+	int64_t max_name;     /* highest version name (0: none) */
+	int64_t best_seq;     /* highest valid version (0: none) */
+	kb_dyn_set best;
+	int64_t incomplete[PEND_MAX]; /* incomplete versions above best_seq */
+	int nincomplete;
+} scan;
+
+static int refused_before(kb_dyncfg *d, int level, int64_t seq)
+{
+	for (int i = 0; i < d->nrefused; i++)
+		if (d->refused[i].level == level && d->refused[i].seq == seq)
+			return 1;
+	int at = d->nrefused < REFUSED_MAX ? d->nrefused++ : (int)(seq % REFUSED_MAX);
+	d->refused[at].level = level;
+	d->refused[at].seq = seq;
+	return 0;
+}
+
+/* Reads the directory of `entity`, from the highest name down to the
+ * first valid version.  With skip_if_seq: when the highest name is that
+ * version (already in force), nothing is read.  mu not held. */
+static int scan_entity(kb_dyncfg *d, int32_t entity, int64_t skip_if_seq, scan *sc)
+{
+	char dir[64], path[128];
+	char **names = NULL;
+	size_t n = 0;
+	int level = entity == KB_DYN_DEFAULT ? KB_DYN_LEVEL_DEFAULT : KB_DYN_LEVEL_BROKER;
+	memset(sc, 0, sizeof(*sc));
+	entity_dir(dir, sizeof(dir), entity);
+	int rc = sub_list(d->vfs, dir, &names, &n);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		int64_t s = seq_of_name(names[i]);
+		if (s > sc->max_name)
+			sc->max_name = s;
+	}
+	if (sc->max_name && sc->max_name == skip_if_seq) {
+		sc->best_seq = -1; /* unchanged: the caller keeps what it has */
+		goto out;
+	}
+	/* sub_list sorts by name, and the zero-padded names sort by number. */
+	for (size_t i = n; i-- > 0;) {
+		int64_t s = seq_of_name(names[i]);
+		if (s < 0)
+			continue;
+		char *buf = NULL, why[320];
+		size_t len = 0;
+		if (sub_join(path, sizeof(path), dir, names[i]))
+			continue;
+		rc = sub_read_file(d->vfs, path, DYN_FILE_MAX, &buf, &len);
+		if (rc == -ENOENT) { /* cleaned meanwhile: below a newer one */
+			rc = 0;
+			continue;
+		}
+		if (rc == -EFBIG) {
+			snprintf(why, sizeof(why), "larger than %d bytes", DYN_FILE_MAX);
+			rc = -EINVAL;
+		} else if (rc) {
+			goto out;
+		} else {
+			rc = kb__dyn_parse(buf, len, entity, s, &sc->best, why, sizeof(why));
+		}
+		free(buf);
+		if (rc == 0) {
+			sc->best_seq = s;
+			break;
+		}
+		if (rc == -EAGAIN) {
+			if (sc->nincomplete < PEND_MAX)
+				sc->incomplete[sc->nincomplete++] = s;
+		} else {
+			pthread_mutex_lock(&d->mu);
+			int seen = refused_before(d, level, s);
+			pthread_mutex_unlock(&d->mu);
+			if (!seen)
+				KLOG_ERR("dyncfg", "refusing CLUSTER/%s: %s (the highest good version below it stays in force)",
+					 path, why);
+		}
+		memset(&sc->best, 0, sizeof(sc->best));
+		rc = 0;
+	}
+out:
+	sub_names_free(names, n);
+	return rc;
+}
+
+/* ---- the snapshot ------------------------------------------------------------------------------- */
+
+/* Builds the effective values from the two levels over the static
+ * settings; mu held. */
+static int republish_locked(kb_dyncfg *d)
+{
+	kb_config *scratch = malloc(sizeof(*scratch));
+	if (!scratch)
+		return -ENOMEM;
+	*scratch = *d->stat;
+	for (int lvl = KB_DYN_LEVEL_DEFAULT; lvl <= KB_DYN_LEVEL_BROKER; lvl++)
+		for (int k = 0; k < KB_DYN_COUNT; k++) {
+			char err[256];
+			if ((d->snap.level[lvl].set & (1u << k)) &&
+			    kb_config_set(scratch, dyn_names[k], d->snap.level[lvl].val[k], err, sizeof(err)))
+				KLOG_ERR("dyncfg", "%s", err); /* validated when read: cannot happen */
+		}
+	for (int k = 0; k < KB_DYN_COUNT; k++) {
+		d->snap.eff[k] = field(scratch, k);
+		kb_dyn_format(k, scratch, d->snap.eff_text[k]);
+		__atomic_store_n(&d->eff[k], d->snap.eff[k], __ATOMIC_RELEASE);
+	}
+	d->snap.gen++;
+	free(scratch);
+	return 0;
+}
+
+static int set_equal(const kb_dyn_set *a, const kb_dyn_set *b)
+{
+	if (a->set != b->set)
+		return 0;
+	for (int k = 0; k < KB_DYN_COUNT; k++)
+		if ((a->set & (1u << k)) && strcmp(a->val[k], b->val[k]) != 0)
+			return 0;
+	return 1;
+}
+
+static void describe_change(int32_t entity, const kb_dyn_set *was, const kb_dyn_set *now, int64_t seq)
+{
+	char line[1024], ename[16];
+	size_t off = 0;
+	entity_name(ename, sizeof(ename), entity);
+	line[0] = '\0';
+	for (int k = 0; k < KB_DYN_COUNT && off < sizeof(line); k++) {
+		uint32_t bit = 1u << k;
+		if ((was->set & bit) == (now->set & bit) && (!(now->set & bit) || !strcmp(was->val[k], now->val[k])))
+			continue;
+		if (now->set & bit)
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%s", dyn_names[k], now->val[k]);
+		else
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " %s (removed)", dyn_names[k]);
+	}
+	KLOG_INFO("dyncfg", "dynamic configs of %s now version %" PRId64 ":%s", ename, seq, line[0] ? line : " (unchanged)");
+}
+
+int kb_dyncfg_poll(kb_dyncfg *d)
+{
+	int changed = 0, first_err = 0;
+	int32_t ents[2] = {KB_DYN_DEFAULT, d->id};
+	for (int lvl = 0; lvl < 2; lvl++) {
+		scan sc;
+		pthread_mutex_lock(&d->mu);
+		int64_t known = d->lv[lvl].max_name == d->lv[lvl].state_seq ? d->lv[lvl].state_seq : -1;
+		pthread_mutex_unlock(&d->mu);
+		int rc = scan_entity(d, ents[lvl], known, &sc);
+		if (rc) {
+			if (!first_err)
+				first_err = rc;
+			continue;
+		}
+		pthread_mutex_lock(&d->mu);
+		if (sc.best_seq >= 0)
+			d->lv[lvl].max_name = sc.max_name;
+		/* Versions only move forward: a refused or vanished newest one
+		 * leaves the last good state in force. */
+		if (sc.best_seq > d->lv[lvl].state_seq) {
+			if (!set_equal(&sc.best, &d->snap.level[lvl])) {
+				describe_change(ents[lvl], &d->snap.level[lvl], &sc.best, sc.best_seq);
+				d->snap.level[lvl] = sc.best;
+				changed = 1;
+			}
+			d->lv[lvl].state_seq = sc.best_seq;
+			d->snap.seq[lvl] = sc.best_seq;
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+	if (changed) {
+		pthread_mutex_lock(&d->mu);
+		int rc = republish_locked(d);
+		pthread_mutex_unlock(&d->mu);
+		if (rc && !first_err)
+			first_err = rc;
+	}
+	return first_err ? first_err : changed;
+}
+
+void kb_dyncfg_snapshot(kb_dyncfg *d, kb_dynsnap *out)
+{
+	pthread_mutex_lock(&d->mu);
+	*out = d->snap;
+	pthread_mutex_unlock(&d->mu);
+}
+
+uint64_t kb_dyncfg_gen(kb_dyncfg *d)
+{
+	pthread_mutex_lock(&d->mu);
+	uint64_t g = d->snap.gen;
+	pthread_mutex_unlock(&d->mu);
+	return g;
+}
+
+int64_t kb_dyncfg_value(kb_dyncfg *d, int k)
+{
+	return __atomic_load_n(&d->eff[k], __ATOMIC_ACQUIRE);
+}
+
+int32_t kb_dyncfg_broker_id(const kb_dyncfg *d)
+{
+	return d->id;
+}
+
+const kb_config *kb_dyncfg_static(const kb_dyncfg *d)
+{
+	return d->stat;
+}
+
+int64_t kb_broker_dyn(const kb_broker *b, int k)
+{
+	return b->dyn ? kb_dyncfg_value(b->dyn, k) : field(&b->cfg, k);
+}
+
+/* ---- open, close ---------------------------------------------------------------------------------- */
+
+void kb_dyncfg_options_init(kb_dyncfg_options *o)
+{
+	o->write_deadline_ms = 3000;
+	o->abandon_ms = 10000;
+	o->keep = 8;
+}
+
+int kb_dyncfg_open(sub_vfs *cluster, const kb_config *stat, int32_t broker_id, const kb_dyncfg_options *o,
+		   kb_dyncfg **out)
+{
+	*out = NULL;
+	if (!cluster || !stat || broker_id < 0)
+		return -EINVAL;
+	kb_dyncfg *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	if (!(d->stat = malloc(sizeof(*d->stat)))) {
+		free(d);
+		return -ENOMEM;
+	}
+	*d->stat = *stat;
+	d->vfs = cluster;
+	d->id = broker_id;
+	if (o)
+		d->o = *o;
+	else
+		kb_dyncfg_options_init(&d->o);
+	if (d->o.keep < 2)
+		d->o.keep = 2;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->wmu, NULL);
+	pthread_mutex_lock(&d->mu);
+	int rc = republish_locked(d); /* the static values until something is read */
+	pthread_mutex_unlock(&d->mu);
+	if (rc == 0)
+		rc = kb_dyncfg_poll(d);
+	if (rc < 0) {
+		kb_dyncfg_close(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+void kb_dyncfg_close(kb_dyncfg *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->wmu);
+	free(d->stat);
+	free(d);
+}
+
+/* ---- alter ------------------------------------------------------------------------------------------ */
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* 1 while an incomplete version of the scan has been seen incomplete for
+ * less than abandon_ms (its writer may still be writing it). */
+static int young_incomplete(kb_dyncfg *d, int level, const scan *sc, int64_t now)
+{
+	int young = 0;
+	pthread_mutex_lock(&d->mu);
+	for (int i = 0; i < sc->nincomplete; i++) {
+		int j;
+		for (j = 0; j < d->npend; j++)
+			if (d->pend[j].level == level && d->pend[j].seq == sc->incomplete[i])
+				break;
+		if (j == d->npend) {
+			j = d->npend < PEND_MAX ? d->npend++ : (int)(sc->incomplete[i] % PEND_MAX);
+			d->pend[j].level = level;
+			d->pend[j].seq = sc->incomplete[i];
+			d->pend[j].first_mono = now;
+		}
+		if (now - d->pend[j].first_mono < d->o.abandon_ms)
+			young = 1;
+		else if (now - d->pend[j].first_mono < d->o.abandon_ms + 1000) /* say it once or so */
+			KLOG_WARN("dyncfg", "version %" PRId64 " of the %s configs stayed incomplete for %lld ms: "
+				  "abandoned (its writer did not acknowledge it)", sc->incomplete[i],
+				  level ? "broker" : "default", (long long)(now - d->pend[j].first_mono));
+	}
+	pthread_mutex_unlock(&d->mu);
+	return young;
+}
+
+/* Removes versions keep or more below `top`; ENOENT is success, so two
+ * cleaners at once, or one interrupted and run again, converge. */
+static void cleanup(kb_dyncfg *d, const char *dir, int64_t top)
+{
+	char **names = NULL;
+	size_t n = 0;
+	if (sub_list(d->vfs, dir, &names, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		int64_t s = seq_of_name(names[i]);
+		char path[128];
+		if (s < 0 || s > top - d->o.keep || sub_join(path, sizeof(path), dir, names[i]))
+			continue;
+		int rc = sub_unlink(d->vfs, path);
+		if (rc && rc != -ENOENT)
+			KLOG_WARN("dyncfg", "removing the old version CLUSTER/%s: %s", path, sub_strerror(rc));
+	}
+	sub_names_free(names, n);
+}
+
+static int new_nonce(char nonce[NONCE_LEN + 1])
+{
+	uint8_t r[NONCE_LEN / 2];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	for (int i = 0; i < NONCE_LEN / 2; i++)
+		snprintf(nonce + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+/* Reads back version `seq`: 1 when it holds our nonce, 0 when another
+ * writer's (or nothing complete), -errno. */
+static int read_back(kb_dyncfg *d, int32_t entity, const char *path, int64_t seq, const char *nonce)
+{
+	char *buf = NULL, why[320], got[NONCE_LEN + 1];
+	size_t len = 0;
+	int32_t writer = -1;
+	kb_dyn_set s;
+	int rc = sub_read_file(d->vfs, path, DYN_FILE_MAX, &buf, &len);
+	if (rc == -ENOENT || rc == -EFBIG)
+		return 0;
+	if (rc)
+		return rc;
+	rc = parse_full(buf, len, entity, seq, &s, &writer, got, why, sizeof(why));
+	free(buf);
+	if (rc == -EAGAIN)
+		return -EAGAIN;
+	return rc == 0 && writer == d->id && strcmp(got, nonce) == 0;
+}
+
+int16_t kb_dyncfg_alter(kb_dyncfg *d, int32_t entity, kb_dyn_edit_fn edit, void *arg, int validate_only, char *msg,
+			size_t msglen)
+{
+	char dir[64], ename[16];
+	int level = entity == KB_DYN_DEFAULT ? KB_DYN_LEVEL_DEFAULT : KB_DYN_LEVEL_BROKER;
+	int16_t err = KERR_NONE;
+	entity_dir(dir, sizeof(dir), entity);
+	entity_name(ename, sizeof(ename), entity);
+	msg[0] = '\0';
+	pthread_mutex_lock(&d->wmu);
+	int64_t start = ku_mono_ms(), give_up = start + d->o.abandon_ms + 5000;
+	for (int attempt = 0;; attempt++) {
+		scan sc;
+		int rc = scan_entity(d, entity, -1, &sc);
+		if (rc) {
+			snprintf(msg, msglen, "reading the dynamic configs of broker %s failed on the volume: %s",
+				 entity == KB_DYN_DEFAULT ? "(default)" : ename, sub_strerror(rc));
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		int64_t now = ku_mono_ms();
+		if (now > give_up) {
+			snprintf(msg, msglen, "the dynamic configs of %s changed under every attempt for %lld ms (%d "
+				 "attempts): try again", ename, (long long)(now - start), attempt);
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		if (young_incomplete(d, level, &sc, now)) {
+			sleep_ms(50); /* another writer is between its create and its write */
+			continue;
+		}
+		kb_dyn_set next = sc.best;
+		if ((err = edit(arg, &next, msg, msglen)) != KERR_NONE)
+			goto out;
+		if (validate_only || (sc.best_seq > 0 && set_equal(&next, &sc.best)) ||
+		    (sc.best_seq == 0 && next.set == 0))
+			goto out; /* nothing to write */
+		if (sc.max_name >= DYN_SEQ_MAX) {
+			snprintf(msg, msglen, "CLUSTER/%s holds a version named %" PRId64 ": no name is left above it", dir,
+				 sc.max_name);
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		int64_t seq = sc.max_name + 1;
+		char nonce[NONCE_LEN + 1], name[32], path[128];
+		if (new_nonce(nonce)) {
+			snprintf(msg, msglen, "no randomness for the writer's nonce");
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		char *text = encode(entity, seq, &next, d->id, nonce);
+		snprintf(name, sizeof(name), "%0*" PRId64 ".json", DYN_SEQ_DIGITS, seq);
+		if (!text || sub_join(path, sizeof(path), dir, name)) {
+			free(text);
+			snprintf(msg, msglen, "out of memory");
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		rc = sub_mkdirs(d->vfs, dir, 0755);
+		int64_t t0 = ku_mono_ms();
+		if (rc == 0)
+			rc = sub_create_excl(d->vfs, path, text, strlen(text));
+		free(text);
+		/* Read-back decides: a create retried after a lost reply answers
+		 * EEXIST to the writer that made the file. */
+		int mine = read_back(d, entity, path, seq, nonce);
+		int64_t took = ku_mono_ms() - t0;
+		if (mine == 1 && took > d->o.write_deadline_ms) {
+			snprintf(msg, msglen, "writing version %" PRId64 " of the dynamic configs of %s took %lld ms, over "
+				 "the %lld ms bound: other brokers may have passed it over; DescribeConfigs shows what "
+				 "is in force", seq, ename, (long long)took, (long long)d->o.write_deadline_ms);
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		if (mine == 1) {
+			if (rc && rc != -EEXIST)
+				KLOG_WARN("dyncfg", "CLUSTER/%s: the create answered %s but the version is ours", path,
+					  sub_strerror(rc));
+			cleanup(d, dir, seq);
+			break;
+		}
+		if (rc == 0) {
+			KLOG_ERR("dyncfg", "CLUSTER/%s: the exclusive create succeeded but the file does not hold this "
+				 "writer's version: the volume breaks the create contract", path);
+			continue;
+		}
+		if (rc != -EEXIST) {
+			snprintf(msg, msglen, "writing CLUSTER/%s failed on the volume (%s); the change may or may not "
+				 "be in force: DescribeConfigs shows what is", path, sub_strerror(rc));
+			err = KERR_UNKNOWN_SERVER_ERROR;
+			goto out;
+		}
+		/* Lost the race for this name: re-read and edit again. */
+	}
+	if (kb_dyncfg_poll(d) < 0)
+		KLOG_WARN("dyncfg", "re-reading the dynamic configs after a change failed; the next poll retries");
+out:
+	pthread_mutex_unlock(&d->wmu);
+	return err;
+}
