@@ -16,4 +16,4 @@ topics_TESTS := kaas/topics/test/test_names.c kaas/topics/test/test_registry.c \
 	kaas/topics/test/test_admin.c kaas/topics/test/test_crash.c kaas/topics/test/test_identity.c \
 	kaas/topics/test/test_cdelete.c
 
-E2E_TESTS += ci/topics/test_admin.sh ci/topics/test_identity.sh ci/topics/test_configs.sh
+E2E_TESTS += ci/topics/test_admin.sh ci/topics/test_identity.sh ci/topics/test_configs.sh ci/topics/test_dynconfig.sh
