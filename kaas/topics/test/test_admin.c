@@ -2,6 +2,10 @@
  * test_admin.c — the admin API codecs, every version: requests are built
  * with the wire writer as a client would send them, the responses are
  * decoded field by field with the reader (and must be consumed exactly).
+ * Broker resources are exercised with a dynamic config store as well.
+ *
+ * Length: one program for every admin codec, so that the request builders
+ * and the field-by-field response decoders are written once.
  */
 #include <check.h>
 #include <errno.h>
