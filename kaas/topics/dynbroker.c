@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,11 +269,18 @@ int16_t kt__dyn_alter(const kt_admin_ctx *c, kw_str name, const kt_dyn_op *ops, 
 
 /* ---- applying a snapshot ---------------------------------------------------------------------------- */
 
+/* The snapshot is read and applied under one lock, so of two applies (the
+ * upkeep's and a handler's after its own change) the later one always
+ * applies a snapshot at least as new: the registry never ends on an older
+ * one. */
+static pthread_mutex_t apply_mu = PTHREAD_MUTEX_INITIALIZER;
+
 int kt_dyn_apply(kt_topics *reg, kb_dyncfg *d)
 {
 	if (!reg || !d)
 		return 0;
 	kb_dynsnap s;
+	pthread_mutex_lock(&apply_mu);
 	kb_dyncfg_snapshot(d, &s);
 	ks_log_config log;
 	kt_topics_defaults(reg, &log);
@@ -284,6 +292,7 @@ int kt_dyn_apply(kt_topics *reg, kb_dyncfg *d)
 	log.index_interval_bytes = (int32_t)s.eff[KB_DYN_LOG_INDEX_INTERVAL_BYTES];
 	log.timestamp_type = (int32_t)s.eff[KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE];
 	int rc = kt_topics_set_defaults(reg, &log, (int32_t)s.eff[KB_DYN_NUM_PARTITIONS]);
+	pthread_mutex_unlock(&apply_mu);
 	if (rc > 0)
 		KLOG_INFO("topics", "new broker defaults applied to %d topic(s) without overrides", rc);
 	return rc;
