@@ -21,7 +21,12 @@ between):
   after     after restarts: every value still in force
   dropped   broker 2's override removed (by kafkajs): broker 2 describes the
             default and its partitions' old segments go too
+  race      two raw IncrementalAlterConfigs clients (no Debian client sends
+            it), through brokers 1 and 3 at once, each SETting its own key of
+            the cluster default 20 times: no change lost, every broker ends
+            with both last values
 """
+import threading
 import sys
 import time
 
@@ -242,5 +247,40 @@ elif PHASE == "dropped":
         fail("broker 2 after the override went: %s" % (d2["log.retention.ms"],))
     until(lambda: all(x > 0 for x in low_watermarks("plain", 6)), 20, "retention on every partition")
     ok("broker 2's override removed: it describes the default and retention cut every partition of plain")
+elif PHASE == "race":
+    def incremental(port, key, value):
+        c = Conn("127.0.0.1", port, timeout=30)
+        e = Enc(True).array(1).i8(4).str("").array(1).str(key).i8(0).str(value).tags().tags()
+        c.send(44, 1, e.i8(0).tags().done(), flex=True)
+        d = Dec(c.recv(flex_header=True)[1], True)
+        d.i32()
+        d.array()
+        err, msg = d.i16(), d.str()
+        c.close()
+        return err, msg
+    errors = []
+
+    def client(port, key, base):
+        for i in range(20):
+            err, msg = incremental(port, key, str(base + i))
+            if err:
+                errors.append((port, key, i, err, msg))
+    th = [threading.Thread(target=client, args=(PORTS[0], "log.index.interval.bytes", 5000)),
+          threading.Thread(target=client, args=(PORTS[2], "log.roll.ms", 90000000))]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    if errors:
+        fail("concurrent incremental alters failed: %s" % errors[:3])
+
+    def both(b):
+        d = describe_broker(b)
+        return d["log.index.interval.bytes"][:2] == ("5019", DYN_DEFAULT) and \
+            d["log.roll.ms"][:2] == ("90000019", DYN_DEFAULT) and d["log.retention.ms"][0] == str(HOUR)
+    for b in (1, 2, 3):
+        until(lambda: both(b), 10, "broker %d to show both last values" % b)
+    ok("40 concurrent IncrementalAlterConfigs through brokers 1 and 3: no change lost, every broker "
+       "shows log.index.interval.bytes=5019 and log.roll.ms=90000019 beside log.retention.ms")
 else:
     fail("unknown phase " + PHASE)

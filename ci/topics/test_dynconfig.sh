@@ -6,7 +6,8 @@
 # without an override; broker 2's own value wins there only; static-only
 # settings are refused by name and change nothing; auto-create and
 # num.partitions follow the dynamic values; everything survives restarts;
-# removing broker 2's value makes it follow the default at once.  The
+# removing broker 2's value makes it follow the default at once; two
+# clients' concurrent IncrementalAlterConfigs through two brokers lose nothing.  The
 # version files on the volume are checked last (write-once, cleaned).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,13 +39,16 @@ PYD after || fail_cl "after the restarts"
 JS after "$CL_BOOT" || fail_cl "kafkajs after the restarts"
 JS drop "$CL_BOOT" || fail_cl "kafkajs: dropping broker 2's value"
 PYD dropped || fail_cl "after the drop"
+PYD race || fail_cl "concurrent incremental alters"
 
 # The volume: write-once versions, the newest few kept, nothing else.
 V=$T/data/__cluster/configs/brokers
 ls "$V/default" | grep -qvE '^[0-9]{20}\.json$' && fail "unexpected files in $V/default: $(ls "$V/default")"
 n=$(ls "$V/default" | wc -l)
 [ "$n" -ge 1 ] && [ "$n" -le 8 ] || fail "$n versions of the default kept"
-grep -q '"log.retention.ms":"3600000"' "$V/default/$(ls "$V/default" | tail -1)" || fail "newest default version"
+newest=$V/default/$(ls "$V/default" | tail -1)
+grep -q '"log.retention.ms":"3600000"' "$newest" && grep -q '"log.roll.ms":"90000019"' "$newest" ||
+	fail "newest default version: $(cat "$newest")"
 grep -q '"configs":{}' "$V/2/$(ls "$V/2" | tail -1)" || fail "newest version of broker 2 is not empty"
 grep -h "refusing CLUSTER/configs" "$T"/b*.log && fail "a version written by a broker was refused"
 echo "ok the versions on the volume: $n of the default, broker 2's newest empty"
