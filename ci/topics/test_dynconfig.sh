@@ -8,7 +8,7 @@
 # num.partitions follow the dynamic values; everything survives restarts;
 # removing broker 2's value makes it follow the default at once; two
 # clients' concurrent IncrementalAlterConfigs through two brokers lose nothing.  The
-# version files on the volume are checked last (write-once, cleaned).
+# version files on the volume are checked last (write-once names only).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh dynconfig
@@ -45,13 +45,13 @@ PYD race || fail_cl "concurrent incremental alters"
 V=$T/data/__cluster/configs/brokers
 ls "$V/default" | grep -qvE '^[0-9]{20}\.json$' && fail "unexpected files in $V/default: $(ls "$V/default")"
 n=$(ls "$V/default" | wc -l)
-[ "$n" -ge 1 ] && [ "$n" -le 8 ] || fail "$n versions of the default kept"
+[ "$n" -ge 1 ] || fail "no version of the default"
 newest=$V/default/$(ls "$V/default" | tail -1)
 grep -q '"log.retention.ms":"3600000"' "$newest" && grep -q '"log.roll.ms":"90000019"' "$newest" ||
 	fail "newest default version: $(cat "$newest")"
 grep -q '"configs":{}' "$V/2/$(ls "$V/2" | tail -1)" || fail "newest version of broker 2 is not empty"
 grep -h "refusing CLUSTER/configs" "$T"/b*.log && fail "a version written by a broker was refused"
-echo "ok the versions on the volume: $n of the default, broker 2's newest empty"
+echo "ok the versions on the volume: $n of the default (up to $(ls "$V/default" | tail -1)), broker 2's newest empty"
 
 for i in 1 2 3; do
 	cluster_term "$i"

@@ -88,13 +88,16 @@ typedef struct kb_dynsnap {
 typedef struct kb_dyncfg kb_dyncfg;
 
 /* Timings (docs/cluster.md): a writer that has not read back its version
- * within write_deadline_ms of starting the create does not acknowledge
- * it; a version seen incomplete for abandon_ms is abandoned (well over the
- * deadline, so the writer of an acknowledged version was always done). */
+ * within write_deadline_ms of listing the directory does not acknowledge
+ * it; a version seen incomplete for abandon_ms is abandoned, and a version
+ * is removed only once it has been `keep` below the newest for clean_ms
+ * (both well over the deadline: the writer of an acknowledged version was
+ * always done, and never wrote to a name that cleanup had freed). */
 typedef struct kb_dyncfg_options {
 	int64_t write_deadline_ms;   /* 3000 */
 	int64_t abandon_ms;          /* 10000 */
-	int keep;                    /* versions kept per entity (8) */
+	int64_t clean_ms;            /* 10000 */
+	int keep;                    /* versions kept per entity at least (8) */
 } kb_dyncfg_options;
 void kb_dyncfg_options_init(kb_dyncfg_options *o);
 
