@@ -51,6 +51,11 @@ static void bnum(kt_config_list *l, const char *name, int64_t v, int64_t dflt)
 	bentry(l, name, buf, v != dflt);
 }
 
+static void bbool(kt_config_list *l, const char *name, int v, int dflt)
+{
+	bentry(l, name, v ? "true" : "false", (v != 0) != (dflt != 0));
+}
+
 static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 {
 	const kb_config *b = c->bcfg, *d = c->bdefaults;
@@ -79,7 +84,7 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 	DYN(KB_DYN_MESSAGE_MAX_BYTES);
 	DYN(KB_DYN_LOG_INDEX_INTERVAL_BYTES);
 	DYN(KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE);
-	bentry(l, "log.cleanup.policy", "delete", 0);
+	DYN(KB_DYN_LOG_CLEANUP_POLICY);
 	bbool(l, "log.cleaner.enable", b->cleaner_enable, d->cleaner_enable);
 	bnum(l, "log.cleaner.dedupe.buffer.size", b->cleaner_dedupe_bytes, d->cleaner_dedupe_bytes);
 	bnum(l, "log.cleaner.io.max.bytes.per.second", b->cleaner_io_bytes_per_sec, d->cleaner_io_bytes_per_sec);

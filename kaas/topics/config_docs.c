@@ -49,7 +49,7 @@ static const cdoc docs[] = {
 	{"log.cleaner.dedupe.buffer.size", T_LONG, "Memory of the log cleaner's key map (24 bytes a key); a log with more dirty keys is cleaned in several passes."},
 	{"log.cleaner.enable", T_BOOLEAN, "Whether the broker runs the log cleaner for topics with cleanup.policy=compact."},
 	{"log.cleaner.io.max.bytes.per.second", T_LONG, "Bytes a second the log cleaner reads and writes together; the default means no limit."},
-	{"log.cleanup.policy", T_LIST, "The broker's default cleanup.policy for topics that do not set one."},
+	{"log.cleanup.policy", T_LIST, "The broker's default cleanup.policy for topics that do not set one; dynamic: AlterConfigs on the broker resource changes it at run time."},
 	{"log.dirs", T_STRING, "The data volume: a path or an nfs:// URL shared by every broker of the cluster."},
 	{"log.index.interval.bytes", T_INT, "The broker's default index.interval.bytes; dynamic: AlterConfigs on the broker resource changes it at run time."},
 	{"log.message.timestamp.type", T_STRING, "The broker's default message.timestamp.type; dynamic: AlterConfigs on the broker resource changes it at run time."},

@@ -291,6 +291,7 @@ int kt_dyn_apply(kt_topics *reg, kb_dyncfg *d)
 	log.max_message_bytes = (int32_t)s.eff[KB_DYN_MESSAGE_MAX_BYTES];
 	log.index_interval_bytes = (int32_t)s.eff[KB_DYN_LOG_INDEX_INTERVAL_BYTES];
 	log.timestamp_type = (int32_t)s.eff[KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE];
+	log.cleanup_compact = (int32_t)s.eff[KB_DYN_LOG_CLEANUP_POLICY];
 	int rc = kt_topics_set_defaults(reg, &log, (int32_t)s.eff[KB_DYN_NUM_PARTITIONS]);
 	pthread_mutex_unlock(&apply_mu);
 	if (rc > 0)

@@ -128,6 +128,10 @@ START_TEST(values_are_checked_like_the_static_config)
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE, "LogAppendTime", 13, canon, err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE, "Wall", 4, canon, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_CLEANUP_POLICY, "delete, compact", 15, canon, err, sizeof(err)), 0);
+	ck_assert_str_eq(canon, "compact,delete");
+	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_CLEANUP_POLICY, "compact", 7, canon, err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_CLEANUP_POLICY, "shred", 5, canon, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_NUM_PARTITIONS, "0", 1, canon, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_MAX_CONNECTIONS, "0", 1, canon, err, sizeof(err)), -EINVAL);
 	const char *longv = "1234567890123456789012345678901234567890";

@@ -816,6 +816,16 @@ START_TEST(broker_dynamic_configs)
 	ck_assert_int_eq(iac(4, "1", "log.retention.ms", 1, NULL, msg), KERR_NONE);
 	ck_assert_int_eq(retention_of("plain"), 5000);
 
+	/* log.cleanup.policy (compaction): topics without their own follow it. */
+	ck_assert_int_eq(iac(4, "", "log.cleanup.policy", 0, "compact", msg), KERR_NONE);
+	kt_topic_info ci;
+	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.cleanup_compact, KS_CLEANUP_COMPACT);
+	dc(1, 2, "plain", NULL, 0, 1, r);
+	ck_assert_str_eq(find(r, "cleanup.policy")->value, "compact");
+	ck_assert_int_eq(find(r, "cleanup.policy")->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_int_eq(iac(4, "", "log.cleanup.policy", 0, "shred", msg), KERR_INVALID_REQUEST);
+
 	/* AlterConfigs replaces the whole set: retention reverts, num.partitions moves. */
 	ck_assert_int_eq(ac(1, 4, "", "num.partitions", "3", 0, msg), KERR_NONE);
 	ck_assert_int_eq(retention_of("plain"), 604800000);
@@ -823,6 +833,8 @@ START_TEST(broker_dynamic_configs)
 	kt_topic_info info;
 	ck_assert_int_eq(kt_topics_create(reg, &dflt, 0, &info, msg, sizeof(msg)), KERR_NONE);
 	ck_assert_int_eq(info.partitions, 3);
+	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.cleanup_compact, KS_CLEANUP_DELETE);
 	free(r);
 	ctx.dyn = NULL;
 	kb_dyncfg_close(d);
