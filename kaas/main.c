@@ -33,6 +33,7 @@
 #include "kaas/coord/coord.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
+#include "kaas/core/dyncfg.h"
 #include "kaas/core/ptable.h"
 #include "kaas/core/users.h"
 #include "kaas/net/server.h"
@@ -476,6 +477,17 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 	to.data = b->data;
 	to.defaults = cfg->log;
 	to.num_partitions = cfg->num_partitions;
+	if (b->dyn) { /* the dynamic values in force win over the static ones */
+		to.defaults.retention_ms = kb_broker_dyn(b, KB_DYN_LOG_RETENTION_MS);
+		to.defaults.retention_bytes = kb_broker_dyn(b, KB_DYN_LOG_RETENTION_BYTES);
+		to.defaults.segment_bytes = kb_broker_dyn(b, KB_DYN_LOG_SEGMENT_BYTES);
+		to.defaults.segment_ms = kb_broker_dyn(b, KB_DYN_LOG_ROLL_MS);
+		to.defaults.max_message_bytes = (int32_t)kb_broker_dyn(b, KB_DYN_MESSAGE_MAX_BYTES);
+		to.defaults.index_interval_bytes = (int32_t)kb_broker_dyn(b, KB_DYN_LOG_INDEX_INTERVAL_BYTES);
+		to.defaults.timestamp_type = (int32_t)kb_broker_dyn(b, KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE);
+		to.defaults.cleanup_compact = (int32_t)kb_broker_dyn(b, KB_DYN_LOG_CLEANUP_POLICY);
+		to.num_partitions = (int32_t)kb_broker_dyn(b, KB_DYN_NUM_PARTITIONS);
+	}
 	to.default_replication_factor = cfg->default_replication_factor;
 	to.trash_retention_ms = cfg->trash_retention_ms;
 	to.reserved_name = explicit_cluster ? NULL : DEFAULT_CLUSTER_SUBDIR;
@@ -550,6 +562,8 @@ static int stop_broker(kb_broker *b, kn_server *srv, kcl_rt *crt)
 	kn_server_destroy(srv);
 	kt_topics_close(b->topics);
 	kb_ptable_destroy(b->parts);
+	kb_dyncfg_close(b->dyn);
+	b->dyn = NULL;
 	sub_destroy(b->cluster);
 	sub_destroy(b->data);
 	ku_metrics_destroy(b->metrics);
@@ -587,6 +601,10 @@ int main(int argc, char **argv)
 	int rc = load_cluster_id(b);
 	if (rc)
 		die(1, "reading or creating the cluster id (cluster-id.json in %s): %s", cfg->cluster_url,
+		    sub_strerror(rc));
+	rc = kb_dyncfg_open(b->cluster, cfg, b->id, NULL, &b->dyn);
+	if (rc)
+		die(1, "reading the dynamic broker configs (configs/brokers/ in %s): %s", cfg->cluster_url,
 		    sub_strerror(rc));
 	open_registry(b, explicit_cluster);
 

@@ -170,8 +170,9 @@ def step_admin():
         check(e.args[0].code() == KafkaError.INVALID_CONFIG, "alter cleanup.policy=purge refused")
 
     bcfg = describe(a, ConfigResource("broker", "1"))
-    check(bcfg["num.partitions"].is_read_only and bcfg["num.partitions"].value == "1",
-          "describe broker: num.partitions, read-only")
+    check(not bcfg["num.partitions"].is_read_only and bcfg["num.partitions"].value == "1",
+          "describe broker: num.partitions, a dynamic config")
+    check(bcfg["broker.id"].is_read_only, "describe broker: broker.id, read-only")
     check("log.retention.ms" in bcfg and "auto.create.topics.enable" in bcfg, "describe broker: main settings")
 
     (fut,) = a.create_partitions([NewPartitions("orders", 5)]).values()

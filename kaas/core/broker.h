@@ -30,7 +30,9 @@
  *    a worker thread, never on the event loop (JoinGroup delays, session
  *    expiry, delayed produce/fetch).
  *  - struct kb_broker and its config are read-only after start-up, except
- *    through the engines' own locked APIs.
+ *    through the engines' own locked APIs.  Settings that change at run
+ *    time (dynamic broker configs) are read through kb_broker_dyn()
+ *    (kaas/core/dyncfg.h), never by writing cfg.
  */
 #ifndef KAAS_SERVER_BROKER_H
 #define KAAS_SERVER_BROKER_H
@@ -188,6 +190,7 @@ int kb_config_load_file(kb_config *c, const char *path, char *err, size_t errlen
 /* ---- the broker ------------------------------------------------------------ */
 
 struct kb_ptable;   /* kaas/core/ptable.h: which partitions this broker leads */
+struct kb_dyncfg;   /* kaas/core/dyncfg.h: dynamic broker configs */
 struct kt_topics;   /* topics/: the topic registry (CLUSTER/topics/) */
 struct kg_coord;    /* coord/: consumer groups, producer ids, transactions */
 typedef struct kb_timer kb_timer;
@@ -216,6 +219,8 @@ typedef struct kb_broker {
 	char cluster_id[64];          /* Metadata v2+ cluster_id (CLUSTER/cluster-id.json) */
 
 	struct kb_ptable *parts;    /* never NULL once serving */
+	struct kb_dyncfg *dyn;      /* dynamic broker configs (kaas/core/dyncfg.h): the
+	                               run-time values over cfg; NULL: cfg alone */
 	struct kt_topics *topics;   /* the topic registry */
 	struct kg_coord *coord;     /* group coordinator + producer ids */
 	struct ku_metrics *metrics; /* the broker's counters (util/metrics.h); may be NULL */

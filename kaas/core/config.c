@@ -109,6 +109,9 @@ const kb_config_key kb_config_keys[] = {
 	 "bytes between two entries of the sparse offset index"},
 	{"log.message.timestamp.type", KCFG_TSTYPE, OFF(log.timestamp_type), 0, 1, "CreateTime",
 	 "CreateTime or LogAppendTime"},
+	{"log.cleanup.policy", KCFG_CLEANUP, OFF(log.cleanup_compact), 0, 2, "delete",
+	 "what topics without a cleanup.policy do with old segments: delete (retention), compact "
+	 "(the log cleaner keeps the latest record per key), or compact,delete (both)"},
 	{"log.retention.check.interval.ms", KCFG_I64, OFF(retention_check_interval_ms), 100,
 	 INT64_MAX, "300000", "how often retention and segment age are checked"},
 	{"kaas.log.scrub.bytes.per.sec", KCFG_I64, OFF(scrub_bytes_per_sec), 0, INT64_MAX, "4194304",
@@ -534,6 +537,35 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 		return 0;
 	case KCFG_SASL_MECHS:
 		return sasl_mechs(base + k->off, value, err, errlen, key);
+	case KCFG_CLEANUP: {
+		/* Kafka's list syntax, as the topic-level cleanup.policy takes it. */
+		int del = 0, comp = 0;
+		const char *p = value;
+		while (*p) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			while (n && isspace((unsigned char)*p)) {
+				p++;
+				n--;
+			}
+			while (n && isspace((unsigned char)p[n - 1]))
+				n--;
+			if (n == 6 && memcmp(p, "delete", 6) == 0)
+				del = 1;
+			else if (n == 7 && memcmp(p, "compact", 7) == 0)
+				comp = 1;
+			else
+				return bad(err, errlen, key, value, "must be delete, compact or compact,delete");
+			if (!e)
+				break;
+			p = e + 1;
+		}
+		if (!del && !comp)
+			return bad(err, errlen, key, value, "must be delete, compact or compact,delete");
+		*(int32_t *)(base + k->off) = comp ? (del ? KS_CLEANUP_COMPACT_DELETE : KS_CLEANUP_COMPACT)
+						   : KS_CLEANUP_DELETE;
+		return 0;
+	}
 	case KCFG_STORETYPE:
 		if (strcasecmp(value, "PEM") == 0) {
 			snprintf(base + k->off, 16, "PEM");

@@ -24,6 +24,7 @@ enum kb_config_type {
 	KCFG_SSL_AUTH, /* required | requested | none */
 	KCFG_STORETYPE, /* PEM (JKS and PKCS12 refused by name) */
 	KCFG_SASL_MECHS, /* PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 (others refused by name) */
+	KCFG_CLEANUP,  /* delete | compact | compact,delete (either order): KS_CLEANUP_* */
 };
 
 typedef struct kb_config_key {

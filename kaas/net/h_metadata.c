@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kaas/core/broker.h"
+#include "kaas/core/dyncfg.h"
 #include "kaas/net/handlers.h"
 #include "kaas/core/leaders.h"
 #include "kaas/core/ptable.h"
@@ -143,7 +144,7 @@ static void one_topic(const md_ctx *mc, kw_wr *w, kw_str name, int allow_auto)
 		return;
 	}
 	int rc = kt_topics_lookup(b->topics, name.s, name.len, &info);
-	if (rc == -ENOENT && allow_auto && b->cfg.auto_create_topics) {
+	if (rc == -ENOENT && allow_auto && kb_broker_dyn(b, KB_DYN_AUTO_CREATE_TOPICS_ENABLE)) {
 		err = kt_topics_auto_create(b->topics, name, &info);
 		if (err == KERR_NONE)
 			KLOG_INFO("metadata", "%s: created topic %.*s (auto.create.topics.enable)", req->peer,

@@ -5,7 +5,10 @@
  * max.connections the listening socket is not polled (new connections wait
  * in the kernel's backlog, as Kafka's acceptor leaves them); over
  * max.connections.per.ip a new connection is closed at once; out of
- * descriptors, accepting pauses for a moment instead of spinning.
+ * descriptors, accepting pauses for a moment instead of spinning.  Both
+ * limits are dynamic broker configs (kb_broker_dyn: one atomic load): a
+ * lower limit applies to the next accept, a higher one too, and a listener
+ * paused at the old limit resumes when a connection closes.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,13 +18,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kaas/core/dyncfg.h"
 #include "kaas/net/server_int.h"
 #include "util/log.h"
 
 void kn__conn_open_ended(kn_server *s)
 {
 	s->nopen--;
-	if (s->accept_full && s->nopen < s->b->cfg.max_connections && !s->draining && !s->stopped &&
+	if (s->accept_full && s->nopen < kb_broker_dyn(s->b, KB_DYN_MAX_CONNECTIONS) && !s->draining && !s->stopped &&
 	    s->lpoll_active) {
 		s->accept_full = 0;
 		uv_timer_start(&s->accept_pause, kn__on_accept_resume, 0, 0);
@@ -68,7 +72,7 @@ static void host_text(const struct sockaddr_storage *ss, char *out, size_t len)
  * when the limit is set. */
 static int ip_over_limit(kn_server *s, const struct sockaddr_storage *ss)
 {
-	int32_t lim = s->b->cfg.max_connections_per_ip;
+	int32_t lim = (int32_t)kb_broker_dyn(s->b, KB_DYN_MAX_CONNECTIONS_PER_IP);
 	if (lim == INT32_MAX)
 		return 0;
 	int n = 0;
@@ -105,12 +109,13 @@ void kn__on_accept(uv_poll_t *h, int status, int events)
 	if (status < 0)
 		return;
 	for (int i = 0; i < MAX_ACCEPT_PER_CB; i++) {
-		if (s->nopen >= s->b->cfg.max_connections) {
+		int32_t maxc = (int32_t)kb_broker_dyn(s->b, KB_DYN_MAX_CONNECTIONS);
+		if (s->nopen >= maxc) {
 			/* As Kafka's acceptor: leave the rest in the listen backlog.
 			 * Logged once until the backlog has been emptied. */
 			if (!s->accept_episode)
 				KLOG_WARN("server", "max.connections (%d) connections open: new connections wait in the "
-					  "listen backlog until one closes", s->b->cfg.max_connections);
+					  "listen backlog until one closes", maxc);
 			s->accept_episode = 1;
 			s->accept_full = 1;
 			for (int j = 0; j < s->nlst; j++)
@@ -130,7 +135,7 @@ void kn__on_accept(uv_poll_t *h, int status, int events)
 				uv_timer_start(&s->accept_pause, kn__on_accept_resume, 100, 0);
 			} else if (errno == EAGAIN && s->accept_episode) {
 				KLOG_INFO("server", "below max.connections (%d) with no connection left waiting in the "
-					  "backlog", s->b->cfg.max_connections);
+					  "backlog", maxc);
 				s->accept_episode = 0;
 			}
 			return;

@@ -47,9 +47,17 @@ int kt_h_incremental_alter_configs(kb_req *req, kw_rd *body, kw_wr *resp);
 void kt_topics_ptable_hooks(kb_broker *b, kt_topics_hooks *h);
 
 /* Registers the registry's periodic upkeep (kt_topics_tick on b->topics)
- * with the broker's upkeep (kb_broker_upkeep_add).  Call once after
- * b->topics is open, before serving.  0 or -errno. */
+ * with the broker's upkeep (kb_broker_upkeep_add), preceded, when b->dyn is
+ * set, by the poll of the dynamic broker configs and the application of a
+ * changed snapshot (kt_dyn_apply).  Call once after b->topics is open,
+ * before serving.  0 or -errno. */
 int kt_topics_broker_upkeep(kb_broker *b);
+
+/* Applies the dynamic config snapshot of d (the topic defaults and
+ * num.partitions in force) to the registry: every topic that does not
+ * override a changed key gets its new effective config, open partitions at
+ * once.  The number of topics changed or -errno.  NULL-safe. */
+int kt_dyn_apply(kt_topics *reg, struct kb_dyncfg *d);
 
 /* ---- the same, with dependencies passed in (link module `topics`) -------------- */
 
@@ -57,6 +65,8 @@ typedef struct kt_admin_ctx {
 	kt_topics *topics;
 	const kb_config *bcfg;         /* broker settings for DescribeConfigs BROKER */
 	const kb_config *bdefaults;    /* kb_config_defaults(): which settings were set */
+	struct kb_dyncfg *dyn;         /* dynamic broker configs (kaas/core/dyncfg.h); NULL:
+	                                  broker resources are read-only */
 	int32_t broker_id;
 	/* DeleteRecords on one partition this broker leads: advance its log
 	 * start offset (offset -1 = high watermark).  Returns a Kafka error code;

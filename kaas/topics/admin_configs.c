@@ -2,9 +2,14 @@
  * admin_configs.c — DescribeConfigs (v0-4) and AlterConfigs (v0-1).
  *
  * Topic resources are the registry's overrides over the broker defaults
- * (tconfig.c decides values, sources and synonyms).  Broker resources list
- * the broker's main settings, read-only: kaas has no dynamic broker configs;
- * they come from the config file, the environment and the flags.
+ * (tconfig.c decides values, sources and synonyms; the broker synonyms of
+ * dynamic keys get their whole chain from dynbroker.c).  Broker resources:
+ * "<this broker's id>" lists the broker's main settings, the dynamic ones
+ * with the value in force and their chain (this broker's dynamic value,
+ * the cluster default, the static setting, Kafka's default); "" lists the
+ * cluster-wide dynamic defaults.  AlterConfigs on a broker resource
+ * replaces that entity's dynamic set (dynbroker.c); settings that need a
+ * restart are refused by name.
  * DescribeConfigs v3 adds each config's type and, when asked for, its
  * documentation (config_docs.c); v4 is v3 in flexible encodings.
  */
@@ -14,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/core/dyncfg.h"
 #include "kaas/topics/admin_int.h"
 #include "kaas/topics/tconfig.h"
 #include "kaas/proto/kerr.h"
@@ -54,6 +60,12 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 {
 	const kb_config *b = c->bcfg, *d = c->bdefaults;
 	char buf[4400];
+	kb_dynsnap snap, *s = NULL;
+	if (c->dyn) {
+		kb_dyncfg_snapshot(c->dyn, &snap);
+		s = &snap;
+	}
+#define DYN(k) kt__dyn_broker_entry(c, l, (k), s)
 	bnum(l, "broker.id", b->broker_id, d->broker_id);
 	snprintf(buf, sizeof(buf), "PLAINTEXT://%s:%d", b->listen_host, b->listen_port);
 	bentry(l, "listeners", buf, 1);
@@ -62,18 +74,17 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 	bentry(l, "advertised.listeners", buf, 1);
 	bentry(l, "log.dirs", b->data_url, 1);
 	bentry(l, "kaas.cluster.dir", b->cluster_url, b->cluster_url[0] != '\0');
-	bnum(l, "num.partitions", b->num_partitions, d->num_partitions);
-	bbool(l, "auto.create.topics.enable", b->auto_create_topics, d->auto_create_topics);
+	DYN(KB_DYN_NUM_PARTITIONS);
+	DYN(KB_DYN_AUTO_CREATE_TOPICS_ENABLE);
 	bnum(l, "default.replication.factor", b->default_replication_factor, d->default_replication_factor);
-	bnum(l, "log.retention.ms", b->log.retention_ms, d->log.retention_ms);
-	bnum(l, "log.retention.bytes", b->log.retention_bytes, d->log.retention_bytes);
-	bnum(l, "log.segment.bytes", b->log.segment_bytes, d->log.segment_bytes);
-	bnum(l, "log.roll.ms", b->log.segment_ms, d->log.segment_ms);
-	bnum(l, "message.max.bytes", b->log.max_message_bytes, d->log.max_message_bytes);
-	bnum(l, "log.index.interval.bytes", b->log.index_interval_bytes, d->log.index_interval_bytes);
-	bentry(l, "log.message.timestamp.type", b->log.timestamp_type == 1 ? "LogAppendTime" : "CreateTime",
-	       b->log.timestamp_type != d->log.timestamp_type);
-	bentry(l, "log.cleanup.policy", "delete", 0);
+	DYN(KB_DYN_LOG_RETENTION_MS);
+	DYN(KB_DYN_LOG_RETENTION_BYTES);
+	DYN(KB_DYN_LOG_SEGMENT_BYTES);
+	DYN(KB_DYN_LOG_ROLL_MS);
+	DYN(KB_DYN_MESSAGE_MAX_BYTES);
+	DYN(KB_DYN_LOG_INDEX_INTERVAL_BYTES);
+	DYN(KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE);
+	DYN(KB_DYN_LOG_CLEANUP_POLICY);
 	bbool(l, "log.cleaner.enable", b->cleaner_enable, d->cleaner_enable);
 	bnum(l, "log.cleaner.dedupe.buffer.size", b->cleaner_dedupe_bytes, d->cleaner_dedupe_bytes);
 	bnum(l, "log.cleaner.io.max.bytes.per.second", b->cleaner_io_bytes_per_sec, d->cleaner_io_bytes_per_sec);
@@ -83,6 +94,8 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 	bnum(l, "log.retention.check.interval.ms", b->retention_check_interval_ms, d->retention_check_interval_ms);
 	bnum(l, "socket.request.max.bytes", b->socket_request_max_bytes, d->socket_request_max_bytes);
 	bnum(l, "connections.max.idle.ms", b->connections_max_idle_ms, d->connections_max_idle_ms);
+	DYN(KB_DYN_MAX_CONNECTIONS);
+	DYN(KB_DYN_MAX_CONNECTIONS_PER_IP);
 	bnum(l, "num.io.threads", b->num_io_threads, d->num_io_threads);
 	bnum(l, "group.initial.rebalance.delay.ms", b->group_initial_rebalance_delay_ms,
 	     d->group_initial_rebalance_delay_ms);
@@ -93,17 +106,8 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 	bnum(l, "transaction.max.timeout.ms", b->transaction_max_timeout_ms, d->transaction_max_timeout_ms);
 	bnum(l, "transactional.id.expiration.ms", b->transactional_id_expiration_ms,
 	     d->transactional_id_expiration_ms);
+#undef DYN
 	return l->oom ? -ENOMEM : 0;
-}
-
-/* "" (the cluster-wide defaults) or this broker's id. */
-static int is_this_broker(const kt_admin_ctx *c, kw_str name)
-{
-	char buf[16];
-	if (name.len == 0)
-		return 1;
-	int n = snprintf(buf, sizeof(buf), "%d", c->broker_id);
-	return name.len == n && memcmp(name.s, buf, (size_t)n) == 0;
 }
 
 /* ---- DescribeConfigs ------------------------------------------------------------------ */
@@ -200,15 +204,19 @@ int kt_admin_describe_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd,
 		kt_config_list l = KAAS_CONFIG_LIST_INIT;
 		char msg[MSG_LEN] = "";
 		int16_t err = KERR_NONE;
+		int32_t entity = 0;
 		if (r[i].type == RES_TOPIC) {
 			err = kt_topics_describe_configs(c->topics, r[i].name, &l, msg, sizeof(msg));
+			if (err == KERR_NONE)
+				kt__dyn_topic_chain(c, &l);
+			if (err == KERR_NONE && l.oom) {
+				snprintf(msg, sizeof(msg), "out of memory");
+				err = KERR_UNKNOWN_SERVER_ERROR;
+			}
 		} else if (r[i].type == RES_BROKER) {
-			if (!is_this_broker(c, r[i].name)) {
-				snprintf(msg, sizeof(msg), "Unexpected broker id, expected %d or empty string, but received %.*s",
-					 c->broker_id, r[i].name.len > 0 ? (int)r[i].name.len : 0,
-					 r[i].name.len > 0 ? r[i].name.s : "");
-				err = KERR_INVALID_REQUEST;
-			} else if (broker_configs(c, &l)) {
+			err = kt__dyn_entity(c, r[i].name, &entity, msg, sizeof(msg));
+			if (err == KERR_NONE &&
+			    (entity == KB_DYN_DEFAULT ? kt__dyn_default_configs(c, &l) : broker_configs(c, &l))) {
 				snprintf(msg, sizeof(msg), "out of memory");
 				err = KERR_UNKNOWN_SERVER_ERROR;
 			}
@@ -247,6 +255,31 @@ typedef struct ac_res {
 	kt_config_kv *cfg;
 } ac_res;
 
+/* The request's pairs are the entity's whole new set (Kafka's
+ * non-incremental semantics: a key left out reverts to the next level). */
+static int16_t alter_broker(const kt_admin_ctx *c, const ac_res *r, int validate_only, char *msg, size_t msglen)
+{
+	kt_dyn_op *ops = calloc(r->ncfg > 0 ? (size_t)r->ncfg : 1, sizeof(*ops));
+	if (!ops) {
+		snprintf(msg, msglen, "out of memory");
+		return KERR_UNKNOWN_SERVER_ERROR;
+	}
+	for (int32_t k = 0; k < r->ncfg; k++)
+		ops[k] = (kt_dyn_op){r->cfg[k].name, KT_DYN_SET, r->cfg[k].value};
+	int16_t err = KERR_NONE;
+	for (int32_t a = 0; a < r->ncfg && err == KERR_NONE; a++)
+		for (int32_t b = a + 1; b < r->ncfg && err == KERR_NONE; b++)
+			if (kstr_eq(ops[a].name, ops[b].name)) {
+				snprintf(msg, msglen, "Error due to duplicate config keys: %.*s", (int)ops[a].name.len,
+					 ops[a].name.s);
+				err = KERR_INVALID_REQUEST;
+			}
+	if (err == KERR_NONE)
+		err = kt__dyn_alter(c, r->name, ops, (size_t)r->ncfg, 1, validate_only, msg, msglen);
+	free(ops);
+	return err;
+}
+
 int kt_admin_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
 {
 	ac_res *r = NULL;
@@ -282,9 +315,7 @@ int kt_admin_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 			err = kt_topics_alter_configs(c->topics, r[i].name, r[i].cfg, (size_t)r[i].ncfg, validate_only != 0,
 							msg, sizeof(msg));
 		} else if (r[i].type == RES_BROKER) {
-			snprintf(msg, sizeof(msg), "kaas has no dynamic broker configs: set them in the broker's config "
-				 "file, environment or flags and restart it");
-			err = KERR_INVALID_REQUEST;
+			err = alter_broker(c, &r[i], validate_only != 0, msg, sizeof(msg));
 		} else {
 			snprintf(msg, sizeof(msg), "Resource type %d is not supported by kaas", r[i].type);
 			err = KERR_INVALID_REQUEST;

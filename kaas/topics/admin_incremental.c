@@ -11,10 +11,12 @@
  * on one topic at the same instant may lose one of their changes (the last
  * write wins, as with two AlterConfigs).
  *
- * Brokers: kaas has no setting that changes at run time (every one is read
- * at start-up into structures that are read-only afterwards), so each key
- * is refused by name with INVALID_REQUEST, as Kafka refuses its static
- * settings.
+ * Brokers: the dynamic broker configs (dynbroker.c, kaas/core/dyncfg.h).
+ * SET and DELETE change "" (the cluster-wide default) or this broker's own
+ * set; the store's read-modify-write is retried on a lost race, so unlike
+ * topics no concurrent change is lost.  A setting that needs a restart is
+ * refused by name with INVALID_REQUEST ("Cannot update these configs
+ * dynamically"), as Kafka refuses its static settings.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -111,25 +113,21 @@ out:
 	return err;
 }
 
-static int16_t refuse_broker(const kt_admin_ctx *c, const ires *r, char *msg, size_t msglen)
+/* SET and DELETE on the entity's dynamic set; the store re-reads and
+ * re-applies them if another writer got in first, so two incremental
+ * requests at once both take effect. */
+static int16_t alter_broker(const kt_admin_ctx *c, const ires *r, int validate_only, char *msg, size_t msglen)
 {
-	char id[16];
-	int idn = snprintf(id, sizeof(id), "%d", c->broker_id);
-	if (r->name.len != 0 && !(r->name.len == idn && !memcmp(r->name.s, id, (size_t)idn))) {
-		snprintf(msg, msglen, "Unexpected broker id, expected %d or empty string, but received %.*s", c->broker_id,
-			 r->name.len > 0 ? (int)r->name.len : 0, r->name.len > 0 ? r->name.s : "");
-		return KERR_INVALID_REQUEST;
+	kt_dyn_op *ops = calloc(r->n > 0 ? (size_t)r->n : 1, sizeof(*ops));
+	if (!ops) {
+		snprintf(msg, msglen, "out of memory");
+		return KERR_UNKNOWN_SERVER_ERROR;
 	}
-	if (r->n == 0)
-		return KERR_NONE;
-	size_t off = (size_t)snprintf(msg, msglen, "Cannot update these configs dynamically: ");
-	for (int32_t k = 0; k < r->n && off < msglen; k++)
-		off += (size_t)snprintf(msg + off, msglen - off, "%s%.*s", k ? ", " : "", (int)r->ops[k].name.len,
-					r->ops[k].name.s);
-	if (off < msglen)
-		snprintf(msg + off, msglen - off, " (kaas reads every broker setting at start-up: change the config "
-			 "file, environment or flags and restart)");
-	return KERR_INVALID_REQUEST;
+	for (int32_t k = 0; k < r->n; k++)
+		ops[k] = (kt_dyn_op){r->ops[k].name, r->ops[k].op, r->ops[k].value};
+	int16_t err = kt__dyn_alter(c, r->name, ops, (size_t)r->n, 0, validate_only, msg, msglen);
+	free(ops);
+	return err;
 }
 
 int kt_admin_incremental_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw_wr *w)
@@ -178,7 +176,7 @@ int kt_admin_incremental_alter_configs(const kt_admin_ctx *c, int16_t version, k
 		} else if (r[i].type == RES_TOPIC) {
 			err = alter_topic(c, &r[i], validate_only != 0, msg, sizeof(msg));
 		} else if (r[i].type == RES_BROKER) {
-			err = refuse_broker(c, &r[i], msg, sizeof(msg));
+			err = alter_broker(c, &r[i], validate_only != 0, msg, sizeof(msg));
 		} else {
 			snprintf(msg, sizeof(msg), "Resource type %d is not supported by kaas", r[i].type);
 			err = KERR_INVALID_REQUEST;

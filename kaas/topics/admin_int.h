@@ -45,4 +45,21 @@ static inline int kstr_eq(kw_str a, kw_str b)
 const char *kt__config_doc(const char *name, int8_t *type);
 int kt__config_docs_sorted(void); /* 1 when the table is sorted (a test) */
 
+/* dynbroker.c: the broker resources (dynamic broker configs). */
+enum { KT_DYN_SET = 0, KT_DYN_DELETE = 1, KT_DYN_APPEND = 2, KT_DYN_SUBTRACT = 3 };
+typedef struct kt_dyn_op {
+	kw_str name;
+	int8_t op;        /* KT_DYN_*; AlterConfigs sends only SET */
+	kw_str value;
+} kt_dyn_op;
+struct kb_dynsnap;
+/* "" -> KB_DYN_DEFAULT, this broker's id -> it, else INVALID_REQUEST. */
+int16_t kt__dyn_entity(const kt_admin_ctx *c, kw_str name, int32_t *entity, char *msg, size_t msglen);
+int kt__dyn_broker_entry(const kt_admin_ctx *c, kt_config_list *l, int k, const struct kb_dynsnap *s);
+int kt__dyn_default_configs(const kt_admin_ctx *c, kt_config_list *l);
+void kt__dyn_topic_chain(const kt_admin_ctx *c, kt_config_list *l);
+/* replace: AlterConfigs (the ops are the whole new set); else incremental. */
+int16_t kt__dyn_alter(const kt_admin_ctx *c, kw_str name, const kt_dyn_op *ops, size_t n, int replace,
+		      int validate_only, char *msg, size_t msglen);
+
 #endif

@@ -9,9 +9,11 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "kaas/core/dyncfg.h"
 #include "kaas/core/ptable.h"
 #include "kaas/topics/admin.h"
 #include "kaas/proto/kerr.h"
+#include "util/log.h"
 
 static kb_config defaults;
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
@@ -49,6 +51,7 @@ static void ctx_of(kb_req *req, kt_admin_ctx *c)
 	c->topics = req->broker->topics;
 	c->bcfg = &req->broker->cfg;
 	c->bdefaults = &defaults;
+	c->dyn = req->broker->dyn;
 	c->broker_id = req->broker->id;
 	c->delete_records = delete_records_via_ptable;
 	c->arg = req->broker;
@@ -91,6 +94,16 @@ static int hook_changed(void *arg, const kt_topic_info *t)
 	return rc;
 }
 
+/* Only the inherited defaults moved: the new config, no waiting. */
+static int hook_config_changed(void *arg, const kt_topic_info *t)
+{
+	kb_broker *b = arg;
+	if (!b->parts)
+		return -EAGAIN;
+	int rc = kb_ptable_set_config(b->parts, t->name, &t->cfg);
+	return rc == -ENOENT ? -EAGAIN : rc; /* not in the table yet: topic_changed re-drives it */
+}
+
 static int hook_dropped(void *arg, const char *name, const char *topic_id)
 {
 	kb_broker *b = arg;
@@ -103,6 +116,7 @@ void kt_topics_ptable_hooks(kb_broker *b, kt_topics_hooks *h)
 	h->arg = b;
 	h->topic_changed = hook_changed;
 	h->topic_dropped = hook_dropped;
+	h->config_changed = hook_config_changed;
 }
 
 static void upkeep(void *arg)
@@ -110,7 +124,31 @@ static void upkeep(void *arg)
 	kt_topics_tick(arg); /* works every refresh_ms; failures are re-driven by the next tick */
 }
 
+/* Dynamic broker configs: every upkeep period (about a second) each broker
+ * re-reads the two version directories (two listings when nothing
+ * changed) and applies a new snapshot's topic defaults to the registry. */
+static uint64_t dyn_applied_gen;
+
+static void dyn_upkeep(void *arg)
+{
+	kb_broker *b = arg;
+	int rc = kb_dyncfg_poll(b->dyn);
+	if (rc < 0)
+		KLOG_WARN("dyncfg", "reading the dynamic broker configs: %s (the values in force stay)", sub_strerror(rc));
+	uint64_t gen = kb_dyncfg_gen(b->dyn);
+	if (gen == dyn_applied_gen)
+		return;
+	if (kt_dyn_apply(b->topics, b->dyn) >= 0)
+		dyn_applied_gen = gen; /* else tried again next time */
+}
+
 int kt_topics_broker_upkeep(kb_broker *b)
 {
+	if (b->dyn) {
+		dyn_applied_gen = kb_dyncfg_gen(b->dyn); /* the registry opened with these */
+		int rc = kb_broker_upkeep_add(b, dyn_upkeep, b);
+		if (rc)
+			return rc;
+	}
 	return kb_broker_upkeep_add(b, upkeep, b->topics);
 }

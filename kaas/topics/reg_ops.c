@@ -229,7 +229,7 @@ static int16_t create_waiting(kt_topics *reg, const kt_topic_spec *spec, int val
 	name[spec->name.len] = '\0';
 	if ((err = reserved_check(reg, name, msg, msglen)))
 		return err;
-	int32_t parts = spec->partitions == -1 ? reg->o.num_partitions : spec->partitions;
+	int32_t parts = spec->partitions == -1 ? kt__num_partitions(reg) : spec->partitions;
 	if (parts < 1 || parts > KAAS_TOPIC_PARTITIONS_MAX) {
 		if (parts < 1)
 			snprintf(msg, msglen, "Number of partitions must be larger than 0 (or -1 for num.partitions).");
@@ -666,8 +666,10 @@ int16_t kt_topics_describe_configs(kt_topics *reg, kw_str name, kt_config_list *
 	topic_ent *e = kt__mem_find(reg, nm);
 	rc = e ? kt_tcfg_set_copy(&ov, &e->ov) : -ENOENT;
 	pthread_rwlock_unlock(&reg->lock);
+	ks_log_config defaults;
+	kt_topics_defaults(reg, &defaults);
 	if (rc == 0)
-		rc = kt_tcfg_describe(&ov, &reg->o.defaults, out);
+		rc = kt_tcfg_describe(&ov, &defaults, out);
 	kt_tcfg_set_free(&ov);
 	if (rc == -ENOENT) {
 		snprintf(msg, msglen, "Topic '%s' does not exist.", nm);

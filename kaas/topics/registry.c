@@ -73,7 +73,9 @@ void kt__ent_free(topic_ent *e)
 
 void kt__ent_fill_info(kt_topics *reg, topic_ent *e)
 {
-	kt_tcfg_apply(&e->ov, &reg->o.defaults, &e->info.cfg);
+	ks_log_config d;
+	kt_topics_defaults(reg, &d);
+	kt_tcfg_apply(&e->ov, &d, &e->info.cfg);
 	e->info.overrides = e->ov.set;
 	e->info.replication_factor = 1;
 }
@@ -313,6 +315,16 @@ int kt__mem_merge(kt_topics *reg, topic_ent *e)
 	return notify;
 }
 
+/* The entry of info's incarnation took info.cfg: clear its re-drive mark
+ * unless something else changed meanwhile; lock held for writing. */
+static void topic_entity_synced(kt_topics *reg, const kt_topic_info *info)
+{
+	topic_ent *e = kt__mem_find(reg, info->name);
+	if (e && strcmp(e->info.id, info->id) == 0 && e->info.partitions == info->partitions &&
+	    memcmp(&e->info.cfg, &info->cfg, sizeof(info->cfg)) == 0)
+		e->unsynced = 0;
+}
+
 /* ---- options, open, close ------------------------------------------------------------ */
 
 void kt_topics_options_init(kt_topics_options *o)
@@ -329,9 +341,63 @@ void kt_topics_options_init(kt_topics_options *o)
 	o->delete_wait_ms = 10000;
 }
 
-const ks_log_config *kt_topics_defaults(const kt_topics *reg)
+void kt_topics_defaults(kt_topics *reg, ks_log_config *out)
 {
-	return &reg->o.defaults;
+	pthread_mutex_lock(&reg->defmu);
+	*out = reg->o.defaults;
+	pthread_mutex_unlock(&reg->defmu);
+}
+
+int32_t kt__num_partitions(kt_topics *reg)
+{
+	pthread_mutex_lock(&reg->defmu);
+	int32_t n = reg->o.num_partitions;
+	pthread_mutex_unlock(&reg->defmu);
+	return n;
+}
+
+int kt_topics_set_defaults(kt_topics *reg, const ks_log_config *d, int32_t num_partitions)
+{
+	typedef struct { kt_topic_info info; int was_unsynced; } chg;
+	chg *v = NULL;
+	size_t nv = 0;
+	int first_err = 0;
+	pthread_mutex_lock(&reg->op);
+	pthread_mutex_lock(&reg->defmu);
+	reg->o.defaults = *d;
+	if (num_partitions >= 1)
+		reg->o.num_partitions = num_partitions;
+	pthread_mutex_unlock(&reg->defmu);
+	pthread_rwlock_wrlock(&reg->lock);
+	v = calloc(reg->n ? reg->n : 1, sizeof(*v));
+	for (size_t i = 0; i < reg->n; i++) {
+		topic_ent *e = reg->ents[i];
+		ks_log_config was = e->info.cfg;
+		kt__ent_fill_info(reg, e);
+		if (memcmp(&was, &e->info.cfg, sizeof(was)) == 0)
+			continue;
+		if (v) {
+			v[nv].was_unsynced = e->unsynced;
+			v[nv++].info = e->info;
+		}
+		e->unsynced = 1; /* re-driven by the tick if the hook below fails */
+	}
+	reg->seq++;
+	pthread_rwlock_unlock(&reg->lock);
+	for (size_t i = 0; i < nv; i++) {
+		int rc = reg->o.hooks.config_changed ? reg->o.hooks.config_changed(reg->o.hooks.arg, &v[i].info)
+						     : -ENOSYS;
+		if (rc == 0 && !v[i].was_unsynced) {
+			pthread_rwlock_wrlock(&reg->lock);
+			topic_entity_synced(reg, &v[i].info);
+			pthread_rwlock_unlock(&reg->lock);
+		} else if (rc != -ENOSYS && !first_err) {
+			first_err = rc;
+		}
+	}
+	pthread_mutex_unlock(&reg->op);
+	free(v);
+	return first_err ? first_err : (int)nv;
 }
 
 
@@ -350,6 +416,7 @@ int kt_topics_open(const kt_topics_options *o, kt_topics **out)
 	if (reg->o.num_partitions < 1)
 		reg->o.num_partitions = 1;
 	pthread_rwlock_init(&reg->lock, NULL);
+	pthread_mutex_init(&reg->defmu, NULL);
 	pthread_mutex_init(&reg->op, NULL);
 	reg->neg = calloc(NEG_MAX, sizeof(*reg->neg));
 	if (!reg->neg) {
@@ -401,6 +468,7 @@ void kt_topics_close(kt_topics *reg)
 	free(reg->neg);
 	free(reg->claims);
 	pthread_rwlock_destroy(&reg->lock);
+	pthread_mutex_destroy(&reg->defmu);
 	pthread_mutex_destroy(&reg->op);
 	free(reg);
 }

@@ -53,6 +53,8 @@ struct kt_topics {
 	} *neg;                    /* names recently found missing on the volume */
 	size_t nneg;
 
+	pthread_mutex_t defmu;     /* guards o.defaults and o.num_partitions (dynamic
+	                              broker configs change them: kt_topics_set_defaults) */
 	pthread_mutex_t op;        /* serialises mutations and the tick; guards claims */
 	claim_seen *claims;
 	size_t nclaims;
@@ -80,6 +82,7 @@ void kt__reg_path(char *dst, size_t len, const char *name);
 int16_t kt__storage_fail(char *msg, size_t msglen, const char *what, int rc);
 void kt__ent_free(topic_ent *e);
 void kt__ent_fill_info(kt_topics *reg, topic_ent *e);
+int32_t kt__num_partitions(kt_topics *reg); /* num.partitions now (dynamic) */
 int kt__ent_parse(kt_topics *reg, const char *name, const char *buf, size_t len, topic_ent **out, char *why, size_t whylen);
 char *kt__ent_json(const topic_ent *e);
 int kt__reg_read(kt_topics *reg, const char *name, topic_ent **out, sub_stat *st, char *why, size_t whylen);

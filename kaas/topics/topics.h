@@ -141,6 +141,11 @@ typedef struct kt_topics_hooks {
 	 * only once no descriptor under DATA/<name>/ is open in this process.
 	 * The directory is removed afterwards.  0 when nothing was open. */
 	int (*topic_dropped)(void *arg, const char *name, const char *topic_id);
+	/* Only the effective config of a known topic changed (the broker
+	 * defaults moved: kt_topics_set_defaults): apply t->cfg to the open
+	 * partitions.  0 or -errno (then topic_changed re-drives it at the
+	 * next tick).  NULL: topic_changed at the next tick. */
+	int (*config_changed)(void *arg, const kt_topic_info *t);
 } kt_topics_hooks;
 
 typedef struct kt_topics_options {
@@ -188,8 +193,16 @@ void kt_topics_options_init(kt_topics_options *o);
 int kt_topics_open(const kt_topics_options *o, kt_topics **out);
 void kt_topics_close(kt_topics *reg); /* NULL-safe */
 
-/* The broker defaults the registry was opened with. */
-const ks_log_config *kt_topics_defaults(const kt_topics *reg);
+/* The broker defaults in force (those the registry was opened with, or the
+ * last kt_topics_set_defaults). */
+void kt_topics_defaults(kt_topics *reg, ks_log_config *out);
+
+/* Dynamic broker configs changed the defaults a topic inherits: recomputes
+ * every topic's effective config, and calls config_changed for each one
+ * that changed (a failure is re-driven by the tick).  num_partitions < 1
+ * leaves num.partitions as it is.  The number of topics changed, or the
+ * first -errno of a hook. */
+int kt_topics_set_defaults(kt_topics *reg, const ks_log_config *d, int32_t num_partitions);
 
 /* ---- reads -------------------------------------------------------------------------
  * lookup: 0, -ENOENT (no such topic), -EINVAL (invalid name), or -errno
@@ -303,7 +316,7 @@ typedef struct kt_config_entry {
 	int read_only;
 	int sensitive;
 	int nsyn;                        /* synonyms, most specific first */
-	kt_config_synonym syn[2];
+	kt_config_synonym syn[5];        /* topic, broker, cluster default, static, default */
 } kt_config_entry;
 
 typedef struct kt_config_list {

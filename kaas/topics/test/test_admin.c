@@ -2,6 +2,10 @@
  * test_admin.c — the admin API codecs, every version: requests are built
  * with the wire writer as a client would send them, the responses are
  * decoded field by field with the reader (and must be consumed exactly).
+ * Broker resources are exercised with a dynamic config store as well.
+ *
+ * Length: one program for every admin codec, so that the request builders
+ * and the field-by-field response decoders are written once.
  */
 #include <check.h>
 #include <errno.h>
@@ -11,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "substrates/sub.h"
+#include "kaas/core/dyncfg.h"
 #include "kaas/topics/admin.h"
 #include "kaas/topics/admin_int.h"
 #include "kaas/topics/topics.h"
@@ -402,8 +407,8 @@ END_TEST
 typedef struct dc_entry {
 	char name[64], value[4200], doc[300];
 	int read_only, is_default, source, sensitive, nsyn, type;
-	char syn_name[2][64], syn_value[2][64];
-	int syn_source[2];
+	char syn_name[5][64], syn_value[5][64];
+	int syn_source[5];
 } dc_entry;
 
 typedef struct dc_result {
@@ -476,7 +481,7 @@ static void dc(int16_t v, int8_t type, const char *name, const char *const *keys
 		e->sensitive = ckrd_i8(&rd);
 		if (v >= 1) {
 			e->nsyn = rd_arr(&rd);
-			ck_assert_int_le(e->nsyn, 2);
+			ck_assert_int_le(e->nsyn, 5);
 			for (int k = 0; k < e->nsyn; k++) {
 				rdstr(&rd, e->syn_name[k], 64);
 				rdstr(&rd, e->syn_value[k], 64);
@@ -688,6 +693,154 @@ START_TEST(alter_configs_every_version)
 }
 END_TEST
 
+/* ---- dynamic broker configs ------------------------------------------------------------------- */
+
+/* IncrementalAlterConfigs v1 (flexible) with one operation. */
+static int16_t iac(int8_t type, const char *name, const char *k, int8_t op, const char *val, char *msg)
+{
+	kw_wr req = KAAS_WR_INIT, resp = KAAS_WR_INIT;
+	kw_rd rd;
+	char buf[300];
+	kw_wr_array(&req, 1, 1);
+	kw_wr_i8(&req, type);
+	kw_wr_str(&req, 1, name);
+	kw_wr_array(&req, 1, 1);
+	kw_wr_str(&req, 1, k);
+	kw_wr_i8(&req, op);
+	kw_wr_str(&req, 1, val);
+	kw_wr_tags(&req, 1);
+	kw_wr_tags(&req, 1);
+	kw_wr_bool(&req, 0);
+	kw_wr_tags(&req, 1);
+	ck_assert_int_eq(call(kt_admin_incremental_alter_configs, 1, &req, &resp, &rd), KAAS_HANDLED);
+	rd_flex = 1;
+	ck_assert_int_eq(ckrd_i32(&rd), 0);
+	ck_assert_int_eq(rd_arr(&rd), 1);
+	int16_t err = ckrd_i16(&rd);
+	rdstr(&rd, msg, 320);
+	ck_assert_int_eq(ckrd_i8(&rd), type);
+	ck_assert_str_eq(rdstr(&rd, buf, sizeof(buf)), name);
+	rd_tags(&rd);
+	rd_tags(&rd);
+	ck_assert_uint_eq(kw_rd_remain(&rd), 0);
+	rd_flex = 0;
+	kw_wr_free(&req);
+	kw_wr_free(&resp);
+	return err;
+}
+
+static int64_t retention_of(const char *topic)
+{
+	kt_topic_info info;
+	ck_assert_int_eq(kt_topics_lookup(reg, topic, -1, &info), 0);
+	return info.cfg.retention_ms;
+}
+
+START_TEST(broker_dynamic_configs)
+{
+	char msg[320];
+	kb_config_defaults(&bdef);
+	bcfg = bdef;
+	bcfg.num_partitions = 2; /* static, as the registry was opened */
+	kb_dyncfg *d;
+	ck_assert_int_eq(kb_dyncfg_open(cluster, &bcfg, 1, NULL, &d), 0);
+	ctx.dyn = d;
+	kt_config_kv kv = {{"retention.ms", 12}, {"3600000", 7}};
+	kt_topic_spec plain = {{"plain", 5}, 1, 1, NULL, 0}, own = {{"own", 3}, 1, 1, &kv, 1};
+	ck_assert_int_eq(kt_topics_create(reg, &plain, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_create(reg, &own, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+
+	/* Settings that need a restart, another broker's id, bad values. */
+	ck_assert_int_eq(ac(1, 4, "1", "listeners", "PLAINTEXT://x:1", 0, msg), KERR_INVALID_REQUEST);
+	ck_assert_msg(strstr(msg, "Cannot update these configs dynamically: [listeners]"), "%s", msg);
+	ck_assert_int_eq(iac(4, "", "broker.id", 0, "5", msg), KERR_INVALID_REQUEST);
+	ck_assert_msg(strstr(msg, "Cannot update these configs dynamically: [broker.id]"), "%s", msg);
+	ck_assert_int_eq(iac(4, "", "ssl.keystore.location", 1, NULL, msg), KERR_INVALID_REQUEST);
+	ck_assert_msg(strstr(msg, "[ssl.keystore.location]"), "%s", msg);
+	ck_assert_int_eq(ac(1, 4, "7", "log.retention.ms", "1", 0, msg), KERR_INVALID_REQUEST);
+	ck_assert_msg(strstr(msg, "Unexpected broker id"), "%s", msg);
+	ck_assert_int_eq(ac(1, 4, "", "log.retention.ms", "abc", 0, msg), KERR_INVALID_REQUEST);
+	ck_assert_msg(strstr(msg, "log.retention.ms") && strstr(msg, "not an integer"), "%s", msg);
+	ck_assert_int_eq(ac(1, 4, "", "log.segment.bytes", "100", 0, msg), KERR_INVALID_REQUEST);
+	ck_assert_int_eq(iac(4, "", "log.retention.ms", 2, "1", msg), KERR_INVALID_CONFIG); /* APPEND */
+	ck_assert_int_eq(ac(1, 4, "", "log.retention.ms", "5000", 1, msg), KERR_NONE);  /* validate only */
+	ck_assert_int_eq(retention_of("plain"), 604800000);
+	ck_assert_int_eq(kb_dyncfg_value(d, KB_DYN_LOG_RETENTION_MS), 604800000);
+
+	/* The cluster default: every topic without an override follows. */
+	ck_assert_int_eq(ac(1, 4, "", "log.retention.ms", "5000", 0, msg), KERR_NONE);
+	ck_assert_int_eq(retention_of("plain"), 5000);
+	ck_assert_int_eq(retention_of("own"), 3600000);
+	dc_result *r = malloc(sizeof(*r));
+	dc(1, 4, "", NULL, 0, 1, r);
+	ck_assert_int_eq(r->err, KERR_NONE);
+	ck_assert_int_eq(r->n, 1);
+	ck_assert_str_eq(r->e[0].name, "log.retention.ms");
+	ck_assert_str_eq(r->e[0].value, "5000");
+	ck_assert_int_eq(r->e[0].source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	dc(1, 4, "1", NULL, 0, 1, r);
+	const dc_entry *e = find(r, "log.retention.ms");
+	ck_assert_str_eq(e->value, "5000");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_int_eq(e->read_only, 0);
+	ck_assert_int_eq(e->nsyn, 2);
+	ck_assert_int_eq(e->syn_source[0], KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_int_eq(e->syn_source[1], KAAS_CFG_SRC_DEFAULT);
+	ck_assert_str_eq(e->syn_value[1], "604800000");
+	e = find(r, "num.partitions"); /* static, dynamic-capable */
+	ck_assert_str_eq(e->value, "2");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_STATIC_BROKER);
+	ck_assert_int_eq(e->nsyn, 2);
+	ck_assert_int_eq(find(r, "listeners")->read_only, 1);
+	dc(1, 2, "plain", NULL, 0, 1, r);
+	e = find(r, "retention.ms");
+	ck_assert_str_eq(e->value, "5000");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_str_eq(e->syn_name[0], "log.retention.ms");
+	dc(1, 2, "own", NULL, 0, 1, r);
+	e = find(r, "retention.ms");
+	ck_assert_str_eq(e->value, "3600000");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_TOPIC);
+	ck_assert_int_eq(e->nsyn, 3);
+	ck_assert_int_eq(e->syn_source[1], KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+
+	/* This broker's own value wins over the default; deleting it falls back. */
+	ck_assert_int_eq(iac(4, "1", "log.retention.ms", 0, "7000", msg), KERR_NONE);
+	ck_assert_int_eq(retention_of("plain"), 7000);
+	dc(1, 4, "1", NULL, 0, 1, r);
+	e = find(r, "log.retention.ms");
+	ck_assert_str_eq(e->value, "7000");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_DYNAMIC_BROKER);
+	ck_assert_int_eq(e->nsyn, 3);
+	ck_assert_str_eq(e->syn_value[1], "5000");
+	ck_assert_int_eq(iac(4, "1", "log.retention.ms", 1, NULL, msg), KERR_NONE);
+	ck_assert_int_eq(retention_of("plain"), 5000);
+
+	/* log.cleanup.policy (compaction): topics without their own follow it. */
+	ck_assert_int_eq(iac(4, "", "log.cleanup.policy", 0, "compact", msg), KERR_NONE);
+	kt_topic_info ci;
+	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.cleanup_compact, KS_CLEANUP_COMPACT);
+	dc(1, 2, "plain", NULL, 0, 1, r);
+	ck_assert_str_eq(find(r, "cleanup.policy")->value, "compact");
+	ck_assert_int_eq(find(r, "cleanup.policy")->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_int_eq(iac(4, "", "log.cleanup.policy", 0, "shred", msg), KERR_INVALID_REQUEST);
+
+	/* AlterConfigs replaces the whole set: retention reverts, num.partitions moves. */
+	ck_assert_int_eq(ac(1, 4, "", "num.partitions", "3", 0, msg), KERR_NONE);
+	ck_assert_int_eq(retention_of("plain"), 604800000);
+	kt_topic_spec dflt = {{"dflt", 4}, -1, 1, NULL, 0};
+	kt_topic_info info;
+	ck_assert_int_eq(kt_topics_create(reg, &dflt, 0, &info, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(info.partitions, 3);
+	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.cleanup_compact, KS_CLEANUP_DELETE);
+	free(r);
+	ctx.dyn = NULL;
+	kb_dyncfg_close(d);
+}
+END_TEST
+
 /* ---- DeleteRecords --------------------------------------------------------------------------- */
 
 START_TEST(delete_records_every_version)
@@ -740,6 +893,6 @@ int main(void)
 				     delete_topics_every_version,
 				     create_partitions_every_version,
 				     describe_configs_every_version, describe_configs_documentation,
-				     alter_configs_every_version,
+				     alter_configs_every_version, broker_dynamic_configs,
 				     delete_records_every_version));
 }
