@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -463,6 +464,20 @@ int kb_users_list(sub_vfs *cluster, char ***names, size_t *n)
 
 /* ---- unknown users -------------------------------------------------------------------- */
 
+/* Parses the secret file; -EBADMSG when it is not (yet) complete. */
+static int parse_secret(const char *buf, size_t len, uint8_t out[32])
+{
+	json_t *root = json_loadb(buf, len, 0, NULL);
+	json_t *sec = json_object_get(root, "secret");
+	int rc = -EBADMSG;
+	if (json_is_integer(json_object_get(root, "version")) &&
+	    json_integer_value(json_object_get(root, "version")) == 1 && json_is_string(sec) &&
+	    kb_b64_decode(json_string_value(sec), json_string_length(sec), out, 32) == 32)
+		rc = 0;
+	json_decref(root);
+	return rc;
+}
+
 int kb_users_secret(sub_vfs *cluster, uint8_t out[32], char *why, size_t whylen)
 {
 	char *buf = NULL;
@@ -488,24 +503,28 @@ int kb_users_secret(sub_vfs *cluster, uint8_t out[32], char *why, size_t whylen)
 		/* Ours or another broker's: read what won. */
 		rc = sub_read_file(cluster, SECRET_PATH, 4096, &buf, &len);
 	}
+	/* A broker starting at the same moment may have created the file and
+	 * not written it yet (an exclusive create is not atomic with its
+	 * contents): look again for a while before calling it damaged. */
+	for (int tries = 0; !rc && parse_secret(buf, len, out) != 0; tries++) {
+		OPENSSL_cleanse(buf, len);
+		free(buf);
+		buf = NULL;
+		if (tries == 40) {
+			snprintf(why, whylen, "%s: not {\"version\": 1, \"secret\": <base64 of 32 bytes>} (an "
+				 "interrupted creation leaves it empty: remove it and restart)", SECRET_PATH);
+			return -EBADMSG;
+		}
+		usleep(50000);
+		rc = sub_read_file(cluster, SECRET_PATH, 4096, &buf, &len);
+	}
 	if (rc) {
 		snprintf(why, whylen, "reading %s: %s", SECRET_PATH, sub_strerror(rc));
 		return rc;
 	}
-	json_t *root = json_loadb(buf, len, 0, NULL);
-	json_t *sec = json_object_get(root, "secret");
-	rc = -EBADMSG;
-	if (json_is_integer(json_object_get(root, "version")) &&
-	    json_integer_value(json_object_get(root, "version")) == 1 && json_is_string(sec) &&
-	    kb_b64_decode(json_string_value(sec), json_string_length(sec), out, 32) == 32)
-		rc = 0;
-	else
-		snprintf(why, whylen, "%s: not {\"version\": 1, \"secret\": <base64 of 32 bytes>} (an interrupted "
-			 "creation leaves it empty: remove it and restart)", SECRET_PATH);
-	json_decref(root);
 	OPENSSL_cleanse(buf, len);
 	free(buf);
-	return rc;
+	return 0;
 }
 
 void kb_users_decoy(const uint8_t secret[32], const char *name, size_t len, int mech, kb_scram_cred *out)
