@@ -149,6 +149,13 @@ typedef struct kg_coord_call {
 	const char *adv_host;    /* this broker as the client's listener advertises it */
 	int32_t adv_port;        /* (NULL: the coordinator's configured endpoint) */
 	const char *listener;    /* that listener's name (NULL: the first) */
+	/* The authorizer (kaas/core/acl.h): 1 when the request may do op on the
+	 * resource; `log` 0 for listings that leave out what it may not see.
+	 * NULL: everything is allowed. */
+	int (*authorize)(void *authz, int op, int rtype, const char *name, int32_t len, int log);
+	int (*authorize_any)(void *authz, int op, int rtype);
+	int32_t (*authorized_ops)(void *authz, int rtype, const char *name, int32_t len, uint32_t supported);
+	void *authz;
 } kg_coord_call;
 
 /* Decodes body, acts, and writes the response body into resp (KAAS_HANDLED)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kaas/coord/coord.h"
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/ptable.h"
 #include "kaas/proto/kerr.h"
@@ -88,6 +89,21 @@ static void client_host(const char *peer, char *out, size_t len)
 	snprintf(out, len, "/%.*s", (int)n, p);
 }
 
+static int authorize(void *authz, int op, int rtype, const char *name, int32_t len, int log)
+{
+	return log ? kb_authorize(authz, op, rtype, name, len) : kb_authorize_filter(authz, op, rtype, name, len);
+}
+
+static int authorize_any(void *authz, int op, int rtype)
+{
+	return kb_authorize_any(authz, op, rtype);
+}
+
+static int32_t authorized_ops(void *authz, int rtype, const char *name, int32_t len, uint32_t supported)
+{
+	return kb_authorized_ops(authz, rtype, name, len, supported);
+}
+
 static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 {
 	kg_coord *c = req->broker ? req->broker->coord : NULL;
@@ -107,6 +123,12 @@ static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 		.done = req_done,
 		.ctx = req,
 	};
+	if (kb_authorizer_on(req)) {
+		call.authorize = authorize;
+		call.authorize_any = authorize_any;
+		call.authorized_ops = authorized_ops;
+		call.authz = req;
+	}
 	return kg_coord_handle(c, &call, body, resp);
 }
 
