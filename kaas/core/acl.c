@@ -351,6 +351,8 @@ typedef struct aset {
 	size_t n;
 	char **refused; /* names of files refused at the last listing */
 	size_t nrefused;
+	char **ignored; /* names that are no binding file (logged once) */
+	size_t nignored;
 	int loaded;     /* a listing has succeeded */
 } aset;
 
@@ -378,6 +380,9 @@ static void aset_free(aset *s)
 	for (size_t i = 0; i < s->nrefused; i++)
 		free(s->refused[i]);
 	free(s->refused);
+	for (size_t i = 0; i < s->nignored; i++)
+		free(s->ignored[i]);
+	free(s->ignored);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -397,13 +402,14 @@ static const entry *find_entry(const aset *s, const char *file)
 	return NULL;
 }
 
-static int was_refused(const aset *s, const char *file)
+static int in_list(char *const *v, size_t n, const char *file)
 {
-	for (size_t i = 0; i < s->nrefused; i++)
-		if (strcmp(s->refused[i], file) == 0)
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], file) == 0)
 			return 1;
 	return 0;
 }
+#define was_refused(s, f) in_list((s)->refused, (s)->nrefused, f)
 
 /* Builds the new set from a listing of acls/, reusing what old knows. */
 static int build(kb_acl *a, const aset *old, aset *out)
@@ -420,7 +426,8 @@ static int build(kb_acl *a, const aset *old, aset *out)
 		return rc;
 	out->e = calloc(n ? n : 1, sizeof(*out->e));
 	out->refused = calloc(n ? n : 1, sizeof(char *));
-	if (!out->e || !out->refused) {
+	out->ignored = calloc(n ? n : 1, sizeof(char *));
+	if (!out->e || !out->refused || !out->ignored) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -429,10 +436,12 @@ static int build(kb_acl *a, const aset *old, aset *out)
 		if (f[0] == '.')
 			continue; /* a writer's temp file (sub_write_atomic) */
 		if (!binding_file_name(f)) {
-			if (!old->loaded || !was_refused(old, f))
+			if (!in_list(old->ignored, old->nignored, f))
 				KLOG_WARN("acl", "%s/%s: not a name kaas writes there; ignored", KB_ACL_DIR, f);
-			/* Remembered to log once; it never held a binding, so it
-			 * does not close the authorizer. */
+			/* Remembered to log once; no reader ever took it for a
+			 * binding, so it does not close the authorizer. */
+			if ((out->ignored[out->nignored] = strdup(f)))
+				out->nignored++;
 			continue;
 		}
 		const entry *known = find_entry(old, f);
