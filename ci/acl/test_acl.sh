@@ -20,8 +20,12 @@
 #      DeleteAcls take them back on both brokers.
 #   4. A hostile file in CLUSTER/acls/: refused by name, every principal but
 #      the super users denied until it is removed, then as before.
-#   5. Without authorizer.class.name: everything allowed, the ACL APIs answer
-#      SECURITY_DISABLED.
+#   5. A TLS client certificate's principal is the whole subject DN as Java's
+#      X500Principal.getName() writes it (Kafka's DEFAULT mapping): an ACL for
+#      it applies, one for the CN alone does not.
+#   6. Without authorizer.class.name: everything allowed, the ACL APIs answer
+#      SECURITY_DISABLED; an unknown authorizer class and a malformed
+#      super.users are refused at start-up by name.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh acl
@@ -161,7 +165,51 @@ cluster_term 1
 cluster_term 2
 [ "${CL_RC[1]}" = 0 ] && [ "${CL_RC[2]}" = 0 ] || fail_cl "exit codes ${CL_RC[1]} ${CL_RC[2]}"
 
-# ---- 5. no authorizer ----------------------------------------------------------------
+# ---- 5. TLS client certificates: the whole DN, as Kafka writes it ---------------------
+CRT=$T/certs
+ci/tls/gen_certs.sh "$CRT" > /dev/null || fail "certificates"
+(cd "$CRT" && openssl req -utf8 -newkey rsa:2048 -nodes -keyout zoe.key -out zoe.csr \
+	-subj "/CN=Zoë, the 2nd/OU=eng/O=kaas-test/emailAddress=z@example.com" &&
+	printf 'extendedKeyUsage=clientAuth\n' > zoe.ext &&
+	openssl x509 -req -in zoe.csr -CA ca.pem -CAkey ca.key -set_serial 4242 -out zoe.pem -extfile zoe.ext \
+		-days 30) > "$T/zoe.log" 2>&1 || { cat "$T/zoe.log"; fail "zoe's certificate"; }
+ZOE='User:1.2.840.113549.1.9.1=#160d7a406578616d706c652e636f6d,O=kaas-test,OU=eng,CN=Zoë\, the 2nd'
+CL_ARGS=(--listen "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
+	--override sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256 --override "ssl.keystore.location=$CRT/server.keystore.pem"
+	--override "ssl.truststore.location=$CRT/ca.pem" --override ssl.client.auth=required
+	--override authorizer.class.name=kaas --override super.users=User:admin --override kaas.acl.poll.ms=$POLL
+	--override broker.session.timeout.ms=2000)
+CL_N=1
+cluster_launch 1 || fail_cl "a broker with an SSL listener"
+S1=127.0.0.1:$(sasl_port 1)
+L1=127.0.0.1:$(grep -o 'listener SSL (SSL) on 127.0.0.1:[0-9]*' "${CL_LOG[1]}" | tail -1 | grep -o '[0-9]*$')
+tls_produce() { # name
+	printf 'tls\n' | kcat -b "$L1" -P -t orders -X security.protocol=ssl -X "ssl.ca.location=$CRT/ca.pem" \
+		-X "ssl.certificate.location=$CRT/$1.pem" -X "ssl.key.location=$CRT/$1.key" -X acks=all \
+		-X message.timeout.ms=5000 > "$T/tls.out" 2>&1 && ! grep -q ERROR "$T/tls.out"
+}
+tls_produce zoe && fail_cl "zoe produced without an ACL"
+grep -qF "Principal = $ZOE is Denied Operation = DESCRIBE" "${CL_LOG[1]}" ||
+	fail_cl "the principal is not the whole DN as Java's X500Principal.getName() writes it"
+$PY - "$S1" "$ZOE" <<'PY' || fail_cl "ACLs for certificate principals"
+import sys
+from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient,
+                         ResourcePattern, ResourceType)
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1], security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                     sasl_plain_username="admin", sasl_plain_password="admin-pw")
+t = ResourcePattern(ResourceType.TOPIC, "orders", ACLResourcePatternType.LITERAL)
+r = a.create_acls([ACL(sys.argv[2], "*", ACLOperation.WRITE, ACLPermissionType.ALLOW, t),
+                   ACL("User:CN=alice", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW, t)])
+assert len(r["succeeded"]) == 2 and not r["failed"], r
+PY
+sleep 0.5
+tls_produce zoe || { cat "$T/tls.out"; fail_cl "zoe's produce with an ACL for her certificate's DN"; }
+tls_produce client && fail_cl "an ACL for User:CN=alice let the certificate O=kaas-test,CN=alice in"
+grep -qF "Principal = User:O=kaas-test,CN=alice is Denied" "${CL_LOG[1]}" || fail_cl "alice's certificate principal"
+pass "TLS: the principal is the whole DN (UTF-8, escapes, OID=#hex) as in Kafka; ACLs for it apply, a CN alone does not"
+cluster_term 1
+
+# ---- 6. no authorizer ----------------------------------------------------------------
 CL_ARGS=(--listen "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0" --override sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
 	--override broker.session.timeout.ms=2000)
 CL_N=1
