@@ -41,6 +41,24 @@ static struct kb_leaders *leaders(void *arg)
 	return kb_ptable_leaders(b->parts);
 }
 
+/* The broker's authorizer; each call's ctx is its kb_req. */
+static int authorize(void *authz, int op, int rtype, const char *name, int32_t len, int log)
+{
+	return log ? kb_authorize(authz, op, rtype, name, len) : kb_authorize_filter(authz, op, rtype, name, len);
+}
+
+static int authorize_any(void *authz, int op, int rtype)
+{
+	return kb_authorize_any(authz, op, rtype);
+}
+
+static int32_t authorized_ops(void *authz, int rtype, const char *name, int32_t len, uint32_t supported)
+{
+	return kb_authorized_ops(authz, rtype, name, len, supported);
+}
+
+static const kg_authorizer authorizer = {authorize, authorize_any, authorized_ops};
+
 int kg_coord_open(kb_broker *b, kg_coord **out)
 {
 	kg_coord_config cfg;
@@ -67,6 +85,8 @@ int kg_coord_open(kb_broker *b, kg_coord **out)
 	int rc = kg_coord_create(b->cluster, &cfg, out);
 	if (!rc)
 		kg_coord_set_topic_check(*out, topic_exists, b);
+	if (!rc && b->acl)
+		kg_coord_set_authorizer(*out, &authorizer);
 	return rc;
 }
 
@@ -89,21 +109,6 @@ static void client_host(const char *peer, char *out, size_t len)
 	snprintf(out, len, "/%.*s", (int)n, p);
 }
 
-static int authorize(void *authz, int op, int rtype, const char *name, int32_t len, int log)
-{
-	return log ? kb_authorize(authz, op, rtype, name, len) : kb_authorize_filter(authz, op, rtype, name, len);
-}
-
-static int authorize_any(void *authz, int op, int rtype)
-{
-	return kb_authorize_any(authz, op, rtype);
-}
-
-static int32_t authorized_ops(void *authz, int rtype, const char *name, int32_t len, uint32_t supported)
-{
-	return kb_authorized_ops(authz, rtype, name, len, supported);
-}
-
 static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 {
 	kg_coord *c = req->broker ? req->broker->coord : NULL;
@@ -123,12 +128,6 @@ static int handle(kb_req *req, kw_rd *body, kw_wr *resp)
 		.done = req_done,
 		.ctx = req,
 	};
-	if (kb_authorizer_on(req)) {
-		call.authorize = authorize;
-		call.authorize_any = authorize_any;
-		call.authorized_ops = authorized_ops;
-		call.authz = req;
-	}
 	return kg_coord_handle(c, &call, body, resp);
 }
 

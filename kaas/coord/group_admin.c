@@ -31,9 +31,9 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 	if (key.len < 0) {
 		err = KERR_INVALID_REQUEST;
 		msg = "the coordinator key is null";
-	} else if (key_type == 0 && !kg__authorized(call, KB_OP_DESCRIBE, KB_RES_GROUP, key)) {
+	} else if (key_type == 0 && !kg__authorized(c, call, KB_OP_DESCRIBE, KB_RES_GROUP, key)) {
 		err = KERR_GROUP_AUTHORIZATION_FAILED;
-	} else if (key_type == 1 && !kg__authorized(call, KB_OP_DESCRIBE, KB_RES_TXN, key)) {
+	} else if (key_type == 1 && !kg__authorized(c, call, KB_OP_DESCRIBE, KB_RES_TXN, key)) {
 		err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		msg = "Transactional Id authorization failed.";
 	} else {
@@ -78,20 +78,20 @@ err_parse:
 
 /* Kafka's ACL operation bits a group has: READ (3), DELETE (6), DESCRIBE
  * (8); without an authorizer a client may do all of them. */
-static int32_t group_ops(const kg_coord_call *call, kw_str id)
+static int32_t group_ops(const kg_coord *c, const kg_coord_call *call, kw_str id)
 {
-	if (!call->authorized_ops)
+	if (!c->authz)
 		return (int32_t)KB_OPS_GROUP;
-	return call->authorized_ops(call->authz, KB_RES_GROUP, id.s, id.len < 0 ? 0 : id.len, KB_OPS_GROUP);
+	return c->authz->authorized_ops(call->ctx, KB_RES_GROUP, id.s, id.len < 0 ? 0 : id.len, KB_OPS_GROUP);
 }
 
 /* Whether the principal may do op on each group of ids (asked before
  * c->mu is taken: the authorizer may read the volume).  calloc'd. */
-static int8_t *groups_allowed(const kg_coord_call *call, const kw_str *ids, int32_t n, int op)
+static int8_t *groups_allowed(const kg_coord *c, const kg_coord_call *call, const kw_str *ids, int32_t n, int op)
 {
 	int8_t *ok = calloc(n > 0 ? (size_t)n : 1, 1);
 	for (int32_t i = 0; ok && i < n; i++)
-		ok[i] = (int8_t)kg__authorized(call, op, KB_RES_GROUP, ids[i]);
+		ok[i] = (int8_t)kg__authorized(c, call, op, KB_RES_GROUP, ids[i]);
 	return ok;
 }
 
@@ -124,7 +124,7 @@ int kg__api_describe_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, k
 	if (v >= 3)
 		KRD_I8(rd, &include_ops);
 
-	int8_t *allowed = groups_allowed(call, ids, n, KB_OP_DESCRIBE);
+	int8_t *allowed = groups_allowed(c, call, ids, n, KB_OP_DESCRIBE);
 	int32_t *ops = calloc(n > 0 ? (size_t)n : 1, sizeof(*ops));
 	if (!allowed || !ops) {
 		free(allowed);
@@ -133,7 +133,7 @@ int kg__api_describe_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, k
 		goto out;
 	}
 	for (int32_t i = 0; i < n; i++)
-		ops[i] = include_ops && allowed[i] ? group_ops(call, ids[i]) : INT32_MIN;
+		ops[i] = include_ops && allowed[i] ? group_ops(c, call, ids[i]) : INT32_MIN;
 	if (v >= 1)
 		kw_wr_i32(w, 0);
 	kw_wr_array(w, 0, n);
@@ -282,7 +282,7 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 	 * groups the principal may describe.  Asked before c->mu is taken, so
 	 * that the checks below find the authorizer's set fresh in memory. */
 	static const kw_str cluster = {KB_ACL_CLUSTER_NAME, sizeof(KB_ACL_CLUSTER_NAME) - 1};
-	int all_groups = kg__visible(call, KB_OP_DESCRIBE, KB_RES_CLUSTER, cluster);
+	int all_groups = kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_CLUSTER, cluster);
 	if (v >= 1)
 		kw_wr_i32(w, 0);
 	kw_wr_i16(w, err);
@@ -306,7 +306,7 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 				if (!g->loaded || kg__group_is_idle(g) || !state_wanted(g->state, states, nstates) ||
 				    kg__serve_epoch(c, kg_k(&g->id), 0, &ep) != KERR_NONE || ep != g->epoch)
 					continue;
-				if (!all_groups && !kg__visible(call, KB_OP_DESCRIBE, KB_RES_GROUP, kg_k(&g->id)))
+				if (!all_groups && !kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_GROUP, kg_k(&g->id)))
 					continue;
 				if (pass == 0) {
 					cnt++;
@@ -392,7 +392,7 @@ int kg__api_delete_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 	int rc = read_group_ids(rd, &n, &ids);
 	if (rc)
 		goto out;
-	int8_t *allowed = groups_allowed(call, ids, n, KB_OP_DELETE);
+	int8_t *allowed = groups_allowed(c, call, ids, n, KB_OP_DELETE);
 	if (!allowed) {
 		rc = -ENOMEM;
 		goto out;

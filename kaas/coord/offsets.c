@@ -477,7 +477,7 @@ int kg__api_offset_commit(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 			e->off.offset = off;
 			e->off.leader_epoch = epoch;
 			e->off.commit_ms = wall;
-			if (!kg__authorized(call, KB_OP_READ, KB_RES_TOPIC, topic))
+			if (!kg__authorized(c, call, KB_OP_READ, KB_RES_TOPIC, topic))
 				e->err = KERR_TOPIC_AUTHORIZATION_FAILED;
 			else if (meta.len > c->cfg.offset_metadata_max_bytes)
 				e->err = KERR_OFFSET_METADATA_TOO_LARGE;
@@ -590,13 +590,13 @@ int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_w
 		int32_t cnt = 0;
 		for (size_t i = 0; i < n; i++)
 			cnt += (i == 0 || !kg__str_eq(&g->offs[i].topic, &g->offs[i - 1].topic)) &&
-			       kg__visible(call, KB_OP_DESCRIBE, KB_RES_TOPIC, kg_k(&g->offs[i].topic));
+			       kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_TOPIC, kg_k(&g->offs[i].topic));
 		kw_wr_array(w, flex, cnt);
 		while (at < n) {
 			size_t end = at + 1;
 			while (end < n && kg__str_eq(&g->offs[end].topic, &g->offs[at].topic))
 				end++;
-			if (!kg__visible(call, KB_OP_DESCRIBE, KB_RES_TOPIC, kg_k(&g->offs[at].topic))) {
+			if (!kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_TOPIC, kg_k(&g->offs[at].topic))) {
 				at = end;
 				continue;
 			}
@@ -617,7 +617,7 @@ int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_w
 			kw_rd_array(&r2, flex, 4, &np);
 			kw_wr_kstr(w, flex, topic);
 			kw_wr_array(w, flex, np > 0 ? np : 0);
-			int described = kg__authorized(call, KB_OP_DESCRIBE, KB_RES_TOPIC, topic);
+			int described = kg__authorized(c, call, KB_OP_DESCRIBE, KB_RES_TOPIC, topic);
 			for (int32_t p = 0; p < np; p++) {
 				int32_t part = -1;
 				kw_rd_i32(&r2, &part);
@@ -665,7 +665,7 @@ int kg__api_offset_delete(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 			e->topic_start = p == 0;
 			e->off.partition = part;
 			e->del = 1;
-			if (!kg__authorized(call, KB_OP_READ, KB_RES_TOPIC, topic))
+			if (!kg__authorized(c, call, KB_OP_READ, KB_RES_TOPIC, topic))
 				e->err = KERR_TOPIC_AUTHORIZATION_FAILED;
 		}
 	}
