@@ -217,7 +217,9 @@ def denials(s1, s2):
 
 
 def allow(s1, s2, poll_ms):
-    bound = poll_ms / 1000.0 + 2.0
+    # Generous: the test proves the change applies on the other broker; the
+    # time it took is printed, never asserted (a busy machine is slow).
+    bound = poll_ms / 1000.0 + 30.0
     a = kp_admin(s1, "admin")
     want = [acl(ResourceType.TOPIC, "orders", "User:alice", ACLOperation.WRITE),
             acl(ResourceType.TOPIC, "orders", "User:alice", ACLOperation.READ),
@@ -229,7 +231,7 @@ def allow(s1, s2, poll_ms):
     r = a.create_acls(want + bobs)
     check(len(r["succeeded"]) == len(want) + 2 and not r["failed"], "kafka-python CreateAcls: %s" % r)
     # alice's produce through the other broker: allowed within the bound
-    took = until("alice's WRITE on broker 2", lambda: kcat_produce(s2, "alice", "orders", ["a1", "a2"])[0], bound + 5)
+    took = until("alice's WRITE on broker 2", lambda: kcat_produce(s2, "alice", "orders", ["a1", "a2"])[0], bound)
     ok("kafka-python CreateAcls through broker 1; kcat produce allowed through broker 2 after %.2f s" % took)
     rc, out, err = js("create", s2, "admin", [{"resourceType": "TOPIC", "resourceName": "logs-",
                                                "resourcePatternType": "PREFIXED", "principal": "User:alice",
@@ -310,7 +312,7 @@ def allow(s1, s2, poll_ms):
         {"principal": "User:admin", "resourceType": "TOPIC", "resourceName": "*", "resourcePatternType": "LITERAL"}])
     check(rc == 0 and len(lines) == 5, "kafkajs DeleteAcls: %s %s" % (lines, err))
     until("alice's group READ gone", lambda: KafkaError.GROUP_AUTHORIZATION_FAILED in
-          group_errors(s2, "alice", "g-1", "orders", seconds=5)[0], bound + 10)
+          group_errors(s2, "alice", "g-1", "orders", seconds=5)[0], bound)
     check(not (topics_seen(s2, "alice") & {"orders", "logs-a", "alice-new"}), "alice still sees topics")
     a.close()
     ok("kafkajs DeleteAcls (the other 5); alice's group and Metadata refused again on broker 2")

@@ -152,7 +152,7 @@ for _ in $(seq 1 60); do
 	sleep 0.5
 done
 echo "ok the hostile file took effect after $(($(date +%s) - t0)) s"
-grep -q "acls/ffff.*\.json: refused (not a JSON object" "${CL_LOG[2]}" || fail_cl "the hostile file is not refused by name"
+grep -q "acls/ffff.*\.json: refused (not a JSON object" "${CL_LOG[1]}" "${CL_LOG[2]}" || fail_cl "the hostile file is not refused by name"
 $E closed "$S2" denied || fail_cl "the authorizer stays open with a refused file"
 printf 'r4\n' | kcat -b "$S2" -P -t orders -X security.protocol=sasl_plaintext -X sasl.mechanisms=PLAIN \
 	-X sasl.username=admin -X sasl.password=admin-pw -X acks=all || fail_cl "the super user with a refused file"
