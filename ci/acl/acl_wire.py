@@ -226,6 +226,11 @@ def main():
             print("ok InitProducerId: CLUSTER_AUTHORIZATION_FAILED (idempotent), TRANSACTIONAL_ID_AUTHORIZATION_FAILED; "
                   "FindCoordinator: GROUP_ and TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
         return
+    if cmd == "denied-no":  # DescribeAcls is allowed now
+        err, msg, _ = describe(conn, 1, EVERYTHING)
+        check(err == 0, "DescribeAcls: %d %s" % (err, msg))
+        print("ok DescribeAcls allowed")
+        return
     check(cmd == "versions", "unknown command " + cmd)
     made = []
     for v in range(4):
