@@ -31,6 +31,7 @@
 #include "qualify/stamp.h"
 #include "kaas/cluster/runtime.h"
 #include "kaas/coord/coord.h"
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
 #include "kaas/core/dyncfg.h"
@@ -513,6 +514,25 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 		die(1, "topic registry upkeep: %s", strerror(-rc));
 }
 
+/* The ACL authorizer, when authorizer.class.name asks for one. */
+static void open_authorizer(kb_broker *b)
+{
+	kb_config *cfg = &b->cfg;
+	if (!cfg->authorizer_class_name[0]) {
+		if (cfg->super_users[0])
+			KLOG_WARN("kaas", "super.users is set but authorizer.class.name is not: no authorizer, "
+					  "every request is allowed");
+		return;
+	}
+	kb_acl_options o = {b->cluster, cfg->super_users, cfg->allow_everyone_if_no_acl, cfg->acl_poll_ms, 0};
+	char err[512];
+	int rc = kb_acl_open(&o, &b->acl, err, sizeof(err));
+	if (rc == -EINVAL)
+		die(EXIT_USAGE, "%s", err);
+	if (rc)
+		die(1, "the authorizer: %s", strerror(-rc));
+}
+
 /* Every partition of every registered topic, taken over at a fresh epoch. */
 static void start_partitions(kb_broker *b)
 {
@@ -564,6 +584,7 @@ static int stop_broker(kb_broker *b, kn_server *srv, kcl_rt *crt)
 	kb_ptable_destroy(b->parts);
 	kb_dyncfg_close(b->dyn);
 	b->dyn = NULL;
+	kb_acl_close(b->acl);
 	sub_destroy(b->cluster);
 	sub_destroy(b->data);
 	ku_metrics_destroy(b->metrics);
@@ -607,6 +628,7 @@ int main(int argc, char **argv)
 		die(1, "reading the dynamic broker configs (configs/brokers/ in %s): %s", cfg->cluster_url,
 		    sub_strerror(rc));
 	open_registry(b, explicit_cluster);
+	open_authorizer(b);
 
 	/* The server (event loop, workers, listening socket) before the
 	 * partitions: its descriptors are few and must not be the ones that

@@ -714,6 +714,8 @@ fail:
 	return rc;
 }
 
+void kg_coord_set_authorizer(kg_coord *c, const kg_authorizer *a) { c->authz = a; }
+
 void kg_coord_set_topic_check(kg_coord *c, kg_coord_topic_fn fn, void *arg)
 {
 	pthread_mutex_lock(&c->mu);

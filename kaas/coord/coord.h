@@ -90,6 +90,18 @@ typedef int16_t (*kg_coord_topic_fn)(void *arg, kw_str topic, int32_t partition)
 int kg_coord_create(sub_vfs *cluster, const kg_coord_config *cfg, kg_coord **out);
 void kg_coord_set_topic_check(kg_coord *c, kg_coord_topic_fn fn, void *arg);
 
+/* The broker's authorizer (kaas/core/acl.h), asked with each call's ctx:
+ * authorize is 1 when the call may do op on the resource (`log` 0 for
+ * listings that leave out what it may not see), authorize_any Kafka's
+ * authorizeByResourceType, authorized_ops the bits of `supported` allowed.
+ * Set once before serving; none set (unit tests): everything is allowed. */
+typedef struct kg_authorizer {
+	int (*authorize)(void *ctx, int op, int rtype, const char *name, int32_t len, int log);
+	int (*authorize_any)(void *ctx, int op, int rtype);
+	int32_t (*authorized_ops)(void *ctx, int rtype, const char *name, int32_t len, uint32_t supported);
+} kg_authorizer;
+void kg_coord_set_authorizer(kg_coord *c, const kg_authorizer *a);
+
 /* The broker's way in: settings from b->cfg, volume b->cluster, topic
  * existence from b->parts.  Starts the threads. */
 int kg_coord_open(struct kb_broker *b, kg_coord **out);

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "kaas/core/acl.h"
+#include "kaas/proto/kerr.h"
 #include "kaas/coord/coord.h"
 #include "kaas/proto/buf.h"
 #include "substrates/sub.h"
@@ -209,6 +211,7 @@ typedef struct kg_shard {
 
 struct kg_coord {
 	kg_coord_config cfg;
+	const kg_authorizer *authz; /* NULL: everything allowed; read-only once serving */
 	char *host;              /* owned copy of cfg.host */
 	sub_vfs *vfs;
 	pthread_mutex_t mu;
@@ -383,6 +386,25 @@ int kg__group_subscribed(const kg_group *g, kw_str topic);
 /* The coordinator-side checks every group API starts with: a valid id,
  * and this broker coordinating it.  KERR_NONE or the error to answer. */
 int16_t kg__group_status(kg_coord *c, kw_str gid, int allow_empty);
+
+/* The authorizer's answer for the call (kg_coord_call.authorize). */
+static inline int kg__authorized(const kg_coord *c, const kg_coord_call *call, int op, int rtype, kw_str name)
+{
+	return !c->authz || c->authz->authorize(call->ctx, op, rtype, name.s, name.len < 0 ? 0 : name.len, 1);
+}
+static inline int kg__visible(const kg_coord *c, const kg_coord_call *call, int op, int rtype, kw_str name)
+{
+	return !c->authz || c->authz->authorize(call->ctx, op, rtype, name.s, name.len < 0 ? 0 : name.len, 0);
+}
+/* kg__group_status after op on the group is authorized, as Kafka checks:
+ * GROUP_AUTHORIZATION_FAILED before anything about the group is said. */
+static inline int16_t kg__group_authz(kg_coord *c, const kg_coord_call *call, kw_str gid, int allow_empty,
+				      int op)
+{
+	if (!kg__authorized(c, call, op, KB_RES_GROUP, gid))
+		return KERR_GROUP_AUTHORIZATION_FAILED;
+	return kg__group_status(c, gid, allow_empty);
+}
 
 /* The API handlers (one per API). */
 int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kaas/coord/coord.h"
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/ptable.h"
 #include "kaas/proto/kerr.h"
@@ -40,6 +41,24 @@ static struct kb_leaders *leaders(void *arg)
 	return kb_ptable_leaders(b->parts);
 }
 
+/* The broker's authorizer; each call's ctx is its kb_req. */
+static int authorize(void *authz, int op, int rtype, const char *name, int32_t len, int log)
+{
+	return log ? kb_authorize(authz, op, rtype, name, len) : kb_authorize_filter(authz, op, rtype, name, len);
+}
+
+static int authorize_any(void *authz, int op, int rtype)
+{
+	return kb_authorize_any(authz, op, rtype);
+}
+
+static int32_t authorized_ops(void *authz, int rtype, const char *name, int32_t len, uint32_t supported)
+{
+	return kb_authorized_ops(authz, rtype, name, len, supported);
+}
+
+static const kg_authorizer authorizer = {authorize, authorize_any, authorized_ops};
+
 int kg_coord_open(kb_broker *b, kg_coord **out)
 {
 	kg_coord_config cfg;
@@ -66,6 +85,8 @@ int kg_coord_open(kb_broker *b, kg_coord **out)
 	int rc = kg_coord_create(b->cluster, &cfg, out);
 	if (!rc)
 		kg_coord_set_topic_check(*out, topic_exists, b);
+	if (!rc && b->acl)
+		kg_coord_set_authorizer(*out, &authorizer);
 	return rc;
 }
 

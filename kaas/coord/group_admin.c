@@ -31,6 +31,11 @@ int kg__api_find_coordinator(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 	if (key.len < 0) {
 		err = KERR_INVALID_REQUEST;
 		msg = "the coordinator key is null";
+	} else if (key_type == 0 && !kg__authorized(c, call, KB_OP_DESCRIBE, KB_RES_GROUP, key)) {
+		err = KERR_GROUP_AUTHORIZATION_FAILED;
+	} else if (key_type == 1 && !kg__authorized(c, call, KB_OP_DESCRIBE, KB_RES_TXN, key)) {
+		err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+		msg = "Transactional Id authorization failed.";
 	} else {
 		err = kg_coord_owner(c, key_type, key, call->listener, &node, hostbuf, sizeof(hostbuf), &port);
 		if (!err && node == c->cfg.broker_id && call->adv_host) {
@@ -71,9 +76,24 @@ err_parse:
 
 /* ---- DescribeGroups --------------------------------------------------------------- */
 
-/* Kafka's ACL operation bits a group has: READ (3), DELETE (6), DESCRIBE (8).
- * kaas has no ACLs, so a client may do all of them. */
-#define KC_GROUP_OPS ((1 << 3) | (1 << 6) | (1 << 8))
+/* Kafka's ACL operation bits a group has: READ (3), DELETE (6), DESCRIBE
+ * (8); without an authorizer a client may do all of them. */
+static int32_t group_ops(const kg_coord *c, const kg_coord_call *call, kw_str id)
+{
+	if (!c->authz)
+		return (int32_t)KB_OPS_GROUP;
+	return c->authz->authorized_ops(call->ctx, KB_RES_GROUP, id.s, id.len < 0 ? 0 : id.len, KB_OPS_GROUP);
+}
+
+/* Whether the principal may do op on each group of ids (asked before
+ * c->mu is taken: the authorizer may read the volume).  calloc'd. */
+static int8_t *groups_allowed(const kg_coord *c, const kg_coord_call *call, const kw_str *ids, int32_t n, int op)
+{
+	int8_t *ok = calloc(n > 0 ? (size_t)n : 1, 1);
+	for (int32_t i = 0; ok && i < n; i++)
+		ok[i] = (int8_t)kg__authorized(c, call, op, KB_RES_GROUP, ids[i]);
+	return ok;
+}
 
 /* The array of group ids DescribeGroups and DeleteGroups start with; *ids
  * (one spare element, so never empty) is the caller's to free, also when
@@ -104,13 +124,23 @@ int kg__api_describe_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, k
 	if (v >= 3)
 		KRD_I8(rd, &include_ops);
 
+	int8_t *allowed = groups_allowed(c, call, ids, n, KB_OP_DESCRIBE);
+	int32_t *ops = calloc(n > 0 ? (size_t)n : 1, sizeof(*ops));
+	if (!allowed || !ops) {
+		free(allowed);
+		free(ops);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int32_t i = 0; i < n; i++)
+		ops[i] = include_ops && allowed[i] ? group_ops(c, call, ids[i]) : INT32_MIN;
 	if (v >= 1)
 		kw_wr_i32(w, 0);
 	kw_wr_array(w, 0, n);
 	pthread_mutex_lock(&c->mu);
 	for (int32_t i = 0; i < n; i++) {
 		kg_group *g = NULL;
-		int16_t err = kg__group_status(c, ids[i], 1);
+		int16_t err = allowed[i] ? kg__group_status(c, ids[i], 1) : KERR_GROUP_AUTHORIZATION_FAILED;
 		if (!err)
 			err = kg__group_get(c, ids[i], 0, &g);
 		kw_wr_i16(w, err);
@@ -130,9 +160,11 @@ int kg__api_describe_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, k
 			kg__describe_members(g, v, w);
 		}
 		if (v >= 3)
-			kw_wr_i32(w, include_ops ? KC_GROUP_OPS : INT32_MIN);
+			kw_wr_i32(w, ops[i]);
 	}
 	pthread_mutex_unlock(&c->mu);
+	free(allowed);
+	free(ops);
 	rc = KAAS_HANDLED;
 	goto out;
 err_parse:
@@ -246,6 +278,11 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 		KLOG_WARN("coord", "ListGroups: cannot list groups/: %s", sub_strerror(rc));
 		err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	}
+	/* As Kafka: DESCRIBE on the cluster lists every group, else only the
+	 * groups the principal may describe.  Asked before c->mu is taken, so
+	 * that the checks below find the authorizer's set fresh in memory. */
+	static const kw_str cluster = {KB_ACL_CLUSTER_NAME, sizeof(KB_ACL_CLUSTER_NAME) - 1};
+	int all_groups = kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_CLUSTER, cluster);
 	if (v >= 1)
 		kw_wr_i32(w, 0);
 	kw_wr_i16(w, err);
@@ -268,6 +305,8 @@ int kg__api_list_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 				int64_t ep;
 				if (!g->loaded || kg__group_is_idle(g) || !state_wanted(g->state, states, nstates) ||
 				    kg__serve_epoch(c, kg_k(&g->id), 0, &ep) != KERR_NONE || ep != g->epoch)
+					continue;
+				if (!all_groups && !kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_GROUP, kg_k(&g->id)))
 					continue;
 				if (pass == 0) {
 					cnt++;
@@ -348,24 +387,29 @@ static int16_t delete_one(kg_coord *c, kw_str id, kg_outbox *ob)
 
 int kg__api_delete_groups(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *w)
 {
-	(void)call;
 	int32_t n;
 	kw_str *ids = NULL;
 	int rc = read_group_ids(rd, &n, &ids);
 	if (rc)
 		goto out;
+	int8_t *allowed = groups_allowed(c, call, ids, n, KB_OP_DELETE);
+	if (!allowed) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	kw_wr_i32(w, 0);
 	kw_wr_array(w, 0, n);
 	kg_outbox ob;
 	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
 	for (int32_t i = 0; i < n; i++) {
-		int16_t err = delete_one(c, ids[i], &ob);
+		int16_t err = allowed[i] ? delete_one(c, ids[i], &ob) : KERR_GROUP_AUTHORIZATION_FAILED;
 		kw_wr_kstr(w, 0, ids[i]);
 		kw_wr_i16(w, err);
 	}
 	pthread_mutex_unlock(&c->mu);
 	kg__outbox_deliver(&ob);
+	free(allowed);
 	rc = KAAS_HANDLED;
 out:
 	free(ids);

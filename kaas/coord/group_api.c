@@ -461,7 +461,7 @@ int kg__api_join_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr 
 	if (r.rebalance_timeout <= 0)
 		r.rebalance_timeout = r.session_timeout;
 
-	int16_t err = kg__group_status(c, r.group_id, 0);
+	int16_t err = kg__group_authz(c, call, r.group_id, 0, KB_OP_READ);
 	if (!err && (r.session_timeout < c->cfg.min_session_timeout_ms ||
 		     r.session_timeout > c->cfg.max_session_timeout_ms))
 		err = KERR_INVALID_SESSION_TIMEOUT;
@@ -585,7 +585,7 @@ int kg__api_sync_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr 
 		KRD_BYTES(rd, 0, &q.asg[i]);
 	}
 
-	int16_t err = kg__group_status(c, q.gid, 0);
+	int16_t err = kg__group_authz(c, call, q.gid, 0, KB_OP_READ);
 	if (err) {
 		kg__enc_sync(w, v, err, NULL, 0);
 		rc = KAAS_HANDLED;
@@ -619,7 +619,7 @@ int kg__api_heartbeat(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr *
 	if (v >= 3)
 		KRD_STR(rd, 0, &inst);
 
-	int16_t err = kg__group_status(c, gid, 0);
+	int16_t err = kg__group_authz(c, call, gid, 0, KB_OP_READ);
 	if (!err) {
 		pthread_mutex_lock(&c->mu);
 		kg_group *g = NULL;
@@ -748,7 +748,7 @@ int kg__api_leave_group(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_wr
 		}
 	}
 
-	int16_t top = kg__group_status(c, gid, 0);
+	int16_t top = kg__group_authz(c, call, gid, 0, KB_OP_READ);
 	if (!top) {
 		kg_outbox ob;
 		kg__outbox_init(&ob);

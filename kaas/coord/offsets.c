@@ -477,7 +477,9 @@ int kg__api_offset_commit(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 			e->off.offset = off;
 			e->off.leader_epoch = epoch;
 			e->off.commit_ms = wall;
-			if (meta.len > c->cfg.offset_metadata_max_bytes)
+			if (!kg__authorized(c, call, KB_OP_READ, KB_RES_TOPIC, topic))
+				e->err = KERR_TOPIC_AUTHORIZATION_FAILED;
+			else if (meta.len > c->cfg.offset_metadata_max_bytes)
 				e->err = KERR_OFFSET_METADATA_TOO_LARGE;
 			else if (c->topic_fn)
 				e->err = c->topic_fn(c->topic_arg, topic, part);
@@ -485,7 +487,7 @@ int kg__api_offset_commit(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 	}
 	(void)retention;
 
-	int16_t err = kg__group_status(c, gid, 1);
+	int16_t err = kg__group_authz(c, call, gid, 1, KB_OP_READ);
 	kg_outbox ob;
 	kg__outbox_init(&ob);
 	pthread_mutex_lock(&c->mu);
@@ -572,7 +574,7 @@ int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_w
 	KRD_TAGS(rd, flex);
 	(void)require_stable; /* no transactions yet: every committed offset is stable */
 
-	int16_t err = kg__group_status(c, gid, 1);
+	int16_t err = kg__group_authz(c, call, gid, 1, KB_OP_DESCRIBE);
 	pthread_mutex_lock(&c->mu);
 	kg_group *g = NULL;
 	if (!err)
@@ -582,16 +584,22 @@ int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_w
 	if (err && v >= 2) {
 		kw_wr_array(w, flex, 0);
 	} else if (ntopics < 0) {
-		/* Every committed offset of the group, by topic. */
+		/* Every committed offset of the group, by topic: those of the
+		 * topics the principal may describe, as Kafka. */
 		size_t n = g ? g->noffs : 0, at = 0;
 		int32_t cnt = 0;
 		for (size_t i = 0; i < n; i++)
-			cnt += i == 0 || !kg__str_eq(&g->offs[i].topic, &g->offs[i - 1].topic);
+			cnt += (i == 0 || !kg__str_eq(&g->offs[i].topic, &g->offs[i - 1].topic)) &&
+			       kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_TOPIC, kg_k(&g->offs[i].topic));
 		kw_wr_array(w, flex, cnt);
 		while (at < n) {
 			size_t end = at + 1;
 			while (end < n && kg__str_eq(&g->offs[end].topic, &g->offs[at].topic))
 				end++;
+			if (!kg__visible(c, call, KB_OP_DESCRIBE, KB_RES_TOPIC, kg_k(&g->offs[at].topic))) {
+				at = end;
+				continue;
+			}
 			kw_wr_kstr(w, flex, kg_k(&g->offs[at].topic));
 			kw_wr_array(w, flex, (int32_t)(end - at));
 			for (size_t i = at; i < end; i++)
@@ -609,11 +617,13 @@ int kg__api_offset_fetch(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_w
 			kw_rd_array(&r2, flex, 4, &np);
 			kw_wr_kstr(w, flex, topic);
 			kw_wr_array(w, flex, np > 0 ? np : 0);
+			int described = kg__authorized(c, call, KB_OP_DESCRIBE, KB_RES_TOPIC, topic);
 			for (int32_t p = 0; p < np; p++) {
 				int32_t part = -1;
 				kw_rd_i32(&r2, &part);
-				const kg_offset *o = g && !err ? kg__offset_find(g, topic, part) : NULL;
-				enc_fetch_part(w, v, flex, part, o, err);
+				const kg_offset *o = g && !err && described ? kg__offset_find(g, topic, part) : NULL;
+				enc_fetch_part(w, v, flex, part, o, err ? err : described ? KERR_NONE
+										 : KERR_TOPIC_AUTHORIZATION_FAILED);
 			}
 			kw_rd_tags(&r2, flex);
 			kw_wr_tags(w, flex);
@@ -655,10 +665,12 @@ int kg__api_offset_delete(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 			e->topic_start = p == 0;
 			e->off.partition = part;
 			e->del = 1;
+			if (!kg__authorized(c, call, KB_OP_READ, KB_RES_TOPIC, topic))
+				e->err = KERR_TOPIC_AUTHORIZATION_FAILED;
 		}
 	}
 
-	int16_t top = kg__group_status(c, gid, 0);
+	int16_t top = kg__group_authz(c, call, gid, 0, KB_OP_DELETE);
 	kg_group *g = NULL;
 	pthread_mutex_lock(&c->mu);
 	if (!top)
@@ -673,7 +685,7 @@ int kg__api_offset_delete(kg_coord *c, const kg_coord_call *call, kw_rd *rd, kw_
 	if (!top && g->state != KC_EMPTY) {
 		/* Offsets of topics the group consumes stay. */
 		for (size_t i = 0; i < it.n; i++)
-			if (kg__group_subscribed(g, kg_k(&it.v[i].off.topic)) != 0)
+			if (!it.v[i].err && kg__group_subscribed(g, kg_k(&it.v[i].off.topic)) != 0)
 				it.v[i].err = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
 	}
 	if (top) {

@@ -178,7 +178,14 @@ int kg__api_init_producer_id(kg_coord *c, const kg_coord_call *call, kw_rd *rd, 
 	int16_t err = KERR_NONE;
 	int64_t out_pid = -1;
 	int16_t out_epoch = -1;
-	if (txn.len >= 0) {
+	static const kw_str cluster = {KB_ACL_CLUSTER_NAME, sizeof(KB_ACL_CLUSTER_NAME) - 1};
+	if (txn.len >= 0 && !kg__authorized(c, call, KB_OP_WRITE, KB_RES_TXN, txn)) {
+		err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	} else if (txn.len < 0 && !kg__visible(c, call, KB_OP_IDEMPOTENT_WRITE, KB_RES_CLUSTER, cluster) &&
+		   c->authz && !c->authz->authorize_any(call->ctx, KB_OP_WRITE, KB_RES_TOPIC)) {
+		/* KIP-679: WRITE on any topic also allows an idempotent producer. */
+		err = KERR_CLUSTER_AUTHORIZATION_FAILED;
+	} else if (txn.len >= 0) {
 		KLOG_WARN("coord", "InitProducerId with transactional.id '%.*s': transactions are not "
 				   "supported by this kaas broker", txn.len > 200 ? 200 : txn.len, txn.s);
 		err = KC_TXN_UNSUPPORTED;

@@ -148,6 +148,12 @@ typedef struct kb_config {
 		char key[64];      /* the ssl.* key */
 		char value[1024];
 	} lover[KB_LISTENER_OVERRIDES];
+
+	/* authorization (kaas/core/acl.h, docs/security.md) */
+	char authorizer_class_name[KB_CFG_STR];   /* authorizer.class.name ("": no authorizer) */
+	char super_users[KB_CFG_STR];             /* super.users: "User:a;User:b" */
+	int allow_everyone_if_no_acl;             /* allow.everyone.if.no.acl.found (false) */
+	int64_t acl_poll_ms;                      /* kaas.acl.poll.ms (1000) */
 } kb_config;
 
 /* One listener: a name (PLAINTEXT, SSL, or one of listener.security.protocol.map),
@@ -223,6 +229,7 @@ typedef struct kb_broker {
 	                               run-time values over cfg; NULL: cfg alone */
 	struct kt_topics *topics;   /* the topic registry */
 	struct kg_coord *coord;     /* group coordinator + producer ids */
+	struct kb_acl *acl;         /* the authorizer (kaas/core/acl.h); NULL: none, all allowed */
 	struct ku_metrics *metrics; /* the broker's counters (util/metrics.h); may be NULL */
 
 	const kb_server_ops *ops;

@@ -185,6 +185,18 @@ const kb_config_key kb_config_keys[] = {
 	 "900000", "largest transaction timeout a producer may ask for"},
 	{"transactional.id.expiration.ms", KCFG_I64, OFF(transactional_id_expiration_ms), 1,
 	 INT32_MAX, "604800000", "forget a transactional id unused this long"},
+	{"authorizer.class.name", KCFG_AUTHORIZER, OFF(authorizer_class_name), 0, 0, "",
+	 "turns the ACL authorizer on (docs/security.md): kaas, or Kafka's "
+	 "org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
+	 "kafka.security.authorizer.AclAuthorizer (the same rules); empty: no authorizer, "
+	 "everything allowed"},
+	{"super.users", KCFG_STR, OFF(super_users), 0, 0, "",
+	 "principals the authorizer always allows, separated by ';': User:admin;User:CN=ops,O=corp"},
+	{"allow.everyone.if.no.acl.found", KCFG_BOOL, OFF(allow_everyone_if_no_acl), 0, 1, "false",
+	 "with the authorizer on, allow a resource that no ACL names to everyone"},
+	{"kaas.acl.poll.ms", KCFG_I64, OFF(acl_poll_ms), 10, 3600000, "1000",
+	 "how often a broker checks CLUSTER/acls.version for ACL changes made through other "
+	 "brokers; they apply within this time"},
 	{NULL, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -244,6 +256,7 @@ void kb_config_defaults(kb_config *c)
 	c->offsets_retention_minutes = 10080;
 	c->transaction_max_timeout_ms = 900000;
 	c->transactional_id_expiration_ms = 604800000;
+	c->acl_poll_ms = 1000;
 }
 
 static int parse_i64(const char *s, int64_t *v)
@@ -534,6 +547,14 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 			*(int32_t *)(base + k->off) = KB_SSL_AUTH_NONE;
 		else
 			return bad(err, errlen, key, value, "must be required, requested or none");
+		return 0;
+	case KCFG_AUTHORIZER:
+		if (*value && strcmp(value, "kaas") != 0 &&
+		    strcmp(value, "org.apache.kafka.metadata.authorizer.StandardAuthorizer") != 0 &&
+		    strcmp(value, "kafka.security.authorizer.AclAuthorizer") != 0)
+			return bad(err, errlen, key, value, "kaas cannot load a Java class: use kaas (or "
+				   "Kafka's StandardAuthorizer or AclAuthorizer, which mean the same), or leave it empty");
+		snprintf(base + k->off, KB_CFG_STR, "%s", value);
 		return 0;
 	case KCFG_SASL_MECHS:
 		return sasl_mechs(base + k->off, value, err, errlen, key);

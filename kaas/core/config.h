@@ -23,6 +23,7 @@ enum kb_config_type {
 	KCFG_STR,      /* free text, checked where it is used (KB_CFG_STR bytes) */
 	KCFG_SSL_AUTH, /* required | requested | none */
 	KCFG_STORETYPE, /* PEM (JKS and PKCS12 refused by name) */
+	KCFG_AUTHORIZER, /* "", kaas, or Kafka's two ACL authorizer classes */
 	KCFG_SASL_MECHS, /* PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 (others refused by name) */
 	KCFG_CLEANUP,  /* delete | compact | compact,delete (either order): KS_CLEANUP_* */
 };

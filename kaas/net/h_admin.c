@@ -4,8 +4,11 @@
  *
  * DescribeCluster answers what Metadata says about brokers: the live
  * members of the applied leader map and the controller (every broker
- * answers admin requests); no authorizer, so authorized operations are "not
- * provided" (INT32_MIN, as Kafka answers without one).
+ * answers admin requests); it needs DESCRIBE on the cluster
+ * (CLUSTER_AUTHORIZATION_FAILED, no brokers), and the authorized operations
+ * are the principal's when asked for with an authorizer, INT32_MIN ("not
+ * provided") without one, as Kafka answers.  DescribeLogDirs needs
+ * DESCRIBE on the cluster too.
  *
  * DescribeLogDirs reports one log directory, the data volume, with the
  * partitions this broker leads and their sizes summed from the segment
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/core/acl.h"
 #include "kaas/core/leaders.h"
 #include "kaas/core/ptable.h"
 #include "kaas/net/handlers.h"
@@ -37,7 +41,11 @@ int kn_h_describe_cluster(kb_req *req, kw_rd *body, kw_wr *resp)
 		KRD_I8(body, &endpoint_type);
 	KRD_TAGS(body, 1);
 	kw_wr_i32(resp, 0); /* throttle_time_ms */
-	if (endpoint_type != 1 && endpoint_type != 2) {
+	int denied = !kb_authorize_cluster(req, KB_OP_DESCRIBE);
+	if (denied) {
+		kw_wr_i16(resp, KERR_CLUSTER_AUTHORIZATION_FAILED);
+		kw_wr_str(resp, 1, "Cluster authorization failed.");
+	} else if (endpoint_type != 1 && endpoint_type != 2) {
 		kw_wr_i16(resp, KERR_INVALID_REQUEST);
 		kw_wr_str(resp, 1, "endpoint_type must be 1 (brokers) or 2 (controllers)");
 	} else {
@@ -47,6 +55,13 @@ int kn_h_describe_cluster(kb_req *req, kw_rd *body, kw_wr *resp)
 	if (req->api_version >= 1)
 		kw_wr_i8(resp, endpoint_type);
 	kw_wr_str(resp, 1, b->cluster_id);
+	if (denied) { /* reveals nothing */
+		kw_wr_i32(resp, -1);
+		kw_wr_array(resp, 1, 0);
+		kw_wr_i32(resp, ADMIN_INT32_MIN);
+		kw_wr_tags(resp, 1);
+		return KAAS_HANDLED;
+	}
 	/* The brokers and the controller as Metadata lists them: the live
 	 * members of the applied leader map, this broker always among them. */
 	kb_leaders *m = kb_ptable_leaders(b->parts);
@@ -67,7 +82,9 @@ int kn_h_describe_cluster(kb_req *req, kw_rd *body, kw_wr *resp)
 	}
 	free(bv);
 	kb_leaders_put(m);
-	kw_wr_i32(resp, ADMIN_INT32_MIN);
+	kw_wr_i32(resp, include_ops && kb_authorizer_on(req)
+				? kb_authorized_ops(req, KB_RES_CLUSTER, KB_ACL_CLUSTER_NAME, -1, KB_OPS_CLUSTER)
+				: ADMIN_INT32_MIN);
 	kw_wr_tags(resp, 1);
 	return KAAS_HANDLED;
 err_parse:
@@ -111,6 +128,14 @@ static void write_log_dirs(kb_req *req, kw_wr *w, const dl_topic *ts, size_t nt)
 	int16_t v = req->api_version;
 	int flex = v >= 2;
 	kw_wr_i32(w, 0); /* throttle_time_ms */
+	if (!kb_authorize_cluster(req, KB_OP_DESCRIBE)) {
+		/* As Kafka: v3+ say why, older versions get no directories. */
+		if (v >= 3)
+			kw_wr_i16(w, KERR_CLUSTER_AUTHORIZATION_FAILED);
+		kw_wr_array(w, flex, 0);
+		kw_wr_tags(w, flex);
+		return;
+	}
 	if (v >= 3)
 		kw_wr_i16(w, KERR_NONE);
 	kw_wr_array(w, flex, 1);

@@ -37,6 +37,7 @@
 #include "kaas/net/handlers.h"
 #include "kaas/net/obs.h"
 #include "kaas/core/ptable.h"
+#include "kaas/core/acl.h"
 #include "kaas/core/splice.h"
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
@@ -54,6 +55,7 @@ typedef struct ftopic {
 	kw_str name;
 	int32_t n;
 	fpart *parts;
+	int16_t denied; /* TOPIC_AUTHORIZATION_FAILED when the principal may not READ it */
 } ftopic;
 
 typedef struct fctx {
@@ -116,6 +118,10 @@ static int16_t plan_part(fctx *c, const ftopic *t, const fpart *fp, const pass_s
 			 ks_read_plan *plan, int *have_plan, int64_t *lim)
 {
 	int16_t v = c->req->api_version;
+	if (t->denied != KERR_NONE) {
+		*ref = (kb_pref)KAAS_PREF_INIT;
+		return t->denied;
+	}
 	int16_t err = kb_ptable_get(c->req->broker->parts, t->name, fp->index, ref);
 	if (err == KERR_NONE && v >= 9 && fp->cur_epoch >= 0 && fp->cur_epoch != ref->epoch)
 		err = fp->cur_epoch < ref->epoch ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
@@ -394,6 +400,9 @@ int kn_h_fetch(kb_req *req, kw_rd *body, kw_wr *resp)
 		KRD_STR(body, 0, &rack);
 	}
 	(void)replica_id;
+	for (int32_t i = 0; i < c->ntopics; i++)
+		if (!kb_authorize(req, KB_OP_READ, KB_RES_TOPIC, c->topics[i].name.s, c->topics[i].name.len))
+			c->topics[i].denied = KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (c->isolation != 0 && c->isolation != 1)
 		c->isolation = 0;
 	if (v >= 7 && session_id != 0)

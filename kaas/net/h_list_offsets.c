@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/net/handlers.h"
 #include "kaas/core/ptable.h"
@@ -61,6 +62,7 @@ int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp)
 		KRD_ARRAY(&again, 0, part_len, &np);
 		kw_wr_kstr(resp, 0, name);
 		kw_wr_array(resp, 0, np < 0 ? 0 : np);
+		int described = kb_authorize(req, KB_OP_DESCRIBE, KB_RES_TOPIC, name.s, name.len);
 		for (int32_t k = 0; k < np; k++) {
 			int32_t part, max_num = 1, current = -1, epoch = -1;
 			int64_t ts;
@@ -71,8 +73,9 @@ int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp)
 			if (v == 0)
 				KRD_I32(&again, &max_num);
 			int64_t off = -1, found_ts = -1;
-			kb_pref ref;
-			int16_t err = kb_ptable_get(b->parts, name, part, &ref);
+			kb_pref ref = KAAS_PREF_INIT;
+			int16_t err = described ? kb_ptable_get(b->parts, name, part, &ref)
+						: KERR_TOPIC_AUTHORIZATION_FAILED;
 			if (err == KERR_NONE) /* ref is empty otherwise: the put below is a no-op */
 				err = kn_epoch_check(current, ref.epoch);
 			if (err == KERR_NONE) {

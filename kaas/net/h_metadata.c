@@ -12,17 +12,23 @@
  * Version differences: v1 rack, controller_id, is_internal, and a null topic
  * array meaning "all" (v0: an empty array means all); v2 cluster_id; v3
  * throttle_time_ms; v4 allow_auto_topic_creation; v5 offline_replicas; v7
- * leader_epoch; v8 authorized operations (asked for by two flags; kaas has no
- * authorizer, so every operation of the resource type is allowed, as Kafka
- * answers without one); v9 flexible encodings; v10 topic IDs (a topic may be
+ * leader_epoch; v8 authorized operations (asked for by two flags: the principal's
+ * operations on the topic and the cluster as the authorizer decides them;
+ * without one, every operation of the resource type, as Kafka answers); v9 flexible encodings; v10 topic IDs (a topic may be
  * asked for by ID alone: UNKNOWN_TOPIC_ID when no topic has it); v11 drops
  * the cluster's authorized operations; v12 a topic's name may be null in the
  * answer (asked for by an unknown ID).
+ *
+ * Authorization (kaas/core/acl.h), as Kafka: a listing of all topics shows
+ * only those the principal may DESCRIBE; a named topic it may not describe
+ * answers TOPIC_AUTHORIZATION_FAILED whether or not it exists, and
+ * auto-creation needs CREATE on the cluster or on the topic.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/dyncfg.h"
 #include "kaas/net/handlers.h"
@@ -32,12 +38,6 @@
 #include "kaas/proto/kerr.h"
 #include "util/log.h"
 
-/* Kafka's AclOperation codes: what a principal may do with a topic or the
- * cluster when no authorizer restricts it. */
-#define OPS_TOPIC                                                                          \
-	((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | \
-	 (1 << 11))
-#define OPS_CLUSTER ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
 #define OPS_NOT_ASKED INT32_MIN
 
 typedef struct md_ctx {
@@ -106,7 +106,9 @@ static void write_topic(const md_ctx *mc, kw_wr *w, int16_t err, const char *nam
 		kw_wr_array(w, mc->flex, 0);
 	}
 	if (mc->v >= 8)
-		kw_wr_i32(w, mc->topic_ops && err == KERR_NONE ? OPS_TOPIC : OPS_NOT_ASKED);
+		kw_wr_i32(w, mc->topic_ops && err == KERR_NONE
+				     ? kb_authorized_ops(mc->req, KB_RES_TOPIC, name, nlen, KB_OPS_TOPIC)
+				     : OPS_NOT_ASKED);
 	kw_wr_tags(w, mc->flex);
 }
 
@@ -120,6 +122,12 @@ static void topic_by_id(const md_ctx *mc, kw_wr *w, const uint8_t id[16])
 		cnt = 0;
 	for (size_t i = 0; i < cnt; i++) {
 		if (memcmp(list[i].id_bytes, id, 16) == 0) {
+			if (!kb_authorize(mc->req, KB_OP_DESCRIBE, KB_RES_TOPIC, list[i].name, -1)) {
+				/* Its name is not revealed. */
+				write_topic(mc, w, KERR_TOPIC_AUTHORIZATION_FAILED, mc->v >= 12 ? NULL : "", 0, id, 0);
+				free(list);
+				return;
+			}
 			write_topic(mc, w, KERR_NONE, list[i].name, (int32_t)strlen(list[i].name),
 				    list[i].id_bytes, list[i].partitions);
 			free(list);
@@ -143,8 +151,17 @@ static void one_topic(const md_ctx *mc, kw_wr *w, kw_str name, int allow_auto)
 		write_topic(mc, w, err, name.s ? name.s : "", name.len < 0 ? 0 : name.len, NULL, 0);
 		return;
 	}
+	if (!kb_authorize(req, KB_OP_DESCRIBE, KB_RES_TOPIC, name.s, name.len)) {
+		/* Whether it exists is not revealed. */
+		write_topic(mc, w, KERR_TOPIC_AUTHORIZATION_FAILED, name.s, name.len, NULL, 0);
+		return;
+	}
 	int rc = kt_topics_lookup(b->topics, name.s, name.len, &info);
-	if (rc == -ENOENT && allow_auto && kb_broker_dyn(b, KB_DYN_AUTO_CREATE_TOPICS_ENABLE)) {
+	if (rc == -ENOENT && allow_auto && kb_broker_dyn(b, KB_DYN_AUTO_CREATE_TOPICS_ENABLE) &&
+	    !kb_authorize_filter(req, KB_OP_CREATE, KB_RES_CLUSTER, KB_ACL_CLUSTER_NAME, -1) &&
+	    !kb_authorize(req, KB_OP_CREATE, KB_RES_TOPIC, name.s, name.len)) {
+		err = KERR_TOPIC_AUTHORIZATION_FAILED;
+	} else if (rc == -ENOENT && allow_auto && kb_broker_dyn(b, KB_DYN_AUTO_CREATE_TOPICS_ENABLE)) {
 		err = kt_topics_auto_create(b->topics, name, &info);
 		if (err == KERR_NONE)
 			KLOG_INFO("metadata", "%s: created topic %.*s (auto.create.topics.enable)", req->peer,
@@ -232,6 +249,12 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 		size_t cnt = 0;
 		if (kt_topics_list(b->topics, &list, &cnt))
 			cnt = 0;
+		/* Only the topics the principal may describe, as Kafka. */
+		size_t shown = 0;
+		for (size_t i = 0; i < cnt; i++)
+			if (kb_authorize_filter(req, KB_OP_DESCRIBE, KB_RES_TOPIC, list[i].name, -1))
+				list[shown++] = list[i];
+		cnt = shown;
 		kw_wr_array(resp, flex, (int32_t)cnt);
 		for (size_t i = 0; i < cnt; i++)
 			write_topic(&mc, resp, KERR_NONE, list[i].name, (int32_t)strlen(list[i].name),
@@ -247,7 +270,9 @@ int kn_h_metadata(kb_req *req, kw_rd *body, kw_wr *resp)
 		}
 	}
 	if (v >= 8 && v <= 10)
-		kw_wr_i32(resp, cluster_ops ? OPS_CLUSTER : OPS_NOT_ASKED);
+		kw_wr_i32(resp, cluster_ops ? kb_authorized_ops(req, KB_RES_CLUSTER, KB_ACL_CLUSTER_NAME, -1,
+								 KB_OPS_CLUSTER)
+					    : OPS_NOT_ASKED);
 	kw_wr_tags(resp, flex);
 	kb_leaders_put(m);
 	free(want);

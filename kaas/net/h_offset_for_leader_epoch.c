@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/core/ptable.h"
 #include "kaas/net/handlers.h"
@@ -79,9 +80,11 @@ static int walk(kb_req *req, kw_rd *rd, kw_wr *w)
 		int32_t np;
 		KRD_STR(rd, flex, &name);
 		KRD_ARRAY(rd, flex, flex ? 13 : v >= 2 ? 12 : 8, &np);
+		int described = 1;
 		if (w) {
 			kw_wr_kstr(w, flex, name);
 			kw_wr_array(w, flex, np < 0 ? 0 : np);
+			described = kb_authorize(req, KB_OP_DESCRIBE, KB_RES_TOPIC, name.s, name.len);
 		}
 		for (int32_t k = 0; k < np; k++) {
 			int32_t part, current = -1, leader_epoch;
@@ -94,7 +97,11 @@ static int walk(kb_req *req, kw_rd *rd, kw_wr *w)
 				continue;
 			int32_t epoch;
 			int64_t end;
-			int16_t err = answer(req->broker, name, part, current, leader_epoch, &epoch, &end);
+			int16_t err = KERR_TOPIC_AUTHORIZATION_FAILED;
+			epoch = KS_UNDEFINED_EPOCH;
+			end = KS_UNDEFINED_EPOCH_OFFSET;
+			if (described)
+				err = answer(req->broker, name, part, current, leader_epoch, &epoch, &end);
 			kw_wr_i16(w, err);
 			kw_wr_i32(w, part);
 			if (v >= 1)

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
 #include "kaas/net/handlers.h"
 #include "kaas/net/obs.h"
@@ -55,6 +56,7 @@ typedef struct ptopic_req {
 	kw_str name;
 	int32_t n;
 	ppart *parts;
+	int16_t denied; /* the authorizer's answer for the whole topic, or KERR_NONE */
 } ptopic_req;
 
 /* acks=-1 bookkeeping: the request is answered exactly once, by whoever
@@ -63,6 +65,7 @@ typedef struct ptopic_req {
  * timer that come after the answer. */
 struct pctx {
 	kb_req *req;
+	kw_str txn_id;    /* v3+; len -1 when null */
 	int32_t ntopics;
 	ptopic_req *topics;
 	pthread_mutex_t mu;
@@ -165,9 +168,9 @@ static void on_timeout(void *arg)
 /* Decodes the whole request into c (nothing is touched before it parsed). */
 static int decode(pctx *c, kw_rd *body, int16_t *acks, int32_t *timeout_ms)
 {
-	kw_str txn_id;
+	c->txn_id.len = -1;
 	if (c->req->api_version >= 3)
-		KRD_STR(body, 0, &txn_id);
+		KRD_STR(body, 0, &c->txn_id);
 	KRD_I16(body, acks);
 	KRD_I32(body, timeout_ms);
 	KRD_ARRAY_CALLOC(body, 6, c->topics, c->ntopics);
@@ -298,8 +301,22 @@ int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
 		pctx_put(c);
 		return rc;
 	}
+	/* Authorization first, as Kafka: a topic the principal may not write
+	 * answers TOPIC_AUTHORIZATION_FAILED whether or not it exists. */
+	for (int32_t i = 0; i < c->ntopics; i++) {
+		ptopic_req *t = &c->topics[i];
+		if (c->txn_id.len >= 0 &&
+		    !kb_authorize(req, KB_OP_WRITE, KB_RES_TXN, c->txn_id.s, c->txn_id.len))
+			t->denied = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+		else if (!kb_authorize(req, KB_OP_WRITE, KB_RES_TOPIC, t->name.s, t->name.len))
+			t->denied = KERR_TOPIC_AUTHORIZATION_FAILED;
+	}
 	for (int32_t i = 0; i < c->ntopics; i++)
-		for (int32_t k = 0; k < c->topics[i].n; k++)
-			append_part(c, &c->topics[i], &c->topics[i].parts[k], acks);
+		for (int32_t k = 0; k < c->topics[i].n; k++) {
+			if (c->topics[i].denied != KERR_NONE)
+				c->topics[i].parts[k].err = c->topics[i].denied;
+			else
+				append_part(c, &c->topics[i], &c->topics[i].parts[k], acks);
+		}
 	return finish(c, acks, timeout_ms, resp);
 }

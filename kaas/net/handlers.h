@@ -58,6 +58,9 @@ int kn_h_list_offsets(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_offset_for_leader_epoch(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_describe_log_dirs(kb_req *req, kw_rd *body, kw_wr *resp); /* h_admin.c */
 int kn_h_describe_cluster(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_create_acls(kb_req *req, kw_rd *body, kw_wr *resp);      /* h_acls.c */
+int kn_h_describe_acls(kb_req *req, kw_rd *body, kw_wr *resp);
+int kn_h_delete_acls(kb_req *req, kw_rd *body, kw_wr *resp);
 int kn_h_sasl_handshake(kb_req *req, kw_rd *body, kw_wr *resp);    /* h_sasl.c */
 int kn_h_sasl_authenticate(kb_req *req, kw_rd *body, kw_wr *resp);
 

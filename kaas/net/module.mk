@@ -6,7 +6,7 @@
 MODULES += net
 net_SRCS := kaas/net/server.c kaas/net/conn.c kaas/net/listen.c kaas/net/tls.c kaas/net/sasl.c kaas/net/scram.c kaas/net/h_sasl.c kaas/net/budget.c kaas/net/pool.c kaas/net/dispatch.c kaas/net/http.c kaas/net/obs.c \
 	kaas/net/h_metadata.c kaas/net/h_produce.c kaas/net/h_fetch.c \
-	kaas/net/h_list_offsets.c kaas/net/h_offset_for_leader_epoch.c kaas/net/h_admin.c \
+	kaas/net/h_list_offsets.c kaas/net/h_offset_for_leader_epoch.c kaas/net/h_admin.c kaas/net/h_acls.c \
 	kaas/net/brokers.c
 net_USES := coord topics core storage proto sub util
 net_PREFIX := kn

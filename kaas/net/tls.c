@@ -15,7 +15,9 @@
  * here fails the handshake and is closed with OpenSSL's reason logged.
  *
  * The client certificate's subject, in RFC 2253 form as Kafka's default
- * principal builder writes it, is the connection's principal: User:CN=...
+ * principal builder writes it (Java's X500Principal.getName(): the whole
+ * DN, last RDN first, UTF-8 unescaped, attributes without a keyword as
+ * OID=#hex), is the connection's principal: User:O=example,CN=alice.
  *
  * Fetch: with kernel TLS (SSL_OP_ENABLE_KTLS, and the kernel's `tls` upper
  * layer protocol), the segment ranges go out by SSL_sendfile as plaintext
@@ -287,19 +289,126 @@ void kn__tls_conn_free(conn *c)
 	c->ssl = NULL;
 }
 
+/* The keywords Java's X500Principal.getName() (RFC 2253) writes; every other
+ * attribute it writes as OID=#hex of the value's DER. */
+static const char *rfc2253_keyword(int nid)
+{
+	switch (nid) {
+	case NID_commonName: return "CN";
+	case NID_countryName: return "C";
+	case NID_localityName: return "L";
+	case NID_stateOrProvinceName: return "ST";
+	case NID_organizationName: return "O";
+	case NID_organizationalUnitName: return "OU";
+	case NID_streetAddress: return "STREET";
+	case NID_domainComponent: return "DC";
+	case NID_userId: return "UID";
+	default: return NULL;
+	}
+}
+
+typedef struct dn_out {
+	char *p;
+	size_t len, cap;
+	int overflow;
+} dn_out;
+
+static void dn_put(dn_out *o, const char *s, size_t n)
+{
+	if (o->len + n >= o->cap) {
+		o->overflow = 1;
+		return;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = 0;
+}
+
+/* One attribute value as RFC 2253 text: UTF-8 as it is, the specials
+ * escaped with a backslash, a leading '#' or space and a trailing space
+ * too, control characters as \XX. */
+static void dn_value(dn_out *o, const unsigned char *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned char ch = v[i];
+		char esc[4];
+		if (ch < 0x20 || ch == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\%02X", ch);
+			dn_put(o, esc, 3);
+			continue;
+		}
+		if (strchr(",+\"\\<>;", ch) || (i == 0 && (ch == '#' || ch == ' ')) || (i == n - 1 && ch == ' '))
+			dn_put(o, "\\", 1);
+		dn_put(o, (const char *)&ch, 1);
+	}
+}
+
+/* The subject as Kafka's default principal builder (and
+ * ssl.principal.mapping.rules=DEFAULT) gives it: X500Principal.getName(),
+ * RFC 2253 -- the RDNs last to first, multi-valued ones joined by '+'. */
+static int subject_dn(X509_NAME *name, char *out, size_t cap)
+{
+	dn_out o = {out, 0, cap, 0};
+	out[0] = 0;
+	int n = X509_NAME_entry_count(name), prev_set = -1;
+	for (int i = n - 1; i >= 0; i--) {
+		X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+		ASN1_OBJECT *obj = X509_NAME_ENTRY_get_object(e);
+		ASN1_STRING *val = X509_NAME_ENTRY_get_data(e);
+		int set = X509_NAME_ENTRY_set(e);
+		if (i != n - 1)
+			dn_put(&o, set == prev_set ? "+" : ",", 1);
+		prev_set = set;
+		const char *kw = rfc2253_keyword(OBJ_obj2nid(obj));
+		unsigned char *utf8 = NULL;
+		int ulen = kw ? ASN1_STRING_to_UTF8(&utf8, val) : -1;
+		if (kw && ulen >= 0) {
+			dn_put(&o, kw, strlen(kw));
+			dn_put(&o, "=", 1);
+			dn_value(&o, utf8, ulen);
+			OPENSSL_free(utf8);
+			continue;
+		}
+		OPENSSL_free(utf8);
+		char oid[80];
+		if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
+			return -EINVAL;
+		dn_put(&o, oid, strlen(oid));
+		dn_put(&o, "=#", 2);
+		ASN1_TYPE *t = ASN1_TYPE_new();
+		unsigned char *der = NULL;
+		int dl = -1;
+		if (t && ASN1_TYPE_set1(t, ASN1_STRING_type(val), val) == 1)
+			dl = i2d_ASN1_TYPE(t, &der);
+		ASN1_TYPE_free(t);
+		if (dl < 0)
+			return -EINVAL;
+		for (int k = 0; k < dl; k++) {
+			char h[3];
+			snprintf(h, sizeof(h), "%02x", der[k]);
+			dn_put(&o, h, 2);
+		}
+		OPENSSL_free(der);
+	}
+	return o.overflow ? -ENAMETOOLONG : 0;
+}
+
 static void set_principal(conn *c)
 {
 	X509 *peer = SSL_get1_peer_certificate(c->ssl);
 	if (!peer)
 		return;
-	BIO *m = BIO_new(BIO_s_mem());
-	if (m && X509_NAME_print_ex(m, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
-		char *p = NULL;
-		long n = BIO_get_mem_data(m, &p);
-		if (n > 0 && (size_t)n < sizeof(c->principal) - 6)
-			snprintf(c->principal, sizeof(c->principal), "User:%.*s", (int)n, p);
+	char dn[sizeof(c->principal) - 5];
+	int rc = subject_dn(X509_get_subject_name(peer), dn, sizeof(dn));
+	if (rc == 0) {
+		snprintf(c->principal, sizeof(c->principal), "User:%s", dn);
+	} else {
+		/* Not ANONYMOUS, whose ACLs it would get: a user with no name,
+		 * which no binding but User:* names. */
+		snprintf(c->principal, sizeof(c->principal), "User:");
+		KLOG_WARN("server", "%s: the client certificate's subject does not fit a principal (%s); "
+				    "the connection is the unnamed User:", c->peer, strerror(-rc));
 	}
-	BIO_free(m);
 	X509_free(peer);
 }
 

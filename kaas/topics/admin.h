@@ -74,6 +74,10 @@ typedef struct kt_admin_ctx {
 	int16_t (*delete_records)(void *arg, kw_str topic, int32_t partition, int64_t offset,
 				  int64_t *low_watermark);
 	void *arg;
+	/* The authorizer (kaas/core/acl.h): 1 when the request may do op on the
+	 * resource.  NULL: everything is allowed. */
+	int (*authorize)(void *authz, int op, int rtype, const char *name, int32_t len);
+	void *authz;
 } kt_admin_ctx;
 
 int kt_admin_create_topics(const kt_admin_ctx *c, int16_t version, kw_rd *body, kw_wr *resp);

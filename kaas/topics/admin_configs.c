@@ -203,9 +203,11 @@ int kt_admin_describe_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd,
 	for (int32_t i = 0; i < n; i++) {
 		kt_config_list l = KAAS_CONFIG_LIST_INIT;
 		char msg[MSG_LEN] = "";
-		int16_t err = KERR_NONE;
+		int16_t err = kt__configs_authz(c, r[i].type, r[i].name, KB_OP_DESCRIBE_CONFIGS, msg, sizeof(msg));
 		int32_t entity = 0;
-		if (r[i].type == RES_TOPIC) {
+		if (err != KERR_NONE) {
+			/* answered below */
+		} else if (r[i].type == RES_TOPIC) {
 			err = kt_topics_describe_configs(c->topics, r[i].name, &l, msg, sizeof(msg));
 			if (err == KERR_NONE)
 				kt__dyn_topic_chain(c, &l);
@@ -309,6 +311,8 @@ int kt_admin_alter_configs(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 				err = KERR_INVALID_REQUEST;
 			}
 		}
+		if (err == KERR_NONE)
+			err = kt__configs_authz(c, r[i].type, r[i].name, KB_OP_ALTER_CONFIGS, msg, sizeof(msg));
 		if (err != KERR_NONE) {
 			/* answered below */
 		} else if (r[i].type == RES_TOPIC) {

@@ -171,6 +171,8 @@ int kt_admin_incremental_alter_configs(const kt_admin_ctx *c, int16_t version, k
 						 (int)r[i].ops[a].name.len, r[i].ops[a].name.s);
 					err = KERR_INVALID_REQUEST;
 				}
+		if (err == KERR_NONE)
+			err = kt__configs_authz(c, r[i].type, r[i].name, KB_OP_ALTER_CONFIGS, msg, sizeof(msg));
 		if (err != KERR_NONE) {
 			/* answered below */
 		} else if (r[i].type == RES_TOPIC) {

@@ -7,12 +7,38 @@
 #define KAAS_TOPICS_ADMIN_INT_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kaas/core/acl.h"
+#include "kaas/proto/kerr.h"
 #include "kaas/topics/admin.h"
 
 #define MSG_LEN 320
+
+static inline int kt__authorized(const kt_admin_ctx *c, int op, int rtype, kw_str name)
+{
+	return !c->authorize || c->authorize(c->authz, op, rtype, name.s, name.len < 0 ? 0 : name.len);
+}
+
+/* Kafka's rule for configs: a topic's need op on the topic
+ * (TOPIC_AUTHORIZATION_FAILED), a broker's on the cluster
+ * (CLUSTER_AUTHORIZATION_FAILED).  type is the ConfigResource type. */
+static inline int16_t kt__configs_authz(const kt_admin_ctx *c, int8_t type, kw_str name, int op, char *msg,
+					size_t msglen)
+{
+	static const kw_str cluster = {KB_ACL_CLUSTER_NAME, sizeof(KB_ACL_CLUSTER_NAME) - 1};
+	if (type == 2 && !kt__authorized(c, op, KB_RES_TOPIC, name)) {
+		snprintf(msg, msglen, "Topic authorization failed.");
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
+	}
+	if (type == 4 && !kt__authorized(c, op, KB_RES_CLUSTER, cluster)) {
+		snprintf(msg, msglen, "Cluster authorization failed.");
+		return KERR_CLUSTER_AUTHORIZATION_FAILED;
+	}
+	return KERR_NONE;
+}
 
 static inline int kstr_eq(kw_str a, kw_str b)
 {

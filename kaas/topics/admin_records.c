@@ -45,10 +45,13 @@ int kt_admin_delete_records(const kt_admin_ctx *c, int16_t version, kw_rd *rd, k
 	for (int32_t i = 0; i < n; i++) {
 		kw_wr_kstr(w, 0, t[i].name);
 		kw_wr_i32(w, t[i].n);
+		int allowed = kt__authorized(c, KB_OP_DELETE, KB_RES_TOPIC, t[i].name);
 		for (int32_t k = 0; k < t[i].n; k++) {
 			int64_t low = -1;
 			int16_t err;
-			if (t[i].p[k].offset < -1)
+			if (!allowed)
+				err = KERR_TOPIC_AUTHORIZATION_FAILED;
+			else if (t[i].p[k].offset < -1)
 				err = KERR_OFFSET_OUT_OF_RANGE; /* only -1 (high watermark) is special */
 			else if (!c->delete_records)
 				err = KERR_NOT_LEADER_OR_FOLLOWER;

@@ -113,6 +113,9 @@ int kt_admin_create_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 	int8_t validate_only = 0;
 	int rc = -EBADMSG;
 	ADMIN_ARRAY(rd, 16, n, t);
+	/* CREATE on the cluster covers every topic; else each topic's own. */
+	static const kw_str cluster_name = {KB_ACL_CLUSTER_NAME, sizeof(KB_ACL_CLUSTER_NAME) - 1};
+	int cluster_create = c->authorize && kt__authorized(c, KB_OP_CREATE, KB_RES_CLUSTER, cluster_name);
 	for (int32_t i = 0; i < n; i++) {
 		ct_topic *x = &t[i];
 		int32_t nassign;
@@ -163,6 +166,10 @@ int kt_admin_create_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 			continue; /* one result per name */
 		char msg[MSG_LEN];
 		int16_t err = first_error(&x->h, SAME_NAME_AFTER(t, i, n), "Create topics", msg, sizeof(msg));
+		if (err == KERR_NONE && !cluster_create && !kt__authorized(c, KB_OP_CREATE, KB_RES_TOPIC, x->h.name)) {
+			snprintf(msg, sizeof(msg), "Authorization failed.");
+			err = KERR_TOPIC_AUTHORIZATION_FAILED;
+		}
 		if (err == KERR_NONE) {
 			kt_topic_spec spec = {x->h.name, x->partitions, x->rf, x->cfg, (size_t)x->ncfg};
 			err = kt_topics_create(c->topics, &spec, validate_only != 0, NULL, msg, sizeof(msg));
@@ -212,7 +219,10 @@ int kt_admin_delete_topics(const kt_admin_ctx *c, int16_t version, kw_rd *rd, kw
 		if (SAME_NAME_BEFORE(names, i))
 			continue; /* asked twice: deleted once, answered once */
 		char msg[MSG_LEN];
-		int16_t err = kt_topics_delete_start(c->topics, names[i], ids[i], msg, sizeof(msg));
+		int16_t err = KERR_TOPIC_AUTHORIZATION_FAILED;
+		snprintf(msg, sizeof(msg), "Topic authorization failed.");
+		if (kt__authorized(c, KB_OP_DELETE, KB_RES_TOPIC, names[i]))
+			err = kt_topics_delete_start(c->topics, names[i], ids[i], msg, sizeof(msg));
 		write_result(w, names[i], err, 0, msg);
 		nres++;
 	}
@@ -271,6 +281,10 @@ int kt_admin_create_partitions(const kt_admin_ctx *c, int16_t version, kw_rd *rd
 			continue;
 		char msg[MSG_LEN];
 		int16_t err = first_error(&x->h, SAME_NAME_AFTER(t, i, n), "Create partitions", msg, sizeof(msg));
+		if (err == KERR_NONE && !kt__authorized(c, KB_OP_ALTER, KB_RES_TOPIC, x->h.name)) {
+			snprintf(msg, sizeof(msg), "Topic authorization failed.");
+			err = KERR_TOPIC_AUTHORIZATION_FAILED;
+		}
 		if (err == KERR_NONE && x->nassign >= 0) {
 			/* An assignment must cover exactly the new partitions. */
 			kt_topic_info info;

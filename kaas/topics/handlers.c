@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "kaas/core/acl.h"
 #include "kaas/core/dyncfg.h"
 #include "kaas/core/ptable.h"
 #include "kaas/topics/admin.h"
@@ -45,6 +46,11 @@ static int16_t delete_records_via_ptable(void *arg, kw_str topic, int32_t partit
 	return perr;
 }
 
+static int authorize(void *authz, int op, int rtype, const char *name, int32_t len)
+{
+	return kb_authorize(authz, op, rtype, name, len);
+}
+
 static void ctx_of(kb_req *req, kt_admin_ctx *c)
 {
 	pthread_once(&defaults_once, defaults_init);
@@ -55,12 +61,14 @@ static void ctx_of(kb_req *req, kt_admin_ctx *c)
 	c->broker_id = req->broker->id;
 	c->delete_records = delete_records_via_ptable;
 	c->arg = req->broker;
+	c->authorize = authorize;
+	c->authz = req;
 }
 
 #define HANDLER(h, impl)                                                \
 	int h(kb_req *req, kw_rd *body, kw_wr *resp)              \
 	{                                                               \
-		kt_admin_ctx c;                                       \
+		kt_admin_ctx c = {0};                                 \
 		if (!req->broker || !req->broker->topics)               \
 			return -EINVAL;                                 \
 		ctx_of(req, &c);                                        \
