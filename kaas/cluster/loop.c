@@ -729,8 +729,8 @@ static void driver(kcl_rt *rt)
 	if (me && kcl_incarn_cmp(me->inc, rt->inc) == 0) {
 		int clear = kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, now) &&
 			    kcl_lease_holds(&rt->lease, now);
-		kb_takeover *todo = NULL;
-		size_t ntodo = 0, cap = 0;
+		kb_takeover *want = NULL;
+		size_t nwant = 0, cap = 0;
 		for (size_t ti = 0; ti < rt->cur.ntopics; ti++) {
 			const kcl_atopic *at = &rt->cur.topics[ti];
 			for (int32_t p = 0; p < at->n; p++) {
@@ -746,28 +746,28 @@ static void driver(kcl_rt *rt)
 					waiting++;
 					continue;
 				}
-				if (ntodo == cap) {
+				if (nwant == cap) {
 					size_t nc = cap ? cap * 2 : 64;
-					kb_takeover *nt = realloc(todo, nc * sizeof(*nt));
+					kb_takeover *nt = realloc(want, nc * sizeof(*nt));
 					if (!nt)
 						break;
-					todo = nt;
+					want = nt;
 					cap = nc;
 				}
-				todo[ntodo++] = (kb_takeover){at->name, at->topic_id[0] ? at->topic_id : NULL, p,
+				want[nwant++] = (kb_takeover){at->name, at->topic_id[0] ? at->topic_id : NULL, p,
 							      at->parts[p].epoch, 0, 0, 0};
 			}
 		}
 		/* The take-overs of this pass in batches: the table overlaps their
 		 * volume round trips on a few threads; between batches the lease
 		 * and the stop flag are looked at again. */
-		for (size_t b0 = 0; b0 < ntodo; b0 += TAKEOVER_BATCH) {
-			size_t nb = ntodo - b0 < TAKEOVER_BATCH ? ntodo - b0 : TAKEOVER_BATCH;
+		for (size_t b0 = 0; b0 < nwant; b0 += TAKEOVER_BATCH) {
+			size_t nb = nwant - b0 < TAKEOVER_BATCH ? nwant - b0 : TAKEOVER_BATCH;
 			if (__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE) || !kcl_lease_holds(&rt->lease, ku_mono_ns()))
 				break;
-			take_over_batch(rt, todo + b0, nb);
+			take_over_batch(rt, want + b0, nb);
 		}
-		free(todo);
+		free(want);
 	}
 	if (!rt->ready && rt->have_cur && kcl_view_settled(&rt->view, now)) {
 		led_list l2 = {0};
