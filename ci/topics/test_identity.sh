@@ -9,8 +9,8 @@
 #   3. the whole cluster directory is lost (a separate --cluster-dir, as on
 #      a tmpfs that did not survive a reboot).
 # Every acknowledged record must stay consumable under the topic's original
-# ID.  Finally a delete moves the topic to the trash, where it stays until
-# `kaas trash empty`.  docs/topics.md states the rules.
+# ID.  Finally a delete moves the topic to the trash (soon after its
+# answer), where it stays until `kaas trash empty`.  docs/topics.md states the rules.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh topics-identity
@@ -51,7 +51,15 @@ run check wipe stamp reg || fail "after losing the cluster directory"
 
 # 4. A delete moves the topic to the trash; it stays there until emptied.
 run delete wipe || fail "delete wipe"
-entry=$(ls "$data" | grep '^~trash-' || true)
+# DeleteTopics answers once the topic is gone for clients; the controller
+# moves the files to the trash after every broker released them, as Kafka
+# deletes a topic's logs after its answer.
+entry=
+for _ in $(seq 1 300); do
+	entry=$(ls "$data" | grep '^~trash-' || true)
+	[ -z "$entry" ] || break
+	sleep 0.1
+done
 [ -n "$entry" ] || fail "no trash entry after the delete"
 [ -n "$(ls "$data/$entry/0/"*.log)" ] || fail "the trash entry holds no log"
 grep -q '"reason":"deleted"' "$data/$entry/.trash.json" || fail "the trash entry does not say why"
