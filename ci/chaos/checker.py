@@ -32,7 +32,7 @@ Properties checked (each violation is printed with the operations around it):
   unavailable       after the last heal, a partition took longer than the
                     bound to acknowledge a record again (or never did)
 
-Usage: checker.py HISTORY [--bound-s S] [--json OUT]
+Usage: checker.py HISTORY [--bound-s S] [--json OUT [--json-max N]]
 Exit: 0 no violation, 1 violations, 2 the history cannot be read.
 """
 import argparse
@@ -302,6 +302,8 @@ def main(argv=None):
                     help="how long after the last heal every partition must acknowledge again")
     ap.add_argument("--json", help="write the summary and violations here")
     ap.add_argument("--max-print", type=int, default=20)
+    ap.add_argument("--json-max", type=int, default=-1,
+                    help="list at most this many violations in --json (the counts stay whole)")
     a = ap.parse_args(argv)
     try:
         hist = History(load(a.history))
@@ -325,7 +327,8 @@ def main(argv=None):
              "no violation" if s["valid"] else ", ".join("%s %d" % (k, n) for k, n in s["violations"].items() if n)))
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump({"summary": s, "violations": violations}, fh, indent=1)
+            listed = violations if a.json_max < 0 else violations[:a.json_max]
+            json.dump({"summary": s, "violations": listed}, fh, indent=1)
     return 0 if s["valid"] else 1
 
 

@@ -169,12 +169,13 @@ def svg_timeline(ops, faults, path, title):
     ack = [0] * nb
     err = [0] * nb
     for o in ops:
-        if o.get("f") == "send" and o.get("type") in ("ok", "fail", "info"):
-            i = int(o["t"] - t_first)
-            if o["type"] == "ok":
-                ack[i] += 1
-            else:
-                err[i] += 1
+        f, ty = o.get("f"), o.get("type")
+        i = int(o["t"] - t_first)
+        if f == "send" and ty == "ok":
+            ack[i] += 1
+        elif (f in ("send", "commit", "admin") and ty in ("fail", "info")) or \
+                f in ("member-error", "producer-fatal"):
+            err[i] += 1
     heal = [o["t"] for o in ops if o.get("f") == "heal"]
     kinds = [k for k in COLORS if any(f[1] == k for f in faults)]
     W, L, R = 1200, 60, 20
@@ -225,9 +226,9 @@ def svg_timeline(ops, faults, path, title):
     ly = H - 10
     e.append('<rect x="%d" y="%d" width="14" height="3" fill="#2ca02c"/><text x="%d" y="%d">acknowledged records / s</text>'
              % (L, ly - 4, L + 18, ly))
-    e.append('<rect x="%d" y="%d" width="14" height="3" fill="#d62728"/><text x="%d" y="%d">sends failed or timed out / s</text>'
+    e.append('<rect x="%d" y="%d" width="14" height="3" fill="#d62728"/><text x="%d" y="%d">errors / s (sends, commits, admin, group)</text>'
              % (L + 200, ly - 4, L + 218, ly))
-    e.append('<text x="%d" y="%d">bands: faults (start to end); shaded over the chart</text>' % (L + 420, ly))
+    e.append('<text x="%d" y="%d">bands: faults (start to end), shaded over the chart</text>' % (L + 480, ly))
     e.append("</svg>")
     with open(path, "w") as fh:
         fh.write("\n".join(e) + "\n")
@@ -272,6 +273,10 @@ def main():
     count = collections.Counter(f[1] for f in faults)
     drains = [int(m.group(1)) for _, _, msg in logs for m in [re.match(r"drain done after (\d+) ms", msg)] if m]
     exits = collections.Counter(str(o.get("rc")) for o in ops if o.get("f") == "broker" and o.get("what") == "exit")
+    heal_t = max([o["t"] for o in ops if o.get("f") == "heal"] or [float("inf")])
+    late_exits = collections.Counter(str(o.get("rc")) for o in ops if o.get("f") == "broker"
+                                     and o.get("what") == "exit" and o["t"] > heal_t)
+    fatals = sum(1 for o in ops if o.get("f") == "producer-fatal")
     S = a.session_ms / 1000
     targets = {  # kind -> (median bound, max bound) in seconds
         "kill9": (1.0, 2.0), "controller": (1.0, 2.0),
@@ -286,6 +291,7 @@ def main():
         "phases_isolated": {k: {n: stats(p[i]) for i, n in enumerate(("detection", "takeover", "recovery"))}
                             for k, p in phases.items()},
         "drain_ms": stats(drains), "broker_exits": dict(exits),
+        "broker_exits_after_heal": dict(late_exits), "producer_fatal_errors": fatals,
         "duration_s": round(max(o["t"] for o in ops) - min(o["t"] for o in ops), 1),
     }
     os.makedirs(a.out, exist_ok=True)
@@ -343,8 +349,10 @@ def main():
     dm = summary["drain_ms"]
     lines += ["", "Drain (SIGTERM: the controller moves the broker's partitions away; target ≤ 100 ms per "
               "partition): %d drains, median %s ms, max %s ms." % (dm["n"], dm["median"], dm["max"]), "",
-              "Broker exits (exit code: count): %s." % (", ".join("%s: %d" % kv for kv in sorted(exits.items())) or "none"),
-              ""]
+              "Broker exits (exit code: count): %s; after the heal, with no fault in force: %s." % (
+                  ", ".join("%s: %d" % kv for kv in sorted(exits.items())) or "none",
+                  ", ".join("%s: %d" % kv for kv in sorted(late_exits.items())) or "none"), "",
+              "Producers ended by a fatal idempotence error (a new producer took over): %d." % fatals, ""]
     with open(os.path.join(a.out, "report.md"), "w") as fh:
         fh.write("\n".join(lines))
     print("report: %s/report.md, timeline.svg, summary.json" % a.out)
