@@ -274,7 +274,9 @@ while read -r n at kind tg hold param; do
 			ev fault kind=rolling n="$n" broker="$i" phase=term
 			cluster_term "$i"
 			ev broker broker="$i" what=exit rc="${CL_RC[i]}" why=sigterm
-			[ "${CL_RC[i]}" -lt 128 ] || echo "${CL_RC[i]} $i sigterm" >>"$T/odd-exits"
+			# 143: the SIGTERM came before the broker installed its handler
+		# (it was still starting); any other signal is a crash.
+		[ "${CL_RC[i]}" -lt 128 ] || [ "${CL_RC[i]}" = 143 ] || echo "${CL_RC[i]} $i sigterm" >>"$T/odd-exits"
 			respawn "$i" rolling
 			if cluster_wait_ready "$i" 2>>"$OUT/nemesis.log"; then
 				ev broker broker="$i" what=ready
@@ -342,6 +344,8 @@ if [ "$verdict" != 0 ]; then
 fi
 [ "$verdict" = 0 ] || fail "the checker found violations (seed $SEED; replay: $REPLAY)"
 [ ! -s "$T/nemesis-errors" ] || fail "the nemesis failed: $(cat "$T/nemesis-errors")"
+! grep -q '"f": "committed".*"type": "fail"' "$H" ||
+	fail "the group's coordinator did not answer for its committed offsets within 90 s of the end (seed $SEED; replay: $REPLAY)"
 [ ! -s "$T/odd-exits" ] || fail_cl "brokers exited in an unexpected way (rc broker): $(tr '\n' ';' <"$T/odd-exits")"
 acked=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["acknowledged"])' "$OUT/verdict.json")
 [ "$acked" -gt 0 ] || fail "nothing was acknowledged: the campaign tested nothing"

@@ -257,8 +257,17 @@ def run(argv):
         time.sleep(0.2)
     hist.write(f="stop")
     stop.set()
-    for t in threads:
-        t.join(180)
+    # Producers flush (up to 90 s each, together); readers get 20 s in all:
+    # kafka-python's poll can block while it looks for a coordinator, and
+    # a reader stuck there holds nothing the checker needs.
+    deadline = time.monotonic() + 120
+    for t in threads[:producers]:
+        t.join(max(0, deadline - time.monotonic()))
+    deadline = time.monotonic() + 20
+    for t in threads[producers:]:
+        t.join(max(0, deadline - time.monotonic()))
+        if t.is_alive():
+            print("workload: %s still running at the end (left behind)" % t.name, file=sys.stderr)
     for e in errors:
         print("workload: " + e, file=sys.stderr)
     return 0
@@ -291,7 +300,19 @@ def final(argv):
     group = opt(argv[3:], "--group", None, str)
     if group:
         g = Consumer({"bootstrap.servers": boot, "group.id": group, "enable.auto.commit": False})
-        got = g.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=60)
+        deadline = time.monotonic() + 90
+        while True:
+            # the coordinator may be moving (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS): ask again
+            try:
+                got = g.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=20)
+                break
+            except KafkaException as e:
+                if time.monotonic() > deadline:
+                    # recorded, not fatal here: the campaign reports it after the checker
+                    hist.write(f="committed", type="fail", proc="final", group=group, error=str(e)[:300])
+                    got = []
+                    break
+                time.sleep(1)
         for tp in got:
             hist.write(f="committed", type="ok" if tp.error is None else "fail", proc="final", group=group,
                        topic=tp.topic, partition=tp.partition, offset=tp.offset)
