@@ -271,7 +271,19 @@ def main():
                 for i in range(3):
                     phases[k][i].append(sp[i])
     count = collections.Counter(f[1] for f in faults)
-    drains = [int(m.group(1)) for _, _, msg in logs for m in [re.match(r"drain done after (\d+) ms", msg)] if m]
+    drains, per_part = [], []
+    moving = {}   # broker -> partitions relinquished since its drain began
+    for _, b, msg in logs:
+        if msg.startswith("draining: asking the controller"):
+            moving[b] = 0
+        elif b in moving and re.match(r"\S+/\d+: relinquished epoch", msg):
+            moving[b] += 1
+        m = re.match(r"drain done after (\d+) ms", msg)
+        if m:
+            drains.append(int(m.group(1)))
+            n = moving.pop(b, 0)
+            if n:
+                per_part.append(int(m.group(1)) / n)
     exits = collections.Counter(str(o.get("rc")) for o in ops if o.get("f") == "broker" and o.get("what") == "exit")
     heal_t = max([o["t"] for o in ops if o.get("f") == "heal"] or [float("inf")])
     late_exits = collections.Counter(str(o.get("rc")) for o in ops if o.get("f") == "broker"
@@ -290,7 +302,7 @@ def main():
         "unavailability_isolated": {k: stats(v) for k, v in by_kind_iso.items()},
         "phases_isolated": {k: {n: stats(p[i]) for i, n in enumerate(("detection", "takeover", "recovery"))}
                             for k, p in phases.items()},
-        "drain_ms": stats(drains), "broker_exits": dict(exits),
+        "drain_ms": stats(drains), "drain_ms_per_partition": stats(per_part), "broker_exits": dict(exits),
         "broker_exits_after_heal": dict(late_exits), "producer_fatal_errors": fatals,
         "duration_s": round(max(o["t"] for o in ops) - min(o["t"] for o in ops), 1),
     }
@@ -347,8 +359,11 @@ def main():
             k, d["n"], fmt(d["median"]), fmt(d["max"]), fmt(t["median"]), fmt(t["max"]),
             fmt(r["median"]), fmt(r["max"])))
     dm = summary["drain_ms"]
-    lines += ["", "Drain (SIGTERM: the controller moves the broker's partitions away; target ≤ 100 ms per "
-              "partition): %d drains, median %s ms, max %s ms." % (dm["n"], dm["median"], dm["max"]), "",
+    dp = summary["drain_ms_per_partition"]
+    lines += ["", "Drain (SIGTERM: the controller moves the broker's partitions away): %d drains, median %s ms, "
+              "max %s ms; per partition moved (target ≤ 100 ms): %d drains that moved any, median %s ms, max %s ms%s." % (
+                  dm["n"], dm["median"], dm["max"], dp["n"], fmt(dp["median"]), fmt(dp["max"]),
+                  "" if not dp["n"] else (" — met" if dp["max"] <= 100 else " — **missed**")), "",
               "Broker exits (exit code: count): %s; after the heal, with no fault in force: %s." % (
                   ", ".join("%s: %d" % kv for kv in sorted(exits.items())) or "none",
                   ", ".join("%s: %d" % kv for kv in sorted(late_exits.items())) or "none"), "",

@@ -51,10 +51,10 @@ def main(d):
             out.append("| %s | %s | %d | %s | %s | %s | %d | %s | %s | %s |" % (
                 name, k, a["n"], f2(a["median"]), f2(a["p99"]), f2(a["max"]),
                 i["n"], f2(i["median"]), f2(i["p99"]), f2(i["max"])))
-        dm = s.get("drain_ms", {})
+        dm = s.get("drain_ms_per_partition", {})
         if dm.get("n"):
-            out.append("| %s | drain (whole broker, ms) | %d | %s | %s | %s | | | | |" % (
-                name, dm["n"], dm["median"], dm["p99"], dm["max"]))
+            out.append("| %s | drain, ms per partition moved | %d | %s | %s | %s | | | | |" % (
+                name, dm["n"], f2(dm["median"]), f2(dm["p99"]), f2(dm["max"])))
     print("\n".join(out))
 
 

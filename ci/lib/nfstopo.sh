@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # it sets variables for its caller
 # ci/lib/nfstopo.sh — the realistic cluster topology for a test: one
 # nfs-ganesha and N brokers, each broker in a network namespace of its own
 # with its own libnfs client, storage and client networks apart.
