@@ -144,8 +144,11 @@ def split(win, logs):
     row, p, gap, a, b = win
     t0, victim = row[2], row[4].get("broker")
     det = tko = None
+    # The window may open after the fault (the victim back, its partitions
+    # handed back to it): the phases are of the window, from its start.
+    lo = max(t0, a - 1.0)
     for t, br, msg in logs:
-        if t < t0:
+        if t < lo:
             continue
         if t > b:
             break
@@ -156,9 +159,9 @@ def split(win, logs):
             det = t
         if msg.startswith("chaos/%d: leader at epoch" % p):
             tko = t
-    if det is None or tko is None or not (t0 <= det <= tko <= b):
+    if det is None or tko is None or not (lo <= det <= tko <= b):
         return None
-    return (det - t0, tko - det, b - tko)
+    return (max(0.0, det - a), tko - det, b - tko)
 
 
 def svg_timeline(ops, faults, path, title):
@@ -349,7 +352,8 @@ def main():
             k, count[k], s["n"], fmt(s["median"]), fmt(s["p99"]), fmt(s["max"]),
             si["n"], fmt(si["median"]), fmt(si["p99"]), fmt(si["max"]), tgs))
     lines += ["", "## Detection, take-over, recovery (isolated faults, from the brokers' logs)", "",
-              "detection: fault start → a survivor logs the victim gone or applies a new assignment; "
+              "Measured from the start of the window (which may open after the fault: the victim back and its partitions "
+              "handed back to it).  detection: → a survivor logs the victim gone or applies a new assignment; "
               "take-over: → the new leader logs `leader at epoch`; recovery: → the first acknowledgement.", "",
               "| kind | n | detection median / max | take-over median / max | recovery median / max |",
               "| --- | --- | --- | --- | --- |"]

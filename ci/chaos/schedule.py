@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """schedule.py — a fault campaign's schedule, from its seed alone.
 
-  schedule.py --seed S --faults F --kinds kill9,stop,... [--brokers N] [--mean-gap G]
+  schedule.py --seed S --faults F --kinds kill9,stop,... [--brokers N] [--mean-gap G] [--isolated R]
 
 Prints one fault a line, in the order the nemesis injects them:
 
@@ -20,6 +20,9 @@ least F // len(kinds) times.  About one fault in four starts together with
 the one before it (within 0.3 s), and a fault that lasts (a hold) overlaps
 whatever starts during it: faults come alone and combined.  Nothing but the
 seed and the arguments goes in: the same seed gives the same schedule.
+--isolated R appends R rounds of kill9, controller, stop and cut (the last
+two held past the session timeout), each 14 s after the one before: the
+faults the unavailability targets are about, alone.
 """
 import argparse
 import random
@@ -35,7 +38,11 @@ HOLDS = {  # kind -> (min, max) seconds
 TARGETED = {"kill9", "stop", "cut", "lossy"}
 
 
-def schedule(seed, faults, kinds, brokers=3, mean_gap=4.0):
+ISOLATED = ("kill9", "controller", "stop", "cut")
+ISOLATED_GAP_S = 14.0
+
+
+def schedule(seed, faults, kinds, brokers=3, mean_gap=4.0, isolated=0):
     rnd = random.Random(seed)
     out = []
     at = 0.0
@@ -55,6 +62,19 @@ def schedule(seed, faults, kinds, brokers=3, mean_gap=4.0):
         hold = round(rnd.uniform(lo, hi), 2) if hi else 0
         param = rnd.choice((20, 35, 50)) if kind == "lossy" else 0
         out.append((n, round(at, 2), kind, target, hold, param))
+    # The isolated tail: faults the targets are about, alone, each after
+    # the cluster had time to settle (a stop and a cut held past the
+    # session timeout, so that the lease is lost).
+    n = len(out)
+    for r in range(isolated):
+        for kind in ISOLATED:
+            if kind not in kinds:
+                continue
+            at += ISOLATED_GAP_S
+            target = str(rnd.randint(1, brokers)) if kind in TARGETED else "-"
+            hold = {"stop": 4.5, "cut": 5.0}.get(kind, 0)
+            out.append((n, round(at, 2), kind, target, hold, 0))
+            n += 1
     return out
 
 
@@ -65,9 +85,11 @@ def main():
     ap.add_argument("--kinds", required=True)
     ap.add_argument("--brokers", type=int, default=3)
     ap.add_argument("--mean-gap", type=float, default=4.0)
+    ap.add_argument("--isolated", type=int, default=0,
+                    help="rounds of isolated faults (%s) after the mixed ones" % ", ".join(ISOLATED))
     a = ap.parse_args()
     kinds = [k for k in a.kinds.split(",") if k]
-    for row in schedule(a.seed, a.faults, kinds, a.brokers, a.mean_gap):
+    for row in schedule(a.seed, a.faults, kinds, a.brokers, a.mean_gap, a.isolated):
         print("%d %.2f %s %s %.2f %d" % row)
 
 
