@@ -19,15 +19,20 @@ Properties checked (each violation is printed with the operations around it):
   failed-present    a record whose send failed definitely is in the log
   divergent         a consumer saw, at an offset, another value than the
                     final read has there (two logs for one partition)
+  ghost-read        a consumer saw a record the final read of its partition
+                    does not hold at all (it read state that was later
+                    torn away: never acknowledged, or lost)
   backwards         one consumer's offsets of a partition went backwards
                     within one assignment
   commit-backwards  a group's committed offset of a partition went backwards
+                    (between two acknowledged commits, or the offset the
+                    group holds at the end is below one it acknowledged)
   double-delivery   two members of one group saw the same record in the same
                     generation
   unavailable       after the last heal, a partition took longer than the
                     bound to acknowledge a record again (or never did)
 
-Usage: checker.py HISTORY [--bound-s S] [--json OUT]
+Usage: checker.py HISTORY [--bound-s S] [--json OUT [--json-max N]]
 Exit: 0 no violation, 1 violations, 2 the history cannot be read.
 """
 import argparse
@@ -36,7 +41,7 @@ import json
 import sys
 
 KINDS = ("lost", "duplicate", "moved", "reorder", "phantom", "failed-present", "divergent",
-         "backwards", "commit-backwards", "double-delivery", "unavailable")
+         "ghost-read", "backwards", "commit-backwards", "double-delivery", "unavailable")
 
 
 class History:
@@ -52,6 +57,7 @@ class History:
         self.commits = []
         self.assigns = []
         self.heals = []
+        self.committed = []      # the group's offsets read at the end
         for op in lines:
             f, ty = op.get("f"), op.get("type")
             if f == "meta":
@@ -78,6 +84,8 @@ class History:
                 self.assigns.append(op)
             elif f == "heal":
                 self.heals.append(op)
+            elif f == "committed" and ty == "ok":
+                self.committed.append(op)
 
 
 def load(path):
@@ -173,6 +181,10 @@ class Checker:
     def check_polls(self):
         last = {}
         seen_in_gen = {}
+        held = collections.defaultdict(set)   # (topic, partition) -> values in the final read
+        for (t, p), offs in self.h.final.items():
+            for ops in offs.values():
+                held[(t, p)].update(o["value"] for o in ops)
         for op in self.h.polls:
             t, p, off, v = op["topic"], op["partition"], op["offset"], op["value"]
             s = self.h.sends.get(v)
@@ -184,6 +196,12 @@ class Checker:
                 if fv is not None and fv != v:
                     self.flag("divergent", "%s read %s at %s-%d@%d; the log has %s there"
                               % (op["proc"], v, t, p, off, fv), op)
+                elif v not in held[(t, p)]:
+                    s = self.h.sends.get(v) or {}
+                    out = s.get("outcome")
+                    self.flag("ghost-read", "%s read %s at %s-%d@%d, which the log does not hold (its send: %s)"
+                              % (op["proc"], v, t, p, off, out["type"] if out else "no outcome"),
+                              op, s.get("invoke"), out)
             k = (op["proc"], op.get("group"), op.get("generation"), op.get("session", 0), t, p)
             prev = last.get(k)
             if prev is not None and off <= prev["offset"]:
@@ -209,6 +227,13 @@ class Checker:
                           % (op["group"], op["topic"], op["partition"], op["offset"], prev["offset"]),
                           prev, op)
             last[k] = op
+        for op in self.h.committed:
+            k = (op["group"], op["topic"], op["partition"])
+            prev = last.get(k)
+            if prev is not None and op["offset"] < prev["offset"]:
+                self.flag("commit-backwards", "group %s holds %s-%d at %d at the end; %d was acknowledged"
+                          % (op["group"], op["topic"], op["partition"], op["offset"], prev["offset"]),
+                          prev, op)
 
     def check_availability(self):
         if not self.h.heals:
@@ -277,6 +302,8 @@ def main(argv=None):
                     help="how long after the last heal every partition must acknowledge again")
     ap.add_argument("--json", help="write the summary and violations here")
     ap.add_argument("--max-print", type=int, default=20)
+    ap.add_argument("--json-max", type=int, default=-1,
+                    help="list at most this many violations in --json (the counts stay whole)")
     a = ap.parse_args(argv)
     try:
         hist = History(load(a.history))
@@ -300,7 +327,8 @@ def main(argv=None):
              "no violation" if s["valid"] else ", ".join("%s %d" % (k, n) for k, n in s["violations"].items() if n)))
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump({"summary": s, "violations": violations}, fh, indent=1)
+            listed = violations if a.json_max < 0 else violations[:a.json_max]
+            json.dump({"summary": s, "violations": listed}, fh, indent=1)
     return 0 if s["valid"] else 1
 
 

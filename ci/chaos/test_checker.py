@@ -118,6 +118,19 @@ class TestChecker(unittest.TestCase):
         h.op(f="commit", type="ok", proc="c1", group="g", topic="t", partition=0, offset=1)
         self.assertEqual(h.check(), ["commit-backwards"])
 
+    def test_ghost_read(self):
+        # a consumer saw a record that a fault then tore out of the log
+        h = H().send("p1", "a", "t", 0, 0).send("p1", "b", "t", 0, None, outcome="info", error="timed out")
+        h.op(f="poll", type="ok", proc="c1", topic="t", partition=0, offset=1, value="b")
+        self.assertEqual(h.read("t", 0, [(0, "a")]).check(), ["ghost-read"])
+
+    def test_committed_at_the_end_below_an_acknowledged_commit(self):
+        h = clean()
+        h.op(f="committed", type="ok", proc="final", group="g", topic="t", partition=0, offset=2)
+        self.assertEqual(h.check(), [])
+        h.op(f="committed", type="ok", proc="final", group="g", topic="t", partition=0, offset=0)
+        self.assertEqual(h.check(), ["commit-backwards"])
+
     def test_double_delivery(self):
         h = H().send("p1", "a", "t", 0, 0)
         h.op(f="poll", type="ok", proc="c1", group="g", generation=3, topic="t", partition=0, offset=0, value="a")

@@ -36,65 +36,21 @@ SESSION=3000
 H=$T/history.jsonl
 : >"$H"
 
-TAG=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-HUB=kaascut-$TAG-hub
-BNS=(_ "kaascut-$TAG-b1" "kaascut-$TAG-b2" "kaascut-$TAG-b3")
+source ci/lib/nfstopo.sh
 WL=
 GANESHA_PID=
 RPCBIND_PID=
-teardown() {
-	set +e
-	[ -n "$WL" ] && { kill "$WL" 2>/dev/null; wait "$WL" 2>/dev/null; WL=; }
-	local i
-	for i in 1 2 3; do
-		ip netns exec "$HUB" ip link set "s$i" up 2>/dev/null
-	done
-	cluster_cleanup
-	for i in 1 2 3; do ip netns del "${BNS[i]}" 2>/dev/null; done
-	ip netns del "$HUB" 2>/dev/null
-	substrates/nfs-ganesha/stop.sh "$T/g" --kill >/dev/null 2>&1
-	return 0
-}
-e2e_on_exit teardown
-hub() { ip netns exec "$HUB" "$@"; }
+stop_wl() { [ -n "$WL" ] && { kill "$WL" 2>/dev/null; wait "$WL" 2>/dev/null; WL=; }; return 0; }
+hub() { nt_hub "$@"; }
 
-# ---- topology ------------------------------------------------------------------------
-eval "$(NFS_VERSION=$VER substrates/nfs-ganesha/start.sh "$T/g" vfs 2>"$T/ganesha.err")" ||
-	{ cat "$T/ganesha.err" >&2; fail "starting nfs-ganesha"; }
-e2e_show_log "$T/g/ganesha.log"
+# ---- topology (ci/lib/nfstopo.sh) ------------------------------------------------------
+NT_PREFIX=kaascut nfstopo_up 3 "$T/g" || fail "the NFS topology"
+e2e_on_exit stop_wl
 GANESHA_PID=$(sed -n 's/^ganesha_pid=//p' "$T/g/state" | tail -1)
 RPCBIND_PID=$(sed -n 's/^rpcbind_pid=//p' "$T/g/state" | tail -1)
 [ -n "$GANESHA_PID" ] && [ -n "$RPCBIND_PID" ] || fail "no ganesha/rpcbind pid in $T/g/state"
-ip netns add "$HUB"
-hub ip link set lo up
-hub ip link add brs type bridge
-hub ip link add brc type bridge
-hub ip addr add 10.97.0.1/24 dev brc
-hub ip link set brs up
-hub ip link set brc up
-attach() { # attach NS BRIDGE HUBSIDE NSSIDE ADDR
-	hub ip link add "$3" type veth peer name "$4" netns "$1"
-	hub ip link set "$3" master "$2" up
-	ip netns exec "$1" ip link set lo up
-	ip netns exec "$1" ip addr add "$5/24" dev "$4"
-	ip netns exec "$1" ip link set "$4" up
-}
-attach "$NFS_NS" brs vg eth5 10.96.0.2
-for i in 1 2 3; do
-	ip netns add "${BNS[i]}"
-	attach "${BNS[i]}" brs "s$i" eths "10.96.0.1$i"
-	attach "${BNS[i]}" brc "c$i" ethc "10.97.0.1$i"
-	timeout 20 sh -c "until ip netns exec ${BNS[i]} bash -c 'exec 3<>/dev/tcp/10.96.0.2/2049' 2>/dev/null; do sleep 0.1; done" ||
-		fail "broker namespace $i cannot reach the NFS server"
-	# Only the storage network leads to the server.
-	if ip netns exec "${BNS[i]}" timeout 2 bash -c 'exec 3<>/dev/tcp/10.97.0.1/2049' 2>/dev/null; then
-		fail "the client network reaches port 2049"
-	fi
-	CL_HOST[i]=10.97.0.1$i
-	CL_NSWRAP[i]="env KAAS_NFS_DEBUG=errors nsenter --net=/run/netns/${BNS[i]}"
-done
-mkdir -p "$NFS_EXPORT_DIR/cl"
-URL="nfs://10.96.0.2/export/cl?version=$VER"
+TAGS=("$NT_HUB" "${NT_NS[@]:1}" "$NFS_NS")
+URL=$NT_URL
 echo "ok topology: ganesha in $NFS_NS, three broker namespaces, storage and client networks apart; $URL"
 
 # ---- three brokers, a topic, the workload ----------------------------------------------
@@ -165,10 +121,10 @@ for round in 0 1; do
 	[ "$nled" -gt 0 ] || fail_cl "broker $victim leads nothing to cut (Metadata: $l)"
 	other=1; [ "$victim" = 1 ] && other=2
 	ev fault kind=cut n="$round" broker="$victim" phase=start
-	hub ip link set "s$victim" down
+	nt_cut "$victim"
 	t0=$(date +%s.%N)
 	moved=$(wait_moved "$other" "$victim" 60) || {
-		hub ip link set "s$victim" up
+		nt_uncut "$victim"
 		fail_cl "broker $victim's partitions were not taken over while it was cut off ($moved)"
 	}
 	tm=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -180,7 +136,7 @@ for round in 0 1; do
 	fi
 	# Keep the cut well past the session timeout, then heal it.
 	while [ "$(echo "$(date +%s.%N) - $t0 < 2 * $SESSION / 1000 + 2" | bc)" = 1 ]; do sleep 0.2; done
-	hub ip link set "s$victim" up
+	nt_uncut "$victim"
 	ev fault kind=cut n="$round" phase=end
 	rc=
 	for _ in $(seq 1 900); do
@@ -209,8 +165,9 @@ acked=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary
 python3 ci/cluster/failover_gaps.py "$H" || true
 
 # ---- teardown, checked -----------------------------------------------------------------
-teardown
-left=$(ip netns list | grep -e "kaascut-$TAG" -e "$NFS_NS" || true)
+stop_wl
+nfstopo_down
+left=$(ip netns list | grep -F -e "${TAGS[0]}" -e "${TAGS[1]}" -e "${TAGS[2]}" -e "${TAGS[3]}" -e "${TAGS[4]}" || true)
 [ -z "$left" ] || fail "namespaces left behind: $left"
 # running: the process exists and is not a zombie (ganesha and rpcbind
 # were started by setsid: init reaps them, in its own time).

@@ -8,6 +8,9 @@
 #   cluster_term i        # SIGTERM and wait; CL_RC[i] = exit code
 #   cluster_stop_sig i SIG   # any signal, no wait
 #   cluster_launch i      # (re)start broker i on its port, wait until it says ready
+#   cluster_spawn i       # (re)start broker i on its port, no wait (a nemesis
+#                         #   that must not block while the volume is away)
+#   cluster_wait_ready i  # wait for what cluster_spawn started to say ready
 #   cluster_alive i       # 0 when its process runs
 #   cluster_cleanup       # SIGTERM everything still running (e2e_on_exit does it)
 #
@@ -27,7 +30,7 @@ CL_DIR=
 CL_N=0
 CL_BOOT=
 CL_ARGS=()
-declare -a CL_PID CL_PORT CL_LOG CL_RC CL_HOST CL_NSWRAP
+declare -a CL_PID CL_PORT CL_LOG CL_RC CL_HOST CL_NSWRAP CL_START
 
 _cl_wait() { # _cl_wait i start_line
 	local i=$1 start=$2 log=${CL_LOG[$1]}
@@ -71,6 +74,15 @@ cluster_launch() {
 	_cl_spawn "$i" "${CL_PORT[$i]:-0}"
 	_cl_wait "$i" "$start"
 }
+
+cluster_spawn() {
+	local i=$1
+	touch "${CL_LOG[$i]}"
+	CL_START[$i]=$(( $(wc -l < "${CL_LOG[$i]}") + 1 ))
+	_cl_spawn "$i" "${CL_PORT[$i]:-0}"
+}
+
+cluster_wait_ready() { _cl_wait "$1" "${CL_START[$1]:-1}"; }
 
 _cl_boot() {
 	CL_BOOT=
