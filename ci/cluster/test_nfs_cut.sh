@@ -78,28 +78,37 @@ err, parts = m["topics"]["chaos"]
 print("c%d" % m["controller"], " ".join(str(p[1]) if p[0] == 0 else "-1" for p in parts))
 EOF2
 }
-# wait_moved OTHER VICTIM DEADLINE_S: until OTHER's Metadata shows every
-# partition on a live leader other than VICTIM, and a controller other than
-# VICTIM; prints that Metadata.
+# wait_moved VICTIM DEADLINE_S: until a broker other than VICTIM shows in
+# its Metadata every partition on a live leader other than VICTIM, and a
+# controller other than VICTIM; prints that Metadata.  Both other brokers
+# are asked in turn, so one of them restarting (or dead: reported with its
+# exit) does not hide what the other sees.
 wait_moved() {
-	hub $PY - "${CL_HOST[$1]}" "${CL_PORT[$1]}" "$2" "$3" <<'EOF2'
+	local i peers=()
+	for i in 1 2 3; do [ "$i" = "$1" ] || peers+=("$i=${CL_HOST[$i]}:${CL_PORT[$i]}"); done
+	hub $PY - "$1" "$2" "${peers[@]}" <<'EOF2'
 import sys, time
 sys.path.insert(0, "ci/lib")
 from kcluster import metadata
-host, port, victim, deadline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), time.monotonic() + float(sys.argv[4])
-last = None
+victim, deadline = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+peers = [(a.split("=")[0], a.split("=")[1].rsplit(":", 1)) for a in sys.argv[3:]]
+last = {}
+n = 0
 while time.monotonic() < deadline:
+    bid, (host, port) = peers[n % len(peers)]
+    n += 1
     try:
-        m = metadata(port, ["chaos"], host=host)
+        m = metadata(int(port), ["chaos"], host=host)
         err, parts = m["topics"]["chaos"]
-        last = (m["controller"], [p[1] if p[0] == 0 else -1 for p in parts])
-        if err == 0 and parts and all(l not in (-1, victim) for l in last[1]) and last[0] not in (-1, victim):
-            print("c%d" % last[0], " ".join(map(str, last[1])))
+        seen = (m["controller"], [p[1] if p[0] == 0 else -1 for p in parts])
+        last[bid] = seen
+        if err == 0 and parts and all(l not in (-1, victim) for l in seen[1]) and seen[0] not in (-1, victim):
+            print("c%d" % seen[0], " ".join(map(str, seen[1])), "(as broker %s answers)" % bid)
             sys.exit(0)
     except Exception as e:
-        last = repr(e)
+        last[bid] = repr(e)
     time.sleep(0.2)
-print("not moved; last seen:", last)
+print("not moved; last seen:", "; ".join("broker %s: %s" % kv for kv in sorted(last.items())))
 sys.exit(1)
 EOF2
 }
@@ -119,13 +128,19 @@ for round in 0 1; do
 	[[ "$victim" =~ ^[123]$ ]] || fail_cl "no broker to cut (Metadata: $l)"
 	nled=$(tr ' ' '\n' <<<"${l#* }" | grep -cx -- "$victim" || true)
 	[ "$nled" -gt 0 ] || fail_cl "broker $victim leads nothing to cut (Metadata: $l)"
-	other=1; [ "$victim" = 1 ] && other=2
 	ev fault kind=cut n="$round" broker="$victim" phase=start
 	nt_cut "$victim"
 	t0=$(date +%s.%N)
-	moved=$(wait_moved "$other" "$victim" 60) || {
+	moved=$(wait_moved "$victim" 60) || {
 		nt_uncut "$victim"
-		fail_cl "broker $victim's partitions were not taken over while it was cut off ($moved)"
+		alive=
+		for i in 1 2 3; do
+			if cluster_alive "$i"; then alive+=" $i:running"; else
+				rc=0; [ -z "${CL_PID[$i]:-}" ] || wait "${CL_PID[$i]}" || rc=$?
+				alive+=" $i:exited($rc)"
+			fi
+		done
+		fail_cl "broker $victim's partitions were not taken over while it was cut off ($moved; brokers:$alive)"
 	}
 	tm=$(echo "$(date +%s.%N) - $t0" | bc)
 	echo "ok round $round: broker $victim (leading $nled of $PARTS$([ "$victim" = "$ctl" ] && echo ", the controller")) cut off; taken over after ${tm} s (session $SESSION ms): $moved"
