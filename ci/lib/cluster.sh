@@ -12,6 +12,7 @@
 #                         #   that must not block while the volume is away)
 #   cluster_wait_ready i  # wait for what cluster_spawn started to say ready
 #   cluster_alive i       # 0 when its process runs
+#   cluster_revive i      # restart broker i if it gave up leadership (76/77)
 #   cluster_cleanup       # SIGTERM everything still running (e2e_on_exit does it)
 #
 # Each broker logs to $T/b<i>.log (appended across restarts), runs with
@@ -133,6 +134,26 @@ cluster_term() {
 }
 
 cluster_stop_sig() { kill -"$2" "${CL_PID[$1]}" 2>/dev/null || true; }
+
+# cluster_revive i: what a supervisor does for a broker that gave up its
+# leadership on its own.  A broker whose lease lapsed or whose watchdog
+# fired (a slow fsync on a loaded machine is enough) exits 76 or 77 with
+# the reason in its log, by design, and is started again as a new
+# incarnation.  Returns 0 when broker i runs (again), 1 (with the reason on
+# stderr) when it died any other way.
+cluster_revive() {
+	local i=$1 rc=0 why
+	cluster_alive "$i" && return 0
+	[ -z "${CL_PID[$i]:-}" ] || wait "${CL_PID[$i]}" || rc=$?
+	CL_PID[$i]=
+	why=$(grep -o "gives up leadership: [^;]*" "${CL_LOG[$i]}" | tail -1)
+	if { [ "$rc" != 76 ] && [ "$rc" != 77 ]; } || [ -z "$why" ]; then
+		echo "broker $i died: exit $rc, ${why:-no reason in its log}" >&2
+		return 1
+	fi
+	echo "note: broker $i exited $rc ($why); restarted as its supervisor would"
+	cluster_launch "$i"
+}
 
 cluster_cleanup() {
 	set +e
