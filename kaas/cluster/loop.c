@@ -205,7 +205,6 @@ static int assign_equal(const kcl_assign *a, const kcl_assign *b)
 
 static void assignment_poll(kcl_rt *rt);
 
-static int64_t last_pub_gen; /* this process's last published generation (its epoch) */
 
 /* The controller checks that the pointer still names its document: one
  * that another writer replaced or damaged is republished (a reader that
@@ -304,8 +303,8 @@ static void publish(kcl_rt *rt)
 	int64_t g = 1;
 	if (prev && prev->gen.controller_epoch == rt->ctl_epoch)
 		g = prev->gen.generation + 1;
-	if (last_pub_gen >= g)
-		g = last_pub_gen + 1;
+	if (rt->last_pub_gen >= g)
+		g = rt->last_pub_gen + 1;
 	in.gen.generation = g;
 	kcl_bstats st;
 	int rc = kcl_balance(&in, &next, &st);
@@ -327,7 +326,7 @@ static void publish(kcl_rt *rt)
 		KLOG_WARN("cluster", "controller: publishing generation %" PRId64 ": %s", g, err);
 		goto out;
 	}
-	last_pub_gen = g;
+	rt->last_pub_gen = g;
 	KLOG_INFO("cluster",
 		  "controller epoch %" PRId64 ": published generation %" PRId64 " (%zu broker(s), %zu partition(s) "
 		  "moved, %zu kept, %zu unled)",
@@ -343,8 +342,6 @@ out:
 	free(list);
 }
 
-static int64_t noctl_since_ns;
-static int32_t ctl_owner = -1;
 
 static void controller(kcl_rt *rt)
 {
@@ -393,7 +390,7 @@ static void controller(kcl_rt *rt)
 				  rt->ctl_epoch);
 			rt->ctl_epoch = 0;
 		} else {
-			ctl_owner = rt->id;
+			rt->ctl_owner = rt->id;
 			publish(rt);
 			if (now >= rt->ctl_cleanup_ns) {
 				unsigned removed;
@@ -411,7 +408,7 @@ static void controller(kcl_rt *rt)
 		live = 0;
 	} else if (cv.highest_complete > 0 && cv.highest_name == cv.highest_complete) {
 		const kcl_peer *p = kcl_view_get(&rt->view, cv.current.owner, cv.current.inc);
-		ctl_owner = cv.current.owner;
+		rt->ctl_owner = cv.current.owner;
 		if (p && p->live == KCL_LIVE_ALIVE && !p->superseded)
 			live = 1;
 		else if (!p && !kcl_view_settled(&rt->view, now))
@@ -425,17 +422,17 @@ static void controller(kcl_rt *rt)
 		live = now - rt->undecided_since_ns < rt->session_ns;
 	}
 	if (live) {
-		noctl_since_ns = 0;
+		rt->noctl_since_ns = 0;
 		return;
 	}
-	ctl_owner = -1;
+	rt->ctl_owner = -1;
 	pthread_mutex_lock(&rt->mu);
 	int draining = rt->state != KCL_ST_RUNNING;
 	pthread_mutex_unlock(&rt->mu);
 	if (draining || !kcl_lease_holds(&rt->lease, now))
 		return;
-	if (!noctl_since_ns)
-		noctl_since_ns = now;
+	if (!rt->noctl_since_ns)
+		rt->noctl_since_ns = now;
 	/* The lowest live id races first; the others after a back-off. */
 	int rank = 0;
 	for (size_t i = 0; i < rt->view.n; i++) {
@@ -443,7 +440,7 @@ static void controller(kcl_rt *rt)
 		if (eligible_peer(rt, p) && p->state == KCL_ST_RUNNING && p->id < rt->id)
 			rank++;
 	}
-	if (now - noctl_since_ns < (int64_t)rank * 4 * rt->poll_ns)
+	if (now - rt->noctl_since_ns < (int64_t)rank * 4 * rt->poll_ns)
 		return;
 	kcl_claim mine;
 	memset(&mine, 0, sizeof(mine));
@@ -469,8 +466,8 @@ static void controller(kcl_rt *rt)
 	}
 	if (outcome == KCL_ELECT_WON) {
 		rt->ctl_epoch = mine.epoch;
-		ctl_owner = rt->id;
-		noctl_since_ns = 0;
+		rt->ctl_owner = rt->id;
+		rt->noctl_since_ns = 0;
 		kcl_areader_note_epoch(&rt->areader, mine.epoch);
 		KLOG_INFO("cluster", "broker %d elected controller at epoch %" PRId64, rt->id, mine.epoch);
 		publish(rt);
@@ -842,7 +839,7 @@ static void publish_leaders(kcl_rt *rt)
 		}
 		sig = (sig ^ x) * 1099511628211ULL;
 	}
-	sig ^= (uint64_t)ctl_owner * 31;
+	sig ^= (uint64_t)rt->ctl_owner * 31;
 	const kcl_abroker *me = rt->have_cur ? kcl_assign_broker(&rt->cur, rt->id) : NULL;
 	int clear = me && kcl_incarn_cmp(me->inc, rt->inc) == 0 &&
 		    kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, ku_mono_ns());
@@ -871,7 +868,7 @@ static void publish_leaders(kcl_rt *rt)
 	}
 	m->nbrokers = k;
 	qsort(m->brokers, k, sizeof(*m->brokers), lb_cmp);
-	m->controller = ctl_owner;
+	m->controller = rt->ctl_owner;
 	m->clear = clear;
 	if (a) {
 		m->controller_epoch = a->gen.controller_epoch;

@@ -273,6 +273,7 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 	const kb_config *c = &b->cfg;
 	rt->b = b;
 	rt->id = b->id;
+	rt->ctl_owner = -1;
 	__atomic_store_n(&b->joining, 1, __ATOMIC_RELEASE); /* not ready until it leads its share */
 	rt->hb_ns = c->broker_heartbeat_interval_ms * 1000000LL;
 	rt->session_ns = c->broker_session_timeout_ms * 1000000LL;

@@ -82,6 +82,12 @@ struct kcl_rt {
 	kcl_gen leaders_gen;
 	int64_t log_quiet_until_ns;
 	unsigned refusals;
+	/* controller (loop thread) */
+	int64_t last_pub_gen;   /* this incarnation's last published generation */
+	int64_t noctl_since_ns; /* when this observer last saw no controller (0: one is known) */
+	int32_t ctl_owner;      /* the controller as this observer knows it (-1: none) */
+	/* topic deletes (tdelete.c, loop thread) */
+	int64_t tdel_next_list_ns, tdel_swept_epoch, tdel_wait_logged_ns;
 };
 
 void kcl__rt_hb_now(kcl_rt *rt);

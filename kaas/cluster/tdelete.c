@@ -58,26 +58,24 @@ int kcl_tdel_verdict(const kcl_assign *cur, int64_t ctl_epoch, const kcl_view *v
 	return KCL_TDEL_READY;
 }
 
-static int64_t next_list_ns, swept_epoch, wait_logged_ns;
-
 void kcl__tdel_step(kcl_rt *rt)
 {
 	if (rt->ctl_epoch <= 0 || !rt->b->topics)
 		return;
 	int64_t now = ku_mono_ns();
-	int sweep = swept_epoch != rt->ctl_epoch;
-	if (!sweep && now < next_list_ns)
+	int sweep = rt->tdel_swept_epoch != rt->ctl_epoch;
+	if (!sweep && now < rt->tdel_next_list_ns)
 		return;
 	kt_tombstone *v = NULL;
 	size_t n = 0;
 	int rc = kt_topics_tombstones(rt->b->topics, &v, &n);
 	if (rc) {
 		KLOG_WARN("cluster", "controller: listing deleted-topics/: %s (retried)", sub_strerror(rc));
-		next_list_ns = now + IDLE_LIST_NS;
+		rt->tdel_next_list_ns = now + IDLE_LIST_NS;
 		return;
 	}
 	if (sweep) {
-		swept_epoch = rt->ctl_epoch;
+		rt->tdel_swept_epoch = rt->ctl_epoch;
 		if (n)
 			KLOG_INFO("cluster", "controller epoch %" PRId64 ": %zu unfinished topic delete(s) to re-drive",
 				  rt->ctl_epoch, n);
@@ -92,11 +90,11 @@ void kcl__tdel_step(kcl_rt *rt)
 					  released, v[i].name, v[i].id, now, &blocker);
 		if (vd != KCL_TDEL_READY) {
 			left++;
-			if (now >= wait_logged_ns) {
+			if (now >= rt->tdel_wait_logged_ns) {
 				char who[48] = "";
 				if (blocker >= 0)
 					snprintf(who, sizeof(who), " (broker %d has not)", blocker);
-				wait_logged_ns = now + WAIT_LOG_NS;
+				rt->tdel_wait_logged_ns = now + WAIT_LOG_NS;
 				KLOG_INFO("cluster", "controller: the delete of topic %s (id %s) waits for %s%s", v[i].name,
 					  v[i].id,
 					  vd == KCL_TDEL_WAIT_ASSIGN ? "an assignment without its partitions"
@@ -124,5 +122,5 @@ void kcl__tdel_step(kcl_rt *rt)
 			  rt->ctl_epoch, v[i].name, v[i].id, rt->cur.gen.generation);
 	}
 	free(v);
-	next_list_ns = left ? now : now + IDLE_LIST_NS;
+	rt->tdel_next_list_ns = left ? now : now + IDLE_LIST_NS;
 }
