@@ -226,7 +226,9 @@ int kn__sasl_is_step(const sreq *r)
 void kn__sasl_applied(conn *c)
 {
 	kn_sasl *x = c->sasl;
-	const char *mech = kn_sasl_mech_name(x->mech), *lst = c->lst->cfg.name;
+	/* A refused first handshake chose no mechanism: its why names the one asked for. */
+	const char *mech = x->state == KN_SASL_START ? "handshake" : kn_sasl_mech_name(x->mech);
+	const char *lst = c->lst->cfg.name;
 	if (x->just_authed) {
 		x->just_authed = 0;
 		int again = c->sasl_authed;
