@@ -22,7 +22,7 @@ SHELL := /bin/bash
 
 BUILD ?= build
 CC ?= cc
-PKGS := libuv jansson liblz4 libzstd zlib snappy libnfs openssl
+PKGS := libuv jansson liblz4 libzstd zlib snappy libnfs openssl libpcre2-8
 
 WARN := -Wall -Wextra -Werror -Wvla
 CPPFLAGS_ALL := -D_GNU_SOURCE -I. -MMD -MP \

@@ -15,7 +15,7 @@ fi
 
 BUILD_PKGS=(gcc make pkg-config libc6-dev
 	libuv1-dev libjansson-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
-	libnfs-dev libisal-dev libssl-dev check)
+	libnfs-dev libisal-dev libssl-dev libpcre2-dev check)
 # What the test suites start or drive: servers, real Kafka clients, fault tools.
 TEST_PKGS=(clang libclang-rt-14-dev iproute2 procps psmisc util-linux e2fsprogs
 	nfs-ganesha nfs-ganesha-vfs nfs-ganesha-mem rpcbind libnfs-utils

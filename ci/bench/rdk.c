@@ -15,7 +15,8 @@
  * error makes the program fail.  consume reads the partitions from the
  * beginning without a group (assign, no commits) and checks that every
  * partition's offsets arrive without gaps.  One JSON object per run on
- * stdout.  With KAAS_BENCH_TLS_CA set it speaks TLS (an SSL listener).
+ * stdout.  With KAAS_BENCH_TLS_CA set it speaks TLS (an SSL listener), with
+ * KAAS_BENCH_SASL_MECH SASL (SASL_SSL with both).
  */
 #include <errno.h>
 #include <librdkafka/rdkafka.h>
@@ -112,10 +113,17 @@ static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
 static rd_kafka_t *client(rd_kafka_type_t type, rd_kafka_conf_t *c, const char *brokers)
 {
 	char err[256];
-	/* KAAS_BENCH_TLS_CA: TLS to an SSL listener, trusting that CA bundle. */
-	const char *ca = getenv("KAAS_BENCH_TLS_CA");
+	/* KAAS_BENCH_TLS_CA: TLS to an SSL listener, trusting that CA bundle.
+	 * KAAS_BENCH_SASL_MECH (with _USER and _PASS): SASL, over TLS when the
+	 * CA is set too (SASL_SSL). */
+	const char *ca = getenv("KAAS_BENCH_TLS_CA"), *mech = getenv("KAAS_BENCH_SASL_MECH");
+	int tls = ca && *ca, sasl = mech && *mech;
+	const char *proto = tls && sasl ? "sasl_ssl" : tls ? "ssl" : sasl ? "sasl_plaintext" : "plaintext";
 	if (conf_set(c, "bootstrap.servers", brokers) || conf_set(c, "client.id", "kaas-bench") ||
-	    (ca && *ca && (conf_set(c, "security.protocol", "ssl") || conf_set(c, "ssl.ca.location", ca)))) {
+	    conf_set(c, "security.protocol", proto) || (tls && conf_set(c, "ssl.ca.location", ca)) ||
+	    (sasl && (conf_set(c, "sasl.mechanisms", mech) ||
+		      conf_set(c, "sasl.username", getenv("KAAS_BENCH_SASL_USER") ? getenv("KAAS_BENCH_SASL_USER") : "") ||
+		      conf_set(c, "sasl.password", getenv("KAAS_BENCH_SASL_PASS") ? getenv("KAAS_BENCH_SASL_PASS") : "")))) {
 		rd_kafka_conf_destroy(c);
 		return NULL;
 	}

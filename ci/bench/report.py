@@ -172,6 +172,9 @@ def summarize(run):
                 "plain_broker_cores": pc}
     s["tls"] = {"produce": tls_pair("produce:acks1-tls", ("produce:acks1", "produce:acks1-again")),
                 "consume": tls_pair("consume:tls", ("consume", "consume:again"))}
+    s["sasl_ssl"] = {"produce": tls_pair("produce:acks1-sasl_ssl", ("produce:acks1", "produce:acks1-again")),
+                     "consume": tls_pair("consume:sasl_ssl", ("consume", "consume:again"))}
+    s["ktls"] = next((j for j in run.lines if j.get("kind") == "ktls"), None)
     # One small write + fsync, measured right before and after the acks=all
     # latency run: the floor of an acks=all answer at that moment.
     probes = run.step("fsync-probe")
@@ -262,13 +265,17 @@ def markdown(run, s, stamp, plot):
     if c:
         w("| broker consume from the beginning | %s MB/s | raw sendfile over loopback: %s MB/s | **%s** |"
           % (fmt(c["mbps"], 1), fmt(rd.get("raw_sendfile")), fr(c["over_raw_sendfile"])))
-    for what, key in (("produce, acks=1", "produce"), ("consume from the beginning", "consume")):
-        t = s["tls"].get(key)
-        if t:
-            w("| broker %s over TLS (OpenSSL, no kernel TLS) | %s msg/s (broker %s cores) | plaintext, same run: "
-              "%s msg/s (broker %s cores) | **%s** of plaintext |"
-              % (what, fmt(t["msgs_per_s"]), fmt(t["broker_cores"], 2), fmt(t["plain_msgs_per_s"]),
-                 fmt(t["plain_broker_cores"], 2), fr(t["over_plaintext"])))
+    kt = s.get("ktls")
+    tls_how = ("OpenSSL with kernel TLS offered" if kt and kt.get("available")
+               else "OpenSSL, no kernel TLS: Fetch reads and SSL_writes" if kt else "OpenSSL")
+    for sec, label in (("tls", "TLS"), ("sasl_ssl", "SASL_SSL, SCRAM-SHA-256")):
+        for what, key in (("produce, acks=1", "produce"), ("consume from the beginning", "consume")):
+            t = (s.get(sec) or {}).get(key)
+            if t:
+                w("| broker %s over %s (%s) | %s msg/s (broker %s cores) | PLAINTEXT, same run: "
+                  "%s msg/s (broker %s cores) | **%s** of plaintext |"
+                  % (what, label, tls_how, fmt(t["msgs_per_s"]), fmt(t["broker_cores"], 2),
+                     fmt(t["plain_msgs_per_s"]), fmt(t["plain_broker_cores"], 2), fr(t["over_plaintext"])))
     for l in s["latency"]:
         w("| produce latency at %s msg/s, acks=%s | p50 %s, p99 %s | %s: p50 %s, p99 %s | **%s** × at p50, "
           "%s × at p99 |" % (fmt(l["rate"]), l["acks"], fus(l["p50_us"]), fus(l["p99_us"]), l["floor"],
@@ -279,6 +286,12 @@ def markdown(run, s, stamp, plot):
         w("| instructions per append of %s × %s B records (callgrind) | %s per batch, %s per record | — | — |"
           % (cg["records"], cg["record_size"], fmt(cg["ir_per_batch"]), fmt(cg["ir_per_record"])))
     w("")
+    if kt:
+        w("Kernel TLS (kTLS) on this machine: %s (%s); the TLS and SASL_SSL rows measured %s."
+          % ("available" if kt.get("available") else "**not available**", kt.get("why"),
+             "SSL_sendfile where OpenSSL turned it on" if kt.get("available")
+             else "Fetch reading the segment ranges and writing them through SSL_write (no zero-copy)"))
+        w("")
     # Storage.
     w("## Storage engine: append + flush (acks=all)")
     w("")

@@ -192,14 +192,36 @@ log "net: loopback TCP stream and round trip, before the broker runs"
 for r in $(seq 1 "$ROUNDS"); do
 	rec net "$((ROUNDS + r))" "$KB" net --secs "$SECS" --rtt-count 3000
 done
-log "broker: starting kaas on $WORK/broker (a PLAINTEXT and an SSL listener)"
-# TLS: a CA and a server certificate for the SSL listener (the TLS figures
-# are ratios to the plaintext ones of the same run).
+# Kernel TLS: whether this kernel has the `tls` upper layer protocol that
+# OpenSSL's SSL_sendfile needs (the TLS figures say which path they measured).
+/usr/bin/python3 - >>"$JL" <<'EOF'
+import errno, json, socket
+out = {"step": "ktls", "round": 0, "kind": "ktls"}
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(1)
+c = socket.create_connection(l.getsockname())
+try:
+    c.setsockopt(socket.IPPROTO_TCP, 31, b"tls")  # TCP_ULP
+    out.update(available=True, why="setsockopt(TCP_ULP, tls) succeeds")
+except OSError as e:
+    out.update(available=False, why="setsockopt(TCP_ULP, \"tls\"): %s: the kernel has no TLS upper layer "
+               "(CONFIG_TLS unset or the tls module absent)" % errno.errorcode.get(e.errno, e.errno))
+print(json.dumps(out))
+EOF
+log "broker: starting kaas on $WORK/broker (PLAINTEXT, SSL and SASL_SSL listeners)"
+# TLS: a CA and a server certificate for the SSL and SASL_SSL listeners (the
+# TLS and SASL_SSL figures are ratios to the plaintext ones of the same run).
 ci/tls/gen_certs.sh "$WORK/certs" || { echo "run.sh: certificates" >&2; exit 1; }
 BROKER_NO_TRAP=1 BROKER_LOG=$WORK/broker.log broker_start "$WORK/broker" \
-	--listen "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0" --override "ssl.keystore.location=$WORK/certs/server.keystore.pem" ||
+	--listen "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0" \
+	--override "ssl.keystore.location=$WORK/certs/server.keystore.pem" --override sasl.enabled.mechanisms=SCRAM-SHA-256 ||
 	{ echo "run.sh: the broker did not start" >&2; exit 1; }
 SSL_BROKER=127.0.0.1:$(grep -o 'listener SSL (SSL) on 127.0.0.1:[0-9]*' "$WORK/broker.log" | tail -1 | grep -o '[0-9]*$')
+SASL_BROKER=127.0.0.1:$(grep -o 'listener SASL_SSL (SASL_SSL) on 127.0.0.1:[0-9]*' "$WORK/broker.log" | tail -1 |
+	grep -o '[0-9]*$')
+printf 'bench-pw\n' | "$BIN/kaas" users add --user bench --mechanism SCRAM-SHA-256 --cluster-dir "$WORK/broker/__cluster" \
+	>/dev/null || { echo "run.sh: kaas users add" >&2; exit 1; }
 T=bench-$STAMP
 rec create 0 "$KRDK" create --brokers "$BROKER" --topic "$T" --partitions 1
 broker_cpu() { # CPU seconds (user + system) the broker has used so far
@@ -245,13 +267,21 @@ done
 log "broker: consume all $total messages from the beginning"
 e2e "consume" "$KRDK" consume --brokers "$BROKER" --topic "$T" --partitions 1 --count "$total"
 # The same over TLS (OpenSSL on the broker's loop; Fetch reads the ranges and
-# writes them through SSL_write unless the kernel does TLS), then plaintext
-# once more so that each TLS figure sits between two plaintext ones.
+# writes them through SSL_write unless the kernel does TLS) and over
+# SASL_SSL, then plaintext once more so that each TLS and SASL_SSL figure
+# sits between two plaintext ones.
 log "broker: produce acks=1 and consume over TLS"
 KAAS_BENCH_TLS_CA=$WORK/certs/ca.pem e2e "produce:acks1-tls" "$KRDK" produce --brokers "$SSL_BROKER" --topic "$T" \
 	--acks 1 --compression none --secs "$E2E_SECS" --label "produce:acks1-tls"
 KAAS_BENCH_TLS_CA=$WORK/certs/ca.pem e2e "consume:tls" "$KRDK" consume --brokers "$SSL_BROKER" --topic "$T" \
 	--partitions 1 --count "$total"
+# SASL_SSL: SCRAM-SHA-256 once per connection, then the same TLS data path.
+log "broker: produce acks=1 and consume over SASL_SSL (SCRAM-SHA-256)"
+export KAAS_BENCH_SASL_USER=bench KAAS_BENCH_SASL_PASS=bench-pw
+KAAS_BENCH_TLS_CA=$WORK/certs/ca.pem KAAS_BENCH_SASL_MECH=SCRAM-SHA-256 e2e "produce:acks1-sasl_ssl" "$KRDK" produce \
+	--brokers "$SASL_BROKER" --topic "$T" --acks 1 --compression none --secs "$E2E_SECS" --label "produce:acks1-sasl_ssl"
+KAAS_BENCH_TLS_CA=$WORK/certs/ca.pem KAAS_BENCH_SASL_MECH=SCRAM-SHA-256 e2e "consume:sasl_ssl" "$KRDK" consume \
+	--brokers "$SASL_BROKER" --topic "$T" --partitions 1 --count "$total"
 produce "produce:acks1-again" 1 none
 e2e "consume:again" "$KRDK" consume --brokers "$BROKER" --topic "$T" --partitions 1 --count "$total"
 RATE=1000

@@ -75,6 +75,14 @@ check(tls.get("produce") and tls["produce"]["msgs"] > 0 and tls["produce"]["over
       "produce over TLS with its ratio to plaintext: %s" % tls.get("produce"))
 check(tls.get("consume") and tls["consume"]["msgs"] == delivered and tls["consume"]["over_plaintext"],
       "consume over TLS read every message (%s) with its ratio: %s" % (delivered, tls.get("consume")))
+# SASL_SSL (SCRAM-SHA-256): the same, with its ratio to plaintext.
+sasl = s.get("sasl_ssl") or {}
+check(sasl.get("produce") and sasl["produce"]["msgs"] > 0 and sasl["produce"]["over_plaintext"],
+      "produce over SASL_SSL with its ratio to plaintext: %s" % sasl.get("produce"))
+check(sasl.get("consume") and sasl["consume"]["msgs"] == delivered and sasl["consume"]["over_plaintext"],
+      "consume over SASL_SSL read every message (%s) with its ratio: %s" % (delivered, sasl.get("consume")))
+check(s.get("ktls") and isinstance(s["ktls"].get("available"), bool) and s["ktls"].get("why"),
+      "whether the kernel does TLS, and why: %s" % s.get("ktls"))
 check(s["storage_ref"] and s["storage_ref"]["records_per_s"] > 0, "storage reference measured")
 check(len(s["latency"]) == 2 and all(l["msgs"] > 0 and l["p50_us"] > 0 for l in s["latency"]), "latency runs")
 check((s["fsync_small_p50_us"] or 0) > 0, "fsync probe around the acks=all latency run")
@@ -103,6 +111,7 @@ for sec in ("## Headline", "## Storage engine: append + flush", "## Storage engi
             "## Broker end to end", "## Instructions on the append hot path", "## Conformance tool"):
     check(sec in md, "section %r" % sec)
 check("Failed steps" not in md, "no failed steps in the markdown")
+check("over SASL_SSL" in md and "Kernel TLS (kTLS) on this machine" in md, "the SASL_SSL rows and the kTLS note")
 readme = open(os.path.join(out, "README.md")).read()
 check("(%s.md)" % stamp in readme and "## Run %s" % stamp in readme, "README lists and shows the run")
 for f in glob.glob(os.path.join(out, "*")):

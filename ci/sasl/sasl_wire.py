@@ -20,6 +20,16 @@ the broker behaved as Kafka does, 1 with a FAIL line otherwise.
   reauth HOST PORT USER PASS OTHER OTHERPASS
                              re-authentication as the same user works, as
                              another user closes the connection
+  offers HOST PORT MECH ERR LIST
+                             SaslHandshake v1 for MECH answers error ERR and
+                             the mechanisms LIST (comma-separated, in order);
+                             after an error the connection closes
+  lifetime HOST PORT USER PASS
+                             prints session_lifetime_ms of a PLAIN login
+  frame HOST PORT N answered|closed
+                             a SaslHandshake of N bytes (a long mechanism
+                             name) is answered (UNSUPPORTED_SASL_MECHANISM)
+                             or closes the connection unanswered
 """
 import os
 import socket
@@ -219,9 +229,51 @@ def cmd_reauth(host, port, user, pw, other, otherpw):
     print("ok re-authentication keeps the principal; another one closes (%s)" % r[1])
 
 
+def cmd_offers(host, port, mech, want_err, want_list):
+    s = connect(host, port)
+    s.sendall(req(17, 1, 1, s16(mech.encode())))
+    r = recv_frame(s)
+    if r is None:
+        fail("SaslHandshake %s: closed unanswered" % mech)
+    (err,) = struct.unpack(">h", r[4:6])
+    (n,) = struct.unpack(">i", r[6:10])
+    p, got = 10, []
+    for _ in range(n):
+        (ml,) = struct.unpack(">h", r[p:p + 2])
+        got.append(r[p + 2:p + 2 + ml].decode())
+        p += 2 + ml
+    if err != int(want_err) or ",".join(got) != want_list:
+        fail("SaslHandshake %s: error %d, mechanisms %s; want error %s, mechanisms %s" % (mech, err, got, want_err,
+                                                                                           want_list))
+    if err and not closed(s):
+        fail("SaslHandshake %s: error %d and the connection stayed open" % (mech, err))
+    print("ok SaslHandshake %s: error %d, offered %s" % (mech, err, ",".join(got)))
+
+
+def cmd_lifetime(host, port, user, pw):
+    s = connect(host, port)
+    r = plain_login(s, user, pw)
+    if r is None or r[0] != 0:
+        fail("PLAIN login: %r" % (r,))
+    print(r[3])
+
+
+def cmd_frame(host, port, n, want):
+    s = connect(host, port)
+    pad = int(n) - 16  # the frame: a 14-byte header, the string and its 2-byte length
+    s.sendall(req(17, 1, 1, s16(b"X" * pad)))
+    r = recv_frame(s)
+    if want == "answered" and (r is None or struct.unpack(">h", r[4:6])[0] != 33):
+        fail("a %s-byte SaslHandshake was not answered UNSUPPORTED_SASL_MECHANISM: %r" % (n, r and r[:8]))
+    if want == "closed" and r is not None:
+        fail("a %s-byte SaslHandshake was answered" % n)
+    print("ok a %s-byte SaslHandshake: %s" % (n, want))
+
+
 if __name__ == "__main__":
     cmds = {"cut": cmd_cut, "preauth": cmd_preauth, "big": cmd_big, "expire": cmd_expire, "reauth": cmd_reauth,
-            "salt": cmd_salt, "plainport": cmd_plainport}
+            "salt": cmd_salt, "plainport": cmd_plainport, "offers": cmd_offers, "lifetime": cmd_lifetime,
+            "frame": cmd_frame}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

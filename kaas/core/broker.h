@@ -79,11 +79,17 @@ typedef struct kb_config {
 	char ssl_enabled_protocols[KB_CFG_STR];   /* ssl.enabled.protocols */
 	char ssl_cipher_suites[KB_CFG_STR];       /* ssl.cipher.suites */
 	int64_t ssl_handshake_timeout_ms;         /* kaas.ssl.handshake.timeout.ms (10000) */
+	char ssl_principal_mapping_rules[KB_CFG_STR]; /* ssl.principal.mapping.rules (DEFAULT):
+	                                             KIP-371, kaas/core/sslmap.h */
 	/* SASL (SASL_PLAINTEXT and SASL_SSL listeners; credentials in CLUSTER/users/) */
 	char sasl_enabled_mechanisms[256];        /* sasl.enabled.mechanisms (SCRAM-SHA-256,SCRAM-SHA-512) */
 	int64_t connections_max_reauth_ms;        /* connections.max.reauth.ms (0: sessions never end) */
 	int32_t sasl_server_max_receive_size;     /* sasl.server.max.receive.size (524288): frames
 	                                             before authentication */
+	/* listener.name.<name>.<mechanism>.connections.max.reauth.ms only (KIP-368):
+	 * -1 where connections_max_reauth_ms holds; indexed PLAIN, SCRAM-SHA-256,
+	 * SCRAM-SHA-512 */
+	int64_t sasl_mech_reauth_ms[3];
 	char data_url[4096];            /* log.dirs: the data volume (path or substrate URL) */
 	char cluster_url[4096];         /* kaas.cluster.dir (default DATA/__cluster) */
 	int trust_unqualified;          /* --trust-unqualified only (no file key) */
@@ -140,12 +146,14 @@ typedef struct kb_config {
 	int64_t offsets_retention_minutes;        /* offsets.retention.minutes (10080) */
 	int64_t transaction_max_timeout_ms;       /* transaction.max.timeout.ms (900000) */
 	int64_t transactional_id_expiration_ms;   /* transactional.id.expiration.ms (604800000) */
-	/* listener.name.<name>.ssl.*: one listener's own TLS settings over the
-	 * ssl.* ones (kb_config_for_listener). */
+	/* listener.name.<name>.<key>: one listener's own TLS and SASL settings
+	 * over the broker-wide ones (kb_config_for_listener): ssl.*,
+	 * sasl.enabled.mechanisms, sasl.server.max.receive.size,
+	 * connections.max.reauth.ms and <mechanism>.connections.max.reauth.ms. */
 	int nlover;
 	struct kb_listener_override {
 		char listener[64]; /* as written; matched without regard to case */
-		char key[64];      /* the ssl.* key */
+		char key[64];      /* the key after the listener's name */
 		char value[1024];
 	} lover[KB_LISTENER_OVERRIDES];
 
@@ -181,9 +189,10 @@ void kb_config_defaults(kb_config *c);
  * naming the key in err; -ENOENT for a key kaas does not know. */
 int kb_config_set(kb_config *c, const char *key, const char *value, char *err, size_t errlen);
 
-/* The settings a listener runs with: c with the listener.name.<name>.ssl.*
+/* The settings a listener runs with: c with the listener.name.<name>.*
  * overrides of that listener applied (*out malloc'd).  0, or -EINVAL naming
- * an override that names no listener of c (err); -ENOMEM. */
+ * an override that names no listener of c, or a SASL setting of a listener
+ * without SASL (err); -ENOMEM. */
 int kb_config_for_listener(const kb_config *c, const char *listener, kb_config **out, char *err,
 			   size_t errlen);
 

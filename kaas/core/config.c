@@ -10,6 +10,7 @@
 #include "kaas/core/broker.h"
 #include "kaas/core/config.h"
 #include "kaas/core/listeners.h"
+#include "kaas/core/sslmap.h"
 #include "util/assert.h"
 
 #include <ctype.h>
@@ -62,6 +63,10 @@ const kb_config_key kb_config_keys[] = {
 	{"ssl.cipher.suites", KCFG_STR, OFF(ssl_cipher_suites), 0, 0, "",
 	 "comma-separated cipher suites (OpenSSL or IANA names of TLS 1.2 suites, TLS 1.3 "
 	 "suites by their TLS_ names); empty: OpenSSL's defaults"},
+	{"ssl.principal.mapping.rules", KCFG_SSL_RULES, OFF(ssl_principal_mapping_rules), 0, 0, "DEFAULT",
+	 "KIP-371: RULE:pattern/replacement/[LU], ..., DEFAULT: the principal of a client certificate "
+	 "on an SSL listener, from its DN (the first rule whose Java regular expression matches the whole "
+	 "DN; DEFAULT: the DN itself)"},
 	{"sasl.enabled.mechanisms", KCFG_SASL_MECHS, OFF(sasl_enabled_mechanisms), 0, 0,
 	 "SCRAM-SHA-256,SCRAM-SHA-512",
 	 "the SASL mechanisms of the SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, "
@@ -213,6 +218,9 @@ void kb_config_defaults(kb_config *c)
 	snprintf(c->ssl_enabled_protocols, sizeof(c->ssl_enabled_protocols), "TLSv1.2,TLSv1.3");
 	c->ssl_client_auth = KB_SSL_AUTH_NONE;
 	c->ssl_handshake_timeout_ms = 10000;
+	snprintf(c->ssl_principal_mapping_rules, sizeof(c->ssl_principal_mapping_rules), "DEFAULT");
+	for (int i = 0; i < 3; i++)
+		c->sasl_mech_reauth_ms[i] = -1;
 	snprintf(c->sasl_enabled_mechanisms, sizeof(c->sasl_enabled_mechanisms), "SCRAM-SHA-256,SCRAM-SHA-512");
 	c->sasl_server_max_receive_size = 524288;
 	c->advertise_port = -1; /* unset: follow listeners */
@@ -344,8 +352,63 @@ static int sasl_mechs(char *dst, const char *value, char *err, size_t errlen, co
 	return 0;
 }
 
-/* listener.name.<name>.<ssl key>=value: validated against a scratch copy,
- * kept for kb_config_for_listener. */
+/* The SASL settings Kafka takes per listener; ssl.* are all per listener. */
+static const char *const sasl_listener_keys[] = {"sasl.enabled.mechanisms", "sasl.server.max.receive.size",
+						  "connections.max.reauth.ms"};
+static const char *const mech_prefix[3] = {"plain.", "scram-sha-256.", "scram-sha-512."};
+
+/* 1 for a SASL key (including <mechanism>.connections.max.reauth.ms), 0 for
+ * an ssl.* one, -1 for one kaas does not take per listener. */
+static int listener_key_kind(const char *sub)
+{
+	if (strncmp(sub, "ssl.", 4) == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(sasl_listener_keys) / sizeof(sasl_listener_keys[0]); i++)
+		if (!strcmp(sub, sasl_listener_keys[i]))
+			return 1;
+	for (int m = 0; m < 3; m++)
+		if (!strncasecmp(sub, mech_prefix[m], strlen(mech_prefix[m])) &&
+		    !strcmp(sub + strlen(mech_prefix[m]), "connections.max.reauth.ms"))
+			return 1;
+	return -1;
+}
+
+/* One per-listener key (as it follows listener.name.<name>.) applied to c;
+ * errors name full, the key as written. */
+static int set_listener_key(kb_config *c, const char *full, const char *sub, const char *value, char *err,
+			    size_t errlen)
+{
+	char sub_err[512];
+	const char *named = sub; /* the key kb_config_set's error begins with */
+	int rc;
+	for (int m = 0; m < 3; m++)
+		if (!strncasecmp(sub, mech_prefix[m], strlen(mech_prefix[m]))) {
+			named = "connections.max.reauth.ms";
+			/* KIP-368's <mechanism>.connections.max.reauth.ms: the
+			 * bounds of connections.max.reauth.ms */
+			int64_t keep = c->connections_max_reauth_ms;
+			rc = kb_config_set(c, "connections.max.reauth.ms", value, sub_err, sizeof(sub_err));
+			if (!rc)
+				c->sasl_mech_reauth_ms[m] = c->connections_max_reauth_ms;
+			c->connections_max_reauth_ms = keep;
+			goto out;
+		}
+	rc = kb_config_set(c, sub, value, sub_err, sizeof(sub_err));
+out:
+	if (rc) {
+		/* "sub: invalid value ..." becomes "full: invalid value ..." */
+		const char *why = sub_err;
+		size_t nl = strlen(named);
+		if (!strncmp(sub_err, named, nl) && !strncmp(sub_err + nl, ": ", 2))
+			why = sub_err + nl + 2;
+		snprintf(err, errlen, "%s: %s", full, why);
+		return rc == -ENOENT ? -EINVAL : rc;
+	}
+	return 0;
+}
+
+/* listener.name.<name>.<key>=value: validated against a scratch copy, kept
+ * for kb_config_for_listener. */
 static int set_listener_override(kb_config *c, const char *key, const char *value, char *err,
 				 size_t errlen)
 {
@@ -357,8 +420,9 @@ static int set_listener_override(kb_config *c, const char *key, const char *valu
 	for (size_t i = 0; i < nlen; i++)
 		if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-')
 			return bad(err, errlen, key, value, "the listener name has a character a listener name cannot");
-	if (strncmp(sub, "ssl.", 4) != 0) {
-		snprintf(err, errlen, "%s: only ssl.* settings can be given per listener", key);
+	if (listener_key_kind(sub) < 0) {
+		snprintf(err, errlen, "%s: only ssl.* settings, sasl.enabled.mechanisms, sasl.server.max.receive.size "
+			 "and [<mechanism>.]connections.max.reauth.ms can be given per listener", key);
 		return -EINVAL;
 	}
 	if (strlen(sub) >= sizeof(c->lover[0].key) || strlen(value) >= sizeof(c->lover[0].value))
@@ -369,17 +433,14 @@ static int set_listener_override(kb_config *c, const char *key, const char *valu
 		return -ENOMEM;
 	}
 	kb_config_defaults(tmp);
-	char sub_err[512];
-	int rc = kb_config_set(tmp, sub, value, sub_err, sizeof(sub_err));
+	int rc = set_listener_key(tmp, key, sub, value, err, errlen);
 	free(tmp);
-	if (rc) {
-		snprintf(err, errlen, "%s: %s", key, sub_err);
-		return rc == -ENOENT ? -EINVAL : rc;
-	}
+	if (rc)
+		return rc;
 	int i;
 	for (i = 0; i < c->nlover; i++)
 		if (strlen(c->lover[i].listener) == nlen && !strncasecmp(c->lover[i].listener, name, nlen) &&
-		    !strcmp(c->lover[i].key, sub))
+		    !strcasecmp(c->lover[i].key, sub))
 			break;
 	if (i == c->nlover) {
 		if (c->nlover == KB_LISTENER_OVERRIDES)
@@ -401,12 +462,19 @@ int kb_config_for_listener(const kb_config *c, const char *listener, kb_config *
 	if (rc)
 		return rc;
 	for (int i = 0; i < c->nlover; i++) {
-		int known = 0;
+		int at = -1;
 		for (int j = 0; j < n; j++)
-			known |= !strcasecmp(rows[j].name, c->lover[i].listener);
-		if (!known) {
+			if (!strcasecmp(rows[j].name, c->lover[i].listener))
+				at = j;
+		if (at < 0) {
 			snprintf(err, errlen, "listener.name.%s.%s: no listener is named %s", c->lover[i].listener,
 				 c->lover[i].key, c->lover[i].listener);
+			return -EINVAL;
+		}
+		int p = rows[at].protocol;
+		if (listener_key_kind(c->lover[i].key) == 1 && p != KB_SEC_SASL_PLAINTEXT && p != KB_SEC_SASL_SSL) {
+			snprintf(err, errlen, "listener.name.%s.%s: listener %s is %s, it has no SASL", c->lover[i].listener,
+				 c->lover[i].key, rows[at].name, kb_security_protocol_name(p));
 			return -EINVAL;
 		}
 	}
@@ -419,7 +487,7 @@ int kb_config_for_listener(const kb_config *c, const char *listener, kb_config *
 	for (int i = 0; i < c->nlover; i++) {
 		if (strcasecmp(c->lover[i].listener, listener))
 			continue;
-		rc = kb_config_set(lc, c->lover[i].key, c->lover[i].value, err, errlen);
+		rc = set_listener_key(lc, c->lover[i].key, c->lover[i].key, c->lover[i].value, err, errlen);
 		KAAS_ASSERT(rc == 0); /* validated when it was set */
 		if (rc) {
 			free(lc);
@@ -558,6 +626,18 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 		return 0;
 	case KCFG_SASL_MECHS:
 		return sasl_mechs(base + k->off, value, err, errlen, key);
+	case KCFG_SSL_RULES: {
+		char why[512];
+		if (strlen(value) >= KB_CFG_STR)
+			return bad(err, errlen, key, value, "too long");
+		int rc = kb_sslmap_parse(value, NULL, why, sizeof(why));
+		if (rc) {
+			snprintf(err, errlen, "%s: %s", key, why);
+			return rc;
+		}
+		snprintf(base + k->off, KB_CFG_STR, "%s", value);
+		return 0;
+	}
 	case KCFG_CLEANUP: {
 		/* Kafka's list syntax, as the topic-level cleanup.policy takes it. */
 		int del = 0, comp = 0;

@@ -25,6 +25,7 @@ enum kb_config_type {
 	KCFG_STORETYPE, /* PEM (JKS and PKCS12 refused by name) */
 	KCFG_AUTHORIZER, /* "", kaas, or Kafka's two ACL authorizer classes */
 	KCFG_SASL_MECHS, /* PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 (others refused by name) */
+	KCFG_SSL_RULES, /* ssl.principal.mapping.rules: parsed by kb_sslmap_parse */
 	KCFG_CLEANUP,  /* delete | compact | compact,delete (either order): KS_CLEANUP_* */
 };
 

@@ -9,9 +9,9 @@ core_SRCS := kaas/core/config.c kaas/core/listeners.c kaas/core/req.c kaas/core/
 	kaas/core/leaders.c \
 	kaas/core/resident.c kaas/core/census.c kaas/core/users.c kaas/core/users_cli.c kaas/core/cleaner.c \
 	kaas/core/dyncfg.c kaas/core/dynkeys.c \
-	kaas/core/acl.c kaas/core/acl_store.c
+	kaas/core/acl.c kaas/core/acl_store.c kaas/core/acl_sslmap.c
 core_USES := storage proto sub util
 core_PREFIX := kb
 core_TESTS := kaas/core/test/test_config.c kaas/core/test/test_ptable.c \
 	kaas/core/test/test_resident.c kaas/core/test/test_users.c kaas/core/test/test_dyncfg.c \
-	kaas/core/test/test_acl.c
+	kaas/core/test/test_acl.c kaas/core/test/test_sslmap.c

@@ -294,7 +294,7 @@ static void frame_done(conn *c, uint8_t *f, size_t len)
 	r->pub.received_ms = (int64_t)uv_now(&s->loop);
 	r->received_ns = ku_mono_ns();
 	r->pub.sasl = c->sasl;
-	r->pub.sasl_env = s->sasl_env;
+	r->pub.sasl_env = c->lst->sasl_env;
 	/* Before authentication a frame may be an unframed SASL token: what it
 	 * is depends on the step before it, known once that one has run. */
 	if (c->sasl && !c->sasl_authed) {
@@ -324,8 +324,8 @@ static int parse_frames(conn *c, const uint8_t *buf, size_t n)
 	int64_t max = s->b->cfg.socket_request_max_bytes, min = 8;
 	int presasl = c->sasl && !c->sasl_authed;
 	if (presasl) { /* sasl.server.max.receive.size; an unframed token may be short */
-		if (max > s->b->cfg.sasl_server_max_receive_size)
-			max = s->b->cfg.sasl_server_max_receive_size;
+		if (max > c->lst->sasl_env->max_receive)
+			max = c->lst->sasl_env->max_receive;
 		min = 1;
 	}
 	size_t pos = 0;

@@ -37,15 +37,29 @@ static int broker_lookup(void *arg, const char *name, kb_user *out, char *why, s
 	return kb_users_get(b->cluster, name, out, why, whylen);
 }
 
-int kn__sasl_env_create(kn_server *s, char *err, size_t errlen)
+/* One SASL listener's exchange settings: lc is the broker's settings with
+ * that listener's listener.name.<name>.* over them. */
+int kn__sasl_env_create(kn_server *s, kn_listener *l, const kb_config *lc, char *err, size_t errlen)
 {
+	int rc = 0;
+	char why[300];
+	if (!s->sasl_secret_read) {
+		if (s->b->cluster)
+			rc = kb_users_secret(s->b->cluster, s->sasl_secret, why, sizeof(why));
+		else if (RAND_bytes(s->sasl_secret, sizeof(s->sasl_secret)) != 1)
+			rc = -EIO, snprintf(why, sizeof(why), "no random bytes from OpenSSL");
+		if (rc) {
+			snprintf(err, errlen, "SASL: the cluster directory's secret: %s", why);
+			return rc;
+		}
+		s->sasl_secret_read = 1;
+	}
 	kn_sasl_env *env = calloc(1, sizeof(*env));
 	if (!env) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	const kb_config *cfg = &s->b->cfg;
-	for (const char *p = cfg->sasl_enabled_mechanisms; *p;) {
+	for (const char *p = lc->sasl_enabled_mechanisms; *p;) {
 		const char *e = strchr(p, ',');
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 		int m = kn_sasl_mech_of(p, n);
@@ -53,32 +67,32 @@ int kn__sasl_env_create(kn_server *s, char *err, size_t errlen)
 			env->enabled[m] = 1;
 		p = e ? e + 1 : p + n;
 	}
-	env->reauth_ms = cfg->connections_max_reauth_ms;
+	char reauth[160] = "";
+	for (int m = 0; m < KN_MECH_N; m++) {
+		int64_t own = lc->sasl_mech_reauth_ms[m];
+		env->reauth_ms[m] = own >= 0 ? own : lc->connections_max_reauth_ms;
+		if (own >= 0)
+			snprintf(reauth + strlen(reauth), sizeof(reauth) - strlen(reauth), ", %s %lld ms",
+				 kn_sasl_mech_name(m), (long long)own);
+	}
+	env->max_receive = lc->sasl_server_max_receive_size;
+	memcpy(env->secret, s->sasl_secret, sizeof(env->secret));
 	env->lookup = broker_lookup;
 	env->lookup_arg = s->b;
-	int rc = 0;
-	char why[300];
-	if (s->b->cluster)
-		rc = kb_users_secret(s->b->cluster, env->secret, why, sizeof(why));
-	else if (RAND_bytes(env->secret, sizeof(env->secret)) != 1)
-		rc = -EIO, snprintf(why, sizeof(why), "no random bytes from OpenSSL");
-	if (rc) {
-		snprintf(err, errlen, "SASL: the cluster directory's secret: %s", why);
-		free(env);
-		return rc;
-	}
-	s->sasl_env = env;
-	KLOG_INFO("server", "SASL: mechanisms %s, connections.max.reauth.ms=%lld, users in the cluster directory's "
-		  "%s/", cfg->sasl_enabled_mechanisms, (long long)cfg->connections_max_reauth_ms, KB_USERS_DIR);
+	l->sasl_env = env;
+	KLOG_INFO("server", "SASL on listener %s: mechanisms %s, connections.max.reauth.ms=%lld%s, "
+		  "sasl.server.max.receive.size=%d, users in the cluster directory's %s/", l->cfg.name,
+		  lc->sasl_enabled_mechanisms, (long long)lc->connections_max_reauth_ms, reauth,
+		  (int)lc->sasl_server_max_receive_size, KB_USERS_DIR);
 	return 0;
 }
 
-void kn__sasl_env_free(kn_server *s)
+void kn__sasl_env_free(kn_listener *l)
 {
-	if (s->sasl_env)
-		OPENSSL_cleanse(s->sasl_env, sizeof(*s->sasl_env));
-	free(s->sasl_env);
-	s->sasl_env = NULL;
+	if (l->sasl_env)
+		OPENSSL_cleanse(l->sasl_env, sizeof(*l->sasl_env));
+	free(l->sasl_env);
+	l->sasl_env = NULL;
 }
 
 /* ---- handlers (workers) ----------------------------------------------------------------- */
@@ -131,8 +145,10 @@ int kn_h_sasl_authenticate(kb_req *req, kw_rd *body, kw_wr *resp)
 	kw_wr_i16(resp, (int16_t)(rc < 0 ? -rc : KERR_NONE));
 	kw_wr_str(resp, flex, rc < 0 ? msg : NULL);
 	kw_wr_bytes(resp, flex, out ? out : (const uint8_t *)"", (int32_t)outlen);
-	if (req->api_version >= 1)
-		kw_wr_i64(resp, rc == 1 && r->sasl_env->reauth_ms > 0 ? r->sasl_env->reauth_ms : 0);
+	if (req->api_version >= 1) { /* the session lifetime of this listener and mechanism */
+		int64_t life = rc == 1 ? r->sasl_env->reauth_ms[r->sasl->mech] : 0;
+		kw_wr_i64(resp, life > 0 ? life : 0);
+	}
 	kw_wr_tags(resp, flex);
 	free(out);
 	return KAAS_HANDLED;
@@ -194,7 +210,7 @@ int kn__sasl_gate(conn *c, sreq *r)
 	    k != KAAS_API_SASL_HANDSHAKE) {
 		KLOG_INFO("server", "%s: the SASL session of %s ended (connections.max.reauth.ms=%lld) without a "
 			  "re-authentication: closing at its %s request", c->peer, c->principal,
-			  (long long)c->s->b->cfg.connections_max_reauth_ms, r->api->name);
+			  (long long)c->lst->sasl_env->reauth_ms[c->sasl->mech], r->api->name);
 		kn__conn_close(c, "SASL session expired");
 		return -1;
 	}
@@ -210,13 +226,15 @@ int kn__sasl_is_step(const sreq *r)
 void kn__sasl_applied(conn *c)
 {
 	kn_sasl *x = c->sasl;
-	const char *mech = kn_sasl_mech_name(x->mech), *lst = c->lst->cfg.name;
+	/* A refused first handshake chose no mechanism: its why names the one asked for. */
+	const char *mech = x->state == KN_SASL_START ? "handshake" : kn_sasl_mech_name(x->mech);
+	const char *lst = c->lst->cfg.name;
 	if (x->just_authed) {
 		x->just_authed = 0;
 		int again = c->sasl_authed;
 		c->sasl_authed = 1;
 		snprintf(c->principal, sizeof(c->principal), "User:%s", x->user);
-		int64_t ms = c->s->b->cfg.connections_max_reauth_ms;
+		int64_t ms = c->lst->sasl_env->reauth_ms[x->mech];
 		c->sasl_expiry_ms = ms > 0 ? uv_now(&c->s->loop) + (uint64_t)ms : 0;
 		KLOG_INFO("server", "%s: SASL %s %s with %s on listener %s%s", c->peer,
 			  again ? "re-authenticated" : "authenticated", c->principal, mech, lst,

@@ -221,39 +221,32 @@ static void advertised(kn_listener *l)
 int kn__listeners_open(kn_server *s, char *err, size_t errlen)
 {
 	kb_listener rows[KB_MAX_LISTENERS];
-	int n = 0, need_sasl = 0;
+	int n = 0;
 	int rc = kb_listeners_resolve(&s->b->cfg, rows, &n, err, errlen);
 	if (rc)
 		return rc;
-	for (int i = 0; i < n; i++) {
-		int p = rows[i].protocol;
-		need_sasl |= p == KB_SEC_SASL_PLAINTEXT || p == KB_SEC_SASL_SSL;
-	}
-	if (need_sasl) {
-		rc = kn__sasl_env_create(s, err, errlen);
-		if (rc)
-			return rc;
-	}
 	for (int i = 0; i < n; i++) {
 		kn_listener *l = &s->lst[i];
 		l->s = s;
 		l->cfg = rows[i];
 		l->fd = -1;
 		s->nlst = i + 1;
-		if (rows[i].protocol == KB_SEC_SSL || rows[i].protocol == KB_SEC_SASL_SSL) {
-			/* Each TLS listener its own context: the ssl.* settings with
-			 * its listener.name.<name>.ssl.* ones over them. */
-			kb_config *lc = NULL;
-			char why[400];
-			rc = kb_config_for_listener(&s->b->cfg, rows[i].name, &lc, why, sizeof(why));
-			if (!rc) {
-				rc = kn__tls_create(lc, &l->tls, why, sizeof(why));
-				free(lc);
-			}
-			if (rc) {
-				snprintf(err, errlen, "listener %s: %s", rows[i].name, why);
-				return rc;
-			}
+		/* Each listener its own settings: the broker's with its
+		 * listener.name.<name>.* ones over them (checked for every
+		 * listener, so an override naming none is refused even where no
+		 * listener uses TLS or SASL). */
+		kb_config *lc = NULL;
+		char why[400];
+		int p = rows[i].protocol;
+		rc = kb_config_for_listener(&s->b->cfg, rows[i].name, &lc, why, sizeof(why));
+		if (!rc && (p == KB_SEC_SSL || p == KB_SEC_SASL_SSL))
+			rc = kn__tls_create(lc, &l->tls, why, sizeof(why));
+		if (!rc && (p == KB_SEC_SASL_PLAINTEXT || p == KB_SEC_SASL_SSL))
+			rc = kn__sasl_env_create(s, l, lc, why, sizeof(why));
+		free(lc);
+		if (rc) {
+			snprintf(err, errlen, "listener %s: %s", rows[i].name, why);
+			return rc;
 		}
 		rc = listen_on(l, err, errlen);
 		if (rc)
@@ -309,6 +302,6 @@ void kn__listeners_free(kn_server *s)
 	for (int i = 0; i < s->nlst; i++) {
 		kn__tls_destroy(s->lst[i].tls);
 		s->lst[i].tls = NULL;
+		kn__sasl_env_free(&s->lst[i]);
 	}
-	kn__sasl_env_free(s);
 }

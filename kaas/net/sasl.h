@@ -20,11 +20,13 @@
 
 enum { KN_MECH_PLAIN, KN_MECH_SCRAM_SHA256, KN_MECH_SCRAM_SHA512, KN_MECH_N };
 
-/* What an exchange needs from the broker. */
+/* What an exchange needs from the broker: one per SASL listener, with
+ * that listener's settings (listener.name.<name>.* over the broker's). */
 typedef struct kn_sasl_env {
 	int enabled[KN_MECH_N];     /* sasl.enabled.mechanisms */
 	uint8_t secret[32];         /* kb_users_secret: decoys for unknown users */
-	int64_t reauth_ms;          /* connections.max.reauth.ms */
+	int64_t reauth_ms[KN_MECH_N]; /* [<mechanism>.]connections.max.reauth.ms (0: never) */
+	int32_t max_receive;        /* sasl.server.max.receive.size */
 	/* 0, -ENOENT (no such user) or another -errno with why */
 	int (*lookup)(void *arg, const char *name, kb_user *out, char *why, size_t whylen);
 	void *lookup_arg;

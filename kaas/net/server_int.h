@@ -62,6 +62,7 @@ typedef struct kn_listener {
 	char adv_host[256];    /* what Metadata answers on its connections */
 	int32_t adv_port;
 	kn_tls *tls;           /* SSL and SASL_SSL: its own settings (listener.name.<name>.ssl.*) */
+	struct kn_sasl_env *sasl_env; /* SASL_*: its own settings (listener.name.<name>.sasl.*) */
 } kn_listener;
 
 typedef struct sreq {
@@ -150,7 +151,8 @@ struct kn_server {
 	kn_listener lst[KB_MAX_LISTENERS];
 	int nlst;
 	int lpoll_active;      /* the listeners' poll handles are open */
-	struct kn_sasl_env *sasl_env; /* NULL without a SASL listener */
+	uint8_t sasl_secret[32];  /* kb_users_secret, read once for every SASL listener */
+	int sasl_secret_read;
 	uv_timer_t accept_pause;
 	uv_async_t async;
 	uv_signal_t sigterm, sigint;
@@ -203,8 +205,8 @@ void kn__after_progress(conn *c);
 const char *kn__req_parse(conn *c, sreq *r); /* the header; NULL, or why the connection must close */
 
 /* h_sasl.c: SASL's part in the loop */
-int kn__sasl_env_create(kn_server *s, char *err, size_t errlen);
-void kn__sasl_env_free(kn_server *s);
+int kn__sasl_env_create(kn_server *s, kn_listener *l, const kb_config *lc, char *err, size_t errlen);
+void kn__sasl_env_free(kn_listener *l);
 int kn__sasl_gate(conn *c, sreq *r);   /* before dispatching r: 0, or -1 (c closed) */
 int kn__sasl_is_step(const sreq *r);   /* r was a step of c's exchange */
 void kn__sasl_applied(conn *c);        /* after such a step's handler returned */

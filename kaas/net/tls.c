@@ -17,7 +17,10 @@
  * The client certificate's subject, in RFC 2253 form as Kafka's default
  * principal builder writes it (Java's X500Principal.getName(): the whole
  * DN, last RDN first, UTF-8 unescaped, attributes without a keyword as
- * OID=#hex), is the connection's principal: User:O=example,CN=alice.
+ * OID=#hex), is the connection's principal: User:O=example,CN=alice.  On
+ * an SSL listener ssl.principal.mapping.rules (KIP-371, kaas/core/sslmap.h)
+ * maps it first: User:alice; a certificate no rule maps is refused, as Kafka
+ * refuses it.  On SASL_SSL the principal is SASL's, the rules do not apply.
  *
  * Fetch: with kernel TLS (SSL_OP_ENABLE_KTLS, and the kernel's `tls` upper
  * layer protocol), the segment ranges go out by SSL_sendfile as plaintext
@@ -38,12 +41,15 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "kaas/core/sslmap.h"
 #include "kaas/net/server_int.h"
 #include "util/log.h"
 
 struct kn_tls {
 	SSL_CTX *ctx;
 	char *password; /* ssl.key.password, for the PEM callback */
+	kb_sslmap *map; /* ssl.principal.mapping.rules */
+	int map_default; /* the rules are DEFAULT alone: the DN as it is */
 };
 
 static void ossl_reason(char *out, size_t len)
@@ -241,6 +247,14 @@ int kn__tls_create(const kb_config *cfg, kn_tls **out, char *err, size_t errlen)
 	if (!rc)
 		rc = load_trust(t->ctx, cfg, err, errlen);
 	if (!rc) {
+		char why[600];
+		rc = kb_sslmap_parse(cfg->ssl_principal_mapping_rules, &t->map, why, sizeof(why));
+		if (rc)
+			snprintf(err, errlen, "ssl.principal.mapping.rules: %s", why);
+		else
+			t->map_default = strcmp(cfg->ssl_principal_mapping_rules, "DEFAULT") == 0;
+	}
+	if (!rc) {
 		*out = t;
 		KLOG_INFO("server", "TLS: %s, protocols %s, ssl.client.auth=%s, kernel TLS %s", OpenSSL_version(OPENSSL_VERSION),
 			  cfg->ssl_enabled_protocols,
@@ -265,6 +279,7 @@ void kn__tls_destroy(kn_tls *t)
 	if (!t)
 		return;
 	SSL_CTX_free(t->ctx);
+	kb_sslmap_free(t->map);
 	if (t->password)
 		OPENSSL_cleanse(t->password, strlen(t->password));
 	free(t->password);
@@ -393,14 +408,30 @@ static int subject_dn(X509_NAME *name, char *out, size_t cap)
 	return o.overflow ? -ENAMETOOLONG : 0;
 }
 
-static void set_principal(conn *c)
+/* 0, or -1 when ssl.principal.mapping.rules refuse the certificate (the
+ * caller closes the connection). */
+static int set_principal(conn *c)
 {
 	X509 *peer = SSL_get1_peer_certificate(c->ssl);
 	if (!peer)
-		return;
+		return 0;
 	char dn[sizeof(c->principal) - 5];
 	int rc = subject_dn(X509_get_subject_name(peer), dn, sizeof(dn));
-	if (rc == 0) {
+	const kn_tls *t = c->lst->tls;
+	if (rc == 0 && c->lst->cfg.protocol == KB_SEC_SSL && !t->map_default) {
+		char name[sizeof(c->principal) - 5];
+		int mr = kb_sslmap_apply(t->map, dn, name, sizeof(name));
+		if (mr) {
+			KLOG_INFO("server", "%s: client certificate %s on listener %s refused: %s", c->peer, dn,
+				  c->lst->cfg.name, mr == -ENOENT ? "no rule of ssl.principal.mapping.rules applies to it"
+				  : mr == -ENAMETOOLONG ? "ssl.principal.mapping.rules make a name too long"
+							: "ssl.principal.mapping.rules: the pattern could not be matched");
+			X509_free(peer);
+			return -1;
+		}
+		KLOG_DEBUG("server", "%s: ssl.principal.mapping.rules map %s to %s", c->peer, dn, name);
+		snprintf(c->principal, sizeof(c->principal), "User:%s", name);
+	} else if (rc == 0) {
 		snprintf(c->principal, sizeof(c->principal), "User:%s", dn);
 	} else {
 		/* Not ANONYMOUS, whose ACLs it would get: a user with no name,
@@ -410,6 +441,7 @@ static void set_principal(conn *c)
 				    "the connection is the unnamed User:", c->peer, strerror(-rc));
 	}
 	X509_free(peer);
+	return 0;
 }
 
 int kn__tls_handshake(conn *c)
@@ -419,7 +451,10 @@ int kn__tls_handshake(conn *c)
 	int r = SSL_do_handshake(c->ssl);
 	if (r == 1) {
 		c->tls_ready = 1;
-		set_principal(c);
+		if (set_principal(c)) {
+			kn__conn_close(c, "no principal for the client certificate");
+			return -1;
+		}
 		c->tls_ktls_send = BIO_get_ktls_send(SSL_get_wbio(c->ssl));
 		KLOG_DEBUG("server", "%s: TLS %s %s on listener %s, principal %s, kernel TLS send %s", c->peer,
 			   SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl), c->lst->cfg.name, c->principal,

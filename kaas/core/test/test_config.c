@@ -337,11 +337,70 @@ START_TEST(request_and_connection_limits)
 }
 END_TEST
 
+/* listener.name.<name>.<SASL key>: one listener's own, the others the
+ * broker's; errors name the whole key. */
+START_TEST(per_listener_sasl)
+{
+	kb_config c;
+	char err[512];
+	kb_config_defaults(&c);
+	ck_assert_int_eq(kb_config_set(&c, "listeners", "SASL_PLAINTEXT://:0,INTERNAL://:0,SSL://:0", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "listener.security.protocol.map", "INTERNAL:SASL_SSL", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.sasl.enabled.mechanisms", "SCRAM-SHA-512", err,
+				       sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.connections.max.reauth.ms", "60000", err,
+				       sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.SCRAM-SHA-512.connections.max.reauth.ms", "5000",
+				       err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.sasl.server.max.receive.size", "4096", err,
+				       sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.ssl.ssl.principal.mapping.rules", "RULE:^CN=(.*)$/$1/L",
+				       err, sizeof(err)), 0);
+	kb_config *lc = NULL;
+	ck_assert_int_eq(kb_config_for_listener(&c, "INTERNAL", &lc, err, sizeof(err)), 0);
+	ck_assert_str_eq(lc->sasl_enabled_mechanisms, "SCRAM-SHA-512");
+	ck_assert_int_eq(lc->connections_max_reauth_ms, 60000);
+	ck_assert_int_eq(lc->sasl_mech_reauth_ms[2], 5000);
+	ck_assert_int_eq(lc->sasl_mech_reauth_ms[0], -1);
+	ck_assert_int_eq(lc->sasl_server_max_receive_size, 4096);
+	ck_assert_str_eq(lc->ssl_principal_mapping_rules, "DEFAULT");
+	free(lc);
+	ck_assert_int_eq(kb_config_for_listener(&c, "SASL_PLAINTEXT", &lc, err, sizeof(err)), 0);
+	ck_assert_str_eq(lc->sasl_enabled_mechanisms, "PLAIN,SCRAM-SHA-256");
+	ck_assert_int_eq(lc->connections_max_reauth_ms, 0);
+	ck_assert_int_eq(lc->sasl_mech_reauth_ms[2], -1);
+	ck_assert_int_eq(lc->sasl_server_max_receive_size, 524288);
+	free(lc);
+	ck_assert_int_eq(kb_config_for_listener(&c, "SSL", &lc, err, sizeof(err)), 0);
+	ck_assert_str_eq(lc->ssl_principal_mapping_rules, "RULE:^CN=(.*)$/$1/L");
+	free(lc);
+	/* refusals, each naming the whole key */
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.sasl.enabled.mechanisms", "GSSAPI", err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_msg(strncmp(err, "listener.name.internal.sasl.enabled.mechanisms: invalid value 'GSSAPI'", 69) == 0,
+		      "%s", err);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.plain.connections.max.reauth.ms", "-5", err,
+				       sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "listener.name.internal.plain.connections.max.reauth.ms: invalid value '-5'"), "%s", err);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.internal.gssapi.connections.max.reauth.ms", "5", err,
+				       sizeof(err)), -EINVAL);
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.ssl.ssl.principal.mapping.rules", "RULE:x", err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_msg(strstr(err, "listener.name.ssl.ssl.principal.mapping.rules: invalid rule 'RULE:x'"), "%s", err);
+	/* a SASL key on the SSL listener: refused once the listeners are known */
+	ck_assert_int_eq(kb_config_set(&c, "listener.name.ssl.sasl.enabled.mechanisms", "PLAIN", err, sizeof(err)), 0);
+	ck_assert_int_eq(kb_config_for_listener(&c, "INTERNAL", &lc, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "listener.name.ssl.sasl.enabled.mechanisms: listener SSL is SSL, it has no SASL"), "%s",
+		      err);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "config", .tcase = "config" },
 			  KTEST_LIST(defaults_are_kafkas, set_validates_and_names_the_key,
 				     listeners, listener_lists, properties_file,
 				     partition_keys_split_from_the_right, every_key_validates,
-				     request_and_connection_limits));
+				     request_and_connection_limits, per_listener_sasl));
 }
