@@ -92,6 +92,7 @@ struct pctx {
 	atomic_int refs;
 	int16_t acks;
 	int32_t timeout_ms;
+	int64_t t0_ms;    /* monotonic, when the handler began */
 	kb_hold *hold;    /* parked for a take-over (kb_ptable_hold) */
 };
 
@@ -371,7 +372,7 @@ static void append_all(pctx *c)
 /* What is left of the request's timeout (at least 1 ms). */
 static int32_t time_left(const pctx *c)
 {
-	int64_t left = (int64_t)c->timeout_ms - (ku_mono_ms() - c->req->received_ms);
+	int64_t left = (int64_t)c->timeout_ms - (ku_mono_ms() - c->t0_ms);
 	return left < 1 ? 1 : left > c->timeout_ms ? c->timeout_ms : (int32_t)left;
 }
 
@@ -443,6 +444,7 @@ int kn_h_produce(kb_req *req, kw_rd *body, kw_wr *resp)
 	if (!c)
 		return -ENOMEM;
 	c->req = req;
+	c->t0_ms = ku_mono_ms();
 	pthread_mutex_init(&c->mu, NULL);
 	atomic_init(&c->refs, 1);
 	int rc = decode(c, body, &acks, &timeout_ms);
