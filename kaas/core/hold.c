@@ -326,9 +326,20 @@ struct kb_refusal {
 
 void kb__entry_free(kb_pentry *e)
 {
+	if (e && e->nrefused)
+		__atomic_sub_fetch(&e->t->nrefusing, 1, __ATOMIC_RELAXED);
 	if (e)
 		free(e->refused);
 	free(e);
+}
+
+/* mu held: keeps the count of entries remembering a refusal, which lets
+ * the data path skip the lock while nothing is remembered anywhere. */
+static void recount(kb_pentry *e, int before)
+{
+	int after = e->nrefused > 0;
+	if (before != after)
+		__atomic_add_fetch(&e->t->nrefusing, after ? 1 : -1, __ATOMIC_RELAXED);
 }
 
 /* mu held */
@@ -368,6 +379,7 @@ void kb_ptable_refusal_note(kb_ptable *t, kw_str topic, int32_t partition, int64
 	if (e && !e->refused)
 		e->refused = calloc(KB_REFUSALS, sizeof(*e->refused));
 	if (e && e->refused) {
+		int before = e->nrefused > 0;
 		int i = refusal_find(e, pid, now);
 		if (i >= 0 && e->refused[i].epoch == epoch && e->refused[i].seq <= seq) {
 			/* The earliest refused batch of the epoch is where it resumes. */
@@ -384,6 +396,7 @@ void kb_ptable_refusal_note(kb_ptable *t, kw_str topic, int32_t partition, int64
 			}
 			e->refused[i] = (struct kb_refusal){pid, epoch, seq, now};
 		}
+		recount(e, before);
 	}
 	kb__unlock(&t->mu, KB_MU);
 }
@@ -391,26 +404,34 @@ void kb_ptable_refusal_note(kb_ptable *t, kw_str topic, int32_t partition, int64
 int kb_ptable_refusal_check(kb_ptable *t, kw_str topic, int32_t partition, int64_t pid, int16_t epoch,
 			    int32_t seq)
 {
-	if (pid < 0)
+	if (pid < 0 || !__atomic_load_n(&t->nrefusing, __ATOMIC_RELAXED))
 		return 0;
 	int hit = 0;
 	kb__lock(&t->mu, KB_MU);
 	kb_pentry *e = entry_of(t, topic, partition);
+	int before = e && e->nrefused > 0;
 	int i = e && e->refused ? refusal_find(e, pid, ku_mono_ms()) : -1;
 	if (i >= 0)
 		hit = e->refused[i].epoch == epoch && seq > e->refused[i].seq;
+	if (e)
+		recount(e, before);
 	kb__unlock(&t->mu, KB_MU);
 	return hit;
 }
 
 void kb_ptable_refusal_clear(kb_ptable *t, kw_str topic, int32_t partition, int64_t pid)
 {
-	if (pid < 0)
+	/* Every accepted batch of an idempotent producer comes here: nothing
+	 * remembered anywhere (the usual case) costs no lock. */
+	if (pid < 0 || !__atomic_load_n(&t->nrefusing, __ATOMIC_RELAXED))
 		return;
 	kb__lock(&t->mu, KB_MU);
 	kb_pentry *e = entry_of(t, topic, partition);
+	int before = e && e->nrefused > 0;
 	int i = e && e->nrefused ? refusal_find(e, pid, ku_mono_ms()) : -1;
 	if (i >= 0)
 		e->refused[i] = e->refused[--e->nrefused];
+	if (e)
+		recount(e, before);
 	kb__unlock(&t->mu, KB_MU);
 }

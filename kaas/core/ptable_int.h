@@ -115,6 +115,7 @@ struct kb_ptable {
 	void *io_arg;
 	struct kb_leaders *leaders; /* applied leader map (mu) */
 	struct kb_hold *holds, *holds_tail; /* hold.c: parked requests, oldest first (mu) */
+	int nrefusing;         /* hold.c: entries remembering a refused batch (atomic) */
 	ks_scrub_rate scrub_rate;   /* the scrub's token bucket (housekeeping only) */
 	int scrub_started;
 	size_t scrub_next;          /* where the next scrub round starts in the leader list */
