@@ -257,9 +257,11 @@ int kb_ptable_hold(kb_ptable *t, uint64_t conn_id, const kb_hold_key *keys, size
 		return 0;
 	kb__lock(&t->mu, KB_MU);
 	int need = 0;
+	if (t->stopped) /* nothing would release it: the lookups answer */
+		n = 0;
 	for (size_t i = 0; i < n && !need; i++)
 		need = key_pending(t, &keys[i]);
-	for (const kb_hold *o = t->holds; o && !need; o = o->next)
+	for (const kb_hold *o = t->holds; o && !need && n; o = o->next)
 		need = behind(o, conn_id, keys, n);
 	kb__unlock(&t->mu, KB_MU);
 	if (!need)
