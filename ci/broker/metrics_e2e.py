@@ -55,7 +55,8 @@ def fail(msg):
 
 if POISON:
     # The volume fails every fsync of topic "poison": an acks=all produce is
-    # answered KAFKA_STORAGE_ERROR and the partition is poisoned.
+    # answered REQUEST_TIMED_OUT (written, not known durable) and the
+    # partition is poisoned; the next one is answered KAFKA_STORAGE_ERROR.
     admin = AdminClient({"bootstrap.servers": broker})
     for f in admin.create_topics([NewTopic("poison", 1, 1)]).values():
         f.result(30)
@@ -63,19 +64,22 @@ if POISON:
     c = Conn(host, int(port))
     body = Enc().str(None).i16(-1).i32(30000).array(1).str("poison").array(1).i32(0) \
         .bytes(record_batch([b"x"])).done()
-    c.send(0, 3, body)
-    d = Dec(c.recv()[1])
-    d.array(), d.str(), d.array(), d.i32()
-    err = d.i16()
-    if err != 56:
-        fail("produce on a failing volume answered %d, not KAFKA_STORAGE_ERROR" % err)
+    for want in (7, 56):
+        c.send(0, 3, body)
+        d = Dec(c.recv()[1])
+        d.array(), d.str(), d.array(), d.i32()
+        err = d.i16()
+        if err != want:
+            fail("produce on a failing volume answered %d, not %d" % (err, want))
     after = scrape()
-    series = 'kaas_partition_errors_total{api="Produce",error="KAFKA_STORAGE_ERROR"}'
-    if value(after, series) - value(before, series) != 1:
-        fail("%s moved by %s" % (series, value(after, series) - value(before, series)))
+    for name in ("REQUEST_TIMED_OUT", "KAFKA_STORAGE_ERROR"):
+        series = 'kaas_partition_errors_total{api="Produce",error="%s"}' % name
+        if value(after, series) - value(before, series) != 1:
+            fail("%s moved by %s" % (series, value(after, series) - value(before, series)))
     if value(after, "kaas_partitions_poisoned_total") - value(before, "kaas_partitions_poisoned_total") < 1:
         fail("kaas_partitions_poisoned_total did not move")
-    print("ok a failed fsync: one KAFKA_STORAGE_ERROR answer counted, the poisoned partition counted")
+    print("ok a failed fsync: one REQUEST_TIMED_OUT and one KAFKA_STORAGE_ERROR answer counted, "
+          "the poisoned partition counted")
     sys.exit(0)
 
 admin = AdminClient({"bootstrap.servers": broker})

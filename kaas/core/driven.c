@@ -73,7 +73,7 @@ static int entry_relinquish(kb_ptable *t, kb_pentry *e)
 	kb__lock(&t->mu, KB_MU);
 	e->p = NULL;
 	e->err = 0;
-	kb__fail_waiters(e, KERR_NOT_LEADER_OR_FOLLOWER);
+	kb__fail_waiters(e, KERR_REQUEST_TIMED_OUT); /* written, not known durable */
 	kb__unlock(&t->mu, KB_MU);
 	return r;
 }
@@ -117,12 +117,20 @@ static int take_over_prepare(kb_ptable *t, const kb_takeover *v, kb_pentry **run
 			return -EAGAIN;
 		KLOG_INFO("ptable", "%s/%d: re-driving take-over at epoch %d", v->topic, v->partition, v->epoch);
 	}
+	/* From here produces for it wait for the take-over (hold.c). */
+	kb__lock(&t->mu, KB_MU);
+	e->taking = 1;
+	kb__unlock(&t->mu, KB_MU);
 	if (state != PE_IDLE) /* a lower epoch, or a failed attempt: let go of it first */
 		entry_relinquish(t, e);
 	int32_t disk = kb__disk_epoch(t, v->topic, v->partition);
 	if (v->epoch < disk || (v->epoch == disk && tried != v->epoch)) {
 		KLOG_ERR("ptable", "%s/%d: refusing to take over at epoch %d: the volume already holds epoch %d",
 			 v->topic, v->partition, v->epoch, disk);
+		kb__lock(&t->mu, KB_MU);
+		e->taking = 0;
+		kb__unlock(&t->mu, KB_MU);
+		kb__hold_sweep(t);
 		return -ESTALE;
 	}
 	int64_t keep_delay = e->retry_delay_ms;
@@ -285,7 +293,7 @@ int kb_ptable_relinquish_many(kb_ptable *t, const kb_takeover *v, size_t n, int 
 	for (size_t j = 0; j < k; j++) {
 		es[j]->p = NULL;
 		es[j]->err = 0;
-		kb__fail_waiters(es[j], KERR_NOT_LEADER_OR_FOLLOWER);
+		kb__fail_waiters(es[j], KERR_REQUEST_TIMED_OUT);
 		rc[idx[j]] = r[j];
 	}
 	kb__unlock(&t->mu, KB_MU);
@@ -340,6 +348,7 @@ void kb_ptable_apply_leaders(kb_ptable *t, struct kb_leaders *m)
 	t->leaders = m;
 	kb__unlock(&t->mu, KB_MU);
 	kb_leaders_put(old);
+	kb__hold_sweep(t); /* a partition given away (or back) is waited for no more */
 }
 
 struct kb_leaders *kb_ptable_leaders(kb_ptable *t)

@@ -96,9 +96,15 @@ static void settle(kb_pentry *e, int failed, int64_t hw)
 	hw = e->durable;
 	kb__unlock(&t->mu, KB_MU);
 	/* The ack gate, after the fsync and before the answer: a leader whose
-	 * lease no longer holds says nothing is durable (docs/cluster.md). */
-	int16_t ok = failed ? KERR_KAFKA_STORAGE_ERROR
-			    : done && !kb_ptable_ack_ok(t) ? KERR_NOT_LEADER_OR_FOLLOWER : KERR_NONE;
+	 * lease no longer holds acknowledges nothing (docs/cluster.md).  Nor
+	 * may it say "not written": the batches are in the log, and a
+	 * successor's recovery serves them.  A failed group commit is the
+	 * same: some of its batches may be complete on the volume, and a
+	 * successor keeps them.  REQUEST_TIMED_OUT is the answer that means
+	 * "outcome unknown": an idempotent producer retries with the same
+	 * sequence numbers, which the next leader recognises as duplicates. */
+	int16_t ok = failed ? KERR_REQUEST_TIMED_OUT
+			    : done && !kb_ptable_ack_ok(t) ? KERR_REQUEST_TIMED_OUT : KERR_NONE;
 	while (done) {
 		dwaiter *w = done;
 		done = w->next;
@@ -190,7 +196,7 @@ int kb_ptable_when_durable(kb_pref *ref, int64_t offset, kb_durable_fn fn, void 
 		int64_t hw = e->durable;
 		kb__unlock(&t->mu, KB_MU);
 		if (!kb_ptable_ack_ok(t))
-			fn(arg, KERR_NOT_LEADER_OR_FOLLOWER, -1);
+			fn(arg, KERR_REQUEST_TIMED_OUT, -1); /* written and durable: outcome unknown */
 		else
 			fn(arg, KERR_NONE, hw);
 		return 0;
@@ -261,5 +267,6 @@ void kb_ptable_wake_all(kb_ptable *t)
 			for (int32_t i = 0; i < tp->n; i++)
 				kb__fire_watches(tp->parts[i], 1);
 	kb__unlock(&t->mu, KB_MU);
+	kb__hold_sweep(t); /* parked produces go ahead (and are refused) */
 }
 

@@ -5,7 +5,7 @@
 # sockets, topics' registry or groups: those modules sit above it.
 MODULES += core
 core_SRCS := kaas/core/config.c kaas/core/listeners.c kaas/core/req.c kaas/core/ptable.c kaas/core/epoch.c \
-	kaas/core/durable.c kaas/core/upkeep.c kaas/core/scrub.c kaas/core/driven.c \
+	kaas/core/durable.c kaas/core/hold.c kaas/core/upkeep.c kaas/core/scrub.c kaas/core/driven.c \
 	kaas/core/leaders.c \
 	kaas/core/resident.c kaas/core/census.c kaas/core/users.c kaas/core/users_cli.c kaas/core/cleaner.c \
 	kaas/core/dyncfg.c kaas/core/dynkeys.c \

@@ -80,7 +80,7 @@ static kb_pentry *entry_new(kb_ptable *t, ptopic *tp, int32_t index)
 }
 
 /* Opens (if needed) and takes over at `epoch`.  Called with ctl held. */
-int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
+int kb__entry_take_over_io(kb_ptable *t, kb_pentry *e, int32_t epoch)
 {
 	ptopic *tp = e->topic;
 	char dir[512];
@@ -211,7 +211,7 @@ static void topic_free(ptopic *tp)
 		/* Nobody can reach it any more: no reference, flush, waiter or
 		 * watch may be left (each would touch freed memory). */
 		KAAS_ASSERT(!e || (e->refs == 0 && !e->queued && !e->waiters && !e->watches));
-		free(e);
+		kb__entry_free(e);
 	}
 	free(tp->parts);
 	free(tp->name);
@@ -745,7 +745,7 @@ int kb_ptable_shutdown(kb_ptable *t)
 	kb__lock(&t->mu, KB_MU);
 	for (size_t i = 0; i < nall; i++) {
 		all[i]->state = PE_FAILED;
-		kb__fail_waiters(all[i], KERR_NOT_LEADER_OR_FOLLOWER);
+		kb__fail_waiters(all[i], KERR_REQUEST_TIMED_OUT); /* written, not known durable */
 	}
 	kb__unlock(&t->mu, KB_MU);
 	free(all);

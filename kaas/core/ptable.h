@@ -117,7 +117,10 @@ void kb_ptable_dirty(kb_pref *ref);
 
 /* Calls fn(arg, KERR_NONE, hw) once the partition's durable offset (the high
  * watermark) is >= `offset`, or fn(arg, error, -1) when the flush failed or
- * the partition went away.  fn runs exactly once, on a flusher thread or
+ * the partition went away: REQUEST_TIMED_OUT whenever the data may be on
+ * the volume (a failed or ended group commit, the ack gate closed; a
+ * successor's recovery may keep it), UNKNOWN_TOPIC_OR_PARTITION when the
+ * topic was dropped.  fn runs exactly once, on a flusher thread or
  * right here when already durable; keep it short (post real work with
  * kb_broker_run).  0 or -ENOMEM (fn is then not called). */
 typedef void (*kb_durable_fn)(void *arg, int16_t error, int64_t high_watermark);
@@ -132,6 +135,58 @@ typedef struct kb_watch kb_watch;
 typedef void (*kb_watch_fn)(void *arg);
 kb_watch *kb_ptable_watch(kb_pref *ref, int64_t offset, kb_watch_fn fn, void *arg);
 void kb_ptable_unwatch(kb_ptable *t, kb_watch *w);
+
+/* ---- requests that wait for a take-over (hold.c) ------------------------------
+ * A partition the applied leader map gives to this broker is not served
+ * until its take-over here ends (recovery, producer state); a produce that
+ * arrives meanwhile waits for it, as Kafka's partition lock makes it wait
+ * for makeLeader, instead of being refused: a refused batch followed by a
+ * pipelined one judged after the take-over reads to an idempotent producer
+ * as skipped sequence numbers (docs/cluster.md, "What a producer is told").
+ *
+ * kb_ptable_hold: 0 when the request may go ahead now (nothing of it is
+ * pending and no held request shares a partition or the connection with
+ * it); 1 when it was parked: fn(arg, 0) then runs once on a worker when it
+ * may go ahead — the requests of one connection, and of one partition, in
+ * the order they were parked, each after the one before it called
+ * kb_ptable_hold_done — or fn(arg, 1) when timeout_ms passed first (every
+ * request of the same connection parked behind it is timed out with it, so
+ * none of them is processed after it).  The caller calls
+ * kb_ptable_hold_done exactly once after fn, when its appends are done.
+ * -ENOMEM: go ahead (not parked). */
+typedef struct kb_hold kb_hold;
+typedef void (*kb_hold_fn)(void *arg, int timed_out);
+typedef struct kb_hold_key {
+	kw_str topic;
+	int32_t partition;
+} kb_hold_key;
+int kb_ptable_hold(kb_ptable *t, uint64_t conn_id, const kb_hold_key *keys, size_t n, int64_t timeout_ms,
+		   kb_hold_fn fn, void *arg, kb_hold **out);
+void kb_ptable_hold_done(kb_ptable *t, kb_hold *h);
+/* 1 when a take-over of topic/partition is pending (the applied map gives
+ * it to this broker, which does not lead it at that epoch yet and has not
+ * failed to) or under way here. */
+int kb_ptable_pending(kb_ptable *t, kw_str topic, int32_t partition);
+
+/* Refused batches of idempotent producers, remembered per partition so that
+ * the gap a refusal leaves is not judged against the producer: after this
+ * broker answered a batch of (pid, epoch) from sequence `seq` with a
+ * retriable error that left it for a retry (not written; or written but
+ * possibly cut by a re-take), a later batch of the same producer that the
+ * log finds out of order (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID)
+ * is answered NOT_LEADER_OR_FOLLOWER instead — retriable, not persisted —
+ * so that the producer drains and re-sends from the refused batch, in order.
+ * kb_ptable_refusal_check answers 1 for such a batch; a batch of that
+ * producer the log accepted (kb_ptable_refusal_clear) ends the memory, as
+ * does KB_REFUSAL_TTL_MS.  At most KB_REFUSALS producers per partition
+ * (the oldest is forgotten). */
+#define KB_REFUSALS 64
+#define KB_REFUSAL_TTL_MS 120000
+void kb_ptable_refusal_note(kb_ptable *t, kw_str topic, int32_t partition, int64_t pid, int16_t epoch,
+			    int32_t seq);
+int kb_ptable_refusal_check(kb_ptable *t, kw_str topic, int32_t partition, int64_t pid, int16_t epoch,
+			    int32_t seq);
+void kb_ptable_refusal_clear(kb_ptable *t, kw_str topic, int32_t partition, int64_t pid);
 
 /* ---- life cycle ---------------------------------------------------------------- */
 
@@ -213,7 +268,13 @@ int32_t kb_ptable_disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 
 /* The ack gate: holds(arg) is asked after the fsync that made a write durable
  * and before any answer saying so (acks=all waiters, acks=1, offset commits);
- * 0 turns the answer into NOT_LEADER_OR_FOLLOWER.  No gate: always open. */
+ * 0 turns the answer into REQUEST_TIMED_OUT: the data is written (durable,
+ * even) and a successor may serve it, so the answer must mean "outcome
+ * unknown" — an idempotent producer then retries it with its sequence
+ * numbers, which the successor recognises; NOT_LEADER_OR_FOLLOWER would
+ * say "not written".  Lookups (kb_ptable_get) with the gate closed still
+ * answer NOT_LEADER_OR_FOLLOWER: nothing was written.  No gate: always
+ * open. */
 typedef int (*kb_gate_fn)(void *arg);
 void kb_ptable_set_ack_gate(kb_ptable *t, kb_gate_fn holds, void *arg);
 int kb_ptable_ack_ok(kb_ptable *t);

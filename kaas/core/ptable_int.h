@@ -6,6 +6,8 @@
  *   epoch.c    leadership epochs on the volume (CLUSTER/assignment.json)
  *   durable.c  durability: the flushers, acks=all waiters, long-poll watches
  *   upkeep.c   periodic work: re-driving failed partitions, retention
+ *   hold.c     requests parked while a take-over is pending, refused
+ *              producers' batches remembered
  *
  * Locks, always taken in this order (kb__lock asserts it):
  *   ctl  serialises the control operations (start, ensure, drop, re-drive,
@@ -75,6 +77,9 @@ struct kb_pentry {
 	struct kb_watch *watches;
 	int queued;            /* in the dirty queue (fmu) */
 	kb_pentry *dnext;
+	int taking;            /* a take-over of it is under way (mu) */
+	struct kb_refusal *refused; /* hold.c: refused producers' batches (mu) */
+	int nrefused;
 };
 
 struct ptopic {
@@ -109,6 +114,8 @@ struct kb_ptable {
 	kb_io_end_fn io_end;
 	void *io_arg;
 	struct kb_leaders *leaders; /* applied leader map (mu) */
+	struct kb_hold *holds, *holds_tail; /* hold.c: parked requests, oldest first (mu) */
+	int nrefusing;         /* hold.c: entries remembering a refused batch (atomic) */
 	ks_scrub_rate scrub_rate;   /* the scrub's token bucket (housekeeping only) */
 	int scrub_started;
 	size_t scrub_next;          /* where the next scrub round starts in the leader list */
@@ -190,8 +197,11 @@ extern int kb__alloc_fail_at;
 void *kb__calloc(size_t n, size_t size);
 uint32_t kb__hash_name(const char *s, size_t n);
 /* Opens (if needed) and takes e over at `epoch` (ctl held); 0 or the
- * take-over's -errno, e's state says the same. */
+ * take-over's -errno, e's state says the same.  hold.c: marks e `taking`
+ * around the volume work (ptable.c, kb__entry_take_over_io), so that
+ * produces for it wait, and releases them after. */
 int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
+int kb__entry_take_over_io(kb_ptable *t, kb_pentry *e, int32_t epoch);
 /* Takes e[i] over at epoch[i] (epoch NULL: relinquishes and closes them) on
  * the calling thread plus up to PAR_MAX-1 more; ctl held.  0 or the first
  * relinquish error. */
@@ -225,6 +235,12 @@ int kb__cleaner_start(kb_ptable *t);
 void kb__cleaner_stop(kb_ptable *t);
 void *kb__flusher_main(void *arg);
 void kb__on_durable(void *arg, ks_partition *p, int64_t hw); /* ks_hw_listener */
+
+/* hold.c: re-checks the parked requests (without mu) after anything that
+ * may end a take-over's wait: a take-over's end, a new leader map, a
+ * relinquish, a drop, the stop.  Releases what may go ahead. */
+void kb__hold_sweep(kb_ptable *t);
+void kb__entry_free(kb_pentry *e); /* NULL-safe: the entry and its refusals */
 
 /* scrub.c: one round of the background scrub over the leaders (each held
  * by a reference), within the broker-wide byte rate. */

@@ -13,4 +13,4 @@ net_PREFIX := kn
 net_TESTS := kaas/net/test/test_pool.c kaas/net/test/test_dispatch.c \
 	kaas/net/test/test_fetch.c kaas/net/test/test_versions.c \
 	kaas/net/test/test_budget.c kaas/net/test/test_leader_epoch.c kaas/net/test/test_http.c \
-	kaas/net/test/test_sasl.c
+	kaas/net/test/test_sasl.c kaas/net/test/test_takeover.c

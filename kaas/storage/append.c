@@ -283,6 +283,10 @@ static int req_write(ks_partition *p, areq *r)
 	if (rc) {
 		ks__p_poison(p, what, rc);
 		r->res->error = KERR_KAFKA_STORAGE_ERROR;
+		/* A failed write leaves its last batch torn (recovery ends the log
+		 * before it), but earlier batches of the same write may be whole;
+		 * a failure after the write leaves every batch whole. */
+		r->res->maybe_written = strcmp(what, "segment write") == 0 ? r->n > 1 : strcmp(what, "segment reopen") != 0;
 		return rc;
 	}
 	if (!s->first_append_ms)

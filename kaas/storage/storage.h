@@ -113,6 +113,10 @@ typedef struct ks_append_result {
 	int64_t log_append_time; /* -1 unless the topic uses LogAppendTime */
 	int64_t log_start_offset;
 	int32_t batch_index;     /* on INVALID_RECORD etc.: which batch (0-based) */
+	int maybe_written;       /* on a volume failure: a batch of the request may be complete
+				  * in the log (the write went through, or one of several batches
+				  * may have); 0: none of them is (refused before the write, or
+				  * the only batch's write failed, leaving it torn) */
 	const char *message;     /* static text explaining error, or NULL */
 } ks_append_result;
 

@@ -40,9 +40,11 @@ static int16_t delete_records_via_ptable(void *arg, kw_str topic, int32_t partit
 	kb_pref_put(&ref);
 	if (rc < 0)
 		return KERR_KAFKA_STORAGE_ERROR;
-	/* A durable answer: only while the lease holds, after the write. */
+	/* A durable answer: only while the lease holds, after the write; the
+	 * new log start is on the volume for a successor, so the answer is
+	 * "outcome unknown", not "not done". */
 	if (perr == KERR_NONE && !kb_ptable_ack_ok(b->parts))
-		return KERR_NOT_LEADER_OR_FOLLOWER;
+		return KERR_REQUEST_TIMED_OUT;
 	return perr;
 }
 

@@ -6,8 +6,11 @@
  * maximum), growing a topic, and dropping one closing every descriptor.
  * Driven by a cluster: nothing led until told, take-over and relinquish
  * idempotent, epochs below the disk's refused, the ack gate turning
- * durable answers into NOT_LEADER_OR_FOLLOWER, the applied leader map, and
- * take-overs and relinquishes in batches.
+ * durable answers into REQUEST_TIMED_OUT ("outcome unknown"), the applied
+ * leader map, take-overs and relinquishes in batches, a failed group commit
+ * answering REQUEST_TIMED_OUT for what it wrote and KAFKA_STORAGE_ERROR for
+ * what it never wrote, and a take-over pending while the map names this
+ * broker before it leads.
  *
  * Length: one test per behaviour of the table, all on the same fixture (a
  * scratch volume and the storage listener hooks); split, each file would
@@ -18,6 +21,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,7 +364,8 @@ START_TEST(driven_by_the_cluster)
 	kb_ptable_led(t, count_led, NULL);
 	ck_assert_int_eq(led_count, 1);
 
-	/* The ack gate: durable, but the lease is gone -> NOT_LEADER. */
+	/* The ack gate: durable, but the lease is gone -> REQUEST_TIMED_OUT.
+	 * Not NOT_LEADER: that says "not written", and a successor serves it. */
 	kb_ptable_set_ack_gate(t, gate, NULL);
 	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NONE);
 	kw_wr b = KAAS_WR_INIT;
@@ -378,7 +383,11 @@ START_TEST(driven_by_the_cluster)
 	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(kb_ptable_when_durable(&r, 2, on_durable, NULL), 0);
 	wait_for(&durable_calls, 2);
-	ck_assert_int_eq(durable_err, KERR_NOT_LEADER_OR_FOLLOWER);
+	ck_assert_int_eq(durable_err, KERR_REQUEST_TIMED_OUT);
+	/* Already durable when asked, gate closed: the same. */
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 1, on_durable, NULL), 0);
+	wait_for(&durable_calls, 3);
+	ck_assert_int_eq(durable_err, KERR_REQUEST_TIMED_OUT);
 	kb_pref_put(&r);
 	/* Closed gate: nothing is served at all. */
 	ck_assert_int_eq(kb_ptable_get(t, S("dr"), 0, &r), KERR_NOT_LEADER_OR_FOLLOWER);
@@ -844,7 +853,7 @@ START_TEST(re_driven_after_a_failed_commit_ends_at_the_durable_offset)
 	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
 	ck_assert_int_eq(kb_ptable_when_durable(&r, 2, on_durable, NULL), 0);
 	wait_for(&durable_calls, 2);
-	ck_assert_int_eq(durable_err, KERR_KAFKA_STORAGE_ERROR); /* "two" is written, not durable */
+	ck_assert_int_eq(durable_err, KERR_REQUEST_TIMED_OUT); /* "two" is written, not durable */
 	ck_assert_int_eq(ks_partition_log_end(r.p), 2);
 	kb_pref_put(&r);
 	ck_assert_int_eq(kb_ptable_take_over(t, "cut", NULL, 0, 2, 1, 0), 0);
@@ -864,6 +873,129 @@ START_TEST(re_driven_after_a_failed_commit_ends_at_the_durable_offset)
 }
 END_TEST
 
+
+/* Every waiter of a group commit that failed is answered "outcome unknown"
+ * (the batches are whole in the log, and a successor's recovery keeps
+ * them), while an append refused afterwards, which wrote nothing, says
+ * KAFKA_STORAGE_ERROR and that nothing of it is in the log. */
+static int16_t errs[4];
+static void on_durable_i(void *arg, int16_t err, int64_t hw)
+{
+	(void)hw;
+	pthread_mutex_lock(&mu);
+	errs[(intptr_t)arg] = err;
+	durable_calls++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+START_TEST(a_failed_group_commit_answers_outcome_unknown)
+{
+	char url[600], e[256];
+	/* fsyncs 1 and 2 are the take-over's; 3 is the commit of both. */
+	snprintf(url, sizeof(url), "fault:%s/data?fail=fsync:3:ENOSPC", vol.dir);
+	sub_vfs *fv;
+	ck_assert_int_eq(sub_open_url(url, &fv, e, sizeof(e)), 0);
+	sub_destroy(B.data);
+	B.data = fv;
+	kb_ptable *t;
+	kb_topic_desc d = desc("full", 1);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(kb_ptable_take_over(t, "full", NULL, 0, 1, 0, 0), 0);
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("full"), 0, &r), KERR_NONE);
+	kw_wr b = KAAS_WR_INIT;
+	ks_append_result res;
+	batch(&b, "one");
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	ck_assert_int_eq(ks_partition_append(r.p, b.buf, b.len, &res), 0);
+	durable_calls = 0;
+	errs[0] = errs[1] = -1;
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 1, on_durable_i, (void *)(intptr_t)0), 0);
+	ck_assert_int_eq(kb_ptable_when_durable(&r, 2, on_durable_i, (void *)(intptr_t)1), 0);
+	wait_for(&durable_calls, 2);
+	ck_assert_int_eq(errs[0], KERR_REQUEST_TIMED_OUT);
+	ck_assert_int_eq(errs[1], KERR_REQUEST_TIMED_OUT);
+	/* Poisoned: refused before anything is written. */
+	int rc = ks_partition_append(r.p, b.buf, b.len, &res);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_int_eq(res.error, KERR_KAFKA_STORAGE_ERROR);
+	ck_assert_int_eq(res.maybe_written, 0);
+	kw_wr_free(&b);
+	kb_pref_put(&r);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
+/* A failed log write leaves its last batch torn: "not written" is true of
+ * a request of one batch; of several, the first may be whole in the log. */
+START_TEST(an_append_that_failed_says_whether_it_may_be_in_the_log)
+{
+	char url[600], e[256];
+	snprintf(url, sizeof(url), "fault:%s/data?failpath=*.log:pwrite:ENOSPC", vol.dir);
+	sub_vfs *fv;
+	ck_assert_int_eq(sub_open_url(url, &fv, e, sizeof(e)), 0);
+	sub_destroy(B.data);
+	B.data = fv;
+	kb_ptable *t;
+	kb_topic_desc d = desc("aw", 2);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	for (int32_t k = 0; k < 2; k++) {
+		ck_assert_int_eq(kb_ptable_take_over(t, "aw", NULL, k, 1, 0, 0), 0);
+		kb_pref r;
+		ck_assert_int_eq(kb_ptable_get(t, S("aw"), k, &r), KERR_NONE);
+		kw_wr b = KAAS_WR_INIT;
+		ks_append_result res;
+		batch(&b, "one");
+		if (k == 1)
+			batch(&b, "two"); /* two batches in one request */
+		int rc = ks_partition_append(r.p, b.buf, b.len, &res);
+		ck_assert_int_lt(rc, 0);
+		ck_assert_int_eq(res.error, KERR_KAFKA_STORAGE_ERROR);
+		ck_assert_int_eq(res.maybe_written, k == 1);
+		kw_wr_free(&b);
+		kb_pref_put(&r);
+	}
+	kb_ptable_shutdown(t);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
+/* The applied map gives a partition to this broker before its take-over
+ * here ends: pending (produces wait, hold.c) until it leads at that
+ * epoch; not when another broker is named, nor once a take-over at that
+ * epoch failed (that answers KAFKA_STORAGE_ERROR). */
+START_TEST(a_take_over_is_pending_until_it_leads_at_the_mapped_epoch)
+{
+	kb_ptable *t;
+	kb_topic_desc d = desc("pend", 2);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	ck_assert_int_eq(kb_ptable_take_over(t, "pend", NULL, 0, 2, 0, 0), 0);
+	ck_assert_int_eq(kb_ptable_pending(t, S("pend"), 0), 0); /* no map yet */
+	kb_leaders *lm = kb_leaders_new(1, 1, 0);
+	ck_assert_ptr_nonnull(lm);
+	lm->brokers[0].id = 7;
+	ck_assert_int_eq(kb_ltopic_init(&lm->topics[0], "pend", NULL, 2), 0);
+	lm->topics[0].leader[0] = 7, lm->topics[0].epoch[0] = 4;
+	lm->topics[0].leader[1] = 9, lm->topics[0].epoch[1] = 6;
+	kb_ptable_apply_leaders(t, lm);
+	ck_assert_int_eq(kb_ptable_pending(t, S("pend"), 0), 1); /* led at 2, mapped at 4 */
+	ck_assert_int_eq(kb_ptable_pending(t, S("pend"), 1), 0); /* another broker's */
+	ck_assert_int_eq(kb_ptable_pending(t, S("nope"), 0), 0);
+	ck_assert_int_eq(kb_ptable_take_over(t, "pend", NULL, 0, 4, 2, 0), 0);
+	ck_assert_int_eq(kb_ptable_pending(t, S("pend"), 0), 0);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "ptable", .tcase = "ptable", .timeout = 120,
@@ -874,6 +1006,9 @@ int main(void)
 				     batched_take_overs_and_relinquishes,
 				     durability_comes_from_the_storage_listener,
 				     re_driven_after_a_failed_commit_ends_at_the_durable_offset,
+				     a_failed_group_commit_answers_outcome_unknown,
+				     an_append_that_failed_says_whether_it_may_be_in_the_log,
+				     a_take_over_is_pending_until_it_leads_at_the_mapped_epoch,
 				     start_fails_whole_when_an_allocation_fails,
 				     ensure_reports_partitions_that_cannot_be_led,
 				     shutdown_at_the_descriptor_limit_relinquishes,
