@@ -50,7 +50,25 @@ typedef struct ks_log_config {
 	int64_t min_compaction_lag_ms;  /* min.compaction.lag.ms (0) */
 	int64_t max_compaction_lag_ms;  /* max.compaction.lag.ms (<= 0 or INT64_MAX: none) */
 	double min_cleanable_dirty_ratio; /* min.cleanable.dirty.ratio (0.5) */
+	/* compression.type (docs/storage.md, "Recompression"): a zeroed field
+	 * means producer, batches stored as the producer compressed them. */
+	int32_t compression_type;       /* KS_COMPRESS_* */
+	int32_t compression_gzip_level; /* compression.gzip.level: -1, 1..9 (0: -1, zlib's 6) */
+	int32_t compression_lz4_level;  /* compression.lz4.level: 1..17 (0: 9) */
+	int32_t compression_zstd_level; /* compression.zstd.level: -131072..22 (0: 3) */
 } ks_log_config;
+
+/* compression.type, in Kafka's order of the values; a codec's is
+ * KB_CODEC_* + 1 (KS_COMPRESS_CODEC). */
+enum {
+	KS_COMPRESS_PRODUCER = 0,
+	KS_COMPRESS_UNCOMPRESSED,
+	KS_COMPRESS_GZIP,
+	KS_COMPRESS_SNAPPY,
+	KS_COMPRESS_LZ4,
+	KS_COMPRESS_ZSTD,
+};
+#define KS_COMPRESS_CODEC(t) ((t) - 1)
 
 enum {
 	KS_CLEANUP_DELETE = 0,          /* cleanup.policy=delete: retention only */
