@@ -390,6 +390,8 @@ typedef struct cpass {
 	int unknown;           /* the clean.json write failed: the swap may be on the volume */
 	kclean old;            /* clean.json at the start (copy of p->clean) */
 	int64_t del_ret_ms;
+	int32_t compression_type; /* the topic's, when the pass began (KS_COMPRESS_*) */
+	int level[KB_CODEC_ZSTD + 1]; /* the topic's level per codec */
 	int64_t *keep_empty;   /* last offsets of the producers' cached batches (sorted) */
 	size_t nkeep;
 	/* output of the group being written */
@@ -661,18 +663,25 @@ static int clean_batch(void *arg, const uint8_t *b, const kb_hdr *h)
 	}
 	/* Kafka's rewrite: base offset, last offset delta, timestamps and the
 	 * producer fields as they were (the producer's sequence window and
-	 * offsets survive), only the records kept, stored uncompressed. */
-	if (!nb && (rc = grow(&nb, &cap, KB_HDR)))
+	 * offsets survive), only the records kept, compressed again with the
+	 * batch's codec (Kafka's cleaner) or the topic's compression.type when
+	 * that is not producer (what an append would store today). */
+	int codec = kept == 0 ? KB_CODEC_NONE /* Kafka's empty batches carry no codec */
+		    : ps->compression_type == KS_COMPRESS_PRODUCER ? (h->attrs & KB_ATTR_CODEC_MASK)
+								 : KS_COMPRESS_CODEC(ps->compression_type);
+	uint8_t *sealed = NULL;
+	size_t slen = 0;
+	rc = ks__kb_seal(b, nb ? nb + KB_HDR : NULL, nlen - KB_HDR, kept, codec, ps->level[codec],
+			 (size_t)CLEAN_INFLATE_MAX * 2, &sealed, &slen);
+	free(nb);
+	if (rc)
 		return rc;
-	memcpy(nb, b, KB_HDR);
-	kb_put32(nb + KB_OFF_LENGTH, (uint32_t)(nlen - KB_LOG_OVERHEAD));
-	kb_put16(nb + KB_OFF_ATTRS, (uint16_t)(h->attrs & ~KB_ATTR_CODEC_MASK));
-	kb_put32(nb + KB_OFF_COUNT, (uint32_t)kept);
-	kb_put32(nb + KB_OFF_CRC, ks__kb_crc(nb, nlen));
+	if (codec != KB_CODEC_NONE)
+		c->st.recompressed++;
 	rc = fill_to(ps, h->base_offset);
 	if (rc == 0)
-		rc = emit(ps, nb, nlen);
-	free(nb);
+		rc = emit(ps, sealed, slen);
+	free(sealed);
 	return rc;
 }
 
@@ -1055,6 +1064,9 @@ int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms)
 	if (p->clean.state == 1 && CLEAN_GEN_EPOCH(p->clean.gen) == p->epoch)
 		gen = p->clean.gen + 1;
 	ps.del_ret_ms = p->cfg.delete_retention_ms;
+	ps.compression_type = p->cfg.compression_type;
+	for (int k = KB_CODEC_NONE; k <= KB_CODEC_ZSTD; k++)
+		ps.level[k] = ks__cfg_level(&p->cfg, k);
 	p->cleaning = 1;
 	ks__p_unlock(p);
 

@@ -523,7 +523,7 @@ int ks_deflate_write(ks_deflate *z, const uint8_t *p, size_t n)
 	if (z->err)
 		return z->err;
 	int rc = z->started ? 0 : start(z);
-	switch (rc ? -1 : z->codec) {
+	switch (rc || n == 0 ? -1 : z->codec) {
 	case KB_CODEC_NONE: rc = put(z, p, n); break;
 	case KB_CODEC_GZIP:
 		/* z_stream counts 32-bit: feed in slices. */

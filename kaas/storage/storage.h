@@ -310,6 +310,7 @@ typedef struct ks_clean_stats {
 	uint64_t tombstones_removed;
 	uint64_t slept_ms;        /* waited for the I/O bucket */
 	uint64_t unlinked;        /* files removed after a swap */
+	uint64_t recompressed;    /* partly kept batches compressed again */
 } ks_clean_stats;
 
 /* dedupe_bytes: log.cleaner.dedupe.buffer.size (the key map takes it,
