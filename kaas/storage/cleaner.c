@@ -1125,3 +1125,28 @@ void ks_partition_clean_point(ks_partition *p, int64_t *dirty, int64_t *clean_en
 	*clean_end = p->clean.state == 1 && p->clean.clean_end > start ? p->clean.clean_end : start;
 	ks__p_unlock(p);
 }
+
+int ks_partition_dirty_ratio(ks_partition *p, double *ratio)
+{
+	*ratio = 0;
+	ks__p_lock(p);
+	int rc = -ENOENT;
+	if (p->state == KAAS_PART_LEADER && p->cfg.cleanup_compact != KS_CLEANUP_DELETE && p->nsegs) {
+		int64_t dirty = p->clean.state == 1 ? p->clean.dirty : p->segs[0]->base;
+		uint64_t clean_b = 0, dirty_b = 0;
+		/* The range plan() would consider, less its lag and damage rules. */
+		for (size_t j = 0; j + 1 < p->nsegs && p->segs[j + 1]->base <= p->hw; j++) {
+			const kseg *sg = p->segs[j];
+			if (sg->active || sg->quarantined)
+				break;
+			if (p->segs[j + 1]->base <= dirty)
+				clean_b += seg_bytes(sg);
+			else
+				dirty_b += seg_bytes(sg);
+		}
+		*ratio = clean_b + dirty_b ? (double)dirty_b / (double)(clean_b + dirty_b) : 0;
+		rc = 0;
+	}
+	ks__p_unlock(p);
+	return rc;
+}

@@ -339,6 +339,11 @@ void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out);
  * was and removes what the pass wrote). */
 int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms);
 
+/* For metrics: the share of p's cleanable bytes (sealed segments below the
+ * high watermark) not yet de-duplicated, 0..1, from memory only.  0 with
+ * *ratio set; -ENOENT when p is not a compacted topic's leader. */
+int ks_partition_dirty_ratio(ks_partition *p, double *ratio);
+
 /* The first offset not yet de-duplicated (Kafka's cleaner checkpoint) and
  * the end of the cleaned segments; both the log start when never cleaned. */
 void ks_partition_clean_point(ks_partition *p, int64_t *dirty, int64_t *clean_end);
