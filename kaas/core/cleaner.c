@@ -138,6 +138,9 @@ static void *cleaner_main(void *arg)
 	return NULL;
 }
 
+/* A swap is one more write a leader makes only while it holds its lease. */
+static int lease_held(void *arg) { return kb_ptable_ack_ok(arg); }
+
 static int start(kb_ptable *t)
 {
 	const kb_config *cfg = &t->b->cfg;
@@ -152,6 +155,7 @@ static int start(kb_ptable *t)
 		free(w);
 		return rc;
 	}
+	ks_cleaner_set_guard(w->c, lease_held, t);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	t->cleaner = w;

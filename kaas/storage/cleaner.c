@@ -55,6 +55,8 @@ struct ks_cleaner {
 	int64_t (*now_ms)(void *);
 	void (*sleep_ms)(void *, int64_t);
 	void *clock_arg;
+	int (*guard)(void *);   /* may this broker still swap (its lease)? NULL: yes */
+	void *guard_arg;
 	int stop;
 	ks_clean_stats st;
 };
@@ -175,6 +177,12 @@ void ks_cleaner_set_clock(ks_cleaner *c, int64_t (*now_ms)(void *), void (*sleep
 }
 
 void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out) { *out = c->st; }
+
+void ks_cleaner_set_guard(ks_cleaner *c, int (*ok)(void *), void *arg)
+{
+	c->guard = ok;
+	c->guard_arg = arg;
+}
 
 static int64_t cl_now(ks_cleaner *c) { return c->now_ms ? c->now_ms(c->clock_arg) : ku_mono_ms(); }
 
@@ -962,9 +970,15 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 		rc = ks__clean_encode(&k, &buf, &len);
 	if (rc == 0)
 		rc = sub_join(path, sizeof(path), p->dir, CLEAN_NAME);
-	/* Fenced here, the newer leader's view stays as it was. */
-	if (rc == 0 && (rc = ks__p_fence_check(p)))
-		rc = rc == -ESTALE ? -ESTALE : rc;
+	/* The broker's lease first (a paused broker whose lease ran out may
+	 * not have heard yet that another took over), then the volume: fenced
+	 * here, the newer leader's view stays as it was. */
+	if (rc == 0 && ps->c->guard && !ps->c->guard(ps->c->guard_arg)) {
+		ps->c->st.fenced++;
+		rc = -EPERM;
+	}
+	if (rc == 0 && (rc = ks__p_fence_check(p)) == -ESTALE)
+		ps->c->st.fenced++;
 	if (rc == 0 && (rc = sub_write_atomic(p->vfs, path, buf, len))) {
 		/* Whether the rename happened is unknown: the volume decides
 		 * which view the next take-over sees; this leadership ends. */
@@ -977,7 +991,26 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 			ks__seg_unref(made[i]);
 		free(made);
 		ks__clean_free(&k);
-		return rc == -ESTALE ? -ESTALE : rc;
+		return rc;
+	}
+	/* A take-over between the check and the rename may have listed the
+	 * directory with the old clean.json: its view holds the plain
+	 * segments this swap replaced.  Fenced now, they stay (the newer
+	 * leader's listing and sweep decide about them, and never remove a
+	 * file of its own view); this leadership ends. */
+	int late = ks__p_fence_check(p);
+	if (late) {
+		ps->c->st.fenced++;
+		KLOG_WARN("storage", "%s: fenced right after the clean.json swap: the files it replaced are "
+			  "left to the newer leader", p->dir);
+		for (size_t i = 0; i < ps->nmade; i++)
+			ks__seg_unref(made[i]);
+		free(made);
+		ks__clean_free(&k);
+		if (late != -ESTALE)
+			ks__p_poison(p, "fencing check after the clean.json swap", late);
+		ps->unknown = 1; /* the swapped files are named by clean.json: not ours to remove */
+		return -ESTALE;
 	}
 	/* The new view: the cleaned segments, then the rest as it was. */
 	kseg **old = malloc(nrw * sizeof(kseg *));

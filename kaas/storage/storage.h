@@ -311,6 +311,7 @@ typedef struct ks_clean_stats {
 	uint64_t slept_ms;        /* waited for the I/O bucket */
 	uint64_t unlinked;        /* files removed after a swap */
 	uint64_t recompressed;    /* partly kept batches compressed again */
+	uint64_t fenced;          /* swaps refused: lease gone or a newer epoch on the volume */
 } ks_clean_stats;
 
 /* dedupe_bytes: log.cleaner.dedupe.buffer.size (the key map takes it,
@@ -326,6 +327,9 @@ void ks_cleaner_stop(ks_cleaner *c);
 void ks_cleaner_set_clock(ks_cleaner *c, int64_t (*now_ms)(void *), void (*sleep_ms)(void *, int64_t),
 			  void *arg);
 void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out);
+/* Checked under the partition lock right before a swap: ok(arg) == 0
+ * (the broker's lease is gone) refuses it as a fenced one. */
+void ks_cleaner_set_guard(ks_cleaner *c, int (*ok)(void *), void *arg);
 
 /* Cleans p once if it is due at wall time now_ms: a compacted topic whose
  * dirty ratio reached min.cleanable.dirty.ratio (or whose oldest dirty
