@@ -1123,6 +1123,11 @@ int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms)
 	p->cleaning = 0;
 	if (rc == 0 && nrw)
 		rc = swap(&ps, gen_lead, nrw, gen);
+	if (rc == -EPERM || rc == -ESTALE)
+		KLOG_INFO("storage", "%s: clean pass of generation %lld not swapped in: %s", p->dir, (long long)gen,
+			  rc == -ESTALE ? "a newer epoch leads the partition"
+			  : p->state != KAAS_PART_LEADER || p->lead_gen != gen_lead ? "the leadership ended"
+										  : "the broker's lease is gone");
 	if (rc && !ps.unknown)
 		unlink_made(&ps, gen); /* nothing swapped: what the pass wrote goes (its names are ours) */
 	if (rc == 0 && nrw) {
