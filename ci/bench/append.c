@@ -37,6 +37,7 @@ static const sub_methods *g_inner;
 static sub_methods g_counting;
 int st_fsync_delay_us;
 int st_flush_depth;
+static int st_topic_codec; /* compression.type of the bench's partitions (KS_COMPRESS_*) */
 
 static int counting_fsync(sub_file *f)
 {
@@ -187,6 +188,7 @@ int app_open(const char *dir, int nparts, int32_t records, int32_t rsize, int co
 	ks_log_config_defaults(&cfg);
 	if (st_flush_depth > 0)
 		cfg.flush_depth = st_flush_depth;
+	cfg.compression_type = st_topic_codec;
 	for (int i = 0; i < nparts; i++) {
 		char pdir[64];
 		snprintf(pdir, sizeof(pdir), "bench/%d", i);
@@ -301,6 +303,12 @@ int bench_append(bn_opts *o)
 	const char *codec_s = bn_opt_str(o, "codec", "none");
 	const char *payload = bn_opt_str(o, "payload", "random");
 	const char *label = bn_opt_str(o, "label", "append");
+	const char *topic_codec_s = bn_opt_str(o, "topic-codec", "producer");
+	static const char *const tcodecs[] = {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"};
+	st_topic_codec = -1;
+	for (int i = 0; i < 6; i++)
+		if (strcmp(topic_codec_s, tcodecs[i]) == 0)
+			st_topic_codec = i;
 	st_fsync_delay_us = (int)bn_opt_int(o, "fsync-delay-us", 0);
 	st_flush_depth = (int)bn_opt_int(o, "flush-depth", 0);
 	if (bn_opts_check(o, "kaas-bench append"))
@@ -308,11 +316,12 @@ int bench_append(bn_opts *o)
 	int mode = app_parse_mode(mode_s), codec = app_parse_codec(codec_s);
 	if (!dir || nthreads < 1 || nparts < 1 || records < 1 || rsize < 0 || mode < 0 || codec < 0 ||
 	    count < 0 || (count == 0 && secs <= 0) || st_flush_depth < 0 ||
-	    st_flush_depth > KAAS_FLUSH_DEPTH_MAX) {
+	    st_flush_depth > KAAS_FLUSH_DEPTH_MAX || st_topic_codec < 0) {
 		fprintf(stderr, "kaas-bench append: --dir DIR [--appenders N] [--partitions M] [--records R] "
 				"[--record-size B] [--secs S | --count C] [--mode gc|naive|nosync] "
 				"[--codec none|gzip|snappy|lz4|zstd] [--payload random|text] [--fsync-delay-us U] "
-				"[--flush-depth 1..8]\n");
+				"[--flush-depth 1..8] "
+				"[--topic-codec producer|uncompressed|gzip|snappy|lz4|zstd]\n");
 		return 2;
 	}
 	ku_log_level = KAAS_LOG_WARN;
@@ -324,8 +333,8 @@ int bench_append(bn_opts *o)
 	    app_run(s, nthreads, mode, secs, count, &lat, &r) == 0 && app_verify(s) == 0) {
 		double el = (double)r.ns / 1e9;
 		json_t *j = json_pack(
-			"{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind",
-			"append", "label", label, "mode", mode_s, "codec", codec_s, "appenders", nthreads, "partitions",
+			"{s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:o}", "kind",
+			"append", "label", label, "mode", mode_s, "codec", codec_s, "topic_codec", topic_codec_s, "appenders", nthreads, "partitions",
 			nparts, "fsync_delay_us", st_fsync_delay_us, "flush_depth",
 			st_flush_depth ? st_flush_depth : KAAS_FLUSH_DEPTH_DEFAULT, "records", records, "record_size", rsize, "batch_bytes", (json_int_t)s->len, "secs", el,
 			"batches", (json_int_t)r.ops, "bytes", (json_int_t)r.bytes, "mbps", st_mbps(&r), "batches_per_s",

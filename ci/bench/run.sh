@@ -178,6 +178,17 @@ for r in $(seq 1 "$ROUNDS"); do
 	rec "nosync" "$r" "$KB" append --dir "$SD" --mode nosync --count 2000
 done
 
+# The CPU cost of a topic's compression.type: lz4 batches of 100 x 1 KiB
+# text appended as they are (producer) and recompressed to zstd and gzip,
+# taking turns within each round so that each ratio is of one moment.
+log "storage: append with recompression (compression.type) vs without, $ROUNDS rounds"
+for r in $(seq 1 "$ROUNDS"); do
+	for tc in producer zstd gzip; do
+		rec "recompress" "$r" "$KB" append --dir "$SD" --mode nosync --count 1000 --codec lz4 --payload text \
+			--topic-codec "$tc" --label "recompress-$tc"
+	done
+done
+
 # ---- storage: read plans -----------------------------------------------------------------
 log "read: plans vs raw pread/sendfile, hot and cold cache"
 RD=$WORK/read

@@ -55,6 +55,11 @@ for j in lines:
     if j.get("kind") == "compare":  # naive: one request at a time per partition, each synced
         check(0 < j["modes"]["naive"]["ops_per_fsync"] <= 1.0, "%s: naive shared an fsync" % j["label"])
 check((s["nosync_mbps"] or 0) > 0, "append-only measured")
+# compression.type: appends recompressed to zstd and gzip, each with its
+# ratio to the same batches stored as sent.
+rc = s.get("recompress") or {}
+check(set(rc) == {"zstd", "gzip"} and all((r["over_producer"] or 0) > 0 for r in rc.values()),
+      "recompression measured with its ratio: %s" % rc)
 
 # Reads: every mode of the read benchmark.
 for m in ("plans_per_s", "plan_pread", "raw_pread", "plan_sendfile", "raw_sendfile", "cold_plan_pread",

@@ -310,4 +310,27 @@ typedef void (*kb_census_fn)(void *arg, const char *topic, int32_t partition, in
 			     int64_t hwm);
 void kb_ptable_each(kb_ptable *t, kb_census_fn fn, void *arg);
 
+/* cleaner.c: the log cleaner's state for a metrics scrape (memory only).
+ * The counters are the cleaner's since start-up, published after each
+ * pass; the dirty ratios (ks_partition_dirty_ratio) of the
+ * KB_CLEANER_DIRTY_TOP dirtiest compacted partitions led here, dirtiest
+ * first, as of the last round, so the series stay bounded however many
+ * partitions there are.  0, or -ENOENT when no cleaner runs. */
+#define KB_CLEANER_DIRTY_TOP 10
+typedef struct kb_cleaner_obs {
+	ks_clean_stats st;
+	uint64_t errors;       /* passes that failed (not a lost leadership or a stop) */
+	uint64_t rounds;
+	double last_pass_s;    /* the last pass that swapped */
+	int compacted;         /* compacted partitions led, last round */
+	double max_dirty;
+	int ndirty;
+	struct {
+		char topic[250];
+		int32_t partition;
+		double ratio;
+	} dirty[KB_CLEANER_DIRTY_TOP];
+} kb_cleaner_obs;
+int kb_ptable_cleaner_obs(kb_ptable *t, kb_cleaner_obs *out);
+
 #endif

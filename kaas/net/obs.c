@@ -291,6 +291,68 @@ static void collect_lag(void *arg, ku_emit_fn emit, void *ctx)
 	free(l.v);
 }
 
+/* The log cleaner (kb_ptable_cleaner_obs): nothing when it does not run. */
+static int cleaner_obs(kn_obs *o, kb_cleaner_obs *c)
+{
+	return o->s->b->parts ? kb_ptable_cleaner_obs(o->s->b->parts, c) : -ENOENT;
+}
+
+static void collect_cleaner_passes(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c) == 0)
+		emit(ctx, (const char *const[]){NULL}, (double)c.st.passes);
+}
+
+static void collect_cleaner_errors(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c) == 0)
+		emit(ctx, (const char *const[]){NULL}, (double)c.errors);
+}
+
+static void collect_cleaner_bytes(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c))
+		return;
+	emit(ctx, (const char *const[]){"read", NULL}, (double)c.st.bytes_read);
+	emit(ctx, (const char *const[]){"written", NULL}, (double)c.st.bytes_written);
+}
+
+static void collect_cleaner_records(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c) == 0)
+		emit(ctx, (const char *const[]){NULL}, (double)c.st.records_removed);
+}
+
+static void collect_cleaner_last(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c) == 0)
+		emit(ctx, (const char *const[]){NULL}, c.last_pass_s);
+}
+
+static void collect_cleaner_dirty(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c))
+		return;
+	for (int i = 0; i < c.ndirty; i++) {
+		char p[16];
+		snprintf(p, sizeof(p), "%d", c.dirty[i].partition);
+		emit(ctx, (const char *const[]){c.dirty[i].topic, p, NULL}, c.dirty[i].ratio);
+	}
+}
+
+static void collect_cleaner_max_dirty(void *arg, ku_emit_fn emit, void *ctx)
+{
+	kb_cleaner_obs c;
+	if (cleaner_obs(arg, &c) == 0)
+		emit(ctx, (const char *const[]){NULL}, c.max_dirty);
+}
+
 /* ---- set-up ------------------------------------------------------------------------------------- */
 
 static int ready_fn(void *arg, char *why, size_t whylen)
@@ -370,6 +432,27 @@ static void register_all(kn_obs *o)
 	ku_metrics_collector(m, "kaas_partitions",
 			     "partitions this broker knows, leads, and failed to take over (it retries them)", KU_GAUGE, st,
 			     collect_partitions, o);
+	static const char *const dir[] = {"direction", NULL};
+	static const char *const tp[] = {"topic", "partition", NULL};
+	ku_metrics_collector(m, "kaas_cleaner_passes_total", "log cleaner passes swapped in (compacted topics)",
+			     KU_COUNTER, none, collect_cleaner_passes, o);
+	ku_metrics_collector(m, "kaas_cleaner_errors_total",
+			     "log cleaner passes that failed on I/O or memory (retried next round)", KU_COUNTER, none,
+			     collect_cleaner_errors, o);
+	ku_metrics_collector(m, "kaas_cleaner_bytes_total", "bytes the log cleaner read and wrote", KU_COUNTER, dir,
+			     collect_cleaner_bytes, o);
+	ku_metrics_collector(m, "kaas_cleaner_records_removed_total",
+			     "records the log cleaner removed: superseded, tombstones past delete.retention.ms",
+			     KU_COUNTER, none, collect_cleaner_records, o);
+	ku_metrics_collector(m, "kaas_cleaner_last_pass_seconds", "duration of the last log cleaner pass that swapped",
+			     KU_GAUGE, none, collect_cleaner_last, o);
+	ku_metrics_collector(m, "kaas_cleaner_dirty_ratio",
+			     "share of a compacted partition's cleanable bytes not yet de-duplicated, for the ten "
+			     "dirtiest partitions led here (as of the cleaner's last round)",
+			     KU_GAUGE, tp, collect_cleaner_dirty, o);
+	ku_metrics_collector(m, "kaas_cleaner_max_dirty_ratio",
+			     "the highest dirty ratio of the compacted partitions led here (last round)", KU_GAUGE, none,
+			     collect_cleaner_max_dirty, o);
 	ku_metrics_collector(m, "kaas_consumer_group_lag",
 			     "high watermark minus the committed offset, per group and partition led by this broker",
 			     KU_GAUGE, lag, collect_lag, o);

@@ -1,6 +1,7 @@
 /*
- * append.c — the write path: validate, check producer sequences, assign
- * offsets, one pwrite per request, sparse index entries; segment roll.
+ * append.c — the write path: validate, recompress for the topic's
+ * compression.type, check producer sequences, assign offsets, one pwrite
+ * per request, sparse index entries; segment roll.
  * What was written becomes durable in the group commit (commit.c).
  */
 #include "kaas/storage/storage_int.h"
@@ -109,6 +110,7 @@ static overlay *ov_get(ks_partition *p, overlay *ov, int *nov, int64_t pid)
 typedef struct areq {
 	uint8_t *records;
 	size_t len;
+	uint8_t *owned;     /* records re-encoded for compression.type (else NULL) */
 	ks_append_result *res;
 	ks_log_config cfg;  /* copied at the start: the lock is not held throughout */
 	int64_t now;
@@ -124,6 +126,7 @@ static int req_init(areq *r, ks_partition *p, uint8_t *records, size_t len, ks_a
 {
 	r->records = records;
 	r->len = len;
+	r->owned = NULL;
 	r->res = res;
 	r->info = r->stack_info;
 	r->ov = r->stack_ov;
@@ -145,6 +148,7 @@ static int req_init(areq *r, ks_partition *p, uint8_t *records, size_t len, ks_a
 
 static void req_free(areq *r)
 {
+	free(r->owned);
 	if (r->info != r->stack_info)
 		free(r->info);
 	if (r->ov != r->stack_ov)
@@ -171,6 +175,82 @@ static int req_validate(areq *r)
 	if (err)
 		r->res->batch_index = bad;
 	return err;
+}
+
+/* compression.type other than producer: every batch in another codec is
+ * re-encoded in the topic's (Kafka's LogValidator), before the lock is
+ * taken, on the caller's thread (a request worker, never the event loop).
+ * The records are kept byte for byte (recompress.c), so what validation
+ * learned (counts, sequences, timestamps) still holds; only positions and
+ * sizes change.  Like Kafka, a re-encoded batch above max.message.bytes
+ * is refused.  A Kafka error or 0. */
+static int req_recompress(areq *r)
+{
+	const ks_log_config *c = &r->cfg;
+	if (c->compression_type == KS_COMPRESS_PRODUCER)
+		return 0;
+	int to = KS_COMPRESS_CODEC(c->compression_type), i = 0;
+	while (i < r->n && (kb_get16(r->records + r->info[i].pos + KB_OFF_ATTRS) & KB_ATTR_CODEC_MASK) == to)
+		i++;
+	if (i == r->n)
+		return 0;
+	kb_limits lim = {
+		.max_batch_bytes = c->max_message_bytes,
+		.max_decompressed = (uint64_t)c->max_message_bytes * 64 > (256u << 20)
+					    ? (uint64_t)c->max_message_bytes * 64
+					    : (256u << 20),
+	};
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	int err = KERR_NONE;
+	for (i = 0; i < r->n && err == KERR_NONE; i++) {
+		kb_info *in = &r->info[i];
+		const uint8_t *b = r->records + in->pos;
+		uint8_t *nb = NULL;
+		size_t nlen = in->size;
+		int rc = 0;
+		if ((kb_get16(b + KB_OFF_ATTRS) & KB_ATTR_CODEC_MASK) != to &&
+		    (rc = ks__kb_recompress(b, in->size, to, ks__cfg_level(c, to), in->inflated, &lim,
+					    (size_t)c->max_message_bytes, &nb, &nlen))) {
+			r->res->batch_index = i;
+			if (rc == -EMSGSIZE) {
+				r->res->message = "batch recompressed for compression.type is larger than "
+						  "max.message.bytes";
+				err = KERR_MESSAGE_TOO_LARGE;
+			} else {
+				err = ks__kb_inflate_kerr(rc, &r->res->message);
+			}
+			break;
+		}
+		if (len + nlen > cap) {
+			size_t ncap = cap ? cap * 2 : (r->len > 4096 ? r->len : 4096);
+			while (ncap < len + nlen)
+				ncap *= 2;
+			uint8_t *g = ncap <= INT32_MAX ? realloc(buf, ncap) : NULL;
+			if (!g) {
+				free(nb);
+				r->res->message = ncap > INT32_MAX ? "records larger than 2 GiB after recompression"
+								   : "out of memory recompressing a batch";
+				err = ncap > INT32_MAX ? KERR_MESSAGE_TOO_LARGE : KERR_UNKNOWN_SERVER_ERROR;
+				r->res->batch_index = i;
+				break;
+			}
+			buf = g;
+			cap = ncap;
+		}
+		memcpy(buf + len, nb ? nb : b, nlen);
+		free(nb);
+		in->pos = (uint32_t)len;
+		in->size = (uint32_t)nlen;
+		len += nlen;
+	}
+	if (err) {
+		free(buf);
+		return err;
+	}
+	r->owned = r->records = buf;
+	r->len = len;
+	return KERR_NONE;
 }
 
 /* Producer checks, against the state as this request would leave it (the
@@ -316,7 +396,7 @@ int ks_partition_append(ks_partition *p, uint8_t *records, size_t len, ks_append
 		res->error = KERR_UNKNOWN_SERVER_ERROR;
 		goto out;
 	}
-	if ((err = req_validate(&r))) {
+	if ((err = req_validate(&r)) || (err = req_recompress(&r))) {
 		res->error = (int16_t)err;
 		goto out;
 	}

@@ -397,7 +397,7 @@ static int check_ts(const kb_limits *lim, int64_t ts, const char **msg)
 
 /* The largest snappy block a Produce may carry (codec.h: a raw snappy
  * payload is inflated whole). */
-static size_t snappy_block_max(const kb_limits *lim)
+size_t ks__kb_snappy_block_max(const kb_limits *lim)
 {
 	int32_t mb = lim->max_batch_bytes > 0 ? lim->max_batch_bytes : 0;
 	uint64_t m = KB_SNAPPY_BLOCK_FACTOR * (uint64_t)mb;
@@ -408,8 +408,7 @@ static size_t snappy_block_max(const kb_limits *lim)
 	return m > SIZE_MAX ? SIZE_MAX : (size_t)m;
 }
 
-/* The Kafka error for an inflater error. */
-static int inflate_error(int rc, const char **msg)
+int ks__kb_inflate_kerr(int rc, const char **msg)
 {
 	switch (rc) {
 	case -ENOMEM:
@@ -472,6 +471,7 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	in->first_ts = h.base_ts;
 	in->max_ts = h.max_ts;
 	in->fix_max_ts = 0;
+	in->inflated = 0;
 
 	src s;
 	int walk_it = 1;
@@ -479,7 +479,7 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	if (codec != KB_CODEC_NONE) {
 		walk_it = lim->validate_compressed;
 		if (walk_it && src_inflate(&s, codec, b + KB_HDR, size - KB_HDR, lim->max_decompressed,
-					   snappy_block_max(lim))) {
+					   ks__kb_snappy_block_max(lim))) {
 			*msg = "out of memory decompressing a batch";
 			return KERR_UNKNOWN_SERVER_ERROR;
 		}
@@ -489,7 +489,7 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 	if (walk_it) {
 		int64_t mx, mn;
 		if (walk_records(&s, h.count, h.base_ts, &mx, &mn, msg)) {
-			err = s.err ? inflate_error(s.err, msg) : s.keyless ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;
+			err = s.err ? ks__kb_inflate_kerr(s.err, msg) : s.keyless ? KERR_INVALID_RECORD : KERR_CORRUPT_MESSAGE;
 		} else if (check_ts(lim, mn, msg) || check_ts(lim, mx, msg)) {
 			err = KERR_INVALID_TIMESTAMP;
 		} else if (mx != h.max_ts) {
@@ -498,6 +498,8 @@ static int validate_one(const uint8_t *b, uint32_t size, const kb_limits *lim, k
 			in->fix_max_ts = 1;
 		}
 		in->first_ts = mn;
+		if (err == KERR_NONE)
+			in->inflated = s.z ? ks_inflate_total(s.z) : size - KB_HDR;
 	} else if (check_ts(lim, h.max_ts, msg) || check_ts(lim, h.base_ts, msg)) {
 		err = KERR_INVALID_TIMESTAMP;
 	}

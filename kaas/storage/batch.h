@@ -116,6 +116,7 @@ typedef struct kb_info {
 	int64_t max_ts;      /* recomputed from the records where they were walked */
 	int64_t first_ts;    /* first record's timestamp (base timestamp) */
 	int fix_max_ts;      /* header maxTimestamp disagrees with the records */
+	uint64_t inflated;   /* bytes of the records uncompressed, where they were walked (else 0) */
 } kb_info;
 
 /* Validation limits (from the log config). */
@@ -139,6 +140,32 @@ typedef struct kb_limits {
  * *msg a static explanation. */
 int ks__kb_validate(const uint8_t *records, size_t len, const kb_limits *lim, kb_info *info,
 		int cap, int *n, int *bad, const char **msg);
+
+/* The Kafka error (and *msg) for a ks_inflate error. */
+int ks__kb_inflate_kerr(int rc, const char **msg);
+
+/* The largest snappy block a Produce under lim may carry. */
+size_t ks__kb_snappy_block_max(const kb_limits *lim);
+
+/* ---- recompression (recompress.c) ----------------------------------------- */
+
+/* Re-encodes the whole batch b (size bytes, validated) with codec `to` at
+ * `level` (codec.h): the header as it was but for the codec bits, the
+ * batchLength and the CRC; the records byte for byte, so offsets,
+ * timestamps and the producer fields are unchanged.  `inflated` is the
+ * size of the records uncompressed when known (0: not).  The input is
+ * inflated in pieces (at most lim->max_decompressed) and compressed as it
+ * comes, so besides the codecs' state only the new batch is held, refused
+ * above max_size.  Returns 0 with *out (malloc'd) and *outlen, or -errno:
+ * -EMSGSIZE the new batch exceeds max_size, the inflater's errors. */
+int ks__kb_recompress(const uint8_t *b, size_t size, int to, int level, uint64_t inflated,
+		      const kb_limits *lim, size_t max_size, uint8_t **out, size_t *outlen);
+
+/* Seals a batch from its 61 header bytes and its records (uncompressed):
+ * compressed with `codec` at `level`, count records, the CRC computed.
+ * 0 with *out (malloc'd) and *outlen, -ENOMEM, -EMSGSIZE above max_size. */
+int ks__kb_seal(const uint8_t *hdr, const uint8_t *recs, size_t rlen, int32_t count, int codec, int level,
+		size_t max_size, uint8_t **out, size_t *outlen);
 
 /* Counts the batches in a request without validating (to size info arrays).
  * Stops at the first that does not fit. */

@@ -55,6 +55,8 @@ struct ks_cleaner {
 	int64_t (*now_ms)(void *);
 	void (*sleep_ms)(void *, int64_t);
 	void *clock_arg;
+	int (*guard)(void *);   /* may this broker still swap (its lease)? NULL: yes */
+	void *guard_arg;
 	int stop;
 	ks_clean_stats st;
 };
@@ -175,6 +177,12 @@ void ks_cleaner_set_clock(ks_cleaner *c, int64_t (*now_ms)(void *), void (*sleep
 }
 
 void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out) { *out = c->st; }
+
+void ks_cleaner_set_guard(ks_cleaner *c, int (*ok)(void *), void *arg)
+{
+	c->guard = ok;
+	c->guard_arg = arg;
+}
 
 static int64_t cl_now(ks_cleaner *c) { return c->now_ms ? c->now_ms(c->clock_arg) : ku_mono_ms(); }
 
@@ -390,6 +398,8 @@ typedef struct cpass {
 	int unknown;           /* the clean.json write failed: the swap may be on the volume */
 	kclean old;            /* clean.json at the start (copy of p->clean) */
 	int64_t del_ret_ms;
+	int32_t compression_type; /* the topic's, when the pass began (KS_COMPRESS_*) */
+	int level[KB_CODEC_ZSTD + 1]; /* the topic's level per codec */
 	int64_t *keep_empty;   /* last offsets of the producers' cached batches (sorted) */
 	size_t nkeep;
 	/* output of the group being written */
@@ -661,18 +671,25 @@ static int clean_batch(void *arg, const uint8_t *b, const kb_hdr *h)
 	}
 	/* Kafka's rewrite: base offset, last offset delta, timestamps and the
 	 * producer fields as they were (the producer's sequence window and
-	 * offsets survive), only the records kept, stored uncompressed. */
-	if (!nb && (rc = grow(&nb, &cap, KB_HDR)))
+	 * offsets survive), only the records kept, compressed again with the
+	 * batch's codec (Kafka's cleaner) or the topic's compression.type when
+	 * that is not producer (what an append would store today). */
+	int codec = kept == 0 ? KB_CODEC_NONE /* Kafka's empty batches carry no codec */
+		    : ps->compression_type == KS_COMPRESS_PRODUCER ? (h->attrs & KB_ATTR_CODEC_MASK)
+								 : KS_COMPRESS_CODEC(ps->compression_type);
+	uint8_t *sealed = NULL;
+	size_t slen = 0;
+	rc = ks__kb_seal(b, nb ? nb + KB_HDR : NULL, nlen - KB_HDR, kept, codec, ps->level[codec],
+			 (size_t)CLEAN_INFLATE_MAX * 2, &sealed, &slen);
+	free(nb);
+	if (rc)
 		return rc;
-	memcpy(nb, b, KB_HDR);
-	kb_put32(nb + KB_OFF_LENGTH, (uint32_t)(nlen - KB_LOG_OVERHEAD));
-	kb_put16(nb + KB_OFF_ATTRS, (uint16_t)(h->attrs & ~KB_ATTR_CODEC_MASK));
-	kb_put32(nb + KB_OFF_COUNT, (uint32_t)kept);
-	kb_put32(nb + KB_OFF_CRC, ks__kb_crc(nb, nlen));
+	if (codec != KB_CODEC_NONE)
+		c->st.recompressed++;
 	rc = fill_to(ps, h->base_offset);
 	if (rc == 0)
-		rc = emit(ps, nb, nlen);
-	free(nb);
+		rc = emit(ps, sealed, slen);
+	free(sealed);
 	return rc;
 }
 
@@ -953,9 +970,15 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 		rc = ks__clean_encode(&k, &buf, &len);
 	if (rc == 0)
 		rc = sub_join(path, sizeof(path), p->dir, CLEAN_NAME);
-	/* Fenced here, the newer leader's view stays as it was. */
-	if (rc == 0 && (rc = ks__p_fence_check(p)))
-		rc = rc == -ESTALE ? -ESTALE : rc;
+	/* The broker's lease first (a paused broker whose lease ran out may
+	 * not have heard yet that another took over), then the volume: fenced
+	 * here, the newer leader's view stays as it was. */
+	if (rc == 0 && ps->c->guard && !ps->c->guard(ps->c->guard_arg)) {
+		ps->c->st.fenced++;
+		rc = -EPERM;
+	}
+	if (rc == 0 && (rc = ks__p_fence_check(p)) == -ESTALE)
+		ps->c->st.fenced++;
 	if (rc == 0 && (rc = sub_write_atomic(p->vfs, path, buf, len))) {
 		/* Whether the rename happened is unknown: the volume decides
 		 * which view the next take-over sees; this leadership ends. */
@@ -968,7 +991,26 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 			ks__seg_unref(made[i]);
 		free(made);
 		ks__clean_free(&k);
-		return rc == -ESTALE ? -ESTALE : rc;
+		return rc;
+	}
+	/* A take-over between the check and the rename may have listed the
+	 * directory with the old clean.json: its view holds the plain
+	 * segments this swap replaced.  Fenced now, they stay (the newer
+	 * leader's listing and sweep decide about them, and never remove a
+	 * file of its own view); this leadership ends. */
+	int late = ks__p_fence_check(p);
+	if (late) {
+		ps->c->st.fenced++;
+		KLOG_WARN("storage", "%s: fenced right after the clean.json swap: the files it replaced are "
+			  "left to the newer leader", p->dir);
+		for (size_t i = 0; i < ps->nmade; i++)
+			ks__seg_unref(made[i]);
+		free(made);
+		ks__clean_free(&k);
+		if (late != -ESTALE)
+			ks__p_poison(p, "fencing check after the clean.json swap", late);
+		ps->unknown = 1; /* the swapped files are named by clean.json: not ours to remove */
+		return -ESTALE;
 	}
 	/* The new view: the cleaned segments, then the rest as it was. */
 	kseg **old = malloc(nrw * sizeof(kseg *));
@@ -1055,6 +1097,9 @@ int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms)
 	if (p->clean.state == 1 && CLEAN_GEN_EPOCH(p->clean.gen) == p->epoch)
 		gen = p->clean.gen + 1;
 	ps.del_ret_ms = p->cfg.delete_retention_ms;
+	ps.compression_type = p->cfg.compression_type;
+	for (int k = KB_CODEC_NONE; k <= KB_CODEC_ZSTD; k++)
+		ps.level[k] = ks__cfg_level(&p->cfg, k);
 	p->cleaning = 1;
 	ks__p_unlock(p);
 
@@ -1078,6 +1123,11 @@ int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms)
 	p->cleaning = 0;
 	if (rc == 0 && nrw)
 		rc = swap(&ps, gen_lead, nrw, gen);
+	if (rc == -EPERM || rc == -ESTALE)
+		KLOG_INFO("storage", "%s: clean pass of generation %lld not swapped in: %s", p->dir, (long long)gen,
+			  rc == -ESTALE ? "a newer epoch leads the partition"
+			  : p->state != KAAS_PART_LEADER || p->lead_gen != gen_lead ? "the leadership ended"
+										  : "the broker's lease is gone");
 	if (rc && !ps.unknown)
 		unlink_made(&ps, gen); /* nothing swapped: what the pass wrote goes (its names are ours) */
 	if (rc == 0 && nrw) {
@@ -1112,4 +1162,29 @@ void ks_partition_clean_point(ks_partition *p, int64_t *dirty, int64_t *clean_en
 	*dirty = p->clean.state == 1 && p->clean.dirty > start ? p->clean.dirty : start;
 	*clean_end = p->clean.state == 1 && p->clean.clean_end > start ? p->clean.clean_end : start;
 	ks__p_unlock(p);
+}
+
+int ks_partition_dirty_ratio(ks_partition *p, double *ratio)
+{
+	*ratio = 0;
+	ks__p_lock(p);
+	int rc = -ENOENT;
+	if (p->state == KAAS_PART_LEADER && p->cfg.cleanup_compact != KS_CLEANUP_DELETE && p->nsegs) {
+		int64_t dirty = p->clean.state == 1 ? p->clean.dirty : p->segs[0]->base;
+		uint64_t clean_b = 0, dirty_b = 0;
+		/* The range plan() would consider, less its lag and damage rules. */
+		for (size_t j = 0; j + 1 < p->nsegs && p->segs[j + 1]->base <= p->hw; j++) {
+			const kseg *sg = p->segs[j];
+			if (sg->active || sg->quarantined)
+				break;
+			if (p->segs[j + 1]->base <= dirty)
+				clean_b += seg_bytes(sg);
+			else
+				dirty_b += seg_bytes(sg);
+		}
+		*ratio = clean_b + dirty_b ? (double)dirty_b / (double)(clean_b + dirty_b) : 0;
+		rc = 0;
+	}
+	ks__p_unlock(p);
+	return rc;
 }

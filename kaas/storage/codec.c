@@ -274,3 +274,311 @@ int ks_inflate_next(ks_inflate *z, const uint8_t **p, size_t *n)
 	*n = got;
 	return 1;
 }
+
+/* ---- compression ------------------------------------------------------------- */
+
+#define SNAPPY_CHUNK (32u << 10) /* snappy-java's block size */
+#define LZ4_FEED (64u << 10)
+
+struct ks_deflate {
+	int codec, level;
+	int err;
+	uint8_t *out;          /* reserve, then the stream */
+	size_t len, cap, max_out;
+	uint64_t pledged;      /* 0: unknown */
+	int started;
+	int zinit;
+	z_stream zs;
+	ZSTD_CCtx *zc;
+	LZ4F_cctx *lc;
+	LZ4F_preferences_t lp;
+	uint8_t *scratch;      /* lz4 / snappy: one block's compressed bound */
+	size_t scap;
+	uint8_t *chunk;        /* snappy: the chunk being filled */
+	size_t clen;
+};
+
+/* At least `want` bytes of room (less when max_out is near: then 0 < room
+ * < want); -EMSGSIZE when there is none. */
+static int room(ks_deflate *z, size_t want)
+{
+	if (z->cap - z->len >= want)
+		return 0;
+	size_t nc = z->cap * 2 > z->len + want ? z->cap * 2 : z->len + want;
+	if (nc > z->max_out)
+		nc = z->max_out;
+	if (nc <= z->len)
+		return -EMSGSIZE;
+	if (nc == z->cap)
+		return 0;
+	uint8_t *n = realloc(z->out, nc);
+	if (!n)
+		return -ENOMEM;
+	z->out = n;
+	z->cap = nc;
+	return 0;
+}
+
+static int put(ks_deflate *z, const uint8_t *p, size_t n)
+{
+	if (n > z->max_out - z->len)
+		return -EMSGSIZE;
+	int rc = room(z, n);
+	if (rc)
+		return rc;
+	memcpy(z->out + z->len, p, n);
+	z->len += n;
+	return 0;
+}
+
+int ks_deflate_open(ks_deflate **zp, int codec, int level, size_t reserve, size_t max_out)
+{
+	*zp = NULL;
+	if (codec < KB_CODEC_NONE || codec > KB_CODEC_ZSTD)
+		return -ENOTSUP;
+	if (reserve > max_out)
+		return -EMSGSIZE;
+	ks_deflate *z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	z->codec = codec;
+	z->level = level;
+	z->max_out = max_out;
+	size_t first = reserve + 4096 < max_out ? reserve + 4096 : max_out;
+	int rc = 0;
+	if (!(z->out = malloc(first ? first : 1)))
+		rc = -ENOMEM;
+	z->cap = first;
+	z->len = reserve;
+	switch (codec) {
+	case KB_CODEC_GZIP:
+		if (rc == 0) {
+			int lv = level == 0 || level < -1 || level > 9 ? Z_DEFAULT_COMPRESSION : level;
+			/* 15 + 16: a gzip header and trailer, what Kafka writes. */
+			if (deflateInit2(&z->zs, lv, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+				rc = -ENOMEM;
+			else
+				z->zinit = 1;
+		}
+		break;
+	case KB_CODEC_SNAPPY:
+		z->scap = snappy_max_compressed_length(SNAPPY_CHUNK);
+		if (rc == 0 && (!(z->scratch = malloc(z->scap)) || !(z->chunk = malloc(SNAPPY_CHUNK))))
+			rc = -ENOMEM;
+		break;
+	case KB_CODEC_LZ4:
+		/* Independent 64 KiB blocks, no content size or checksum: what
+		 * Kafka's Java producer writes, which every reader accepts. */
+		z->lp.frameInfo.blockSizeID = LZ4F_max64KB;
+		z->lp.frameInfo.blockMode = LZ4F_blockIndependent;
+		z->lp.compressionLevel = level > 0 ? level : KAAS_LZ4_LEVEL_DEFAULT;
+		z->scap = LZ4F_compressBound(LZ4_FEED, &z->lp);
+		if (z->scap < LZ4F_HEADER_SIZE_MAX)
+			z->scap = LZ4F_HEADER_SIZE_MAX;
+		if (rc == 0 && (LZ4F_isError(LZ4F_createCompressionContext(&z->lc, LZ4F_VERSION)) ||
+				!(z->scratch = malloc(z->scap))))
+			rc = -ENOMEM;
+		break;
+	case KB_CODEC_ZSTD: {
+		int lv = level ? level : KAAS_ZSTD_LEVEL_DEFAULT;
+		if (rc == 0 && !(z->zc = ZSTD_createCCtx()))
+			rc = -ENOMEM;
+		if (rc == 0 && ZSTD_isError(ZSTD_CCtx_setParameter(z->zc, ZSTD_c_compressionLevel, lv)))
+			rc = -ENOTSUP;
+		/* The "ultra" levels' windows are more than the broker (and
+		 * some clients) accept reading back: 8 MiB at most. */
+		if (rc == 0 && lv > 19 && /* levels up to 19 stay within 8 MiB */
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->zc, ZSTD_c_windowLog, KAAS_ZSTD_WINDOW_LOG_MAX)))
+			rc = -ENOTSUP;
+		break;
+	}
+	}
+	if (rc) {
+		ks_deflate_free(z);
+		return rc;
+	}
+	*zp = z;
+	return 0;
+}
+
+void ks_deflate_pledge(ks_deflate *z, uint64_t total_in)
+{
+	if (!z->started)
+		z->pledged = total_in;
+}
+
+void ks_deflate_free(ks_deflate *z)
+{
+	if (!z)
+		return;
+	if (z->zinit)
+		deflateEnd(&z->zs);
+	ZSTD_freeCCtx(z->zc);
+	if (z->lc)
+		LZ4F_freeCompressionContext(z->lc);
+	free(z->scratch);
+	free(z->chunk);
+	free(z->out);
+	free(z);
+}
+
+static int gzip_feed(ks_deflate *z, const uint8_t *p, size_t n, int flush)
+{
+	z->zs.next_in = (Bytef *)p;
+	z->zs.avail_in = (uInt)n;
+	for (;;) {
+		int rc = room(z, 16384);
+		if (rc)
+			return rc;
+		size_t avail = z->cap - z->len;
+		if (avail > UINT32_MAX)
+			avail = UINT32_MAX;
+		z->zs.next_out = z->out + z->len;
+		z->zs.avail_out = (uInt)avail;
+		int r = deflate(&z->zs, flush);
+		z->len += avail - z->zs.avail_out;
+		if (r == Z_STREAM_END)
+			return 0;
+		if (r != Z_OK && r != Z_BUF_ERROR)
+			return -EIO;
+		if (flush == Z_NO_FLUSH && z->zs.avail_in == 0)
+			return 0;
+		if (z->zs.avail_out != 0 && r == Z_BUF_ERROR)
+			return -EIO; /* no progress with room to write */
+	}
+}
+
+static int zstd_feed(ks_deflate *z, const uint8_t *p, size_t n, ZSTD_EndDirective how)
+{
+	ZSTD_inBuffer ib = {p, n, 0};
+	for (;;) {
+		int rc = room(z, 16384);
+		if (rc)
+			return rc;
+		ZSTD_outBuffer ob = {z->out + z->len, z->cap - z->len, 0};
+		size_t r = ZSTD_compressStream2(z->zc, &ob, &ib, how);
+		z->len += ob.pos;
+		if (ZSTD_isError(r))
+			return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+		if (how == ZSTD_e_continue ? ib.pos == ib.size : r == 0)
+			return 0;
+	}
+}
+
+static int snappy_flush(ks_deflate *z)
+{
+	if (!z->clen)
+		return 0;
+	size_t n = z->scap;
+	if (snappy_compress((const char *)z->chunk, z->clen, (char *)z->scratch, &n) != SNAPPY_OK)
+		return -EIO;
+	uint8_t l[4];
+	kb_put32(l, (uint32_t)n);
+	int rc = put(z, l, 4);
+	if (rc == 0)
+		rc = put(z, z->scratch, n);
+	z->clen = 0;
+	return rc;
+}
+
+static int lz4_feed(ks_deflate *z, const uint8_t *p, size_t n)
+{
+	while (n) {
+		size_t k = n < LZ4_FEED ? n : LZ4_FEED;
+		size_t r = LZ4F_compressUpdate(z->lc, z->scratch, z->scap, p, k, NULL);
+		if (LZ4F_isError(r))
+			return -EIO;
+		int rc = put(z, z->scratch, r);
+		if (rc)
+			return rc;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* The stream's header, before the first byte. */
+static int start(ks_deflate *z)
+{
+	z->started = 1;
+	if (z->codec == KB_CODEC_SNAPPY) {
+		uint8_t h[XERIAL_HDR];
+		memcpy(h, xerial_magic, sizeof(xerial_magic));
+		kb_put32(h + 8, 1);  /* version */
+		kb_put32(h + 12, 1); /* minimum compatible version */
+		return put(z, h, sizeof(h));
+	}
+	if (z->codec == KB_CODEC_LZ4) {
+		size_t r = LZ4F_compressBegin(z->lc, z->scratch, z->scap, &z->lp);
+		return LZ4F_isError(r) ? -EIO : put(z, z->scratch, r);
+	}
+	if (z->codec == KB_CODEC_ZSTD && z->pledged &&
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(z->zc, z->pledged)))
+		return -EIO;
+	return 0;
+}
+
+int ks_deflate_write(ks_deflate *z, const uint8_t *p, size_t n)
+{
+	if (z->err)
+		return z->err;
+	int rc = z->started ? 0 : start(z);
+	switch (rc || n == 0 ? -1 : z->codec) {
+	case KB_CODEC_NONE: rc = put(z, p, n); break;
+	case KB_CODEC_GZIP:
+		/* z_stream counts 32-bit: feed in slices. */
+		while (rc == 0 && n) {
+			size_t k = n > (1u << 30) ? (1u << 30) : n;
+			rc = gzip_feed(z, p, k, Z_NO_FLUSH);
+			p += k;
+			n -= k;
+		}
+		break;
+	case KB_CODEC_SNAPPY:
+		while (rc == 0 && n) {
+			size_t k = SNAPPY_CHUNK - z->clen < n ? SNAPPY_CHUNK - z->clen : n;
+			memcpy(z->chunk + z->clen, p, k);
+			z->clen += k;
+			p += k;
+			n -= k;
+			if (z->clen == SNAPPY_CHUNK)
+				rc = snappy_flush(z);
+		}
+		break;
+	case KB_CODEC_LZ4: rc = lz4_feed(z, p, n); break;
+	case KB_CODEC_ZSTD: rc = zstd_feed(z, p, n, ZSTD_e_continue); break;
+	default: break;
+	}
+	if (rc)
+		z->err = rc;
+	return rc;
+}
+
+int ks_deflate_finish(ks_deflate *z, uint8_t **out, size_t *len)
+{
+	*out = NULL;
+	*len = 0;
+	int rc = z->err ? z->err : z->started ? 0 : start(z);
+	if (rc == 0) {
+		switch (z->codec) {
+		case KB_CODEC_GZIP: rc = gzip_feed(z, NULL, 0, Z_FINISH); break;
+		case KB_CODEC_SNAPPY: rc = snappy_flush(z); break;
+		case KB_CODEC_LZ4: {
+			size_t r = LZ4F_compressEnd(z->lc, z->scratch, z->scap, NULL);
+			rc = LZ4F_isError(r) ? -EIO : put(z, z->scratch, r);
+			break;
+		}
+		case KB_CODEC_ZSTD: rc = zstd_feed(z, NULL, 0, ZSTD_e_end); break;
+		default: break;
+		}
+	}
+	if (rc) {
+		z->err = rc;
+		return rc;
+	}
+	*out = z->out;
+	*len = z->len;
+	z->out = NULL;
+	z->err = -EINVAL; /* spent */
+	return 0;
+}

@@ -1,9 +1,11 @@
 /*
- * codec.h — streaming decompression of Kafka batch payloads, used only to
- * validate compressed batches (they are stored exactly as the producer
- * compressed them).  gzip (zlib), snappy (raw or the xerial/snappy-java
- * framing that Java producers write), LZ4 frame format (what Kafka means by
- * lz4), zstd.
+ * codec.h — streaming decompression of Kafka batch payloads (to validate
+ * compressed batches, and to read their records when the broker
+ * recompresses or cleans them) and streaming compression (the broker's
+ * recompression for a topic's compression.type, and the cleaner's rewrite
+ * of a partly kept batch).  gzip (zlib), snappy (raw or the
+ * xerial/snappy-java framing that Java producers write), LZ4 frame format
+ * (what Kafka means by lz4), zstd.
  *
  * The output comes in pieces, so what a decompression holds in memory is
  * bounded by the piece size and the codec's own window, never by how far
@@ -58,5 +60,51 @@ uint64_t ks_inflate_total(const ks_inflate *z);
 
 /* NULL-safe. */
 void ks_inflate_free(ks_inflate *z);
+
+/* ---- compression ------------------------------------------------------------
+ *
+ * Input comes in pieces of any size; the output is one buffer that grows
+ * as the compressed stream does, refused once it would exceed max_out, so
+ * what a compression holds is max_out plus the codec's own state:
+ *
+ *   codec   what the broker writes                 state besides the output
+ *   gzip    a gzip member, zlib's deflate           ~256 KiB (window and hash)
+ *   snappy  snappy-java framing, 32 KiB chunks      one 32 KiB chunk + its bound
+ *   lz4     LZ4 frame, independent 64 KiB blocks    one 64 KiB block + LZ4F state
+ *   zstd    one zstd frame, window <= 8 MiB         the level's tables (level 3:
+ *                                                   ~1.3 MiB; 19: ~90 MiB)
+ *   none    the bytes as they are                   nothing
+ *
+ * Every format is what Kafka's Java producer writes and what every client
+ * reads (librdkafka, the Java client, kafka-python, franz-go, kafkajs). */
+
+/* Default levels, Kafka's (KIP-390): gzip -1 (zlib's 6), lz4 9, zstd 3. */
+#define KAAS_LZ4_LEVEL_DEFAULT 9
+#define KAAS_ZSTD_LEVEL_DEFAULT 3
+
+typedef struct ks_deflate ks_deflate;
+
+/* Starts compressing with codec (KB_CODEC_*, KB_CODEC_NONE copies) at
+ * level (the codec's own scale; 0 means its default; ignored by snappy).
+ * The output starts with `reserve` bytes the caller fills later (a batch
+ * header).  Returns 0, -ENOTSUP for an unknown codec, -ENOMEM. */
+int ks_deflate_open(ks_deflate **zp, int codec, int level, size_t reserve, size_t max_out);
+
+/* The exact number of bytes that will be fed, when known before the first
+ * write: zstd records it in the frame (clients that inflate whole, such as
+ * kafka-python's, size their buffer by it) and sizes its tables for it. */
+void ks_deflate_pledge(ks_deflate *z, uint64_t total_in);
+
+/* Feeds n bytes.  0, -EMSGSIZE (the output would exceed max_out), -ENOMEM,
+ * -EIO (the codec failed); an error sticks. */
+int ks_deflate_write(ks_deflate *z, const uint8_t *p, size_t n);
+
+/* Ends the stream: *out (malloc'd, the caller's to free) holds `reserve`
+ * bytes then the compressed stream, *len bytes in all.  Errors as
+ * ks_deflate_write; z is spent either way (free it). */
+int ks_deflate_finish(ks_deflate *z, uint8_t **out, size_t *len);
+
+/* NULL-safe. */
+void ks_deflate_free(ks_deflate *z);
 
 #endif

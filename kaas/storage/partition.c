@@ -78,6 +78,14 @@ static void sanitize_cfg(ks_log_config *c)
 		c->min_cleanable_dirty_ratio = 0;
 	if (c->min_cleanable_dirty_ratio > 1)
 		c->min_cleanable_dirty_ratio = 1;
+	if (c->compression_type < KS_COMPRESS_PRODUCER || c->compression_type > KS_COMPRESS_ZSTD)
+		c->compression_type = KS_COMPRESS_PRODUCER;
+	if (c->compression_gzip_level < -1 || c->compression_gzip_level > 9)
+		c->compression_gzip_level = 0;
+	if (c->compression_lz4_level < 0 || c->compression_lz4_level > 17)
+		c->compression_lz4_level = 0;
+	if (c->compression_zstd_level < -131072 || c->compression_zstd_level > 22)
+		c->compression_zstd_level = 0;
 }
 
 void ks_partition_set_config(ks_partition *p, const ks_log_config *cfg)

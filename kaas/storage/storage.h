@@ -50,7 +50,25 @@ typedef struct ks_log_config {
 	int64_t min_compaction_lag_ms;  /* min.compaction.lag.ms (0) */
 	int64_t max_compaction_lag_ms;  /* max.compaction.lag.ms (<= 0 or INT64_MAX: none) */
 	double min_cleanable_dirty_ratio; /* min.cleanable.dirty.ratio (0.5) */
+	/* compression.type (docs/storage.md, "Recompression"): a zeroed field
+	 * means producer, batches stored as the producer compressed them. */
+	int32_t compression_type;       /* KS_COMPRESS_* */
+	int32_t compression_gzip_level; /* compression.gzip.level: -1, 1..9 (0: -1, zlib's 6) */
+	int32_t compression_lz4_level;  /* compression.lz4.level: 1..17 (0: 9) */
+	int32_t compression_zstd_level; /* compression.zstd.level: -131072..22 (0: 3) */
 } ks_log_config;
+
+/* compression.type, in Kafka's order of the values; a codec's is
+ * KB_CODEC_* + 1 (KS_COMPRESS_CODEC). */
+enum {
+	KS_COMPRESS_PRODUCER = 0,
+	KS_COMPRESS_UNCOMPRESSED,
+	KS_COMPRESS_GZIP,
+	KS_COMPRESS_SNAPPY,
+	KS_COMPRESS_LZ4,
+	KS_COMPRESS_ZSTD,
+};
+#define KS_COMPRESS_CODEC(t) ((t) - 1)
 
 enum {
 	KS_CLEANUP_DELETE = 0,          /* cleanup.policy=delete: retention only */
@@ -292,6 +310,8 @@ typedef struct ks_clean_stats {
 	uint64_t tombstones_removed;
 	uint64_t slept_ms;        /* waited for the I/O bucket */
 	uint64_t unlinked;        /* files removed after a swap */
+	uint64_t recompressed;    /* partly kept batches compressed again */
+	uint64_t fenced;          /* swaps refused: lease gone or a newer epoch on the volume */
 } ks_clean_stats;
 
 /* dedupe_bytes: log.cleaner.dedupe.buffer.size (the key map takes it,
@@ -307,6 +327,9 @@ void ks_cleaner_stop(ks_cleaner *c);
 void ks_cleaner_set_clock(ks_cleaner *c, int64_t (*now_ms)(void *), void (*sleep_ms)(void *, int64_t),
 			  void *arg);
 void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out);
+/* Checked under the partition lock right before a swap: ok(arg) == 0
+ * (the broker's lease is gone) refuses it as a fenced one. */
+void ks_cleaner_set_guard(ks_cleaner *c, int (*ok)(void *), void *arg);
 
 /* Cleans p once if it is due at wall time now_ms: a compacted topic whose
  * dirty ratio reached min.cleanable.dirty.ratio (or whose oldest dirty
@@ -319,6 +342,11 @@ void ks_cleaner_stats(const ks_cleaner *c, ks_clean_stats *out);
  * clean.json write poisons p; a failure before it leaves the log as it
  * was and removes what the pass wrote). */
 int ks_partition_clean(ks_partition *p, ks_cleaner *c, int64_t now_ms);
+
+/* For metrics: the share of p's cleanable bytes (sealed segments below the
+ * high watermark) not yet de-duplicated, 0..1, from memory only.  0 with
+ * *ratio set; -ENOENT when p is not a compacted topic's leader. */
+int ks_partition_dirty_ratio(ks_partition *p, double *ratio);
 
 /* The first offset not yet de-duplicated (Kafka's cleaner checkpoint) and
  * the end of the cleaned segments; both the log start when never cleaned. */

@@ -440,6 +440,15 @@ int ks__seg_verify(sub_file *f, uint64_t pos, int64_t off, uint64_t end, int64_t
 /* Global counters (ks_storage_stats_get). */
 void ks__stats_add(ks_partition *p, size_t field_offset, uint64_t n);
 #define KS_COUNT(p, field, n) ks__stats_add((p), offsetof(ks_partition_stats, field), (n))
+/* The level the topic sets for codec (0: the codec's default). */
+static inline int ks__cfg_level(const ks_log_config *c, int codec)
+{
+	return codec == KB_CODEC_GZIP ? c->compression_gzip_level
+	       : codec == KB_CODEC_LZ4 ? c->compression_lz4_level
+	       : codec == KB_CODEC_ZSTD ? c->compression_zstd_level
+				       : 0;
+}
+
 static inline int64_t p_seg_limit(const ks_partition *p, size_t i)
 {
 	return i + 1 < p->nsegs ? p->segs[i + 1]->base : INT64_MAX;

@@ -42,7 +42,8 @@ typedef struct tcfg_def {
 
 /* Indexed by KS_CLEANUP_*: the canonical forms of Kafka's list. */
 static const char *const cleanup_vals[] = {"delete", "compact", "compact,delete", NULL};
-static const char *const compression_vals[] = {"producer", NULL};
+/* Indexed by KS_COMPRESS_*. */
+static const char *const compression_vals[] = {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd", NULL};
 static const char *const ts_vals[] = {"CreateTime", "LogAppendTime", NULL};
 
 #define NOOP VK_NOOP, NULL
@@ -54,13 +55,13 @@ static const tcfg_def defs[KAAS_TC_COUNT] = {
 	[KAAS_TC_CLEANUP_POLICY] = {"cleanup.policy", "log.cleanup.policy", VT_ENUM, 0, 0, cleanup_vals,
 				    "delete", HONOURED},
 	[KAAS_TC_COMPRESSION_GZIP_LEVEL] = {"compression.gzip.level", "compression.gzip.level", VT_INT, -1, 9,
-					    NULL, "-1", NOOP},
+					    NULL, "-1", HONOURED},
 	[KAAS_TC_COMPRESSION_LZ4_LEVEL] = {"compression.lz4.level", "compression.lz4.level", VT_INT, 1, 17,
-					   NULL, "9", NOOP},
+					   NULL, "9", HONOURED},
 	[KAAS_TC_COMPRESSION_TYPE] = {"compression.type", "compression.type", VT_ENUM, 0, 0,
 				      compression_vals, "producer", HONOURED},
 	[KAAS_TC_COMPRESSION_ZSTD_LEVEL] = {"compression.zstd.level", "compression.zstd.level", VT_INT,
-					    -131072, 22, NULL, "3", NOOP},
+					    -131072, 22, NULL, "3", HONOURED},
 	[KAAS_TC_DELETE_RETENTION_MS] = {"delete.retention.ms", "log.cleaner.delete.retention.ms", VT_LONG, 0,
 					 INT64_MAX, NULL, "86400000", HONOURED},
 	[KAAS_TC_FILE_DELETE_DELAY_MS] = {"file.delete.delay.ms", "log.segment.delete.delay.ms", VT_LONG, 0,
@@ -462,14 +463,6 @@ bad_double:
 		return KERR_INVALID_CONFIG;
 	}
 	if (tc == KAAS_TC_COMPRESSION_TYPE) {
-		static const char *const kafka_codecs[] = {"uncompressed", "zstd", "lz4", "snappy", "gzip", NULL};
-		for (int i = 0; kafka_codecs[i]; i++)
-			if (strlen(kafka_codecs[i]) == len && strncasecmp(kafka_codecs[i], value, len) == 0) {
-				snprintf(msg, msglen, "compression.type=%s is not supported: kaas stores record "
-					 "batches as the producer compressed them and does not recompress them yet; "
-					 "only compression.type=producer is available", shown);
-				return KERR_INVALID_CONFIG;
-			}
 		snprintf(msg, msglen, "Invalid value %s for configuration compression.type: String must be one "
 			 "of: uncompressed, zstd, lz4, snappy, gzip, producer", shown);
 		return KERR_INVALID_CONFIG;
@@ -617,6 +610,14 @@ void kt_tcfg_apply(const kt_tcfg_set *s, const ks_log_config *defaults, ks_log_c
 		out->timestamp_type = (int32_t)s->num[KAAS_TC_MESSAGE_TIMESTAMP_TYPE];
 	if (s->set & (1ull << KAAS_TC_CLEANUP_POLICY))
 		out->cleanup_compact = (int32_t)s->num[KAAS_TC_CLEANUP_POLICY];
+	if (s->set & (1ull << KAAS_TC_COMPRESSION_TYPE))
+		out->compression_type = (int32_t)s->num[KAAS_TC_COMPRESSION_TYPE];
+	if (s->set & (1ull << KAAS_TC_COMPRESSION_GZIP_LEVEL))
+		out->compression_gzip_level = (int32_t)s->num[KAAS_TC_COMPRESSION_GZIP_LEVEL];
+	if (s->set & (1ull << KAAS_TC_COMPRESSION_LZ4_LEVEL))
+		out->compression_lz4_level = (int32_t)s->num[KAAS_TC_COMPRESSION_LZ4_LEVEL];
+	if (s->set & (1ull << KAAS_TC_COMPRESSION_ZSTD_LEVEL))
+		out->compression_zstd_level = (int32_t)s->num[KAAS_TC_COMPRESSION_ZSTD_LEVEL];
 	if (s->set & (1ull << KAAS_TC_DELETE_RETENTION_MS))
 		out->delete_retention_ms = s->num[KAAS_TC_DELETE_RETENTION_MS];
 	if (s->set & (1ull << KAAS_TC_MIN_COMPACTION_LAG_MS))

@@ -440,6 +440,96 @@ START_TEST(producer_state_and_compression_survive)
 }
 END_TEST
 
+/* The codecs of the batches of p's log that hold records: fully kept
+ * (count = offsets) in full[], partly kept in part[]; counts per codec. */
+static void codecs_of(ks_partition *p, int full[5], int part[5])
+{
+	memset(full, 0, 5 * sizeof(int));
+	memset(part, 0, 5 * sizeof(int));
+	uint8_t *buf;
+	size_t len = h_read_all(p, ks_partition_log_start(p), 4096, &buf);
+	h_check_log(buf, len, -1); /* every CRC valid */
+	for (size_t pos = 0; pos < len;) {
+		kb_hdr h;
+		ks__kb_decode(buf + pos, &h);
+		if (h.count > 0)
+			(h.count == h.last_delta + 1 ? full : part)[h.attrs & KB_ATTR_CODEC_MASK]++;
+		pos += kb_size(&h);
+	}
+	free(buf);
+}
+
+/* A batch that keeps only some of its records is compressed again with
+ * its own codec (Kafka's cleaner), or with the topic's compression.type
+ * when that is not producer; batches kept whole keep their bytes; readers
+ * see the latest value of every key either way. */
+START_TEST(partly_kept_batches_are_recompressed)
+{
+	static const int codecs[] = {KBUILD_GZIP, KBUILD_SNAPPY, KBUILD_LZ4, KBUILD_ZSTD};
+	for (int topic = 0; topic < 2; topic++)
+		for (int i = 0; i < 4; i++) {
+			ks_log_config c = ccfg();
+			char dir[32];
+			snprintf(dir, sizeof(dir), "rc%d-%d/0", topic, i);
+			ks_partition *p = copen(dir, &c, 1);
+			ks_cleaner *cl;
+			ck_assert_int_eq(ks_cleaner_new(1 << 20, 0, &cl), 0);
+			int latest[CL_KEYS];
+			for (int k = 0; k < CL_KEYS; k++)
+				latest[k] = -1;
+			/* Batches of keys 0..2 and 3..5; then key 1 and key 4 again,
+			 * uncompressed: each compressed batch loses one record. */
+			for (int r = 0; r < 20; r++) {
+				int k = (r % 2) * 3;
+				cl_put(p, -1, 0, k, r * 10, 3, T0 + r, codecs[i]);
+				for (int j = 0; j < 3; j++)
+					latest[k + j] = r * 10 + j;
+			}
+			/* One compressed batch no later record supersedes: kept whole. */
+			cl_put(p, -1, 0, 6, 500, 3, T0 + 50, codecs[i]);
+			for (int j = 0; j < 3; j++)
+				latest[6 + j] = 500 + j;
+			for (int r = 0; r < 18; r++) {
+				int k = 1 + (r % 2) * 3;
+				cl_put(p, -1, 0, k, 1000 + r, 1, T0 + 100 + r, KBUILD_NONE);
+				latest[k] = 1000 + r;
+			}
+			durable(p);
+			if (topic) {
+				/* compression.type=zstd from now on: a new batch is stored
+				 * zstd, and the cleaner's rewrites follow the topic. */
+				c.compression_type = KS_COMPRESS_ZSTD;
+				ks_partition_set_config(p, &c);
+			}
+			for (int r = 18; r < 40; r++) {
+				int k = 1 + (r % 2) * 3;
+				cl_put(p, -1, 0, k, 1000 + r, 1, T0 + 100 + r, KBUILD_NONE);
+				latest[k] = 1000 + r;
+			}
+			durable(p);
+			ck_assert_int_ge(clean_all(p, cl, T0 + 10000), 1);
+			cl_log l;
+			check_latest(p, latest, &l);
+			cl_free(&l);
+			int full[5], part[5];
+			codecs_of(p, full, part);
+			int want = topic ? KBUILD_ZSTD : codecs[i];
+			ck_assert_int_ge(full[codecs[i]], 1); /* whole batches keep their bytes */
+			ck_assert_msg(part[want] >= 2, "codec %d, topic %d: %d partly kept batches in codec %d", codecs[i],
+				      topic, part[want], want);
+			for (int k = 0; k < 5; k++)
+				if (k != want)
+					ck_assert_msg(part[k] == 0, "codec %d: %d partly kept batches in codec %d", codecs[i],
+						      part[k], k);
+			ks_clean_stats st;
+			ks_cleaner_stats(cl, &st);
+			ck_assert_uint_ge(st.recompressed, 2);
+			ks_partition_close(p);
+			ks_cleaner_free(cl);
+		}
+}
+END_TEST
+
 /* A simulated clock for the I/O bucket. */
 static int64_t sim_ms;
 static int64_t sim_now(void *arg) { (void)arg; return sim_ms; }
@@ -628,7 +718,7 @@ int main(void)
 					  .setup = h_setup, .teardown = h_teardown },
 			  KTEST_LIST(dedupe_keeps_latest_per_key, fetch_and_list_offsets_across_gaps,
 				     tombstones_go_after_delete_retention, lag_and_ratio_rules,
-				     multi_pass_when_keys_do_not_fit, producer_state_and_compression_survive,
+				     multi_pass_when_keys_do_not_fit, producer_state_and_compression_survive, partly_kept_batches_are_recompressed,
 				     io_rate_is_bounded, leftovers_are_removed_and_unreadable_record_keeps_everything,
 				     keyless_records_refused_on_compacted_topics,
 				     log_cleaned_down_to_nothing_is_read_to_its_end));

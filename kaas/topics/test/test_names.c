@@ -149,9 +149,13 @@ static const struct cfg_case {
 	{"cleanup.policy", "delete, compact", KERR_NONE, NULL},
 	{"cleanup.policy", "compact,", KERR_INVALID_CONFIG, "compact, delete"},
 	{"cleanup.policy", "purge", KERR_INVALID_CONFIG, "String must be one of: compact, delete"},
-	{"compression.type", "gzip", KERR_INVALID_CONFIG, "does not recompress"},
-	{"compression.type", "zstd", KERR_INVALID_CONFIG, "only compression.type=producer"},
-	{"compression.type", "uncompressed", KERR_INVALID_CONFIG, "does not recompress"},
+	{"compression.type", "gzip", KERR_NONE, NULL},
+	{"compression.type", "zstd", KERR_NONE, NULL},
+	{"compression.type", "lz4", KERR_NONE, NULL},
+	{"compression.type", "snappy", KERR_NONE, NULL},
+	{"compression.type", "uncompressed", KERR_NONE, NULL},
+	{"compression.type", "none", KERR_INVALID_CONFIG, "String must be one of"},
+	{"compression.type", "ZSTD", KERR_INVALID_CONFIG, "String must be one of"},
 	{"compression.type", "brotli", KERR_INVALID_CONFIG, "String must be one of"},
 
 	/* Kafka 3.x keys that mean nothing here: accepted, with Kafka's checks. */
