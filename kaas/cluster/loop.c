@@ -757,7 +757,10 @@ static void driver(kcl_rt *rt)
 		}
 		/* The take-overs of this pass in batches: the table overlaps their
 		 * volume round trips on a few threads; between batches the lease
-		 * and the stop flag are looked at again. */
+		 * and the stop flag are looked at again, and within them the guard
+		 * asks again before every step that changes the volume. */
+		if (nwant)
+			kcl_tkguard_arm(&rt->tk, rt->cur.gen);
 		for (size_t b0 = 0; b0 < nwant; b0 += TAKEOVER_BATCH) {
 			size_t nb = nwant - b0 < TAKEOVER_BATCH ? nwant - b0 : TAKEOVER_BATCH;
 			if (__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE) || !kcl_lease_holds(&rt->lease, ku_mono_ns()))
