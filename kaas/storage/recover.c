@@ -631,8 +631,7 @@ static int do_take_over(ks_partition *p, int32_t epoch, int32_t from)
 			p->log_start = p->segs[0]->base;
 		p->leo = p->man.rel_end > p->log_start ? p->man.rel_end : p->log_start;
 		KS_COUNT(p, scans_skipped, 1);
-		KLOG_DEBUG("storage", "%s: relinquished by epoch %d at offset %lld, files as recorded: no recovery scan",
-			   p->dir, (int)p->man.rel_epoch, (long long)p->man.rel_end);
+		p->tk_trusted = p->man.rel_epoch;
 	} else {
 		if (p->man.valid && p->man.rel)
 			KLOG_INFO("storage", "%s: relinquish record of epoch %d not used (%s): scanning the tail",
@@ -725,6 +724,7 @@ int ks_partition_take_over_opts(ks_partition *p, int32_t epoch, const ks_takeove
 	p->tk_epoch = epoch;
 	p->tk_limit = ceiling > KS_EPOCH_PLAUSIBLE ? ceiling : KS_EPOCH_PLAUSIBLE;
 	p->tk_abandoned = 0;
+	p->tk_trusted = -1;
 	int rc = do_take_over(p, epoch, o->from_epoch);
 	p->recovering = 0;
 	p->guard = NULL;
@@ -741,8 +741,11 @@ int ks_partition_take_over_opts(ks_partition *p, int32_t epoch, const ks_takeove
 		p->lead_gen++;
 		p->retake_cut = -1;
 		p->retake_cut_epoch = -1;
-		KLOG_INFO("storage", "%s: leader at epoch %d, log [%lld, %lld)", p->dir, (int)epoch,
-			  (long long)p->log_start, (long long)p->leo);
+		char how[96] = "";
+		if (p->tk_trusted >= 0)
+			snprintf(how, sizeof(how), " (relinquished by epoch %d: no recovery scan)", (int)p->tk_trusted);
+		KLOG_INFO("storage", "%s: leader at epoch %d, log [%lld, %lld)%s", p->dir, (int)epoch,
+			  (long long)p->log_start, (long long)p->leo, how);
 	}
 	ks__p_unlock(p);
 	return rc;

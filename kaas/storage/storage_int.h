@@ -300,6 +300,7 @@ struct ks_partition {
 	int32_t tk_epoch;       /* the epoch being taken over at */
 	int32_t tk_limit;       /* above this an epoch is foreign: max(ceiling, KS_EPOCH_PLAUSIBLE) */
 	int tk_abandoned;       /* < 0: the take-over was abandoned with this (sticky) */
+	int32_t tk_trusted;     /* the epoch whose relinquish record it trusted (-1: it scanned) */
 	int64_t last_use_ms;    /* wall time of the last append or read */
 	int64_t scrub_base;     /* the scrub's cursor: segment base, -1 = a new pass */
 	uint64_t scrub_pos;
