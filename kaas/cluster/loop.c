@@ -603,8 +603,11 @@ static void take_over_batch(kcl_rt *rt, kb_takeover *x, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (x[i].rc != -ENOENT)
 			continue;
+		/* Preparing a topic's directory may move an earlier incarnation's
+		 * aside: like a take-over step, only while the lease holds. */
 		if (i == 0 || strcmp(x[i].topic, x[i - 1].topic) != 0)
-			lrc = learn_topic(rt, x[i].topic, x[i].topic_id);
+			lrc = kcl_lease_holds(&rt->lease, ku_mono_ns()) ? learn_topic(rt, x[i].topic, x[i].topic_id)
+									 : -EAGAIN;
 		if (lrc == -EAGAIN) {
 			x[i].rc = -EAGAIN; /* the registry catches up at its next refresh */
 		} else if (lrc == 0) {
