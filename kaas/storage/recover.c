@@ -199,11 +199,7 @@ static int restore_producers(ks_partition *p, int *rebuilt)
 static int create_active(ks_partition *p)
 {
 	kseg *s = NULL;
-	int reuse = 0;
-	/* It may truncate a leftover of our own epoch. */
-	int rc = ks__p_guard(p, "creation of the new segment");
-	if (rc)
-		return rc;
+	int reuse = 0, rc = 0;
 	if (p->nsegs) {
 		kseg *last = p->segs[p->nsegs - 1];
 		if (last->base == p->leo) {
@@ -234,8 +230,13 @@ static int create_active(ks_partition *p)
 		if (k == SEG_LOG)
 			rc = sub_open(p->vfs, path, O_RDWR | O_CREAT | O_EXCL, 0644, &f);
 		if (k != SEG_LOG || rc == -EEXIST) {
-			/* Only ever our own epoch's leftover without valid data. */
+			/* Only ever our own epoch's leftover without valid data;
+			 * still a change to the volume, so asked first.  (The
+			 * exclusive create above is not: an empty segment of our
+			 * epoch is a zombie beside any newer leader's.) */
 			rc = sub_open(p->vfs, path, O_RDWR, 0, &f);
+			if (rc == 0)
+				rc = ks__p_guard(p, "truncation of a leftover of our own epoch");
 			if (rc == 0)
 				rc = sub_ftruncate(f, 0);
 			if (rc == -ENOENT && k != SEG_LOG)
