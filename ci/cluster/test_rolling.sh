@@ -35,8 +35,10 @@ ev() { $PY ci/chaos/workload.py event "$H" "$@"; }
 sleep 4
 for i in 1 2 3; do
 	kill -0 $WL 2>/dev/null || { cat "$T/workload.log" >&2; fail_cl "the workload died before broker $i"; }
-	before=$(wc -l <"${CL_LOG[$i]}")
+	# The other logs first: every relinquish counted below (after
+	# `before`) then has its take-over after `obefore`.
 	for j in 1 2 3; do obefore[$j]=$(wc -l <"${CL_LOG[$j]}"); done
+	before=$(wc -l <"${CL_LOG[$i]}")
 	ev fault kind=restart n="$i" broker="$i" phase=start
 	cluster_term "$i"
 	[ "${CL_RC[$i]}" = 0 ] || fail_cl "broker $i exited ${CL_RC[$i]} on SIGTERM"
