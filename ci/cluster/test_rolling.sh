@@ -47,7 +47,7 @@ for i in 1 2 3; do
 	*"nothing led here any more"*) ;;
 	*) fail_cl "broker $i: the drain did not hand everything over: '$drain'" ;;
 	esac
-	moved=$(tail -n +"$before" "${CL_LOG[$i]}" | grep -c "relinquished epoch" || true)
+	moved=$(tail -n +"$((before + 1))" "${CL_LOG[$i]}" | grep -c "relinquished epoch" || true)
 	echo "ok broker $i drained ($moved partition(s) handed over): $drain"
 	# The successors' take-overs of what it handed over trusted its record
 	# (its restart below moves some back: those are planned too).
