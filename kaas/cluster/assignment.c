@@ -553,7 +553,7 @@ void kcl_areader_note_epoch(kcl_areader *r, int64_t controller_epoch)
 		r->max_epoch = controller_epoch;
 }
 
-static int read_ptr(sub_vfs *v, kcl_aptr *p, char *err, size_t errlen)
+int kcl_aptr_read(sub_vfs *v, kcl_aptr *p, char *err, size_t errlen)
 {
 	char *buf = NULL, why[256];
 	size_t len = 0;
@@ -567,13 +567,40 @@ static int read_ptr(sub_vfs *v, kcl_aptr *p, char *err, size_t errlen)
 	return rc ? kcl__fail(err, errlen, rc, APTR ": %s", why) : 0;
 }
 
+int kcl_assign_read(sub_vfs *v, const kcl_aptr *p, kcl_assign *out, char *err, size_t errlen)
+{
+	char path[64], *buf = NULL, why[256];
+	size_t len = 0;
+	memset(out, 0, sizeof(*out));
+	int rc = kcl_assign_doc_path(p->gen, path, sizeof(path));
+	if (rc)
+		return rc;
+	rc = sub_read_file(v, path, KCL_ASSIGN_MAX_BYTES, &buf, &len);
+	if (rc)
+		return kcl__fail(err, errlen, rc, "%s: %s", path, sub_strerror(rc));
+	if ((int64_t)len != p->doc_bytes) {
+		free(buf);
+		return kcl__fail(err, errlen, -EBADMSG, "%s: %zu bytes, the pointer says %" PRId64, path, len,
+				 p->doc_bytes);
+	}
+	rc = kcl_assign_decode(buf, len, out, why, sizeof(why));
+	free(buf);
+	if (rc)
+		return kcl__fail(err, errlen, rc, "%s: %s", path, why);
+	if (kcl_gen_cmp(out->gen, p->gen) != 0) {
+		kcl_assign_free(out);
+		return kcl__fail(err, errlen, -EINVAL, "%s: holds another generation than its name", path);
+	}
+	return 0;
+}
+
 int kcl_assign_poll(sub_vfs *v, kcl_areader *r, kcl_assign *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	r->polls++;
 	for (int attempt = 0;; attempt++) {
 		kcl_aptr p;
-		int rc = read_ptr(v, &p, err, errlen);
+		int rc = kcl_aptr_read(v, &p, err, errlen);
 		r->pointer_present = rc != -ENOENT;
 		r->pointer_valid = rc == 0;
 		if (rc == 0)
@@ -595,35 +622,14 @@ int kcl_assign_poll(sub_vfs *v, kcl_areader *r, kcl_assign *out, char *err, size
 		}
 		if (kcl_gen_cmp(p.gen, r->applied) == 0)
 			return 0;
-		char path[64], *buf = NULL, why[256];
-		size_t len = 0;
-		if ((rc = kcl_assign_doc_path(p.gen, path, sizeof(path))))
-			return rc;
-		rc = sub_read_file(v, path, KCL_ASSIGN_MAX_BYTES, &buf, &len);
+		rc = kcl_assign_read(v, &p, out, err, errlen);
 		if (rc == -ENOENT && attempt < 2)
 			continue; /* replaced and cleaned up meanwhile: follow the pointer again */
 		if (rc) {
 			r->refused++;
-			return kcl__fail(err, errlen, rc, "%s: %s", path, sub_strerror(rc));
+			return rc;
 		}
 		r->docs_read++;
-		if ((int64_t)len != p.doc_bytes) {
-			free(buf);
-			r->refused++;
-			return kcl__fail(err, errlen, -EBADMSG, "%s: %zu bytes, the pointer says %" PRId64, path,
-					 len, p.doc_bytes);
-		}
-		rc = kcl_assign_decode(buf, len, out, why, sizeof(why));
-		free(buf);
-		if (rc) {
-			r->refused++;
-			return kcl__fail(err, errlen, rc, "%s: %s", path, why);
-		}
-		if (kcl_gen_cmp(out->gen, p.gen) != 0) {
-			kcl_assign_free(out);
-			r->refused++;
-			return kcl__fail(err, errlen, -EINVAL, "%s: holds another generation than its name", path);
-		}
 		kcl_areader_note_epoch(r, p.gen.controller_epoch);
 		r->applied = p.gen;
 		return 1;

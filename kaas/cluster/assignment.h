@@ -97,6 +97,13 @@ int kcl_aptr_encode(const kcl_aptr *p, char **out, size_t *len);
 int kcl_aptr_decode(const char *buf, size_t len, kcl_aptr *out, char *err, size_t errlen);
 int kcl_assign_doc_path(kcl_gen g, char *dst, size_t dstlen);
 
+/* Reads and decodes the pointer (err names the file and the reason). */
+int kcl_aptr_read(sub_vfs *v, kcl_aptr *p, char *err, size_t errlen);
+/* Reads the document the pointer names, checked whole (its size against
+ * the pointer's, its generation against its name); -ENOENT when it was
+ * cleaned up meanwhile (read the pointer again). */
+int kcl_assign_read(sub_vfs *v, const kcl_aptr *p, kcl_assign *out, char *err, size_t errlen);
+
 /* The controller publishes: document (write-once name), then pointer.  The
  * caller checked kcl_ctl_superseded and its lease just before. */
 int kcl_assign_publish(sub_vfs *v, const kcl_assign *a, int64_t wall_ms, char *err, size_t errlen);
@@ -113,7 +120,7 @@ typedef struct kcl_areader {
 	int pointer_present;    /* the last poll found assignment.json (readable or not) */
 	int pointer_valid;      /* ... and it decoded: pointer_gen is what it names */
 	kcl_gen pointer_gen;
-	uint64_t polls, docs_read, refused;
+	uint64_t polls, docs_read, refused; /* docs_read: documents applied */
 } kcl_areader;
 
 /* A controller epoch learnt elsewhere (a claim in controller/). */

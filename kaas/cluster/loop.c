@@ -603,8 +603,11 @@ static void take_over_batch(kcl_rt *rt, kb_takeover *x, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (x[i].rc != -ENOENT)
 			continue;
+		/* Preparing a topic's directory may move an earlier incarnation's
+		 * aside: like a take-over step, only while the lease holds. */
 		if (i == 0 || strcmp(x[i].topic, x[i - 1].topic) != 0)
-			lrc = learn_topic(rt, x[i].topic, x[i].topic_id);
+			lrc = kcl_lease_holds(&rt->lease, ku_mono_ns()) ? learn_topic(rt, x[i].topic, x[i].topic_id)
+									 : -EAGAIN;
 		if (lrc == -EAGAIN) {
 			x[i].rc = -EAGAIN; /* the registry catches up at its next refresh */
 		} else if (lrc == 0) {
@@ -757,7 +760,10 @@ static void driver(kcl_rt *rt)
 		}
 		/* The take-overs of this pass in batches: the table overlaps their
 		 * volume round trips on a few threads; between batches the lease
-		 * and the stop flag are looked at again. */
+		 * and the stop flag are looked at again, and within them the guard
+		 * asks again before every step that changes the volume. */
+		if (nwant)
+			kcl_tkguard_arm(&rt->tk, rt->cur.gen);
 		for (size_t b0 = 0; b0 < nwant; b0 += TAKEOVER_BATCH) {
 			size_t nb = nwant - b0 < TAKEOVER_BATCH ? nwant - b0 : TAKEOVER_BATCH;
 			if (__atomic_load_n(&rt->loop_stop, __ATOMIC_ACQUIRE) || !kcl_lease_holds(&rt->lease, ku_mono_ns()))

@@ -335,6 +335,12 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 		goto fail;
 	kb_ptable_set_ack_gate(b->parts, gate_holds, rt);
 	rt->gate_set = 1;
+	if ((rc = kcl_tkguard_init(&rt->tk, b->cluster, &rt->lease, rt->id, rt->inc))) {
+		snprintf(err, errlen, "take-over guard: %s", strerror(-rc));
+		goto fail;
+	}
+	rt->tk_ok = 1;
+	kb_ptable_set_takeover_guard(b->parts, kcl_tkguard_fn, &rt->tk);
 	kb_ptable_set_io_hooks(b->parts, io_begin, io_end, rt);
 	if ((rc = heartbeat_once(rt))) {
 		snprintf(err, errlen, "writing the first heartbeat brokers/%d.json: %s", rt->id, sub_strerror(rc));
@@ -433,7 +439,11 @@ void kcl_rt_finish(kcl_rt *rt)
 	}
 	if (rt->b->parts) {
 		kb_ptable_set_io_hooks(rt->b->parts, NULL, NULL, NULL);
+		kb_ptable_set_takeover_guard(rt->b->parts, NULL, NULL);
 	}
+	if (rt->tk_ok)
+		kcl_tkguard_destroy(&rt->tk);
+	rt->tk_ok = 0;
 	if (rt->token_fd >= 0)
 		close(rt->token_fd);
 	kcl__loop_free(rt);

@@ -17,6 +17,7 @@
 #include "kaas/cluster/lease.h"
 #include "kaas/cluster/member.h"
 #include "kaas/cluster/runtime.h"
+#include "kaas/cluster/tkguard.h"
 #include "kaas/cluster/token.h"
 
 #define KCL_NSHARDS 16 /* group-coordinator shards */
@@ -42,7 +43,8 @@ struct kcl_rt {
 
 	kcl_lease lease;
 	kcl_wd wd;
-	int lease_ok, wd_ok, view_ok, gate_set;
+	kcl_tkguard tk;     /* asked by the table's take-overs (tkguard.h) */
+	int lease_ok, wd_ok, view_ok, gate_set, tk_ok;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

@@ -334,6 +334,32 @@ int kb_ptable_ack_ok(kb_ptable *t)
 	return !g || g(t->gate_arg);
 }
 
+/* The table's take-over guard asked for entry e (storage's guard type). */
+static int entry_guard(void *arg, int32_t epoch, const char *step, int32_t *ceiling)
+{
+	kb_pentry *e = arg;
+	kb_ptable *t = e->t;
+	return t->tk_guard(t->tk_guard_arg, e->topic->name, e->index, epoch, step, ceiling);
+}
+
+int kb__storage_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch)
+{
+	ks_takeover_opts o = {.prev = &e->failed_end};
+	if (t->tk_guard) {
+		o.guard = entry_guard;
+		o.guard_arg = e;
+	}
+	return ks_partition_take_over_opts(e->p, epoch, &o);
+}
+
+void kb_ptable_set_takeover_guard(kb_ptable *t, kb_tk_guard_fn fn, void *arg)
+{
+	kb__lock(&t->ctl, KB_CTL); /* no take-over runs while it changes */
+	t->tk_guard = fn;
+	t->tk_guard_arg = arg;
+	kb__unlock(&t->ctl, KB_CTL);
+}
+
 void kb_ptable_set_io_hooks(kb_ptable *t, kb_io_begin_fn begin, kb_io_end_fn end, void *arg)
 {
 	t->io_begin = begin;

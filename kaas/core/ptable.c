@@ -97,7 +97,7 @@ int kb__entry_take_over_io(kb_ptable *t, kb_pentry *e, int32_t epoch)
 			ks_partition_set_listener(e->p, kb__on_durable, e);
 	}
 	if (!rc)
-		rc = ks_partition_take_over_after(e->p, epoch, &e->failed_end);
+		rc = kb__storage_take_over(t, e, epoch);
 	int64_t hw = rc ? -1 : ks_partition_high_watermark(e->p);
 	kb__lock(&t->mu, KB_MU);
 	if (rc) {

@@ -219,7 +219,9 @@ void kb_ptable_set_driven(kb_ptable *t);
  * know the partition (or topic_id names another incarnation); other -errno
  * from storage (the entry answers KAFKA_STORAGE_ERROR until re-driven).
  * prev_epoch/planned say a planned hand-off from prev_epoch is being
- * completed (logged; recovery still runs, it is cheap and always safe). */
+ * completed (logged).  Whether the tail is scanned does not depend on
+ * them: storage skips the scan whenever the old leader's relinquish
+ * record matches the files (docs/storage.md, "Relinquish record"). */
 int kb_ptable_take_over(kb_ptable *t, const char *topic, const char *topic_id, int32_t partition,
 			int32_t epoch, int32_t prev_epoch, int planned);
 
@@ -263,7 +265,7 @@ void kb_ptable_led(kb_ptable *t, kb_led_fn cb, void *arg);
  * written by something else, and following it would leave the partition
  * too few epochs to ever move again.  Storage sets such a file aside as
  * foreign when the partition is taken over (docs/storage.md). */
-#define KB_EPOCH_PLAUSIBLE (1 << 30)
+#define KB_EPOCH_PLAUSIBLE KS_EPOCH_PLAUSIBLE
 int32_t kb_ptable_disk_epoch(kb_ptable *t, const char *topic, int32_t partition);
 
 /* The ack gate: holds(arg) is asked after the fsync that made a write durable
@@ -278,6 +280,18 @@ int32_t kb_ptable_disk_epoch(kb_ptable *t, const char *topic, int32_t partition)
 typedef int (*kb_gate_fn)(void *arg);
 void kb_ptable_set_ack_gate(kb_ptable *t, kb_gate_fn holds, void *arg);
 int kb_ptable_ack_ok(kb_ptable *t);
+
+/* The take-over guard: asked by every take-over of the table right before
+ * each step that moves, renames, truncates, unlinks or sets aside anything
+ * on the volume (ks_takeover_guard_fn, with the partition named).  0 lets
+ * it go on, with *ceiling the highest epoch issued for the partition as
+ * read from the volume just now (-1: not known); an errno abandons the
+ * take-over.  The cluster checks its lease and the assignment there.
+ * Called on the table's take-over threads; set before the first take-over
+ * (NULL: none). */
+typedef int (*kb_tk_guard_fn)(void *arg, const char *topic, int32_t partition, int32_t epoch,
+			      const char *step, int32_t *ceiling);
+void kb_ptable_set_takeover_guard(kb_ptable *t, kb_tk_guard_fn fn, void *arg);
 
 /* Stall watchdog hooks around every flusher fsync: begin returns a token
  * handed to end. */

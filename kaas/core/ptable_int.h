@@ -113,6 +113,8 @@ struct kb_ptable {
 	kb_io_begin_fn io_begin;
 	kb_io_end_fn io_end;
 	void *io_arg;
+	kb_tk_guard_fn tk_guard;   /* asked before a take-over changes the volume */
+	void *tk_guard_arg;
 	struct kb_leaders *leaders; /* applied leader map (mu) */
 	struct kb_hold *holds, *holds_tail; /* hold.c: parked requests, oldest first (mu) */
 	int nrefusing;         /* hold.c: entries remembering a refused batch (atomic) */
@@ -202,6 +204,9 @@ uint32_t kb__hash_name(const char *s, size_t n);
  * produces for it wait, and releases them after. */
 int kb__entry_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
 int kb__entry_take_over_io(kb_ptable *t, kb_pentry *e, int32_t epoch);
+/* driven.c: the storage take-over of e->p at epoch, with the table's
+ * take-over guard (if any) and e's failed end. */
+int kb__storage_take_over(kb_ptable *t, kb_pentry *e, int32_t epoch);
 /* Takes e[i] over at epoch[i] (epoch NULL: relinquishes and closes them) on
  * the calling thread plus up to PAR_MAX-1 more; ctl held.  0 or the first
  * relinquish error. */

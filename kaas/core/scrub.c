@@ -49,7 +49,8 @@ void kb__scrub_round(kb_ptable *t, kb_pentry **lead, size_t n, int64_t now)
 
 /* ---- the storage engine's counters ------------------------------------------------------------------ */
 
-enum { ST_RANGES, ST_BYTES, ST_READS, ST_QUAR, ST_FOREIGN, ST_SCRUBBED, ST_PASSES, ST_DAMAGED, ST_OPEN };
+enum { ST_RANGES, ST_BYTES, ST_READS, ST_QUAR, ST_FOREIGN, ST_SCRUBBED, ST_PASSES, ST_DAMAGED, ST_OPEN, ST_ABANDONED,
+       ST_SKIPPED };
 
 static void collect(void *arg, ku_emit_fn emit, void *ctx)
 {
@@ -60,7 +61,8 @@ static void collect(void *arg, ku_emit_fn emit, void *ctx)
 		[ST_READS] = (double)s.corrupt_reads,       [ST_QUAR] = (double)s.quarantined_files,
 		[ST_FOREIGN] = (double)s.foreign_numbers,   [ST_SCRUBBED] = (double)s.scrubbed_bytes,
 		[ST_PASSES] = (double)s.scrub_passes,       [ST_DAMAGED] = (double)s.damaged_segments,
-		[ST_OPEN] = (double)s.open_files,
+		[ST_OPEN] = (double)s.open_files,           [ST_ABANDONED] = (double)s.takeovers_abandoned,
+		[ST_SKIPPED] = (double)s.scans_skipped,
 	};
 	static const char *const none[] = {NULL};
 	emit(ctx, none, v[(int)(intptr_t)arg]);
@@ -86,6 +88,12 @@ int kb_storage_metrics(ku_metrics *m)
 			       "Complete scrub passes over a partition's sealed segments.", KU_COUNTER},
 		[ST_DAMAGED] = {"kaas_storage_damaged_segments", "Live segments with a damaged range now.", KU_GAUGE},
 		[ST_OPEN] = {"kaas_storage_open_files", "Descriptors the led partitions hold now.", KU_GAUGE},
+		[ST_ABANDONED] = {"kaas_storage_takeovers_abandoned_total",
+				  "Take-overs that found a newer leader or lost their lease and stepped down, moving nothing.",
+				  KU_COUNTER},
+		[ST_SKIPPED] = {"kaas_storage_scans_skipped_total",
+				"Take-overs that trusted a matching relinquish record instead of scanning the tail.",
+				KU_COUNTER},
 	};
 	if (!m)
 		return 0;

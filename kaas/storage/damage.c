@@ -41,6 +41,8 @@ void ks_storage_stats_get(ks_storage_stats *out)
 	out->foreign_numbers = __atomic_load_n(&g_stats.foreign_numbers, __ATOMIC_RELAXED);
 	out->scrubbed_bytes = __atomic_load_n(&g_stats.scrubbed_bytes, __ATOMIC_RELAXED);
 	out->scrub_passes = __atomic_load_n(&g_stats.scrub_passes, __ATOMIC_RELAXED);
+	out->takeovers_abandoned = __atomic_load_n(&g_stats.takeovers_abandoned, __ATOMIC_RELAXED);
+	out->scans_skipped = __atomic_load_n(&g_stats.scans_skipped, __ATOMIC_RELAXED);
 }
 
 void ks_partition_stats_get(ks_partition *p, ks_partition_stats *out)
@@ -98,11 +100,12 @@ int ks__seg_add_damage(kseg *s, int64_t lo, int64_t hi, uint64_t plo, uint64_t p
 }
 
 /* A file may be moved only by whoever may change the directory: the
- * leader that is not fenced, or a take-over past its fencing checks. */
+ * leader that is not fenced, or a take-over that its guard and a fresh
+ * listing still let act (a newer leader's arrival abandons it). */
 static int may_move(ks_partition *p)
 {
 	if (p->recovering)
-		return 1;
+		return ks__p_guard(p, "quarantine of a damaged segment") == 0;
 	return p->state == KAAS_PART_LEADER && ks__p_fence_check(p) == 0;
 }
 
@@ -144,7 +147,7 @@ int ks__p_quarantine_file(ks_partition *p, const char *leaf, const char *prefix)
 	return rc;
 }
 
-int ks__p_quarantine_foreign(ks_partition *p, int32_t ceiling)
+int ks__p_quarantine_foreign(ks_partition *p, int32_t limit)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -154,10 +157,12 @@ int ks__p_quarantine_foreign(ks_partition *p, int32_t ceiling)
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		int32_t e;
 		int64_t b;
-		if (ks__seg_parse_name(names[i], &e, &b) < 0 || e <= ceiling)
+		if (ks__seg_parse_name(names[i], &e, &b) < 0 || e <= limit)
 			continue;
 		ks__p_foreign(p, "%s/%s: epoch %d is above any issued (%d): not obeyed", p->dir, names[i],
-			      (int)e, (int)ceiling);
+			      (int)e, (int)limit);
+		if ((rc = ks__p_guard(p, "set-aside of a foreign segment")))
+			break;
 		rc = ks__p_quarantine_file(p, names[i], "foreign.");
 		if (rc == -ENOENT)
 			rc = 0;

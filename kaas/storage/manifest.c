@@ -1,9 +1,12 @@
 /*
  * manifest.c — manifest.json: {"version", "topic_id", "epoch",
- * "high_watermark", "log_start_offset"}.  Written whole with
- * sub_write_atomic; read as a hint that recovery reconciles with the log.
- * A file another host wrote is outside input: every field is checked, and
- * an unreadable manifest is treated as absent rather than trusted.
+ * "high_watermark", "log_start_offset"} and, in the final manifest of a
+ * relinquish, "relinquished": {"epoch", "end_offset", "segment_base",
+ * "segment_bytes"}.  Written whole with sub_write_atomic; read as a hint
+ * that recovery reconciles with the log.  A file another host wrote is
+ * outside input: every field is checked, an unreadable manifest is treated
+ * as absent rather than trusted, and a relinquish record that does not
+ * check out is ignored (the successor scans).
  */
 #include "kaas/storage/storage_int.h"
 
@@ -26,6 +29,33 @@ static int get_i64(json_t *o, const char *k, int64_t min, int64_t *v)
 		return -1;
 	*v = (int64_t)n;
 	return 0;
+}
+
+/* The relinquish record: every field present and possible, and naming the
+ * manifest's own epoch and high watermark (its writer set both). */
+static const char *rel_parse(json_t *r, kmanifest *m)
+{
+	int64_t epoch, end, base, bytes;
+	if (!json_is_object(r))
+		return "not an object";
+	if (get_i64(r, "epoch", 0, &epoch) || epoch > INT32_MAX)
+		return "bad epoch";
+	if (epoch != m->epoch)
+		return "its epoch is not the manifest's";
+	if (get_i64(r, "end_offset", 0, &end) || end > KB_OFFSET_MAX)
+		return "bad end_offset";
+	if (end != m->hw)
+		return "end_offset is not the manifest's high_watermark";
+	if (get_i64(r, "segment_base", 0, &base) || base > end)
+		return "bad segment_base (beyond end_offset)";
+	if (get_i64(r, "segment_bytes", 0, &bytes) || bytes > INT64_MAX / 2 || (bytes == 0) != (base == end))
+		return "bad segment_bytes";
+	m->rel = 1;
+	m->rel_epoch = (int32_t)epoch;
+	m->rel_end = end;
+	m->rel_seg_base = base;
+	m->rel_seg_bytes = bytes;
+	return NULL;
 }
 
 int ks__manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m)
@@ -75,6 +105,13 @@ int ks__manifest_read(sub_vfs *vfs, const char *dir, kmanifest *m)
 		m->epoch = (int32_t)epoch;
 		m->hw = hw;
 		m->log_start = lso;
+		json_t *r = json_object_get(o, "relinquished");
+		const char *rwhy = r && !json_is_null(r) ? rel_parse(r, m) : NULL;
+		if (rwhy) {
+			KLOG_WARN("storage", "%s: relinquish record ignored (%s); the next take-over scans the tail",
+				  path, rwhy);
+			m->rel = 0;
+		}
 	}
 	json_decref(o);
 	return 0;
@@ -88,6 +125,15 @@ int ks__manifest_encode(const kmanifest *m, char **out, size_t *len)
 			      "log_start_offset", (json_int_t)m->log_start);
 	if (!o)
 		return -ENOMEM;
+	if (m->rel) {
+		json_t *r = json_pack("{s:I, s:I, s:I, s:I}", "epoch", (json_int_t)m->rel_epoch, "end_offset",
+				      (json_int_t)m->rel_end, "segment_base", (json_int_t)m->rel_seg_base,
+				      "segment_bytes", (json_int_t)m->rel_seg_bytes);
+		if (!r || json_object_set_new(o, "relinquished", r)) {
+			json_decref(o);
+			return -ENOMEM;
+		}
+	}
 	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!s)

@@ -14,6 +14,7 @@ storage_TESTS := kaas/storage/test/test_storage.c kaas/storage/test/test_recover
 	kaas/storage/test/test_crash.c kaas/storage/test/test_pipeline.c \
 	kaas/storage/test/test_epochs.c kaas/storage/test/test_damage.c \
 	kaas/storage/test/test_cleaner.c kaas/storage/test/test_clean_crash.c \
-	kaas/storage/test/test_recompress.c kaas/storage/test/test_clean_fence.c
+	kaas/storage/test/test_recompress.c kaas/storage/test/test_clean_fence.c \
+	kaas/storage/test/test_takeover.c
 # End to end with real clients: compaction (docs/storage.md, "Compaction").
 E2E_TESTS += ci/storage/test_compact.sh ci/storage/test_recompress.sh

@@ -163,11 +163,26 @@ int16_t ks__p_fail(ks_partition *p, const char *what, int rc)
 }
 int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start)
 {
+	return ks__p_write_final_manifest(p, hw, log_start, NULL);
+}
+
+int ks__p_write_final_manifest(ks_partition *p, int64_t hw, int64_t log_start, const kmanifest *rel)
+{
 	KS__P_LOCKED(p);
 	kmanifest m = p->man;
 	char path[SUB_PATH_MAX], *buf;
 	size_t len;
 	m.valid = 1;
+	/* A record stands only in the manifest its relinquish wrote: any later
+	 * write (a take-over, a checkpoint) is by a leader that goes on. */
+	m.rel = 0;
+	if (rel && rel->rel) {
+		m.rel = 1;
+		m.rel_epoch = rel->rel_epoch;
+		m.rel_end = rel->rel_end;
+		m.rel_seg_base = rel->rel_seg_base;
+		m.rel_seg_bytes = rel->rel_seg_bytes;
+	}
 	if (p->topic_id[0])
 		snprintf(m.topic_id, sizeof(m.topic_id), "%s", p->topic_id);
 	m.epoch = p->epoch;
@@ -462,8 +477,20 @@ int ks_partition_relinquish(ks_partition *p)
 				free(b);
 			}
 		}
-		if (rc == 0)
-			rc = ks__p_write_manifest(p, p->hw, p->log_start);
+		if (rc == 0) {
+			/* The relinquish record: everything is durable (the fsyncs
+			 * above), the producer snapshot is at the log end, and this
+			 * leadership writes nothing after this rename.  The active
+			 * segment's byte length lets a successor check that the files
+			 * it finds are the ones described. */
+			const kseg *a = p->segs[p->nsegs - 1];
+			kmanifest rel = {.rel = a->epoch == p->epoch && !a->quarantined && a->gen == 0,
+					 .rel_epoch = p->epoch,
+					 .rel_end = p->leo,
+					 .rel_seg_base = a->base,
+					 .rel_seg_bytes = (int64_t)a->end_pos};
+			rc = ks__p_write_final_manifest(p, p->hw, p->log_start, &rel);
+		}
 		if (rc)
 			KLOG_ERR("storage", "%s: relinquish could not persist its state: %s", p->dir,
 				 sub_strerror(rc));

@@ -100,22 +100,30 @@ int ks_partition_open(sub_vfs *vfs, const char *dir, const char *topic_id, int c
 /* Becomes leader at `epoch`: opens the active log, restores the producer
  * snapshot, recovers the tail written since the last durable point (damage
  * below it is contained, never cut: see "damage" below), reconciles the
- * manifest and rolls a new segment <epoch>-<logEndOffset>.  `epoch` is
- * taken to be the newest ever issued: a file of a higher epoch is foreign
- * (see ks_partition_take_over_bounded for callers that know better). */
+ * manifest and rolls a new segment <epoch>-<logEndOffset>.  A file of a
+ * higher epoch means a newer leader: the take-over is abandoned (-ESTALE)
+ * and nothing is moved, unless that epoch is one no authority can have
+ * issued (above KS_EPOCH_PLAUSIBLE): such a file is foreign, set aside. */
 int ks_partition_take_over(ks_partition *p, int32_t epoch);
 
 /* The same, with `ceiling` the highest epoch the caller's authority has
  * ever issued for this partition (>= epoch).  An epoch read from the volume
- * (manifest, segment name, producer snapshot) in (epoch, ceiling] is a
- * newer leader's: -ESTALE.  One above ceiling cannot have been issued: it
- * is foreign, reported by name, its file moved into the quarantine area,
- * and never obeyed.  ks_partition_take_over(p, e) is
- * ks_partition_take_over_bounded(p, e, e): the caller asserts that e is the
- * newest epoch issued (docs/storage.md, "Numbers from the volume"). */
+ * (manifest, segment name, producer snapshot, clean.json) in (epoch,
+ * max(ceiling, KS_EPOCH_PLAUSIBLE)] is a newer leader's: -ESTALE, nothing
+ * moved.  One above both cannot have been issued: it is foreign, reported
+ * by name, its file moved into the quarantine area, and never obeyed.
+ * ks_partition_take_over(p, e) is ks_partition_take_over_bounded(p, e, e)
+ * (docs/storage.md, "Numbers from the volume"). */
 int ks_partition_take_over_bounded(ks_partition *p, int32_t epoch, int32_t ceiling);
 
-/* Persists manifest + producer snapshot, then closes every handle. */
+/* Epochs grow by one per leadership change: no authority ever issues one
+ * above this (kaas/core's KB_EPOCH_PLAUSIBLE is this number). */
+#define KS_EPOCH_PLAUSIBLE (1 << 30)
+
+/* Persists manifest + producer snapshot, then closes every handle.  The
+ * final manifest carries the relinquish record (epoch, end offset, active
+ * segment and its byte length), written after the last fsync: a successor
+ * that finds it matching the files skips the recovery scan. */
 int ks_partition_relinquish(ks_partition *p);
 
 /* Relinquishes if leader, then frees.  NULL-safe. */
@@ -184,6 +192,36 @@ void ks_partition_failed_end(ks_partition *p, ks_failed_end *out);
  * an earlier instance of this partition; NULL or zeroed: none) when this
  * instance has never led and knows no failed end of its own. */
 int ks_partition_take_over_after(ks_partition *p, int32_t epoch, const ks_failed_end *prev);
+
+/* Asked by a take-over right before every step that moves, renames,
+ * truncates, unlinks or sets aside anything on the volume (`step` names
+ * it, for the log).  0 lets it go on, with *ceiling (preset to -1: not
+ * known) the highest epoch the caller's authority has issued for the
+ * partition as read from the volume just now: above the epoch being taken
+ * over means a newer leader was named, and the take-over is abandoned.  A
+ * negative errno abandons it too: -ETIME the caller's lease lapsed,
+ * -ESTALE the assignment it acts for was replaced, or any failure to find
+ * out.  Called with the partition lock held, from the take-over's thread:
+ * it must not call back into the partition. */
+typedef int (*ks_takeover_guard_fn)(void *arg, int32_t epoch, const char *step, int32_t *ceiling);
+
+typedef struct ks_takeover_opts {
+	int32_t ceiling;           /* as in _bounded; < epoch: epoch */
+	int32_t from_epoch;        /* > 0: the epoch the caller knows it takes over from
+				    * (a relinquish record must name it); 0: the newest on the volume */
+	const ks_failed_end *prev; /* as in _after; NULL: none */
+	ks_takeover_guard_fn guard; /* NULL: only the volume's own epochs are re-checked */
+	void *guard_arg;
+} ks_takeover_opts;
+
+/* The general take-over (the others are it with fewer options).  Before
+ * each step that changes the volume it asks opts->guard and lists the
+ * directory again: a newer epoch named by either abandons the take-over
+ * (-ESTALE, or the guard's errno), logged, counted in takeovers_abandoned,
+ * with nothing of the newer leader's moved.  A planned hand-off skips the
+ * tail scan when the manifest carries a relinquish record that matches the
+ * files (docs/storage.md, "Relinquish record"), counted in scans_skipped. */
+int ks_partition_take_over_opts(ks_partition *p, int32_t epoch, const ks_takeover_opts *opts);
 /* census.c: bytes of its segments on the volume, from the metadata in
  * memory (DescribeLogDirs); no I/O. */
 int64_t ks_partition_size(ks_partition *p);
@@ -260,6 +298,8 @@ typedef struct ks_partition_stats {
 	uint64_t foreign_numbers;   /* numbers read from the volume refused as impossible */
 	uint64_t scrubbed_bytes;    /* bytes the scrub verified */
 	uint64_t scrub_passes;      /* complete scrub passes over the sealed segments */
+	uint64_t takeovers_abandoned; /* take-overs that found a newer leader (or lost the guard) and stepped down */
+	uint64_t scans_skipped;     /* take-overs that trusted a matching relinquish record */
 	int damaged_segments;       /* live segments with a damaged range now */
 	int open_files;             /* descriptors the partition holds now (read plans' excluded) */
 } ks_partition_stats;

@@ -145,6 +145,16 @@ typedef struct kmanifest {
 	int32_t epoch;
 	int64_t hw;
 	int64_t log_start;
+	/* The relinquish record (docs/formats.md, manifest.json "relinquished"):
+	 * only the final manifest of a clean relinquish carries one.  Its
+	 * writer, the leader of rel_epoch (= epoch), had fsynced everything up
+	 * to rel_end, its active segment rel_epoch-rel_seg_base being exactly
+	 * rel_seg_bytes long, and wrote nothing after it. */
+	int rel;           /* 1: a record was read, or is to be written */
+	int32_t rel_epoch;
+	int64_t rel_end;
+	int64_t rel_seg_base;
+	int64_t rel_seg_bytes;
 } kmanifest;
 
 /* 0 with m->valid = 1, 0 with m->valid = 0 when missing or unreadable
@@ -283,6 +293,14 @@ struct ks_partition {
 				 * take-over: a segment ending short there is
 				 * damaged, not torn (INT64_MAX once led) */
 	int recovering;         /* a take-over is running (may quarantine) */
+	/* The take-over running (recover.c): what it asks before every step
+	 * that changes the volume, the epochs that decide, and its verdict. */
+	ks_takeover_guard_fn guard;
+	void *guard_arg;
+	int32_t tk_epoch;       /* the epoch being taken over at */
+	int32_t tk_limit;       /* above this an epoch is foreign: max(ceiling, KS_EPOCH_PLAUSIBLE) */
+	int tk_abandoned;       /* < 0: the take-over was abandoned with this (sticky) */
+	int32_t tk_trusted;     /* the epoch whose relinquish record it trusted (-1: it scanned) */
 	int64_t last_use_ms;    /* wall time of the last append or read */
 	int64_t scrub_base;     /* the scrub's cursor: segment base, -1 = a new pass */
 	uint64_t scrub_pos;
@@ -386,7 +404,20 @@ int16_t ks__p_fail(ks_partition *p, const char *what, int rc);
 /* Lists the directory: -ESTALE (and fences us) when a newer epoch wrote a
  * segment; 0 otherwise. */
 int ks__p_fence_check(ks_partition *p);
+/* Writes manifest.json (without a relinquish record). */
 int ks__p_write_manifest(ks_partition *p, int64_t hw, int64_t log_start);
+/* The same, carrying `rel` as its relinquish record (relinquish only). */
+int ks__p_write_final_manifest(ks_partition *p, int64_t hw, int64_t log_start, const kmanifest *rel);
+/* recover.c: right before a take-over step that moves, renames, truncates,
+ * unlinks or sets aside anything: asks the caller's guard (lease, the
+ * assignment it acts for, the issued ceiling read from the volume again)
+ * and lists the directory again.  0 to go on; otherwise the take-over is
+ * abandoned (logged and counted once, and every later call answers the
+ * same).  0 outside a take-over. */
+int ks__p_guard(ks_partition *p, const char *step);
+/* recover.c: abandons the running take-over with rc (a newer leader's
+ * file, or the guard said no): logs why, counts it; returns rc. */
+int ks__p_abandon(ks_partition *p, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ks__p_seg_open_log(ks_partition *p, kseg *s, int writable);
 /* Makes segs[i]'s end, max timestamp and index known; `trust_off`: bytes
  * below this offset are known good, the walk CRC-checks from there. */
@@ -420,8 +451,9 @@ void ks__p_report_damage(ks_partition *p, kseg *s, const char *why);
 /* Moves a file of the partition directory into the quarantine area under
  * `prefix` + its name ("" keeps the name); -ENOENT when it is gone. */
 int ks__p_quarantine_file(ks_partition *p, const char *leaf, const char *prefix);
-/* Moves every segment file whose epoch is above `ceiling` aside as foreign. */
-int ks__p_quarantine_foreign(ks_partition *p, int32_t ceiling);
+/* Moves every segment file whose epoch is above `limit` (one no authority
+ * can have issued) aside as foreign, each rename after ks__p_guard. */
+int ks__p_quarantine_foreign(ks_partition *p, int32_t limit);
 /* A number from the volume refused: logged by name and counted. */
 void ks__p_foreign(ks_partition *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 typedef struct kdamage {

@@ -438,6 +438,48 @@ START_TEST(driven_by_the_cluster)
 }
 END_TEST
 
+/* The take-over guard: asked with the partition's name before the steps
+ * that change the volume; a refusal fails the take-over (re-driven). */
+static int guard_calls, guard_rc;
+static char guard_seen[256];
+
+static int tk_guard(void *arg, const char *topic, int32_t partition, int32_t epoch, const char *step,
+		    int32_t *ceiling)
+{
+	(void)arg;
+	(void)step;
+	guard_calls++;
+	snprintf(guard_seen, sizeof(guard_seen), "%s/%d@%d", topic, (int)partition, (int)epoch);
+	*ceiling = epoch;
+	return guard_rc;
+}
+
+START_TEST(take_overs_ask_the_guard)
+{
+	kb_ptable *t;
+	kb_topic_desc d = desc("gd", 1);
+	ck_assert_int_eq(kb_ptable_create(&B, &t), 0);
+	kb_ptable_set_driven(t);
+	ck_assert_int_eq(kb_ptable_start(t, &d, 1), 0);
+	kb_ptable_set_takeover_guard(t, tk_guard, NULL);
+	guard_rc = -ETIME;
+	ck_assert_int_eq(kb_ptable_take_over(t, "gd", NULL, 0, 5, 0, 0), -ETIME);
+	ck_assert_int_ge(guard_calls, 1);
+	ck_assert_str_eq(guard_seen, "gd/0@5");
+	kb_pref r;
+	ck_assert_int_eq(kb_ptable_get(t, S("gd"), 0, &r), KERR_KAFKA_STORAGE_ERROR);
+	guard_rc = 0;
+	guard_calls = 0;
+	ck_assert_int_eq(kb_ptable_take_over(t, "gd", NULL, 0, 6, 0, 0), 0);
+	ck_assert_int_ge(guard_calls, 1); /* the manifest write at least */
+	ck_assert_int_eq(kb_ptable_get(t, S("gd"), 0, &r), KERR_NONE);
+	kb_pref_put(&r);
+	kb_ptable_set_takeover_guard(t, NULL, NULL);
+	ck_assert_int_eq(kb_ptable_shutdown(t), 0);
+	kb_ptable_destroy(t);
+}
+END_TEST
+
 START_TEST(batched_take_overs_and_relinquishes)
 {
 	enum { N = 40 };
@@ -1002,7 +1044,7 @@ int main(void)
 					  .setup = setup, .teardown = teardown },
 			  KTEST_LIST(epochs_grow_at_every_start, lookups_and_errors,
 				     group_commit_wakes_waiters_and_watches,
-				     drop_closes_every_descriptor, driven_by_the_cluster,
+				     drop_closes_every_descriptor, driven_by_the_cluster, take_overs_ask_the_guard,
 				     batched_take_overs_and_relinquishes,
 				     durability_comes_from_the_storage_listener,
 				     re_driven_after_a_failed_commit_ends_at_the_durable_offset,
