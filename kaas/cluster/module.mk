@@ -6,7 +6,8 @@
 MODULES += cluster
 cluster_SRCS := kaas/cluster/json.c kaas/cluster/member.c kaas/cluster/lease.c \
 	kaas/cluster/controller.c kaas/cluster/assignment.c kaas/cluster/balancer.c \
-	kaas/cluster/token.c kaas/cluster/runtime.c kaas/cluster/loop.c kaas/cluster/tdelete.c \
+	kaas/cluster/token.c kaas/cluster/runtime.c kaas/cluster/loop.c kaas/cluster/driver.c \
+	kaas/cluster/tdelete.c \
 	kaas/cluster/tkguard.c
 cluster_USES := topics core storage proto sub util
 cluster_PREFIX := kcl

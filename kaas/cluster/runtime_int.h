@@ -96,6 +96,13 @@ void kcl__rt_hb_now(kcl_rt *rt);
 void kcl__rt_abandon(kcl_rt *rt, int code, const char *why, int certify);
 void *kcl__loop_main(void *arg);
 void kcl__loop_free(kcl_rt *rt);
+/* The loop's shared pieces (loop.c): a refusal logged by name at most every
+ * 30 s per `what`; a live broker that may lead (the newest incarnation of
+ * its id, alive, running or draining). */
+void kcl__refuse_as(const char *what, const char *why, const char *consequence);
+int kcl__eligible_peer(const kcl_rt *rt, const kcl_peer *p);
+/* The ownership driver's pass (driver.c), once per loop pass. */
+void kcl__driver_pass(kcl_rt *rt);
 /* The controller's step of topic deletes (tdelete.c), once per pass. */
 void kcl__tdel_step(kcl_rt *rt);
 
