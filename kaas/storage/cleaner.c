@@ -997,8 +997,15 @@ static int swap(cpass *ps, uint64_t gen_lead, size_t nrw, int64_t gen)
 	 * directory with the old clean.json: its view holds the plain
 	 * segments this swap replaced.  Fenced now, they stay (the newer
 	 * leader's listing and sweep decide about them, and never remove a
-	 * file of its own view); this leadership ends. */
-	int late = ks__p_fence_check(p);
+	 * file of its own view); this leadership ends.  The lease first: one
+	 * that still holds after the rename returned means no successor's
+	 * take-over has begun (a successor starts only after it ran out), so
+	 * every listing of a successor comes after the swap; one that does
+	 * not hold leaves the files to the successor even before its first
+	 * segment shows on the volume. */
+	int late = ps->c->guard && !ps->c->guard(ps->c->guard_arg) ? -ESTALE : 0;
+	if (!late)
+		late = ks__p_fence_check(p);
 	if (late) {
 		ps->c->st.fenced++;
 		KLOG_WARN("storage", "%s: fenced right after the clean.json swap: the files it replaced are "

@@ -248,10 +248,49 @@ START_TEST(no_swap_without_the_lease)
 }
 END_TEST
 
+/* The lease runs out while clean.json is renamed in and no newer leader's
+ * file is on the volume yet (a successor that listed the directory before
+ * the rename and has not created its segment): the stale leader removes
+ * none of the files the swap replaced. */
+static void lapse_at_rename(void *arg, const char *op, const char *path, const char *to)
+{
+	(void)arg, (void)path;
+	if (strcmp(op, "rename") == 0 && to && strstr(to, CLEAN_NAME))
+		lease_ok = 0;
+}
+
+START_TEST(a_lease_lost_during_the_swap_unlinks_nothing)
+{
+	shim_vfs *sv = shim_wrap(h_vfs, lapse_at_rename, NULL);
+	ks_partition *p = copen_on(&sv->base, "l/0", 1);
+	int latest[CL_KEYS];
+	fill(p, latest);
+	ks_cleaner *c;
+	ck_assert_int_eq(ks_cleaner_new(1 << 20, 0, &c), 0);
+	ks_cleaner_set_guard(c, guard, NULL);
+	lease_ok = 1;
+	int rc = ks_partition_clean(p, c, T0 + 100000);
+	ck_assert_int_lt(rc, 0);
+	ks_clean_stats st;
+	ks_cleaner_stats(c, &st);
+	ck_assert_uint_eq(st.fenced, 1);
+	ck_assert_uint_eq(st.unlinked, 0); /* a successor's view may still hold them */
+	ck_assert_int_eq(clean_json_epoch("l/0"), 1); /* the swap itself happened */
+	ks_partition_close(p);
+	/* The next leader reads every key's latest value. */
+	p = copen_on(h_vfs, "l/0", 2);
+	check_view(p, latest, KEYS);
+	ks_partition_close(p);
+	ks_cleaner_free(c);
+	sub_destroy(&sv->base);
+	lease_ok = 1;
+}
+END_TEST
+
 int main(void)
 {
 	return ktest_main((struct ktest){ .suite = "storage-clean-fence", .tcase = "fence", .timeout = 240,
 					  .setup = h_setup, .teardown = h_teardown },
 			  KTEST_LIST(stale_leader_mid_pass_never_swaps, take_over_during_the_swap_keeps_the_newer_view,
-				     no_swap_without_the_lease));
+				     no_swap_without_the_lease, a_lease_lost_during_the_swap_unlinks_nothing));
 }
