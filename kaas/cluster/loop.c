@@ -151,9 +151,10 @@ static void membership(kcl_rt *rt)
 		kcl_peer *p = &rt->view.peers[i];
 		if (p->live != KCL_LIVE_ALIVE || (p->id == rt->id && kcl_incarn_cmp(p->inc, rt->inc) == 0))
 			continue;
-		if (kcl_gone_exists(v, p->id, p->inc) == 1) {
-			KLOG_INFO("cluster", "broker %d incarnation %" PRIu64 " is gone (exit certificate)", p->id,
-				  p->inc.incarnation);
+		char by[KCL_GONE_BY_MAX + 1], how[KCL_GONE_HOW_MAX + 1];
+		if (kcl_gone_read(v, p->id, p->inc, by, sizeof(by), how, sizeof(how)) == 1) {
+			KLOG_INFO("cluster", "broker %d incarnation %" PRIu64 " is gone (exit certificate by %s%s%s)",
+				  p->id, p->inc.incarnation, by, how[0] ? ": " : "", how);
 			kcl_view_proven_gone(&rt->view, p->id, p->inc);
 			continue;
 		}
