@@ -117,6 +117,10 @@ int kcl_sup_report_decode(const char *line, size_t len, kcl_sup_report *out, cha
 		snprintf(err, errlen, "incarnation: missing or out of range 1..2^53-1");
 		return rc ? rc : -ERANGE;
 	}
+	if ((size_t)(end - p) == strlen("nonce=") + 16) {
+		snprintf(err, errlen, "cluster: missing");
+		return -EBADMSG;
+	}
 	if ((size_t)(end - p) < strlen("nonce=") + 17 || p[strlen("nonce=") + 16] != ' ') {
 		snprintf(err, errlen, "nonce: not 16 lower-case hex digits");
 		return -EBADMSG;

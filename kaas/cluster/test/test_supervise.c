@@ -279,7 +279,7 @@ static pid_t fork_supervisor(const char *body, int restart)
 
 START_TEST(a_stopped_child_is_not_certified)
 {
-	char pidf[300], rest[600];
+	char pidf[300], rest[1200];
 	snprintf(pidf, sizeof(pidf), "%s/child.pid", h_dir);
 	snprintf(rest, sizeof(rest), "echo $$ > %s.tmp; mv %s.tmp %s; kill -STOP $$; exit 5", pidf, pidf, pidf);
 	pid_t sup = fork_supervisor(sh_script("$$", rest), 1);
@@ -313,7 +313,7 @@ END_TEST
 
 START_TEST(a_killed_supervisor_leaves_the_child_and_no_certificate)
 {
-	char pidf[300], rest[600];
+	char pidf[300], rest[1200];
 	snprintf(pidf, sizeof(pidf), "%s/child.pid", h_dir);
 	snprintf(rest, sizeof(rest), "echo $$ > %s.tmp; mv %s.tmp %s; while :; do sleep 0.05; done", pidf, pidf,
 		 pidf);
@@ -333,7 +333,7 @@ END_TEST
 
 START_TEST(sigterm_is_passed_on_and_ends_the_supervisor)
 {
-	char ready[300], rest[600];
+	char ready[300], rest[1200];
 	snprintf(ready, sizeof(ready), "%s/ready", h_dir);
 	snprintf(rest, sizeof(rest), "trap 'exit 0' TERM; touch %s; while :; do sleep 0.05; done", ready);
 	pid_t sup = fork_supervisor(sh_script("$$", rest), 1);
@@ -352,7 +352,7 @@ END_TEST
 
 START_TEST(restart_starts_new_incarnations_after_give_ups_and_crashes)
 {
-	char cnt[300], rest[900];
+	char cnt[300], rest[1200];
 	snprintf(cnt, sizeof(cnt), "%s/count", h_dir);
 	/* Runs 1..4: exit 76, kill -9, exit 77, exit 0 (not restarted). */
 	snprintf(rest, sizeof(rest),
