@@ -476,7 +476,7 @@ int kcl_sup_run(const kcl_sup_opts *o)
 			if (certify(&c.rep, how, budget) == 0) {
 				char path[96];
 				kcl_gone_path(c.rep.id, c.rep.inc, path, sizeof(path));
-				KLOG_INFO("supervise", "wrote %s (by supervisor: %s)", path, how);
+				KLOG_INFO("supervise", "certified: %s is in place (by supervisor: %s, unless a same-host peer or the broker itself wrote it first)", path, how);
 			}
 		} else {
 			KLOG_WARN("supervise", "the broker (pid %ld) %s without reporting its incarnation; "
