@@ -74,12 +74,7 @@ EOF
 }
 cert() { echo "$BR/$1-$2-$3.gone"; } # id inc-hex nonce-hex
 # lead: the broker leading the most partitions, as a live broker's Metadata says
-lead() {
-	local i out
-	for i in 1 2 3; do
-		[ "$i" = "${1:-0}" ] && continue
-		cluster_alive "$i" || continue
-		out=$(hub $PY - "${CL_HOST[i]}" "${CL_PORT[i]}" <<'EOF' 2>/dev/null) && { echo "$out"; return 0; }
+cat >"$T/lead.py" <<'EOF'
 import collections, sys
 sys.path.insert(0, "ci/lib")
 from kcluster import metadata
@@ -89,6 +84,11 @@ c = collections.Counter(p[1] for p in parts if p[0] == 0 and p[1] in (1, 2, 3))
 assert c
 print(c.most_common(1)[0][0])
 EOF
+lead() {
+	local i
+	for i in 1 2 3; do
+		cluster_alive "$i" || continue
+		hub $PY "$T/lead.py" "${CL_HOST[i]}" "${CL_PORT[i]}" 2>/dev/null && return 0
 	done
 	return 1
 }
