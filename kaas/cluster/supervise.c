@@ -397,9 +397,16 @@ static int wants_restart(int wstatus)
 	return c == 75 || c == 76 || c == 77;
 }
 
-/* Waits on the signal descriptor for up to ms (-1: for ever); a forwarded
- * or stopping signal sets *stop. */
-static void take_signals(int sfd, pid_t pid, int *stop, int *chld)
+#define REPEAT_NS 1000000000LL /* a stop signal this soon after another is the same request */
+
+/* Reads the pending signals: SIGCHLD sets *chld, the others *stop and are
+ * passed to the child.  A broker takes a second SIGTERM or SIGINT during
+ * its drain as "stop now", so the same request must not reach it twice:
+ * one the kernel sent (a terminal's Ctrl-C or hang-up) went to the whole
+ * foreground process group, the broker included, and is not passed on;
+ * one that follows another within REPEAT_NS (a launcher's TERM after the
+ * terminal's INT) is not passed on either. */
+static void take_signals(int sfd, pid_t pid, int *stop, int *chld, int64_t *last_ns)
 {
 	struct signalfd_siginfo si;
 	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -409,7 +416,18 @@ static void take_signals(int sfd, pid_t pid, int *stop, int *chld)
 			continue;
 		}
 		*stop = 1;
-		if (pid > 0) {
+		int64_t now = ku_mono_ns();
+		int repeat = *last_ns && now - *last_ns < REPEAT_NS;
+		*last_ns = now;
+		if (pid <= 0)
+			continue;
+		if (si.ssi_code == SI_KERNEL) {
+			KLOG_INFO("supervise", "signal %d from the terminal reached the broker (pid %ld) too; stopping "
+					       "when it does",
+				  sig, (long)pid);
+		} else if (repeat) {
+			KLOG_INFO("supervise", "signal %d right after another: not passed on again", sig);
+		} else {
 			KLOG_INFO("supervise", "passing signal %d to the broker (pid %ld)", sig, (long)pid);
 			kill(pid, sig);
 		}
@@ -433,6 +451,7 @@ int kcl_sup_run(const kcl_sup_opts *o)
 	}
 	int64_t budget = o->certify_ms > 0 ? o->certify_ms : KCL_SUP_CERTIFY_MS;
 	int code = 1, stop = 0, starts = 0, short_runs = 0;
+	int64_t last_sig_ns = 0;
 	for (;;) {
 		child c;
 		int rc = start_child(o, &old, &c);
@@ -452,7 +471,7 @@ int kcl_sup_run(const kcl_sup_opts *o)
 			}
 			read_report(&c);
 			int chld = 0;
-			take_signals(sfd, c.pid, &stop, &chld);
+			take_signals(sfd, c.pid, &stop, &chld, &last_sig_ns);
 			/* Reap everything (as PID 1 of a container, orphans land here);
 			 * only our child's exit or death counts, never a stop. */
 			pid_t w;
@@ -484,7 +503,7 @@ int kcl_sup_run(const kcl_sup_opts *o)
 				  (long)c.pid, how);
 		}
 		int chld = 0;
-		take_signals(sfd, -1, &stop, &chld);
+		take_signals(sfd, -1, &stop, &chld, &last_sig_ns);
 		if (stop || !o->restart || !wants_restart(wstatus) || (o->max_starts && starts >= o->max_starts))
 			break;
 		short_runs = ku_mono_ns() - c.started_ns < SHORT_RUN_NS ? short_runs + 1 : 0;
@@ -500,7 +519,7 @@ int kcl_sup_run(const kcl_sup_opts *o)
 			struct pollfd pf = {.fd = sfd, .events = POLLIN};
 			int64_t left = (until - ku_mono_ns()) / 1000000 + 1;
 			poll(&pf, 1, (int)left);
-			take_signals(sfd, -1, &stop, &chld);
+			take_signals(sfd, -1, &stop, &chld, &last_sig_ns);
 		}
 		if (stop)
 			break;

@@ -331,15 +331,35 @@ START_TEST(a_killed_supervisor_leaves_the_child_and_no_certificate)
 }
 END_TEST
 
-START_TEST(sigterm_is_passed_on_and_ends_the_supervisor)
+START_TEST(sigterm_is_passed_on_once_and_ends_the_supervisor)
 {
-	char ready[300], rest[1200];
+	char ready[300], count[300], done[300], rest[1500];
 	snprintf(ready, sizeof(ready), "%s/ready", h_dir);
-	snprintf(rest, sizeof(rest), "trap 'exit 0' TERM; touch %s; while :; do sleep 0.05; done", ready);
+	snprintf(count, sizeof(count), "%s/count", h_dir);
+	snprintf(done, sizeof(done), "%s/done", h_dir);
+	/* The child counts the TERMs it gets and ends when told to. */
+	snprintf(rest, sizeof(rest),
+		 "n=0; trap 'n=$((n+1)); echo $n > %s' TERM; touch %s; while [ ! -e %s ]; do sleep 0.05; done; exit 0",
+		 count, ready, done);
 	pid_t sup = fork_supervisor(sh_script("$$", rest), 1);
 	wait_file(ready);
+	/* Twice at once (a launcher and a process-group kill, say): the broker
+	 * would take the second as "stop now"; it gets one. */
 	kill(sup, SIGTERM);
+	wait_file(count);
+	kill(sup, SIGTERM); /* the first was handled: a second one would be counted */
+	nap_ms(400);
+	FILE *f = fopen(count, "r");
+	int n = 0;
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+	fclose(f);
+	ck_assert_int_eq(n, 1);
 	int ws;
+	ck_assert_int_eq(waitpid(sup, &ws, WNOHANG), 0); /* the broker drains: still supervised */
+	FILE *d = fopen(done, "w");
+	ck_assert_ptr_nonnull(d);
+	fclose(d);
 	ck_assert_int_eq(waitpid(sup, &ws, 0), sup);
 	ck_assert(WIFEXITED(ws));
 	ck_assert_int_eq(WEXITSTATUS(ws), 0); /* the child's status; not restarted */
@@ -415,7 +435,7 @@ int main(void)
 				     an_exit_is_certified_and_passed_on, no_report_no_certificate,
 				     a_stopped_child_is_not_certified,
 				     a_killed_supervisor_leaves_the_child_and_no_certificate,
-				     sigterm_is_passed_on_and_ends_the_supervisor,
+				     sigterm_is_passed_on_once_and_ends_the_supervisor,
 				     restart_starts_new_incarnations_after_give_ups_and_crashes,
 				     certificate_content_is_informational_and_checked));
 }
