@@ -150,7 +150,9 @@ echo "ok 1: kill -9 of broker $v (leader): $(basename "$C") by its supervisor, b
 cluster_launch "$v" || fail_cl "restarting broker $v"
 tail -n +"${at[v]}" "${CL_LOG[v]}" | grep -q "the previous incarnation $VINC is gone (exit certificate by supervisor" ||
 	fail_cl "broker $v's next incarnation did not find its predecessor certified"
-echo "ok 1: broker $v back; its new incarnation found the predecessor certified and did not wait it out"
+# Ready means it watched for a session: it has removed its id's older certificates.
+[ ! -e "$C" ] || fail_cl "broker $v's new incarnation left its predecessor's certificate $C"
+echo "ok 1: broker $v back; its new incarnation found the predecessor certified, did not wait it out, and removed the certificate once settled"
 sleep 3
 
 # ---- 2. SIGSTOP of a supervised leader: the lease, and no certificate ------------------

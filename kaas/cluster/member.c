@@ -404,6 +404,32 @@ int kcl_gone_read(sub_vfs *v, int32_t id, kcl_incarn inc, char *by, size_t bylen
 	return 1;
 }
 
+int kcl_gone_parse_name(const char *name, int32_t *id, kcl_incarn *inc)
+{
+	uint64_t v[3] = {0, 0, 0};
+	const char *p = name;
+	for (int k = 0; k < 3; k++) {
+		int base = k == 0 ? 10 : 16, nd = 0;
+		for (;; p++, nd++) {
+			int d = *p >= '0' && *p <= '9' ? *p - '0' : base == 16 && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+			if (d < 0)
+				break;
+			if (nd >= (k == 0 ? 10 : 16))
+				return -EINVAL;
+			v[k] = v[k] * (uint64_t)base + (uint64_t)d;
+		}
+		if (nd == 0 || (k > 0 && nd != 16) || *p != (k < 2 ? '-' : '.'))
+			return -EINVAL;
+		p++;
+	}
+	if (strcmp(p, "gone") != 0 || v[0] > KCL_ID_MAX)
+		return -EINVAL;
+	*id = (int32_t)v[0];
+	inc->incarnation = v[1];
+	inc->nonce = v[2];
+	return 0;
+}
+
 int kcl_gone_exists(sub_vfs *v, int32_t id, kcl_incarn inc)
 {
 	char path[96];

@@ -125,6 +125,9 @@ int kcl_gone_write_how(sub_vfs *v, int32_t id, kcl_incarn inc, const char *by, c
  * nothing readable), 0 not, -errno. */
 int kcl_gone_read(sub_vfs *v, int32_t id, kcl_incarn inc, char *by, size_t bylen, char *how,
 		  size_t howlen);
+/* The (id, incarnation) a certificate's file name stands for; -EINVAL for
+ * any other name. */
+int kcl_gone_parse_name(const char *name, int32_t *id, kcl_incarn *inc);
 /* 1 exists, 0 not, -errno. */
 int kcl_gone_exists(sub_vfs *v, int32_t id, kcl_incarn inc);
 

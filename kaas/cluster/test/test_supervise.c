@@ -416,6 +416,19 @@ START_TEST(certificate_content_is_informational_and_checked)
 	ck_assert_int_eq(sub_create_excl(h_vfs, path, "{\"by\":\"\\u001b[31mx\"", 19), 0);
 	ck_assert_int_eq(kcl_gone_read(h_vfs, 7, c, by, sizeof(by), how, sizeof(how)), 1);
 	ck_assert_str_eq(by, "?");
+	/* Names: what kcl_gone_path makes is read back; nothing else is one. */
+	int32_t pid_;
+	kcl_incarn pinc;
+	ck_assert_int_eq(kcl_gone_path(2147483647, (kcl_incarn){9007199254740991ULL, ~0ULL}, path, sizeof(path)), 0);
+	ck_assert_int_eq(kcl_gone_parse_name(path + strlen("brokers/"), &pid_, &pinc), 0);
+	ck_assert_int_eq(pid_, 2147483647);
+	ck_assert(pinc.incarnation == 9007199254740991ULL && pinc.nonce == ~0ULL);
+	static const char *const not_names[] = {"7.json", "7-000000000000002a-00000000000000ab.gon",
+		"7-2a-00000000000000ab.gone", "7-000000000000002A-00000000000000ab.gone",
+		"-000000000000002a-00000000000000ab.gone", "2147483648-000000000000002a-00000000000000ab.gone",
+		"7-000000000000002a-00000000000000ab.gone.tmp", "7-000000000000002a-000000000000000ab.gone", ""};
+	for (size_t i = 0; i < sizeof(not_names) / sizeof(not_names[0]); i++)
+		ck_assert_msg(kcl_gone_parse_name(not_names[i], &pid_, &pinc) == -EINVAL, "%s", not_names[i]);
 	char big[3000];
 	memset(big, 'x', sizeof(big));
 	ck_assert_int_eq(kcl_gone_path(7, d, path, sizeof(path)), 0);
