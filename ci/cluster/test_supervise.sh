@@ -176,9 +176,9 @@ cluster_stop_sig "$v" CONT
 ev fault kind=stop n=1 broker="$v" phase=end
 for _ in $(seq 1 300); do cluster_alive "$v" || break; sleep 0.1; done
 ! cluster_alive "$v" || fail_cl "broker $v runs on 30 s after SIGCONT with its lease lapsed"
-[ -e "$C" ] || fail_cl "no certificate $C after broker $v exited"
+ctext=$(cat "$C") || fail_cl "no certificate $C after broker $v exited"
 cluster_revive "$v" || fail_cl "broker $v did not give up with 76/77 after its pause"
-echo "ok 2: after SIGCONT broker $v gave up ($(grep -o "gives up leadership: [^;]*" "${CL_LOG[v]}" | tail -1)); certified then: $(cat "$C")"
+echo "ok 2: after SIGCONT broker $v gave up ($(grep -o "gives up leadership: [^;]*" "${CL_LOG[v]}" | tail -1)); certified then: $ctext"
 sleep 3
 
 # ---- 3. a supervisor killed: its broker runs on, nobody certifies it -------------------
