@@ -30,6 +30,7 @@
 
 #include "qualify/stamp.h"
 #include "kaas/cluster/runtime.h"
+#include "kaas/cluster/supervise.h"
 #include "kaas/coord/coord.h"
 #include "kaas/core/acl.h"
 #include "kaas/core/broker.h"
@@ -60,6 +61,7 @@ static void usage(FILE *out)
 		"       kaas --apis | --help\n"
 		"       kaas trash list|empty --data DIR [--older-than DURATION]  (kaas trash --help)\n"
 		"       kaas users add|remove|list --cluster-dir DIR [--user NAME]  (kaas users --help)\n"
+		"       kaas supervise [--restart] -- FLAGS...  (the broker as a child; kaas supervise --help)\n"
 		"\n"
 		"A Kafka-compatible broker that keeps every partition on one shared volume.\n"
 		"\n"
@@ -600,6 +602,8 @@ int main(int argc, char **argv)
 		return kt_trash_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "users") == 0)
 		return kb_users_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "supervise") == 0)
+		return kcl_supervise_main(argc - 1, argv + 1);
 
 	static kb_broker broker;
 	kb_broker *b = &broker;

@@ -27,6 +27,12 @@
 #   full        (nfs) the data export filled to the last block, freed after
 #               the hold
 #   clusterdir  (nfs) the cluster-directory server frozen (SIGSTOP) for the hold
+# CHAOS_SUPERVISE=1 (the default on nfs, where brokers share no host and
+# only a supervisor can prove one dead) runs every broker under `kaas
+# supervise` (ci/lib/cluster.sh CL_SUPERVISE): a kill9 or controller fault
+# kills the broker, its supervisor certifies it gone, and its peers take
+# over without waiting out its lease; stop faults SIGSTOP the broker, not
+# the supervisor.
 # A fault that lasts runs on a timer of its own, so faults overlap.  A broker
 # that exits (lease lapsed after a pause, refused to start while the volume
 # was away) is started again and its exit recorded.  After the last fault
@@ -55,7 +61,9 @@ local) KINDS=${CHAOS_KINDS:-kill9,stop,controller,rolling} ;;
 nfs) KINDS=${CHAOS_KINDS:-kill9,stop,controller,rolling,cut,lossy,server,full,clusterdir} ;;
 *) fail "CHAOS_TOPOLOGY must be local or nfs" ;;
 esac
-REPLAY="CHAOS_SEED=$SEED CHAOS_FAULTS=$FAULTS CHAOS_TOPOLOGY=$TOPO CHAOS_PARTITIONS=$PARTS CHAOS_MEAN_GAP_S=$GAP CHAOS_ISOLATED=$ISO CHAOS_KINDS=$KINDS bash ci/chaos/campaign.sh"
+SUP=${CHAOS_SUPERVISE:-$([ "$TOPO" = nfs ] && echo 1 || echo 0)}
+CL_SUPERVISE=$SUP
+REPLAY="CHAOS_SEED=$SEED CHAOS_FAULTS=$FAULTS CHAOS_TOPOLOGY=$TOPO CHAOS_PARTITIONS=$PARTS CHAOS_MEAN_GAP_S=$GAP CHAOS_ISOLATED=$ISO CHAOS_KINDS=$KINDS CHAOS_SUPERVISE=$SUP bash ci/chaos/campaign.sh"
 echo "campaign: seed $SEED, $FAULTS faults ($KINDS), topology $TOPO; replay: $REPLAY"
 mkdir -p "$OUT"
 H=$T/history.jsonl
@@ -88,7 +96,7 @@ stop_jobs() {
 	for j in "${JOBS[@]}"; do kill "$j" 2>/dev/null; done
 	for j in "${JOBS[@]}"; do wait "$j" 2>/dev/null; done
 	JOBS=()
-	for j in 1 2 3; do [ -n "${CL_PID[j]:-}" ] && kill -CONT "${CL_PID[j]}" 2>/dev/null; done
+	for j in 1 2 3; do [ -n "${CL_PID[j]:-}" ] && cluster_stop_sig "$j" CONT; done
 	return 0
 }
 WL=
@@ -98,7 +106,8 @@ e2e_on_exit stop_wl
 e2e_on_exit stop_jobs
 
 cluster_start "$DATA" 3 "${ARGS[@]}" || fail_cl "starting three brokers"
-for i in 1 2 3; do echo "${CL_PID[i]}" >"$T/pid-$i"; done
+# pid-<i>: the broker's own process (under a supervisor, its child), for SIGSTOP
+for i in 1 2 3; do cluster_bpid "$i" >"$T/pid-$i" || echo "${CL_PID[i]}" >"$T/pid-$i"; done
 "${CLI[@]}" $PY - "$CL_BOOT" "$PARTS" <<'EOF' || fail_cl "creating the topic"
 import sys
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -149,7 +158,7 @@ sleep 5
 respawn() { # respawn i why
 	local i=$1
 	cluster_spawn "$i"
-	echo "${CL_PID[i]}" >"$T/pid-$i"
+	cluster_bpid "$i" >"$T/pid-$i" || echo "${CL_PID[i]}" >"$T/pid-$i"
 	ev broker broker="$i" what=spawn why="$2" pid="${CL_PID[i]}"
 }
 reap() {
@@ -323,7 +332,7 @@ all_ready() { # every broker running and ready (started again if it is not)
 	done
 	return 1
 }
-for i in 1 2 3; do kill -CONT "${CL_PID[i]}" 2>/dev/null || true; done
+for i in 1 2 3; do cluster_stop_sig "$i" CONT; done
 all_ready || fail_cl "the brokers did not all become ready after the last fault"
 ev heal
 ev_sync
@@ -361,4 +370,10 @@ fi
 [ ! -s "$T/odd-exits" ] || fail_cl "brokers exited in an unexpected way (rc broker): $(tr '\n' ';' <"$T/odd-exits")"
 acked=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["acknowledged"])' "$OUT/verdict.json")
 [ "$acked" -gt 0 ] || fail "nothing was acknowledged: the campaign tested nothing"
+if [ "$SUP" = 1 ]; then
+	# How the kills were proven: by the supervisors' certificates (peers'
+	# log lines), against the lease for everything else.
+	ncert=$(cat "$T"/b*.log | grep -c "is gone (exit certificate by supervisor" || true)
+	echo "campaign: supervised brokers; peers took $ncert end(s) of an incarnation as certified by its supervisor"
+fi
 echo "PASS ci/chaos/campaign.sh: $NSCHED faults ($TOPO), $acked acknowledged records, no violation (seed $SEED)"

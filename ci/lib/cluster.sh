@@ -14,6 +14,17 @@
 #   cluster_alive i       # 0 when its process runs
 #   cluster_revive i      # restart broker i if it gave up leadership (76/77)
 #   cluster_cleanup       # SIGTERM everything still running (e2e_on_exit does it)
+#   cluster_bpid i        # the broker's own pid (the supervisor's child when
+#                         #   supervised, else CL_PID[i])
+#
+# CL_SUPERVISE=1 (before cluster_start) runs every broker under
+# `kaas supervise` (no --restart: the test restarts, as before), which
+# certifies a broker's end the moment waitpid() reports it.  Then CL_PID[i]
+# is the supervisor (what `wait` and exit codes are about: it exits with the
+# broker's status, 128+N for signal N, after writing the certificate), and
+# the signals meant for the broker go to the broker: cluster_kill and
+# cluster_stop_sig signal cluster_bpid i.  cluster_kill_supervisor i kill -9s
+# the supervisor alone (the broker runs on, orphaned; cleanup still ends it).
 #
 # Each broker logs to $T/b<i>.log (appended across restarts), runs with
 # --trust-unqualified and --broker-id i, listens on 127.0.0.1.  A broker is
@@ -31,7 +42,7 @@ CL_DIR=
 CL_N=0
 CL_BOOT=
 CL_ARGS=()
-declare -a CL_PID CL_PORT CL_LOG CL_RC CL_HOST CL_NSWRAP CL_START
+declare -a CL_PID CL_PORT CL_LOG CL_RC CL_HOST CL_NSWRAP CL_START CL_ORPHAN
 
 _cl_wait() { # _cl_wait i start_line
 	local i=$1 start=$2 log=${CL_LOG[$1]}
@@ -60,27 +71,37 @@ _cl_wait() { # _cl_wait i start_line
 
 # Starts broker i in the background on port $2 (0: any), appending to its log.
 _cl_spawn() {
-	local i=$1 port=$2
+	local i=$1 port=$2 sup=()
 	touch "${CL_LOG[$i]}"
+	CL_START[$i]=$(( $(wc -l < "${CL_LOG[$i]}") + 1 ))
+	[ "${CL_SUPERVISE:-0}" = 1 ] && sup=(supervise --)
 	# shellcheck disable=SC2086 # CL_WRAP and CL_NSWRAP are word lists
-	${CL_WRAP:-} ${CL_NSWRAP[$i]:-} "$BIN/kaas" --data "$CL_DIR" --listen "${CL_HOST[$i]:-127.0.0.1}:$port" \
+	${CL_WRAP:-} ${CL_NSWRAP[$i]:-} "$BIN/kaas" "${sup[@]}" --data "$CL_DIR" --listen "${CL_HOST[$i]:-127.0.0.1}:$port" \
 		--broker-id "$i" --trust-unqualified "${CL_ARGS[@]}" >>"${CL_LOG[$i]}" 2>&1 &
 	CL_PID[$i]=$!
 }
 
 cluster_launch() {
 	local i=$1
-	touch "${CL_LOG[$i]}"
-	local start=$(( $(wc -l < "${CL_LOG[$i]}") + 1 ))
 	_cl_spawn "$i" "${CL_PORT[$i]:-0}"
-	_cl_wait "$i" "$start"
+	_cl_wait "$i" "${CL_START[$i]}"
 }
 
-cluster_spawn() {
-	local i=$1
-	touch "${CL_LOG[$i]}"
-	CL_START[$i]=$(( $(wc -l < "${CL_LOG[$i]}") + 1 ))
-	_cl_spawn "$i" "${CL_PORT[$i]:-0}"
+cluster_spawn() { _cl_spawn "$1" "${CL_PORT[$1]:-0}"; }
+
+# The broker process of broker i: the supervisor's only child (it forks
+# the broker right away; waits up to 10 s for it), or CL_PID[i] itself.
+cluster_bpid() {
+	local i=$1 p=${CL_PID[$1]:-} c
+	[ -n "$p" ] || return 1
+	if [ "${CL_SUPERVISE:-0}" != 1 ]; then echo "$p"; return 0; fi
+	for _ in $(seq 1 200); do
+		c=$(pgrep -P "$p" | head -1)
+		[ -n "$c" ] && { echo "$c"; return 0; }
+		kill -0 "$p" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
 }
 
 cluster_wait_ready() { _cl_wait "$1" "${CL_START[$1]:-1}"; }
@@ -115,9 +136,22 @@ cluster_start() {
 
 cluster_alive() { [ -n "${CL_PID[$1]:-}" ] && kill -0 "${CL_PID[$1]}" 2>/dev/null; }
 
+# Supervised, the broker is killed and the supervisor waited for: it ends
+# (with 137) once it has written the certificate.
 cluster_kill() {
-	local i=$1
+	local i=$1 b
 	[ -n "${CL_PID[$i]:-}" ] || return 0
+	b=$(cluster_bpid "$i") || b=${CL_PID[$i]}
+	kill -KILL "$b" 2>/dev/null || true
+	CL_RC[$i]=0
+	wait "${CL_PID[$i]}" 2>/dev/null || CL_RC[$i]=$?
+	CL_PID[$i]=
+}
+
+# kill -9 of broker i's supervisor only; its broker runs on (CL_ORPHAN[i]).
+cluster_kill_supervisor() {
+	local i=$1
+	CL_ORPHAN[$i]=$(cluster_bpid "$i") || CL_ORPHAN[$i]=
 	kill -KILL "${CL_PID[$i]}" 2>/dev/null || true
 	wait "${CL_PID[$i]}" 2>/dev/null || true
 	CL_PID[$i]=
@@ -133,7 +167,12 @@ cluster_term() {
 	CL_PID[$i]=
 }
 
-cluster_stop_sig() { kill -"$2" "${CL_PID[$1]}" 2>/dev/null || true; }
+cluster_stop_sig() {
+	local b
+	b=$(cluster_bpid "$1") || b=${CL_PID[$1]:-}
+	[ -n "$b" ] && kill -"$2" "$b" 2>/dev/null
+	true
+}
 
 # cluster_revive i: what a supervisor does for a broker that gave up its
 # leadership on its own.  A broker whose lease lapsed or whose watchdog
@@ -157,17 +196,31 @@ cluster_revive() {
 
 cluster_cleanup() {
 	set +e
-	local i
+	local i b
+	declare -a bp
 	for i in $(seq 1 "$CL_N"); do
 		if [ -n "${CL_PID[$i]:-}" ]; then
-			kill -CONT "${CL_PID[$i]}" 2>/dev/null
+			b=${CL_PID[$i]}
+			[ "${CL_SUPERVISE:-0}" = 1 ] && b=$(pgrep -P "${CL_PID[$i]}" | head -1)
+			bp[i]=$b
+			[ -n "$b" ] && kill -CONT "$b" 2>/dev/null
 			kill -TERM "${CL_PID[$i]}" 2>/dev/null
 		fi
+		# an orphan of a killed supervisor
+		[ -n "${CL_ORPHAN[$i]:-}" ] && kill -CONT "${CL_ORPHAN[$i]}" 2>/dev/null && kill -TERM "${CL_ORPHAN[$i]}" 2>/dev/null
 	done
 	for i in $(seq 1 "$CL_N"); do
+		if [ -n "${CL_ORPHAN[$i]:-}" ]; then
+			for _ in $(seq 1 300); do kill -0 "${CL_ORPHAN[$i]}" 2>/dev/null || break; sleep 0.1; done
+			kill -KILL "${CL_ORPHAN[$i]}" 2>/dev/null
+			CL_ORPHAN[$i]=
+		fi
 		[ -n "${CL_PID[$i]:-}" ] || continue
 		for _ in $(seq 1 300); do kill -0 "${CL_PID[$i]}" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "${CL_PID[$i]}" 2>/dev/null
+		if kill -0 "${CL_PID[$i]}" 2>/dev/null; then
+			[ -n "${bp[i]:-}" ] && kill -KILL "${bp[i]}" 2>/dev/null
+			kill -KILL "${CL_PID[$i]}" 2>/dev/null
+		fi
 		wait "${CL_PID[$i]}" 2>/dev/null
 		CL_PID[$i]=
 	done

@@ -123,6 +123,27 @@ static void membership(kcl_rt *rt)
 		refuse("brokers/", sub_strerror(rc));
 		return;
 	}
+	/* Once this incarnation has run for a session timeout, the certificates
+	 * of its id's older incarnations have done their work: those ended
+	 * before this one began, so every observer has judged them expired by
+	 * now even without one.  Removing a certificate is always safe (without
+	 * it, a peer waits out the lease); keeping them all would make this
+	 * listing grow by one name per restart. */
+	int sweep = !rt->gone_swept && kcl_view_settled(&rt->view, ku_mono_ns());
+	for (size_t i = 0; sweep && i < n; i++) {
+		int32_t gid;
+		kcl_incarn ginc;
+		char path[300];
+		if (kcl_gone_parse_name(names[i], &gid, &ginc) || gid != rt->id ||
+		    ginc.incarnation >= rt->inc.incarnation)
+			continue;
+		snprintf(path, sizeof(path), "brokers/%s", names[i]);
+		int u = sub_unlink(v, path);
+		if (u && u != -ENOENT)
+			KLOG_WARN("cluster", "removing the old exit certificate %s: %s", path, sub_strerror(u));
+	}
+	if (sweep)
+		rt->gone_swept = 1;
 	for (size_t i = 0; i < n; i++) {
 		int32_t id;
 		if (parse_hb_name(names[i], &id))
@@ -151,9 +172,10 @@ static void membership(kcl_rt *rt)
 		kcl_peer *p = &rt->view.peers[i];
 		if (p->live != KCL_LIVE_ALIVE || (p->id == rt->id && kcl_incarn_cmp(p->inc, rt->inc) == 0))
 			continue;
-		if (kcl_gone_exists(v, p->id, p->inc) == 1) {
-			KLOG_INFO("cluster", "broker %d incarnation %" PRIu64 " is gone (exit certificate)", p->id,
-				  p->inc.incarnation);
+		char by[KCL_GONE_BY_MAX + 1], how[KCL_GONE_HOW_MAX + 1];
+		if (kcl_gone_read(v, p->id, p->inc, by, sizeof(by), how, sizeof(how)) == 1) {
+			KLOG_INFO("cluster", "broker %d incarnation %" PRIu64 " is gone (exit certificate by %s%s%s)",
+				  p->id, p->inc.incarnation, by, how[0] ? ": " : "", how);
 			kcl_view_proven_gone(&rt->view, p->id, p->inc);
 			continue;
 		}

@@ -337,18 +337,97 @@ int kcl_gone_path(int32_t id, kcl_incarn inc, char *dst, size_t dstlen)
 	return n < 0 || (size_t)n >= dstlen ? -ENAMETOOLONG : 0;
 }
 
+/* Only letters, digits and a few separators go into a certificate or come
+ * out of one into the log: it is written by another host. */
+static void clean_word(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = 0;
+	for (; src && *src && n + 1 < dstlen; src++)
+		dst[n++] = isalnum((unsigned char)*src) || strchr(" -_.:,()", *src) ? *src : '?';
+	if (dstlen)
+		dst[n] = 0;
+}
+
 int kcl_gone_write(sub_vfs *v, int32_t id, kcl_incarn inc, const char *by)
 {
-	char path[96], body[160];
+	return kcl_gone_write_how(v, id, inc, by, NULL);
+}
+
+int kcl_gone_write_how(sub_vfs *v, int32_t id, kcl_incarn inc, const char *by, const char *how)
+{
+	char path[96], body[200], b[KCL_GONE_BY_MAX + 1], h[KCL_GONE_HOW_MAX + 1];
 	int rc = kcl_gone_path(id, inc, path, sizeof(path));
 	if (rc)
 		return rc;
-	int n = snprintf(body, sizeof(body), "{\"version\":1,\"by\":\"%.32s\"}", by ? by : "");
+	clean_word(b, sizeof(b), by);
+	clean_word(h, sizeof(h), how);
+	int n = h[0] ? snprintf(body, sizeof(body), "{\"version\":1,\"by\":\"%s\",\"how\":\"%s\"}", b, h)
+		     : snprintf(body, sizeof(body), "{\"version\":1,\"by\":\"%s\"}", b);
 	rc = sub_create_excl(v, path, body, (size_t)n);
 	if (rc == -ENOENT && (rc = sub_mkdirs(v, BROKERS_DIR, 0755)) == 0)
 		rc = sub_create_excl(v, path, body, (size_t)n);
 	/* The name is the whole fact: an existing certificate says the same. */
 	return rc == -EEXIST ? 0 : rc;
+}
+
+int kcl_gone_read(sub_vfs *v, int32_t id, kcl_incarn inc, char *by, size_t bylen, char *how,
+		  size_t howlen)
+{
+	char path[96], err[160];
+	char *buf = NULL;
+	size_t len = 0;
+	json_t *doc = NULL;
+	int rc = kcl_gone_path(id, inc, path, sizeof(path));
+	if (rc)
+		return rc;
+	snprintf(by, bylen, "?");
+	snprintf(how, howlen, "%s", "");
+	rc = sub_read_file(v, path, 1024, &buf, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == -EFBIG || rc == -E2BIG)
+		return 1; /* the name is the fact; the content says nothing */
+	if (rc)
+		return rc;
+	/* The content is informational: anything unreadable in it still leaves
+	 * a certificate (an older writer left it empty). */
+	char b[KCL_GONE_BY_MAX + 1], h[KCL_GONE_HOW_MAX + 1];
+	if (len && kcl__parse(buf, len, path, &doc, err, sizeof(err)) == 0) {
+		if (kcl__str(doc, "by", KCL_GONE_BY_MAX, 0, b, sizeof(b), err, sizeof(err)) == 0)
+			clean_word(by, bylen, b);
+		if (json_object_get(doc, "how") &&
+		    kcl__str(doc, "how", KCL_GONE_HOW_MAX, 1, h, sizeof(h), err, sizeof(err)) == 0)
+			clean_word(how, howlen, h);
+	}
+	json_decref(doc);
+	free(buf);
+	return 1;
+}
+
+int kcl_gone_parse_name(const char *name, int32_t *id, kcl_incarn *inc)
+{
+	uint64_t v[3] = {0, 0, 0};
+	const char *p = name;
+	for (int k = 0; k < 3; k++) {
+		int base = k == 0 ? 10 : 16, nd = 0;
+		for (;; p++, nd++) {
+			int d = *p >= '0' && *p <= '9' ? *p - '0' : base == 16 && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+			if (d < 0)
+				break;
+			if (nd >= (k == 0 ? 10 : 16))
+				return -EINVAL;
+			v[k] = v[k] * (uint64_t)base + (uint64_t)d;
+		}
+		if (nd == 0 || (k > 0 && nd != 16) || *p != (k < 2 ? '-' : '.'))
+			return -EINVAL;
+		p++;
+	}
+	if (strcmp(p, "gone") != 0 || v[0] > KCL_ID_MAX)
+		return -EINVAL;
+	*id = (int32_t)v[0];
+	inc->incarnation = v[1];
+	inc->nonce = v[2];
+	return 0;
 }
 
 int kcl_gone_exists(sub_vfs *v, int32_t id, kcl_incarn inc)

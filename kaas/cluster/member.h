@@ -14,9 +14,9 @@
  * Faster than the session timeout, an incarnation is dead when something
  * proves it can never acknowledge again: its own heartbeat says "stopped" or
  * "fenced" (written only after its acknowledgement gate closed for good), or
- * CLUSTER/brokers/<id>-<incarnation:016x>.gone exists (created exclusively by
- * whoever holds a kernel-level proof of the process's end: its supervisor
- * after waitpid(), or a successor on the same host).  A *newer incarnation*
+ * CLUSTER/brokers/<id>-<incarnation:016x>-<nonce:016x>.gone exists (created
+ * exclusively by whoever holds a kernel-level proof of the process's end: its
+ * supervisor after waitpid() (supervise.h), or a successor on the same host).  A *newer incarnation*
  * of the same id is not such a proof (the older one may be paused): it wins
  * the id, the older must step down, but the older's lease is still waited
  * out.
@@ -117,6 +117,17 @@ int kcl_hb_read(sub_vfs *v, int32_t id, kcl_hb *out, char *err, size_t errlen);
  * Writing an existing one is success (the fact is the same). */
 int kcl_gone_path(int32_t id, kcl_incarn inc, char *dst, size_t dstlen);
 int kcl_gone_write(sub_vfs *v, int32_t id, kcl_incarn inc, const char *by);
+/* The same, saying how it ended (e.g. "killed by signal 9"), for the log. */
+int kcl_gone_write_how(sub_vfs *v, int32_t id, kcl_incarn inc, const char *by, const char *how);
+#define KCL_GONE_BY_MAX 32
+#define KCL_GONE_HOW_MAX 64
+/* 1 exists (by and how filled from its content: "?" and "" where it says
+ * nothing readable), 0 not, -errno. */
+int kcl_gone_read(sub_vfs *v, int32_t id, kcl_incarn inc, char *by, size_t bylen, char *how,
+		  size_t howlen);
+/* The (id, incarnation) a certificate's file name stands for; -EINVAL for
+ * any other name. */
+int kcl_gone_parse_name(const char *name, int32_t *id, kcl_incarn *inc);
 /* 1 exists, 0 not, -errno. */
 int kcl_gone_exists(sub_vfs *v, int32_t id, kcl_incarn inc);
 

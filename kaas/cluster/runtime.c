@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kaas/cluster/runtime_int.h"
+#include "kaas/cluster/supervise.h"
 #include "kaas/core/ptable.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -189,9 +190,15 @@ static int wait_out_predecessor(kcl_rt *rt, char *err, size_t errlen)
 	}
 	rt->pred = prev.inc;
 	rt->pred_seq = prev.seq;
-	if (prev.state == KCL_ST_STOPPED || prev.state == KCL_ST_FENCED ||
-	    kcl_gone_exists(rt->b->cluster, rt->id, prev.inc) == 1) {
+	char by[KCL_GONE_BY_MAX + 1], how[KCL_GONE_HOW_MAX + 1];
+	if (prev.state == KCL_ST_STOPPED || prev.state == KCL_ST_FENCED) {
 		rt->pred_how = KCL_PRED_GONE;
+		return 0;
+	}
+	if (kcl_gone_read(rt->b->cluster, rt->id, prev.inc, by, sizeof(by), how, sizeof(how)) == 1) {
+		rt->pred_how = KCL_PRED_GONE;
+		KLOG_INFO("cluster", "broker %d: the previous incarnation %llu is gone (exit certificate by %s%s%s)",
+			  rt->id, (unsigned long long)prev.inc.incarnation, by, how[0] ? ": " : "", how);
 		return 0;
 	}
 	kcl_view v;
@@ -322,6 +329,17 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 	uint64_t last = kcl_hb_read(b->cluster, rt->id, &prev, why, sizeof(why)) == 0 ? prev.inc.incarnation : 0;
 	rt->inc.incarnation = kcl_incarnation_next(last, ku_wall_ms());
 	rt->inc.nonce = random64();
+	/* Before anything can act as this incarnation: a supervisor that knows
+	 * it can certify its end from the first heartbeat on. */
+	rc = kcl_sup_tell(rt->id, rt->inc, b->cluster->url ? b->cluster->url : c->cluster_url, why,
+			    sizeof(why));
+	if (rc < 0)
+		KLOG_WARN("cluster", "not reporting to a supervisor (%s): a kill -9 of this broker costs its "
+				     "peers a session timeout",
+			  why);
+	else if (rc == 1)
+		KLOG_INFO("cluster", "broker %d incarnation %llu reported to its supervisor (pid %ld)", rt->id,
+			  (unsigned long long)rt->inc.incarnation, (long)getppid());
 	rt->started_ns = ku_mono_ns();
 	kcl_view_init(&rt->view, c->broker_session_timeout_ms, rt->started_ns);
 	rt->view_ok = 1;

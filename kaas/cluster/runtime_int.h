@@ -84,6 +84,7 @@ struct kcl_rt {
 	kcl_gen leaders_gen;
 	int64_t log_quiet_until_ns;
 	unsigned refusals;
+	int gone_swept;     /* the id's older certificates were removed once */
 	/* controller (loop thread) */
 	int64_t last_pub_gen;   /* this incarnation's last published generation */
 	int64_t noctl_since_ns; /* when this observer last saw no controller (0: one is known) */
