@@ -7,6 +7,8 @@
 #   broker_stop                                   # SIGTERM and wait; BROKER_RC = exit code
 #   broker_kill                                   # SIGKILL (crash)
 #   broker_crash_restart [extra flags...]         # SIGKILL, then start again on the same port
+#   broker_refuses [-F] WHAT PATTERN [flags...]   # kaas on $T/data with these flags must
+#                                                 # not start, and say PATTERN (-F: fixed string)
 #
 # The broker listens on 127.0.0.1 port 0 (a free port it picks and logs) and
 # starts with --trust-unqualified unless BROKER_QUALIFIED=1.  Its log goes to
@@ -142,4 +144,19 @@ broker_crash_restart() {
 	broker_kill
 	[ $# -gt 0 ] && BROKER_ARGS=("$@")
 	_broker_launch "$port"
+}
+
+broker_refuses() {
+	local how=-q
+	if [ "$1" = -F ]; then
+		how=-qF
+		shift
+	fi
+	local what=$1 pat=$2
+	shift 2
+	if "$BIN/kaas" --data "$T/data" --trust-unqualified "$@" >"$T/refused.log" 2>&1; then
+		fail "$what: the broker started"
+	fi
+	grep "$how" -- "$pat" "$T/refused.log" || { cat "$T/refused.log"; fail "$what: no '$pat'"; }
+	pass "start-up refused: $what"
 }

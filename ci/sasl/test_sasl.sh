@@ -275,15 +275,7 @@ unset KAAS_SASL_MECH
 stop
 
 # ---- 5. settings refused at start-up ------------------------------------------------------
-bad() { # what pattern flags...
-	local what=$1 pat=$2
-	shift 2
-	if "$BIN/kaas" --data "$T/data" --trust-unqualified "$@" > "$T/bad.log" 2>&1; then
-		fail "$what: the broker started"
-	fi
-	grep -q -- "$pat" "$T/bad.log" || { cat "$T/bad.log"; fail "$what: no '$pat'"; }
-	pass "start-up refused: $what"
-}
+bad() { broker_refuses "$@"; }
 bad "GSSAPI" "'GSSAPI' is not supported" --override sasl.enabled.mechanisms=GSSAPI
 bad "an unknown mechanism" "is not a SASL mechanism" --override sasl.enabled.mechanisms=PLAIN,MD5
 bad "SASL_SSL without a keystore" "needs ssl.keystore.location" --listen SASL_SSL://127.0.0.1:0

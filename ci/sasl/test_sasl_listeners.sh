@@ -153,15 +153,7 @@ broker_stop
 [ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC on SIGTERM"
 
 # ---- 4. refused at start-up, by the full key -------------------------------------------
-bad() { # what pattern flags...
-	local what=$1 pat=$2
-	shift 2
-	if "$BIN/kaas" --data "$T/data" --trust-unqualified "$@" > "$T/bad.log" 2>&1; then
-		fail "$what: the broker started"
-	fi
-	grep -q -- "$pat" "$T/bad.log" || { cat "$T/bad.log"; fail "$what: no '$pat'"; }
-	pass "start-up refused: $what"
-}
+bad() { broker_refuses "$@"; }
 bad "an unknown mechanism for one listener" \
 	"listener.name.sasl_plaintext.sasl.enabled.mechanisms: invalid value 'PLAIN,MD5' ('MD5' is not a SASL mechanism" \
 	--listen SASL_PLAINTEXT://127.0.0.1:0 --override listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,MD5

@@ -233,15 +233,7 @@ stop
 pass "per listener: SSL without client certificates, INTERNAL (listener.name.internal.ssl.client.auth=required) only with one"
 
 # ---- 3. settings refused at start-up ------------------------------------------------
-bad() { # what pattern flags...
-	local what=$1 pat=$2
-	shift 2
-	if "$BIN/kaas" --data "$T/data" --trust-unqualified "$@" > "$T/bad.log" 2>&1; then
-		fail "$what: the broker started"
-	fi
-	grep -q -- "$pat" "$T/bad.log" || { cat "$T/bad.log"; fail "$what: no '$pat'"; }
-	pass "start-up refused: $what"
-}
+bad() { broker_refuses "$@"; }
 bad "SSL listener without a keystore" "needs ssl.keystore.location" --listen SSL://127.0.0.1:0
 bad "wrong key password" "ssl.key.location" --listen SSL://127.0.0.1:0 \
 	--override "ssl.certificate.location=$CRT/server.pem" --override "ssl.key.location=$CRT/server.enc.key" \

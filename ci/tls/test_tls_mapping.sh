@@ -76,15 +76,7 @@ broker_stop
 [ "$BROKER_RC" = 0 ] || fail "kaas exited $BROKER_RC on SIGTERM"
 
 # ---- 4. bad rules refused at start-up ---------------------------------------------------
-bad() { # what pattern flags...
-	local what=$1 pat=$2
-	shift 2
-	if "$BIN/kaas" --data "$T/data" --trust-unqualified "$@" > "$T/bad.log" 2>&1; then
-		fail "$what: the broker started"
-	fi
-	grep -qF -- "$pat" "$T/bad.log" || { cat "$T/bad.log"; fail "$what: no '$pat'"; }
-	pass "start-up refused: $what"
-}
+bad() { broker_refuses -F "$@"; }
 bad "a rule with a bad flag" "ssl.principal.mapping.rules: invalid rule 'RULE:^CN=(.*)\$/\$1/X'" \
 	--override 'ssl.principal.mapping.rules=DEFAULT, RULE:^CN=(.*)$/$1/X'
 bad "a pattern that does not compile" "invalid rule 'RULE:^CN=(.*\$/\$1/' (the pattern does not compile" \
