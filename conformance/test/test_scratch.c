@@ -148,6 +148,16 @@ START_TEST(rcopy_probe_fits_the_volume)
 	/* Always a quarter of the free space or less. */
 	for (int64_t a = 4 * M; a < 300 * M; a += 7 * M + 12345)
 		ck_assert_int_le(kc_rcopy_big_bytes(a) * 4, a);
+	/* What statvfs says about free space: nothing at 0 blocks (ceph-fuse
+	 * without a manager reports 0 of 0) or beyond 2^63; a full volume
+	 * with accounting is 0 free, not unknown. */
+	ck_assert_int_eq(kc_free_bytes(0, 0, 4 << 20), -1);
+	ck_assert_int_eq(kc_free_bytes(0, 5, 4096), -1);
+	ck_assert_int_eq(kc_free_bytes(100, 0, 4096), 0);
+	ck_assert_int_eq(kc_free_bytes(100, 7, 4096), 7 * 4096);
+	ck_assert_int_eq(kc_free_bytes(100, 7, 0), -1);
+	ck_assert_int_eq(kc_free_bytes(UINT64_MAX, UINT64_MAX, 4096), -1);
+	ck_assert_int_eq(kc_free_bytes(1, (uint64_t)INT64_MAX / 4096, 4096), (int64_t)((uint64_t)INT64_MAX / 4096 * 4096));
 }
 END_TEST
 
