@@ -60,3 +60,31 @@ assert 0 < p["space_wait_ms"] < 10000 and p["big_bytes"] == 1 << 20, p
 PY
 assert_empty "$late"
 pass "a volume whose space comes back while the check waits: rename-copy runs"
+
+# No space accounting (statvfs: 0 blocks, as ceph-fuse without a Ceph
+# manager) is not "0 KiB free": the full 64 MiB probe, and a note saying why.
+big=$(newdir big)
+expect_rc 0 "$KC" check "fault:$big?statvfs=none" --checks rename-copy --json n.json --no-progress
+validate n.json
+"$PY" - n.json <<'PY' || fail "rename-copy without space accounting"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+assert c["verdict"] == "PASS", c
+assert c["profile"]["big_bytes"] == 64 << 20 and "free_bytes" not in c["profile"], c["profile"]
+assert any("keeps no space accounting" in n for n in c.get("notes", [])), c.get("notes")
+PY
+assert_empty "$big"
+pass "a volume without space accounting: rename-copy runs its 64 MiB probe and says why"
+
+# ... and when such a volume is really full, the write that does not fit
+# is an ERROR, never a PASS.
+expect_rc 2 "$KC" check "fault:$tiny?statvfs=none" --checks rename-copy --json f.json --no-progress
+validate f.json
+"$PY" - f.json <<'PY' || fail "rename-copy on a full volume without space accounting"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+assert c["verdict"] == "ERROR", c
+assert "ENOSPC" in c["error"] or "No space" in c["error"], c["error"]
+PY
+assert_empty "$tiny"
+pass "a 3 MiB volume without space accounting: the 64 MiB probe does not fit, ERROR"
