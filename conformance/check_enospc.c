@@ -124,7 +124,16 @@ int kc_check_enospc(kc_run *r, kc_result *res, const char *dir)
 				sub_strerror(rc));
 		goto out;
 	}
-	int64_t avail = (int64_t)(fi.bavail * fi.bsize);
+	/* Filling a volume whose free space is unknown could mean filling a
+	 * shared one without bound. */
+	int64_t avail = kc_free_bytes(fi.blocks, fi.bavail, fi.bsize);
+	if (avail < 0) {
+		rc = -EFBIG;
+		kc_result_error(res,
+				"statvfs %s reports %s: the free space must be known before filling",
+				dir, fi.blocks == 0 ? "0 blocks (no space accounting)" : "more than 2^63 bytes");
+		goto out;
+	}
 	json_object_set_new(res->profile, "free_bytes", json_integer(avail));
 	json_object_set_new(res->profile, "limit_bytes", json_integer(r->o->enospc_limit));
 	if (avail > r->o->enospc_limit) {

@@ -87,8 +87,8 @@ static void pause_after_close(int64_t t_close, int *dense)
 	usleep(50 * 1000);
 }
 
-/* statvfs avail bytes, or -1 when unavailable (or beyond 2^63: a FUSE
- * filesystem that reports "unlimited"). */
+/* statvfs avail bytes, or -1 when unavailable (kc_free_bytes: no space
+ * accounting, or beyond 2^63: a FUSE filesystem that reports "unlimited"). */
 static int avail(kc_run *r, int a, const char *dir, int64_t *bytes)
 {
 	json_t *out = NULL;
@@ -96,11 +96,12 @@ static int avail(kc_run *r, int a, const char *dir, int64_t *bytes)
 	if (rc)
 		return rc;
 	const char *err = json_string_value(json_object_get(out, "err"));
+	json_int_t blocks = json_integer_value(json_object_get(out, "blocks"));
 	json_int_t bavail = json_integer_value(json_object_get(out, "bavail"));
 	json_int_t bsize = json_integer_value(json_object_get(out, "bsize"));
 	*bytes = -1;
-	if (err && strcmp(err, "OK") == 0 && bavail >= 0 && bsize > 0 && bavail <= INT64_MAX / bsize)
-		*bytes = bavail * bsize;
+	if (err && strcmp(err, "OK") == 0 && blocks >= 0 && bavail >= 0 && bsize >= 0)
+		*bytes = kc_free_bytes((uint64_t)blocks, (uint64_t)bavail, (uint64_t)bsize);
 	json_decref(out);
 	return 0;
 }

@@ -418,6 +418,13 @@ kc_verdict kc_judge_overall(const kc_result *res, int n)
 	return v;
 }
 
+int64_t kc_free_bytes(uint64_t blocks, uint64_t bavail, uint64_t bsize)
+{
+	if (blocks == 0 || bsize == 0 || bavail > (uint64_t)INT64_MAX / bsize)
+		return -1;
+	return (int64_t)(bavail * bsize);
+}
+
 void kc_judge_result(kc_result *r, uint64_t seed)
 {
 	typedef kc_verdict (*judge_fn)(const json_t *, char *, size_t);

@@ -106,5 +106,10 @@ kc_verdict kc_judge_enospc(const json_t *counts, char *summary, size_t len);
  * the largest power-of-two MiB within a quarter of the free space; 0 when
  * not even 1 MiB fits (the check says what it needs). */
 int64_t kc_rcopy_big_bytes(int64_t avail);
+/* The free bytes statvfs's counts say (blocks, bavail, fragment size), or
+ * -1 when they say nothing: a volume of 0 blocks keeps no space accounting
+ * (ceph-fuse without a Ceph manager, a FUSE filesystem without statfs
+ * reports all zeros), and one beyond 2^63 bytes reports "unlimited". */
+int64_t kc_free_bytes(uint64_t blocks, uint64_t bavail, uint64_t bsize);
 
 #endif

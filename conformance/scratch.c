@@ -54,21 +54,55 @@ json_t *kc_scratch_owner_self(void)
 			 (json_int_t)ku_wall_ms());
 }
 
+/* The host id in a name every volume can store: bytes outside
+ * [A-Za-z0-9._-] as =XX.  SMB refuses ':' and '|' in names (smbnetfs
+ * answers EIO and drops its connection), and smbnetfs passes names on as
+ * smb:// URLs, which decode %XX: '=' is left alone by both.  A
+ * case-insensitive volume keeps the case of what it stores, which =XX
+ * survives. */
+static int portable(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+	       c == '_' || c == '-';
+}
+
 int kc_scratch_owner_name(const json_t *owner, char *buf, size_t len)
 {
+	static const char hex[] = "0123456789ABCDEF";
 	const char *host = json_string_value(json_object_get(owner, "host_id"));
-	if (!host || !*host || strchr(host, '|') || strchr(host, ','))
+	if (!host || !*host)
 		return -EINVAL;
-	int n = snprintf(buf, len, KC_SCRATCH_OWNER_PREFIX "%lld,%lld,%lld,%s",
+	int n = snprintf(buf, len, KC_SCRATCH_OWNER_PREFIX "%lld,%lld,%lld,",
 			 (long long)json_integer_value(json_object_get(owner, "pid")),
 			 (long long)json_integer_value(json_object_get(owner, "pid_start")),
-			 (long long)json_integer_value(json_object_get(owner, "started_at_ms")), host);
-	if (n < 0 || (size_t)n >= len || n > 255)
+			 (long long)json_integer_value(json_object_get(owner, "started_at_ms")));
+	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
-	for (char *p = buf; *p; p++)
-		if (*p == '/')
-			*p = '|';
-	return 0;
+	size_t w = (size_t)n;
+	for (const unsigned char *h = (const unsigned char *)host; *h; h++) {
+		if (w + 4 > len)
+			return -ENAMETOOLONG;
+		if (portable(*h)) {
+			buf[w++] = (char)*h;
+		} else {
+			buf[w++] = '=';
+			buf[w++] = hex[*h >> 4];
+			buf[w++] = hex[*h & 15];
+		}
+	}
+	buf[w] = '\0';
+	return w > 255 ? -ENAMETOOLONG : 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
 }
 
 json_t *kc_scratch_owner_parse(const char *name)
@@ -90,11 +124,24 @@ json_t *kc_scratch_owner_parse(const char *name)
 	}
 	if (!*p)
 		return NULL;
+	/* =XX as kc_scratch_owner_name writes it; '|' for '/' is how records
+	 * were written before, still read so their leftovers are swept. */
 	char host[400];
-	snprintf(host, sizeof(host), "%s", p);
-	for (char *h = host; *h; h++)
-		if (*h == '|')
-			*h = '/';
+	size_t w = 0;
+	for (; *p; p++) {
+		if (w + 1 >= sizeof(host))
+			return NULL;
+		if (*p == '=') {
+			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+			if (lo < 0 || (hi == 0 && lo == 0))
+				return NULL;
+			host[w++] = (char)(hi << 4 | lo);
+			p += 2;
+		} else {
+			host[w++] = *p == '|' ? '/' : *p;
+		}
+	}
+	host[w] = '\0';
 	return json_pack("{s:s,s:s,s:I,s:I,s:I}", "kind", KC_SCRATCH_KIND, "host_id", host, "pid",
 			 (json_int_t)f[0], "pid_start", (json_int_t)f[1], "started_at_ms", (json_int_t)f[2]);
 }

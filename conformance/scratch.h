@@ -5,7 +5,9 @@
  *
  * Each run records its owner {host_id, pid, pid_start, started_at_ms} in the
  * name of a subdirectory, "<scratch>/owner,<pid>,<pid_start>,<ms>,<host id>"
- * ('/' in the host id written as '|'): a directory, not a file, because
+ * (every byte of the host id outside [A-Za-z0-9._-] written as =XX, so that
+ * SMB, which refuses ':' and '|', stores it too, and smbnetfs, which
+ * decodes %XX; records that wrote '/' as '|' are still read): a directory, not a file, because
  * the driver must not create files on an NFSv4 volume before it forks
  * actors (they would inherit its EXCLUSIVE4 verifier sequence), and the
  * fsync check forks again later.  Another run on the same host removes

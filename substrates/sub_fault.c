@@ -243,6 +243,13 @@ static int fw_statvfs(sub_vfs *v, const char *path, sub_fsinfo *out)
 	rc = sub__fault_enter(fv, OP_STATVFS, path, NULL);
 	if (rc == 0)
 		rc = sub_statvfs(fv->inner, path, out);
+	/* What ceph-fuse answers without a Ceph manager, and a FUSE
+	 * filesystem without statfs: a block size and nothing else. */
+	if (rc == 0 && fv->statvfs_none) {
+		uint64_t bsize = out->bsize;
+		memset(out, 0, sizeof(*out));
+		out->bsize = bsize;
+	}
 	unlock(fv);
 	return rc;
 }

@@ -10,7 +10,7 @@
  * inner URL with no fault option needs a bare '?' at the end
  * (fault:nfs://h/export?version=3?).  docs/substrates.md lists the
  * options (seed, fail, failpath, crash_after, crash_mode, undo_max, fsync,
- * rename, copy_delay_us, excl, cto, leak) and the crash model.
+ * rename, copy_delay_us, excl, cto, leak, statvfs) and the crash model.
  *
  * The functions below reach the fault layer behind a sub_vfs.  Each one
  * checks that the vfs really is a fault vfs and answers -EINVAL (or, for the

@@ -132,6 +132,7 @@ typedef struct fault_vfs {
 	int fsync_lie, rename_copy, rename_hide, excl_broken, excl_eperm;
 	int cto_stale; /* CTO_STRICT, CTO_STALE or CTO_SIZE */
 	char *leak_glob; /* leak=: closes of matching files keep them open */
+	int statvfs_none; /* statvfs=none: 0 blocks, as a volume without space accounting */
 	fault_rule *rules;
 	/* state */
 	uint64_t calls[OP_COUNT];

@@ -205,6 +205,17 @@ static int opt_cto(fault_vfs *fv, const opt_ctx *c)
 	return 0;
 }
 
+static int opt_statvfs(fault_vfs *fv, const opt_ctx *c)
+{
+	if (val_is(c, "none"))
+		fv->statvfs_none = 1;
+	else if (val_is(c, "honest"))
+		fv->statvfs_none = 0;
+	else
+		return opt_err(c, "statvfs must be none or honest");
+	return 0;
+}
+
 static int opt_leak(fault_vfs *fv, const opt_ctx *c)
 {
 	char *g = c->vlen ? strndup(c->val, c->vlen) : NULL;
@@ -337,6 +348,7 @@ static const struct fault_option {
 	{"excl", opt_excl},
 	{"cto", opt_cto},
 	{"leak", opt_leak},
+	{"statvfs", opt_statvfs},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 

@@ -53,3 +53,17 @@ expect_rc 2 "$KC" check "$big" --enospc lots
 grep -q -- "--enospc: 'lots' is not a size" err || fail "bad size: $(cat err)"
 assert_empty "$big"
 pass "a volume larger than the limit is never filled; the limit is required and checked"
+
+# A volume that keeps no space accounting (statvfs: 0 blocks, as ceph-fuse
+# without a manager) has unknown free space, not 0 bytes: never filled.
+expect_rc 2 "$KC" check "fault:$small?statvfs=none" --checks enospc --enospc 32m --json n.json --no-progress
+validate n.json
+grep -q "reports 0 blocks (no space accounting): the free space must be known before filling" err ||
+	fail "no refusal to fill a volume without space accounting: $(cat err)"
+"$PY" - n.json <<'PY' || fail "enospc without space accounting"
+import json, sys
+c = json.load(open(sys.argv[1]))["checks"][0]
+assert c["verdict"] == "ERROR" and c["counts"].get("filled_bytes", 0) == 0, c
+PY
+assert_empty "$small"
+pass "a volume without space accounting is never filled"

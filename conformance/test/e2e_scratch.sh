@@ -40,12 +40,15 @@ rec=$(cd "$vol/$left" && ls -d owner,*)
 "$PY" - "$rec" $kpid <<'PY' || fail "owner record: $rec"
 import sys
 _, pid, start, ms, host = sys.argv[1].split(",", 4)
-assert int(pid) == int(sys.argv[2]) and int(start) > 0 and int(ms) > 0 and "|netns:" in host, sys.argv[1]
+# the host id in characters every volume stores (SMB refuses ':' and '|',
+# smbnetfs decodes %XX)
+assert int(pid) == int(sys.argv[2]) and int(start) > 0 and int(ms) > 0 and "=2Fnetns=3A" in host, sys.argv[1]
+assert all(c.isalnum() or c in "._-=" for c in host), sys.argv[1]
 PY
 # A leftover of a run on another host (still live, for all this host knows),
 # and one with no owner record.
 mkdir "$vol/~kaas-conform-00000000000000bb"
-mkdir -p "$vol/~kaas-conform-00000000000000aa/owner,1,5,$(( $(date +%s%3N) - 7200000 )),elsewhere|1234abcd|netns:1"
+mkdir -p "$vol/~kaas-conform-00000000000000aa/owner,1,5,$(( $(date +%s%3N) - 7200000 )),elsewhere=2F1234abcd=2Fnetns=3A1"
 expect_rc 0 "$KC" check "$vol" --checks rename --iterations 50 --no-progress --json k.json
 validate k.json
 grep -q "removed leftover scratch directory $left" out || fail "the dead run's directory was not removed: $(cat out)"

@@ -79,18 +79,37 @@ START_TEST(owner_name_round_trip)
 	json_t *o = owner("node-1/3f2a9c1e/netns:4026531840", 4242, 81234567);
 	char nm[300];
 	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), 0);
-	ck_assert_str_eq(nm, "owner,4242,81234567,1,node-1|3f2a9c1e|netns:4026531840");
+	/* only [A-Za-z0-9._-] stays as is: SMB refuses ':' and '|', smbnetfs
+	 * decodes %XX */
+	ck_assert_str_eq(nm, "owner,4242,81234567,1,node-1=2F3f2a9c1e=2Fnetns=3A4026531840");
 	json_t *back = kc_scratch_owner_parse(nm);
 	ck_assert_ptr_nonnull(back);
 	ck_assert_int_eq(json_equal(o, back), 1);
 	json_decref(back);
 	ck_assert_int_eq(kc_scratch_owner_name(o, nm, 10), -ENAMETOOLONG);
+	/* a record written before the =XX form ('/' as '|') still reads */
+	back = kc_scratch_owner_parse("owner,4242,81234567,1,node-1|3f2a9c1e|netns:4026531840");
+	ck_assert_ptr_nonnull(back);
+	ck_assert_int_eq(json_equal(o, back), 1);
+	json_decref(back);
 	json_decref(o);
 	const char *bad[] = {"owner.json", "owner,", "owner,1,2,3", "owner,1,2,3,", "owner,x,2,3,h",
-			     "owner,1,2,,h", "rename", NULL};
+			     "owner,1,2,,h", "rename", "owner,1,2,3,h=", "owner,1,2,3,h=4",
+			     "owner,1,2,3,h=zz", "owner,1,2,3,h=00", NULL};
 	for (int i = 0; bad[i]; i++)
 		ck_assert_msg(kc_scratch_owner_parse(bad[i]) == NULL, "parsed '%s'", bad[i]);
-	o = owner("a,b", 1, 1);
+	/* whatever the host id holds comes back, and the name has only
+	 * characters every volume stores */
+	o = owner("a,b|c%d=e e:f\\g*?\"<>", 1, 1);
+	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), 0);
+	for (const char *c = nm; *c; c++)
+		ck_assert_msg(strchr(":|\\*?\"<> /%", *c) == NULL, "'%c' in %s", *c, nm);
+	back = kc_scratch_owner_parse(nm);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_int_eq(json_equal(o, back), 1);
+	json_decref(back);
+	json_decref(o);
+	o = owner("", 1, 1);
 	ck_assert_int_eq(kc_scratch_owner_name(o, nm, sizeof(nm)), -EINVAL);
 	json_decref(o);
 }
@@ -129,6 +148,16 @@ START_TEST(rcopy_probe_fits_the_volume)
 	/* Always a quarter of the free space or less. */
 	for (int64_t a = 4 * M; a < 300 * M; a += 7 * M + 12345)
 		ck_assert_int_le(kc_rcopy_big_bytes(a) * 4, a);
+	/* What statvfs says about free space: nothing at 0 blocks (ceph-fuse
+	 * without a manager reports 0 of 0) or beyond 2^63; a full volume
+	 * with accounting is 0 free, not unknown. */
+	ck_assert_int_eq(kc_free_bytes(0, 0, 4 << 20), -1);
+	ck_assert_int_eq(kc_free_bytes(0, 5, 4096), -1);
+	ck_assert_int_eq(kc_free_bytes(100, 0, 4096), 0);
+	ck_assert_int_eq(kc_free_bytes(100, 7, 4096), 7 * 4096);
+	ck_assert_int_eq(kc_free_bytes(100, 7, 0), -1);
+	ck_assert_int_eq(kc_free_bytes(UINT64_MAX, UINT64_MAX, 4096), -1);
+	ck_assert_int_eq(kc_free_bytes(1, (uint64_t)INT64_MAX / 4096, 4096), (int64_t)((uint64_t)INT64_MAX / 4096 * 4096));
 }
 END_TEST
 

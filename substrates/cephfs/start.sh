@@ -7,6 +7,14 @@
 # mounts is off (the [client] section below says why): the tool must pass it.
 # FUSE_PAGECACHE_OFF=false leaves that cache on, ceph-fuse's default.
 # OSD_STORE=bluestore keeps data on a file instead of in the OSD's memory.
+# No manager runs, and ceph-fuse answers statfs from the manager's pool
+# statistics: statvfs reports 0 blocks, which kaas-conform takes for "no
+# space accounting" (rename-copy then uses its full 64 MiB file; unlink-open
+# says the accounting is unavailable).  The OSD's own figures (admin socket,
+# perf dump: osd.stat_bytes_used) peak at about 72 MB in a whole run of the
+# checks, rename-copy's 64 MiB file included, and fall back to a few MB once
+# the MDS has purged what the checks deleted: the 1 GiB memstore is far from
+# the 95% full ratio at which the OSD would stop taking writes.
 set -euo pipefail
 SUB_NAME=cephfs
 . "$(dirname "$0")/../substrate-lib.sh"

@@ -65,6 +65,18 @@ for m in mA mB; do
 	sub_wait 20 test -d "$STATE/$m/127.0.0.1/share/data" \
 		|| sub_die "smbnetfs mount $m does not show the share"
 done
+# Seeing the directory is a lookup; the runs need to write.  smbnetfs
+# connects lazily and, after a failed request, answers EIO for a few
+# seconds while it reconnects: each mount is usable once a directory made
+# through it can be removed through it again.
+writable() {
+	local d=$STATE/$1/127.0.0.1/share/.kaas-ready-$1
+	mkdir -p "$d" && rmdir "$d"
+}
+for m in mA mB; do
+	sub_wait 30 writable $m \
+		|| sub_die "the share is not writable through smbnetfs mount $m: $(tail -3 "$STATE/smbnetfs-$m.log" 2>/dev/null)"
+done
 SUB_URL=$STATE/mA/127.0.0.1/share/data
 SUB_MOUNTS=$STATE/mB/127.0.0.1/share/data
 SUB_INFO="$(smbd --version) via smbnetfs $(dpkg-query -W -f='${Version}' smbnetfs 2>/dev/null), netns $ns"

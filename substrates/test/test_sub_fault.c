@@ -1145,6 +1145,25 @@ START_TEST(leak_keeps_matching_files_open_until_destroy)
 }
 END_TEST
 
+/* statvfs=none: a volume without space accounting, 0 blocks and 0 free
+ * whatever the inner volume has; honest is the default. */
+START_TEST(statvfs_none_reports_no_accounting)
+{
+	sub_fsinfo fi;
+	sub_vfs *v = fault_open("statvfs=none");
+	ck_assert_int_eq(sub_statvfs(v, "", &fi), 0);
+	ck_assert_uint_eq(fi.blocks, 0);
+	ck_assert_uint_eq(fi.bfree, 0);
+	ck_assert_uint_eq(fi.bavail, 0);
+	ck_assert_uint_gt(fi.bsize, 0);
+	sub_destroy(v);
+	v = fault_open("statvfs=honest");
+	ck_assert_int_eq(sub_statvfs(v, "", &fi), 0);
+	ck_assert_uint_gt(fi.blocks, 0);
+	sub_destroy(v);
+}
+END_TEST
+
 START_TEST(bad_options_are_rejected)
 {
 	static const struct {
@@ -1174,6 +1193,7 @@ START_TEST(bad_options_are_rejected)
 		{"copy_delay_us=99999999", "copy_delay_us"},
 		{"seed=1&rename=copy&bogus=2", "bogus=2"},
 		{"leak=", "leak"},
+		{"statvfs=zero", "statvfs"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char url[512], err[256] = "";
@@ -1241,6 +1261,7 @@ START_TEST(mutation_counting_and_api_checks)
 	ck_assert_int_eq(sub_close(f), 0);
 	ck_assert_int_eq(sub_stat_path(v, "d/f", &st), 0);
 	ck_assert_int_eq(sub_statvfs(v, "", &fi), 0);
+	ck_assert_uint_gt(fi.blocks, 0);
 	char **names;
 	size_t n;
 	ck_assert_int_eq(sub_list(v, "d", &names, &n), 0);
@@ -1282,6 +1303,7 @@ int main(void)
 				     excl_eperm_tells_the_loser_eperm,
 				     rename_hide_moves_an_open_target_aside, cto_size_keeps_the_first_size,
 				     leak_keeps_matching_files_open_until_destroy,
-				     bad_options_are_rejected, options_follow_the_last_question_mark,
+				     bad_options_are_rejected, statvfs_none_reports_no_accounting,
+				     options_follow_the_last_question_mark,
 				     mutation_counting_and_api_checks));
 }
