@@ -18,6 +18,7 @@ Prints "ok <case>" lines; the first failure raises.
 """
 import hashlib
 import os
+import re
 import socket
 import struct
 import sys
@@ -249,8 +250,10 @@ def snapshot():
         out[rel + "/"] = "dir"
         for f in files:
             p = os.path.join(root, f)
-            if os.path.basename(root) == "brokers" and f.endswith(".json"):
-                continue  # heartbeats: rewritten every broker.heartbeat.interval.ms by design
+            if os.path.basename(root) == "brokers" and re.fullmatch(r"\.?[0-9]+\.json(\.tmp\.[0-9a-f]+)?", f):
+                # heartbeats, and the temp file each rewrite renames into
+                # place: rewritten every broker.heartbeat.interval.ms by design
+                continue
             if os.path.islink(p):
                 out[os.path.join(rel, f)] = "link " + os.readlink(p)
                 continue
