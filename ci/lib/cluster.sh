@@ -227,11 +227,17 @@ cluster_cleanup() {
 }
 
 # Prints the tails of every broker's log (for fail messages).
+# Last, one digest of each broker (why it gave up, its last warnings), so
+# that a reader of a cut-off CI log still sees every broker's story.
 cluster_logs() {
 	local i
 	for i in $(seq 1 "$CL_N"); do
 		echo "--- broker $i (tail) ---" >&2
 		tail -n "${1:-25}" "${CL_LOG[$i]}" 2>/dev/null | grep -v ' DEBUG ' >&2
+	done
+	for i in $(seq 1 "$CL_N"); do
+		echo "--- broker $i (digest) ---" >&2
+		grep -E ' (WARN|ERROR) ' "${CL_LOG[$i]}" 2>/dev/null | grep -v 'Stale file handle' | tail -n 6 >&2
 	done
 }
 e2e_on_exit cluster_cleanup

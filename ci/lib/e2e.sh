@@ -26,7 +26,9 @@
 #   e2e_show_log FILE  fail shows the tail of FILE too
 #   e2e_scratch VAR PREFIX [BASE]  sets VAR to a fresh directory
 #                      BASE/PREFIX.XXXXXX (BASE: E2E_TMPDIR or /tmp), removed
-#                      at exit
+#                      at exit; with E2E_KEEP=DIR a failing script's scratch
+#                      directories are copied into DIR first (every log whole;
+#                      E2E_KEEP_ALL=1: a passing script's too)
 #
 # Each script is registered in the module.mk of the folder it lives in
 # (E2E_TESTS += dir/test_x.sh); `make e2e E2E=x` runs the scripts whose
@@ -60,10 +62,16 @@ if [ -z "${_E2E_FUNCS:-}" ]; then
 
 	e2e_show_log() { E2E_LOGS+=("$1"); }
 
+	_e2e_keep() {
+		[ -n "${E2E_KEEP:-}" ] && { [ "$E2E_RC" != 0 ] || [ -n "${E2E_KEEP_ALL:-}" ]; } || return 0
+		mkdir -p "$E2E_KEEP" && cp -a "$1" "$E2E_KEEP/" 2>/dev/null
+		echo "kept $1 in $E2E_KEEP" >&2
+	}
+
 	e2e_scratch() {
 		local _d
 		_d=$(mktemp -d "${3:-${E2E_TMPDIR:-/tmp}}/$2.XXXXXX")
-		e2e_on_exit "rm -rf '$_d'"
+		e2e_on_exit "_e2e_keep '$_d'; rm -rf '$_d'"
 		printf -v "$1" '%s' "$_d"
 	}
 

@@ -100,8 +100,10 @@ static int heartbeat_once(kcl_rt *rt)
 {
 	kcl_hb own;
 	char err[256];
+	int64_t t_read = ku_mono_ns();
 	/* One writer per file: a newer incarnation of this id wins it. */
 	int r = kcl_hb_read(rt->b->cluster, rt->id, &own, err, sizeof(err));
+	int64_t t_read_end = ku_mono_ns();
 	if (r == 0 && kcl_incarn_cmp(own.inc, rt->inc) > 0) {
 		char why[400];
 		snprintf(why, sizeof(why), "brokers/%d.json shows a newer incarnation %llu (endpoint %s)", rt->id,
@@ -119,6 +121,12 @@ static int heartbeat_once(kcl_rt *rt)
 	int64_t end = ku_mono_ns();
 	kcl_wd_end(&rt->wd, slot, end);
 	int l = b ? b : kcl_lease_renew_end(&rt->lease, rc, end);
+	/* A fifth of the stall bound: the operator sees the volume (or this
+	 * host) slowing down well before the watchdog or the lease ends it. */
+	if (end - t_read > rt->wd.bound_ns / 5)
+		KLOG_WARN("cluster", "slow heartbeat: %lld ms (own file read %lld ms, write %lld ms)",
+			  (long long)((end - t_read) / 1000000), (long long)((t_read_end - t_read) / 1000000),
+			  (long long)((end - now) / 1000000));
 	if (l == -ETIME)
 		kcl__rt_abandon(rt, KCL_EXIT_LAPSED,
 				"the lease lapsed: a heartbeat write came back after the renewal window "
