@@ -108,13 +108,7 @@ e2e_on_exit stop_jobs
 cluster_start "$DATA" 3 "${ARGS[@]}" || fail_cl "starting three brokers"
 # pid-<i>: the broker's own process (under a supervisor, its child), for SIGSTOP
 for i in 1 2 3; do cluster_bpid "$i" >"$T/pid-$i" || echo "${CL_PID[i]}" >"$T/pid-$i"; done
-"${CLI[@]}" $PY - "$CL_BOOT" "$PARTS" <<'EOF' || fail_cl "creating the topic"
-import sys
-from confluent_kafka.admin import AdminClient, NewTopic
-a = AdminClient({"bootstrap.servers": sys.argv[1]})
-for f in a.create_topics([NewTopic("chaos", int(sys.argv[2]), 1)]).values():
-    f.result(60)
-EOF
+"${CLI[@]}" $PY ci/chaos/workload.py create "$CL_BOOT" chaos "$PARTS" || fail_cl "creating the topic"
 
 # History lines from the shell (the nemesis and its background jobs), on
 # the workload's clock (CLOCK_MONOTONIC): one writer process stamps every

@@ -6,6 +6,7 @@ everything they saw, for checker.py to judge.
                   [--consumers C] [--group G --members M] [--churn 0|1] [--interval S] [--seed X]
   workload.py final BOOT TOPIC HISTORY --partitions P [--group G]
   workload.py event HISTORY F [key=value ...]      (a nemesis's line: heal, fault)
+  workload.py create BOOT TOPIC PARTITIONS         (the topic, before a run)
 
 run:   N idempotent acks=all producers (confluent-kafka, librdkafka) send
        values "<proc>-<n>" to partitions chosen round-robin; C consumers read
@@ -22,6 +23,8 @@ final: a fresh consumer reads every partition from its start to its end
        (the high watermark), each record a "read" line, then "read-end";
        then the group's committed offsets ("committed" lines).
 event: appends one line ({"f": F, ...}) with the same clock.
+create: creates TOPIC with PARTITIONS partitions (replication factor 1)
+       through an admin client; exits 1 naming the error if it fails.
 
 Time is CLOCK_MONOTONIC seconds, shared by every process on the host.
 Lines are appended with one write(2) each on an O_APPEND descriptor.
@@ -327,9 +330,22 @@ def event(argv):
     return 0
 
 
+def create(argv):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    boot, topic, parts = argv[0], argv[1], int(argv[2])
+    a = AdminClient({"bootstrap.servers": boot})
+    for name, f in a.create_topics([NewTopic(topic, parts, 1)]).items():
+        try:
+            f.result(60)
+        except Exception as e:
+            print("creating %s: %s" % (name, e), file=sys.stderr)
+            return 1
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    fn = {"run": run, "final": final, "event": event}.get(cmd)
+    fn = {"run": run, "final": final, "event": event, "create": create}.get(cmd)
     if fn is None:
         print(__doc__, file=sys.stderr)
         sys.exit(2)

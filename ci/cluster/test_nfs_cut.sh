@@ -58,13 +58,7 @@ echo "ok topology: ganesha in $NFS_NS, three broker namespaces, storage and clie
 
 # ---- three brokers, a topic, the workload ----------------------------------------------
 cluster_start "$URL" 3 --override broker.session.timeout.ms=$SESSION || fail_cl "starting three brokers over NFS"
-hub $PY - "$CL_BOOT" "$PARTS" <<'EOF2' || fail_cl "creating the topic"
-import sys
-from confluent_kafka.admin import AdminClient, NewTopic
-a = AdminClient({"bootstrap.servers": sys.argv[1]})
-for f in a.create_topics([NewTopic("chaos", int(sys.argv[2]), 1)]).values():
-    f.result(60)
-EOF2
+hub $PY ci/chaos/workload.py create "$CL_BOOT" chaos "$PARTS" || fail_cl "creating the topic"
 hub $PY ci/chaos/workload.py run "$CL_BOOT" chaos "$H" --seconds 70 --partitions "$PARTS" \
 	--producers 3 --consumers 1 --seed 11 >"$T/workload.log" 2>&1 &
 WL=$!

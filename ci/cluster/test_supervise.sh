@@ -52,13 +52,7 @@ for i in 1 2 3; do
 done
 echo "ok: three brokers, each under kaas supervise in its own namespace, reported their incarnations; $NT_URL"
 
-hub $PY - "$CL_BOOT" "$PARTS" <<'EOF' || fail_cl "creating the topic"
-import sys
-from confluent_kafka.admin import AdminClient, NewTopic
-a = AdminClient({"bootstrap.servers": sys.argv[1]})
-for f in a.create_topics([NewTopic("chaos", int(sys.argv[2]), 1)]).values():
-    f.result(60)
-EOF
+hub $PY ci/chaos/workload.py create "$CL_BOOT" chaos "$PARTS" || fail_cl "creating the topic"
 hub $PY ci/chaos/workload.py run "$CL_BOOT" chaos "$H" --seconds 0 --partitions "$PARTS" \
 	--producers 3 --consumers 1 --seed 5 >"$T/workload.log" 2>&1 &
 WL=$!
