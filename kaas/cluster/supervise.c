@@ -274,6 +274,41 @@ static int certify(const kcl_sup_report *r, const char *how, int64_t budget_ms)
 	}
 }
 
+/* certify() in a child process, killed at the budget: a volume that
+ * accepts calls and never answers them holds each libnfs call for its own
+ * RPC timeout (tens of seconds per call), and the supervisor must go on
+ * restarting the broker and passing signals.  A certificate is one atomic
+ * create, so a writer killed midway leaves none, never half of one. */
+static int certify_bounded(const kcl_sup_report *r, const char *how, int64_t budget_ms)
+{
+	int64_t deadline = ku_mono_ns() + budget_ms * 1000000LL;
+	pid_t pid = fork();
+	if (pid < 0) /* no process to spare: write it here, unbounded */
+		return certify(r, how, budget_ms);
+	if (pid == 0)
+		_exit(certify(r, how, budget_ms) == 0 ? 0 : 1);
+	int st = 0;
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (ku_mono_ns() >= deadline + 500000000LL) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			char path[96];
+			kcl_gone_path(r->id, r->inc, path, sizeof(path));
+			KLOG_ERR("supervise", "gave up writing %s in %s after %lld ms: the volume does not answer; "
+					      "peers wait out its lease",
+				 path, r->cluster_url, (long long)budget_ms);
+			return -ETIMEDOUT;
+		}
+		sleep_ms(20);
+	}
+}
+
 typedef struct child {
 	pid_t pid;
 	int rfd;
@@ -492,7 +527,7 @@ int kcl_sup_run(const kcl_sup_opts *o)
 		if (c.reported) {
 			KLOG_INFO("supervise", "broker %" PRId32 " incarnation %" PRIu64 " (pid %ld) %s; certifying it gone",
 				  c.rep.id, c.rep.inc.incarnation, (long)c.pid, how);
-			if (certify(&c.rep, how, budget) == 0) {
+			if (certify_bounded(&c.rep, how, budget) == 0) {
 				char path[96];
 				kcl_gone_path(c.rep.id, c.rep.inc, path, sizeof(path));
 				KLOG_INFO("supervise", "certified: %s is in place (by supervisor: %s, unless a same-host peer or the broker itself wrote it first)", path, how);

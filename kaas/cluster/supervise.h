@@ -36,7 +36,7 @@
 #define KCL_SUP_ENV_FD "KAAS_SUPERVISOR_FD"
 #define KCL_SUP_ENV_PID "KAAS_SUPERVISOR_PID"
 #define KCL_SUP_REPORT_MAX 4096 /* one line, written atomically (PIPE_BUF) */
-#define KCL_SUP_CERTIFY_MS 15000 /* how long a certificate write is retried */
+#define KCL_SUP_CERTIFY_MS 15000 /* how long a certificate write is retried, and may take */
 
 typedef struct kcl_sup_report {
 	pid_t pid;

@@ -4,14 +4,18 @@
  * processes (/bin/sh scripts standing in for the broker): a certificate
  * after kill -9 and after an exit, none for a child that did not report or
  * reported another pid, none while the child is stopped, none when the
- * supervisor itself is killed, SIGTERM passed on, restarts after 76. */
+ * supervisor itself is killed, SIGTERM passed on, restarts after 76, a
+ * certificate write bounded when the volume never answers. */
 #include <check.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -398,6 +402,39 @@ START_TEST(restart_starts_new_incarnations_after_give_ups_and_crashes)
 }
 END_TEST
 
+/* A cluster volume that takes calls and never answers them (a loopback
+ * socket nobody reads: the kernel completes the connection and buffers
+ * what libnfs sends): the certificate is given up at its budget, not
+ * after libnfs's own RPC timeouts, and the supervisor goes on. */
+START_TEST(a_volume_that_never_answers_bounds_the_certificate)
+{
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(ls, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(ls, 16), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+	int port = ntohs(a.sin_port);
+	char body[1024];
+	snprintf(body, sizeof(body),
+		 "printf 'kaas-supervise 1 pid=%%s id=7 incarnation=42 nonce=00000000000000ab "
+		 "cluster=nfs://127.0.0.1/x?version=3&nfsport=%d&mountport=%d\n' $$ >&$" KCL_SUP_ENV_FD "; exit 76",
+		 port, port);
+	char *argv[] = {"/bin/sh", "-c", body, NULL};
+	/* libnfs alone would wait 10 s for the first call's answer (the URL's
+	 * default timeout), and as long again for each retry. */
+	kcl_sup_opts o = {.argv = argv, .restart = 0, .certify_ms = 1000, .max_starts = 1};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(kcl_sup_run(&o), 76);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_msg(s < 8.0, "the supervisor waited %.1f s on a volume that never answers", s);
+	close(ls);
+}
+END_TEST
+
 START_TEST(certificate_content_is_informational_and_checked)
 {
 	char by[64], how[80], path[128];
@@ -450,5 +487,6 @@ int main(void)
 				     a_killed_supervisor_leaves_the_child_and_no_certificate,
 				     sigterm_is_passed_on_once_and_ends_the_supervisor,
 				     restart_starts_new_incarnations_after_give_ups_and_crashes,
+				     a_volume_that_never_answers_bounds_the_certificate,
 				     certificate_content_is_informational_and_checked));
 }
