@@ -237,7 +237,8 @@ cluster_logs() {
 	done
 	for i in $(seq 1 "$CL_N"); do
 		echo "--- broker $i (digest) ---" >&2
-		grep -E ' (WARN|ERROR) ' "${CL_LOG[$i]}" 2>/dev/null | grep -v 'Stale file handle' | tail -n 6 >&2
+		grep -E ' (WARN|ERROR) ' "${CL_LOG[$i]}" 2>/dev/null | grep -v -e 'Stale file handle' -e ' gate: ' |
+			tail -n 6 >&2
 	done
 }
 e2e_on_exit cluster_cleanup

@@ -296,7 +296,10 @@ void kcl__driver_pass(kcl_rt *rt)
 		}
 		free(want);
 	}
-	if (!rt->ready && rt->have_cur && kcl_view_settled(&rt->view, now)) {
+	/* Ready only once membership() saw the view settled and swept this id's
+	 * older exit certificates (loop.c): settled alone can turn true between
+	 * that sweep and this pass, and "ready" promises both. */
+	if (!rt->ready && rt->have_cur && rt->gone_swept) {
 		led_list l2 = {0};
 		kb_ptable_led(t, led_cb, &l2);
 		size_t leading = 0;
