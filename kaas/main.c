@@ -489,6 +489,7 @@ static void open_registry(kb_broker *b, int explicit_cluster)
 		to.defaults.index_interval_bytes = (int32_t)kb_broker_dyn(b, KB_DYN_LOG_INDEX_INTERVAL_BYTES);
 		to.defaults.timestamp_type = (int32_t)kb_broker_dyn(b, KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE);
 		to.defaults.cleanup_compact = (int32_t)kb_broker_dyn(b, KB_DYN_LOG_CLEANUP_POLICY);
+		to.defaults.compression_type = (int32_t)kb_broker_dyn(b, KB_DYN_COMPRESSION_TYPE);
 		to.num_partitions = (int32_t)kb_broker_dyn(b, KB_DYN_NUM_PARTITIONS);
 	}
 	to.default_replication_factor = cfg->default_replication_factor;

@@ -1,7 +1,10 @@
 """ci/storage/recompress_e2e.py — topic-level compression.type with two
-clients: confluent-kafka (librdkafka) and kafka-python.
+clients: confluent-kafka (librdkafka) and kafka-python; with broker-gzip,
+the broker-level compression.type instead.
 
-  recompress_e2e.py BROKER DATA_DIR
+  recompress_e2e.py BROKER DATA_DIR              # topic level
+  recompress_e2e.py BROKER DATA_DIR broker-gzip  # broker started with
+                                                 # --override compression.type=gzip
 
 * topic rc-gzip (compression.type=gzip): confluent-kafka sends lz4 and
   uncompressed batches, kafka-python uncompressed ones; every stored batch
@@ -15,6 +18,16 @@ clients: confluent-kafka (librdkafka) and kafka-python.
   IncrementalAlterConfigs (raw, no Debian client sends it) sets snappy:
   DescribeConfigs shows it and later batches are stored snappy, the earlier
   ones stay as they were.
+
+broker-gzip (topics without their own compression.type inherit the broker's):
+* topic bc-plain (no compression.type): DescribeConfigs shows gzip from
+  STATIC_BROKER_CONFIG; uncompressed batches from both clients are stored
+  gzip and read back by both;
+* topic bc-own (compression.type=zstd): its own value wins, batches stored zstd;
+* IncrementalAlterConfigs on the cluster-wide broker resource "" sets lz4:
+  bc-plain then shows lz4 from DYNAMIC_DEFAULT_BROKER_CONFIG and stores its
+  later batches lz4 (the earlier stay gzip), bc-own stays zstd; brotli is
+  refused with INVALID_REQUEST naming compression.type.
 """
 import glob
 import os
@@ -27,10 +40,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from kproto import Conn, Dec, Enc  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 
 BROKER, DATA = sys.argv[1], sys.argv[2]
+MODE = sys.argv[3] if len(sys.argv) > 3 else "topic"
 CODEC = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 N = 400  # records per producer run
 
@@ -148,6 +162,89 @@ def check_codecs(topic, want_codec, n):
         fail("%s: stored batches are %s, want only %s" % (topic, codecs, want_codec))
     ok("%s: all %d stored batches (%d records) are %s" % (topic, len(batches), n, want_codec))
 
+
+def src_of(entry):
+    return getattr(entry.source, "value", entry.source)
+
+
+def iac_raw(rtype, name, key, value):
+    """IncrementalAlterConfigs v1, one SET: (error code, message)."""
+    host, port = BROKER.rsplit(":", 1)
+    c = Conn(host, int(port), timeout=30)
+    e = Enc(True).array(1).i8(rtype).str(name).array(1).str(key).i8(0).str(value).tags().tags()
+    c.send(44, 1, e.i8(0).tags().done(), flex=True)
+    d = Dec(c.recv(flex_header=True)[1], True)
+    d.i32()
+    d.array()
+    err, msg = d.i16(), d.str()
+    c.close()
+    return err, msg
+
+
+def topic_compression(a, topic):
+    r = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    e = a.describe_configs([r])[r].result()["compression.type"]
+    return e.value, src_of(e)
+
+
+def broker_level():
+    a = AdminClient({"bootstrap.servers": BROKER})
+    a.create_topics([NewTopic("bc-plain", 1, 1)])["bc-plain"].result()
+    a.create_topics([NewTopic("bc-own", 1, 1, config={"compression.type": "zstd"})])["bc-own"].result()
+    got = topic_compression(a, "bc-plain")
+    if got != ("gzip", ConfigSource.STATIC_BROKER_CONFIG.value):
+        fail("bc-plain: DescribeConfigs compression.type %r, want gzip from STATIC_BROKER_CONFIG" % (got,))
+    got = topic_compression(a, "bc-own")
+    if got != ("zstd", ConfigSource.DYNAMIC_TOPIC_CONFIG.value):
+        fail("bc-own: DescribeConfigs compression.type %r, want its own zstd" % (got,))
+    ok("bc-plain inherits the broker's gzip (STATIC_BROKER_CONFIG), bc-own keeps its zstd")
+
+    produce_ck("bc-plain", "none", "ck-none")
+    produce_kp("bc-plain", None, "kp-none")
+    check_codecs("bc-plain", "gzip", 2 * N)
+    want = expected(["ck-none", "kp-none"])
+    read_ck("bc-plain", want)
+    read_kp("bc-plain", want)
+    produce_ck("bc-own", "none", "own-1")
+    check_codecs("bc-own", "zstd", N)
+
+    err, msg = iac_raw(4, "", "compression.type", "lz4")
+    if err != 0:
+        fail("IncrementalAlterConfigs broker '' compression.type=lz4: error %d %s" % (err, msg))
+    deadline = time.time() + 10
+    while topic_compression(a, "bc-plain") != ("lz4", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value):
+        if time.time() > deadline:
+            fail("bc-plain: DescribeConfigs shows %r after the broker default became lz4"
+                 % (topic_compression(a, "bc-plain"),))
+        time.sleep(0.2)
+    if topic_compression(a, "bc-own")[0] != "zstd":
+        fail("bc-own: compression.type %r after the broker default changed, want zstd"
+             % (topic_compression(a, "bc-own"),))
+    ok("IncrementalAlterConfigs set the cluster-wide compression.type=lz4; bc-plain follows, bc-own does not")
+    produce_ck("bc-plain", "none", "after")
+    produce_ck("bc-own", "none", "own-2")
+    wait_durable("bc-plain", 3 * N)
+    batches = stored_codecs("bc-plain")
+    before = {c for b, _, c in batches if b < 2 * N}
+    after = {c for b, _, c in batches if b >= 2 * N}
+    if before != {"gzip"} or after != {"lz4"}:
+        fail("bc-plain: before the alter %s (want gzip), after %s (want lz4)" % (before, after))
+    ok("bc-plain: batches before the alter stay gzip, later uncompressed ones are stored lz4")
+    read_ck("bc-plain", expected(["ck-none", "kp-none", "after"]))
+    check_codecs("bc-own", "zstd", 2 * N)
+
+    err, msg = iac_raw(4, "", "compression.type", "brotli")
+    if err != 42 or "compression.type" not in (msg or "") or "must be one of" not in (msg or ""):
+        fail("IncrementalAlterConfigs broker compression.type=brotli: %d %r, want INVALID_REQUEST (42)"
+             % (err, msg))
+    ok("IncrementalAlterConfigs broker compression.type=brotli refused: %s" % msg)
+
+
+if MODE == "broker-gzip":
+    broker_level()
+    sys.exit(0)
+if MODE != "topic":
+    fail("unknown mode %r (topic or broker-gzip)" % MODE)
 
 a = AdminClient({"bootstrap.servers": BROKER})
 for t, ct in (("rc-gzip", "gzip"), ("rc-zstd", "zstd"), ("rc-alter", "producer")):

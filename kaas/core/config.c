@@ -26,6 +26,13 @@
 
 #define OFF(f) offsetof(kb_config, f)
 
+const char *const kb_compression_names[] = {
+	[KS_COMPRESS_PRODUCER] = "producer", [KS_COMPRESS_UNCOMPRESSED] = "uncompressed",
+	[KS_COMPRESS_GZIP] = "gzip",         [KS_COMPRESS_SNAPPY] = "snappy",
+	[KS_COMPRESS_LZ4] = "lz4",           [KS_COMPRESS_ZSTD] = "zstd",
+	[KS_COMPRESS_ZSTD + 1] = NULL,
+};
+
 const kb_config_key kb_config_keys[] = {
 	{"broker.id", KCFG_I32, OFF(broker_id), 0, INT32_MAX, "1",
 	 "this broker's node id (--broker-id, KAAS_BROKER_ID)"},
@@ -117,6 +124,9 @@ const kb_config_key kb_config_keys[] = {
 	{"log.cleanup.policy", KCFG_CLEANUP, OFF(log.cleanup_compact), 0, 2, "delete",
 	 "what topics without a cleanup.policy do with old segments: delete (retention), compact "
 	 "(the log cleaner keeps the latest record per key), or compact,delete (both)"},
+	{"compression.type", KCFG_COMPRESSION, OFF(log.compression_type), 0, 5, "producer",
+	 "the codec batches of topics without their own compression.type are stored with: producer "
+	 "(as sent), uncompressed, gzip, snappy, lz4 or zstd (re-encoded on append)"},
 	{"log.retention.check.interval.ms", KCFG_I64, OFF(retention_check_interval_ms), 100,
 	 INT64_MAX, "300000", "how often retention and segment age are checked"},
 	{"kaas.log.scrub.bytes.per.sec", KCFG_I64, OFF(scrub_bytes_per_sec), 0, INT64_MAX, "4194304",
@@ -667,6 +677,15 @@ int kb_config_set(kb_config *c, const char *key, const char *value, char *err, s
 						   : KS_CLEANUP_DELETE;
 		return 0;
 	}
+	case KCFG_COMPRESSION:
+		/* Exactly Kafka's names, as the topic-level compression.type takes them. */
+		for (int i = 0; kb_compression_names[i]; i++)
+			if (strcmp(value, kb_compression_names[i]) == 0) {
+				*(int32_t *)(base + k->off) = i;
+				return 0;
+			}
+		return bad(err, errlen, key, value,
+			   "must be one of: uncompressed, zstd, lz4, snappy, gzip, producer");
 	case KCFG_STORETYPE:
 		if (strcasecmp(value, "PEM") == 0) {
 			snprintf(base + k->off, 16, "PEM");

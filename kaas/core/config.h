@@ -27,6 +27,7 @@ enum kb_config_type {
 	KCFG_SASL_MECHS, /* PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 (others refused by name) */
 	KCFG_SSL_RULES, /* ssl.principal.mapping.rules: parsed by kb_sslmap_parse */
 	KCFG_CLEANUP,  /* delete | compact | compact,delete (either order): KS_CLEANUP_* */
+	KCFG_COMPRESSION, /* producer | uncompressed | gzip | snappy | lz4 | zstd: KS_COMPRESS_* */
 };
 
 typedef struct kb_config_key {
@@ -39,6 +40,9 @@ typedef struct kb_config_key {
 } kb_config_key;
 
 extern const kb_config_key kb_config_keys[]; /* ends with a NULL key */
+
+/* Kafka's compression.type values, indexed by KS_COMPRESS_*; ends with NULL. */
+extern const char *const kb_compression_names[];
 
 /* "PLAINTEXT://host:port", "host:port", "[::1]:port".  0 or -1. */
 int kb_parse_hostport(const char *s, char *host, size_t hostlen, int32_t *port);

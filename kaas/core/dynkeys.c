@@ -27,6 +27,7 @@ static const char *const dyn_names[KB_DYN_COUNT] = {
 	[KB_DYN_LOG_INDEX_INTERVAL_BYTES] = "log.index.interval.bytes",
 	[KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE] = "log.message.timestamp.type",
 	[KB_DYN_LOG_CLEANUP_POLICY] = "log.cleanup.policy",
+	[KB_DYN_COMPRESSION_TYPE] = "compression.type",
 	[KB_DYN_NUM_PARTITIONS] = "num.partitions",
 	[KB_DYN_AUTO_CREATE_TOPICS_ENABLE] = "auto.create.topics.enable",
 	[KB_DYN_MAX_CONNECTIONS] = "max.connections",
@@ -62,7 +63,7 @@ int64_t kb__dyn_field(const kb_config *c, int k)
 	const char *p = (const char *)c + r->off;
 	switch (r->type) {
 	case KCFG_I16: return *(const int16_t *)p;
-	case KCFG_I32: case KCFG_TSTYPE: case KCFG_CLEANUP: return *(const int32_t *)p;
+	case KCFG_I32: case KCFG_TSTYPE: case KCFG_CLEANUP: case KCFG_COMPRESSION: return *(const int32_t *)p;
 	case KCFG_BOOL: return *(const int *)p != 0;
 	default: return *(const int64_t *)p;
 	}
@@ -76,6 +77,9 @@ static void format_value(int k, int64_t v, char canon[KB_DYN_VALUE_MAX])
 	else if (r->type == KCFG_CLEANUP)
 		snprintf(canon, KB_DYN_VALUE_MAX, "%s", v == KS_CLEANUP_COMPACT ? "compact"
 							 : v == KS_CLEANUP_COMPACT_DELETE ? "compact,delete" : "delete");
+	else if (r->type == KCFG_COMPRESSION)
+		snprintf(canon, KB_DYN_VALUE_MAX, "%s",
+			 v >= KS_COMPRESS_PRODUCER && v <= KS_COMPRESS_ZSTD ? kb_compression_names[v] : "producer");
 	else if (r->type == KCFG_TSTYPE)
 		snprintf(canon, KB_DYN_VALUE_MAX, "%s", v == 1 ? "LogAppendTime" : "CreateTime");
 	else

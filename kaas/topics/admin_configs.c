@@ -88,7 +88,7 @@ static int broker_configs(const kt_admin_ctx *c, kt_config_list *l)
 	bbool(l, "log.cleaner.enable", b->cleaner_enable, d->cleaner_enable);
 	bnum(l, "log.cleaner.dedupe.buffer.size", b->cleaner_dedupe_bytes, d->cleaner_dedupe_bytes);
 	bnum(l, "log.cleaner.io.max.bytes.per.second", b->cleaner_io_bytes_per_sec, d->cleaner_io_bytes_per_sec);
-	bentry(l, "compression.type", "producer", 0);
+	DYN(KB_DYN_COMPRESSION_TYPE);
 	bentry(l, "min.insync.replicas", "1", 0);
 	bentry(l, "unclean.leader.election.enable", "false", 0);
 	bnum(l, "log.retention.check.interval.ms", b->retention_check_interval_ms, d->retention_check_interval_ms);

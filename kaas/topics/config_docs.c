@@ -27,7 +27,7 @@ static const cdoc docs[] = {
 	{"cleanup.policy", T_LIST, "What happens to old segments: 'delete' removes them by retention.ms and retention.bytes; 'compact' keeps the latest record per key."},
 	{"compression.gzip.level", T_INT, "The gzip level used when the topic's compression.type makes the broker recompress."},
 	{"compression.lz4.level", T_INT, "The lz4 level used when the topic's compression.type makes the broker recompress."},
-	{"compression.type", T_STRING, "The codec batches are stored with; 'producer' keeps what the producer sent."},
+	{"compression.type", T_STRING, "The codec batches are stored with; 'producer' keeps what the producer sent.  On a broker resource: the default of topics that do not set one; dynamic: AlterConfigs on the broker resource changes it at run time."},
 	{"compression.zstd.level", T_INT, "The zstd level used when the topic's compression.type makes the broker recompress."},
 	{"connections.max.idle.ms", T_LONG, "Connections idle for longer than this are closed by the broker."},
 	{"default.replication.factor", T_INT, "Accepted for compatibility: the shared volume is the only copy, so every partition has one replica."},

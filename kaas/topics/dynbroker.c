@@ -3,9 +3,9 @@
  * registry see them: which broker resource a request names, the
  * DescribeConfigs entries with their precedence chain as synonyms, the
  * edits of AlterConfigs and IncrementalAlterConfigs, and applying a new
- * snapshot's topic defaults (log.*, message.max.bytes, num.partitions) to
- * the registry, which hands each changed topic's effective config to its
- * open partitions.
+ * snapshot's topic defaults (log.*, message.max.bytes, compression.type,
+ * num.partitions) to the registry, which hands each changed topic's
+ * effective config to its open partitions.
  *
  * The store itself (versions on the volume, validation, publication) is
  * kaas/core/dyncfg.c: the broker core reads the values, this layer writes
@@ -292,6 +292,7 @@ int kt_dyn_apply(kt_topics *reg, kb_dyncfg *d)
 	log.index_interval_bytes = (int32_t)s.eff[KB_DYN_LOG_INDEX_INTERVAL_BYTES];
 	log.timestamp_type = (int32_t)s.eff[KB_DYN_LOG_MESSAGE_TIMESTAMP_TYPE];
 	log.cleanup_compact = (int32_t)s.eff[KB_DYN_LOG_CLEANUP_POLICY];
+	log.compression_type = (int32_t)s.eff[KB_DYN_COMPRESSION_TYPE];
 	int rc = kt_topics_set_defaults(reg, &log, (int32_t)s.eff[KB_DYN_NUM_PARTITIONS]);
 	pthread_mutex_unlock(&apply_mu);
 	if (rc > 0)

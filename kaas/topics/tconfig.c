@@ -650,6 +650,12 @@ static void broker_value(int tc, const ks_log_config *b, char *dst, size_t len, 
 		snprintf(dst, len, "%s", b->timestamp_type == 1 ? "LogAppendTime" : "CreateTime");
 		*is_static = b->timestamp_type != k.timestamp_type;
 		return;
+	case KAAS_TC_COMPRESSION_TYPE:
+		snprintf(dst, len, "%s",
+			 b->compression_type > KS_COMPRESS_PRODUCER && b->compression_type <= KS_COMPRESS_ZSTD
+				 ? compression_vals[b->compression_type] : "producer");
+		*is_static = b->compression_type > KS_COMPRESS_PRODUCER && b->compression_type <= KS_COMPRESS_ZSTD;
+		return;
 	case KAAS_TC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS:
 		/* <= 0 in the storage engine's config is "no bound", Kafka's default. */
 		bv = b->timestamp_difference_max_ms > 0 ? b->timestamp_difference_max_ms : INT64_MAX;

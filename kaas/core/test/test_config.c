@@ -55,6 +55,15 @@ START_TEST(set_validates_and_names_the_key)
 	ck_assert_int_eq(c.log.retention_ms, -1);
 	ck_assert_int_eq(kb_config_set(&c, "log.message.timestamp.type", "LogAppendTime", err, sizeof(err)), 0);
 	ck_assert_int_eq(c.log.timestamp_type, 1);
+	ck_assert_int_eq(c.log.compression_type, KS_COMPRESS_PRODUCER); /* Kafka's default */
+	ck_assert_int_eq(kb_config_set(&c, "compression.type", "zstd", err, sizeof(err)), 0);
+	ck_assert_int_eq(c.log.compression_type, KS_COMPRESS_ZSTD);
+	ck_assert_int_eq(kb_config_set(&c, "compression.type", "uncompressed", err, sizeof(err)), 0);
+	ck_assert_int_eq(c.log.compression_type, KS_COMPRESS_UNCOMPRESSED);
+	ck_assert_int_eq(kb_config_set(&c, "compression.type", "brotli", err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "compression.type") && strstr(err, "brotli") &&
+		      strstr(err, "uncompressed, zstd, lz4, snappy, gzip, producer"), "%s", err);
+	ck_assert_int_eq(c.log.compression_type, KS_COMPRESS_UNCOMPRESSED); /* unchanged on error */
 	ck_assert_int_eq(kb_config_set(&c, "no.such.thing", "1", err, sizeof(err)), -ENOENT);
 	ck_assert_int_eq(kb_config_set(&c, "log.dirs", "/a,/b", err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(kb_config_set(&c, "log.dirs", "nfs://srv/export?version=3", err, sizeof(err)), 0);

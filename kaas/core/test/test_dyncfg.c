@@ -132,6 +132,21 @@ START_TEST(values_are_checked_like_the_static_config)
 	ck_assert_str_eq(canon, "compact,delete");
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_CLEANUP_POLICY, "compact", 7, canon, err, sizeof(err)), 0);
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_LOG_CLEANUP_POLICY, "shred", 5, canon, err, sizeof(err)), -EINVAL);
+	/* compression.type: Kafka's six values exactly, each its own canonical text. */
+	static const char *const codecs[] = {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"};
+	for (int i = 0; i < 6; i++) {
+		ck_assert_msg(kb_dyn_check(KB_DYN_COMPRESSION_TYPE, codecs[i], strlen(codecs[i]), canon, err,
+					   sizeof(err)) == 0, "%s: %s", codecs[i], err);
+		ck_assert_str_eq(canon, codecs[i]);
+	}
+	ck_assert_int_eq(kb_dyn_check(KB_DYN_COMPRESSION_TYPE, " gzip ", 6, canon, err, sizeof(err)), 0);
+	ck_assert_str_eq(canon, "gzip");
+	static const char *const bad_codecs[] = {"brotli", "GZIP", "none", "", "gzip,lz4"};
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(kb_dyn_check(KB_DYN_COMPRESSION_TYPE, bad_codecs[i], strlen(bad_codecs[i]), canon, err,
+					      sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, "compression.type") && strstr(err, "must be one of"), "%s", err);
+	}
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_NUM_PARTITIONS, "0", 1, canon, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(kb_dyn_check(KB_DYN_MAX_CONNECTIONS, "0", 1, canon, err, sizeof(err)), -EINVAL);
 	const char *longv = "1234567890123456789012345678901234567890";

@@ -826,6 +826,48 @@ START_TEST(broker_dynamic_configs)
 	ck_assert_int_eq(find(r, "cleanup.policy")->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
 	ck_assert_int_eq(iac(4, "", "log.cleanup.policy", 0, "shred", msg), KERR_INVALID_REQUEST);
 
+	/* compression.type: the broker default topics without their own are
+	 * stored in; a topic's own wins.  The registry hands it to the open
+	 * partitions, so the next append recompresses in it. */
+	kt_config_kv zkv = {{"compression.type", 16}, {"zstd", 4}};
+	kt_topic_spec ownz = {{"ownz", 4}, 1, 1, &zkv, 1};
+	ck_assert_int_eq(kt_topics_create(reg, &ownz, 0, NULL, msg, sizeof(msg)), KERR_NONE);
+	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.compression_type, KS_COMPRESS_PRODUCER);
+	dc(1, 4, "1", NULL, 0, 1, r);
+	e = find(r, "compression.type");
+	ck_assert_str_eq(e->value, "producer");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_DEFAULT);
+	ck_assert_int_eq(e->read_only, 0);
+	ck_assert_int_eq(iac(4, "", "compression.type", 0, "gzip", msg), KERR_NONE);
+	ck_assert_int_eq(kb_dyncfg_value(d, KB_DYN_COMPRESSION_TYPE), KS_COMPRESS_GZIP);
+	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.compression_type, KS_COMPRESS_GZIP);
+	ck_assert_int_eq(kt_topics_lookup(reg, "ownz", -1, &ci), 0);
+	ck_assert_int_eq(ci.cfg.compression_type, KS_COMPRESS_ZSTD);
+	dc(1, 4, "1", NULL, 0, 1, r);
+	e = find(r, "compression.type");
+	ck_assert_str_eq(e->value, "gzip");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_int_eq(e->nsyn, 2);
+	ck_assert_str_eq(e->syn_value[1], "producer");
+	ck_assert_int_eq(e->syn_source[1], KAAS_CFG_SRC_DEFAULT);
+	dc(1, 2, "plain", NULL, 0, 1, r);
+	e = find(r, "compression.type");
+	ck_assert_str_eq(e->value, "gzip");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_str_eq(e->syn_name[0], "compression.type");
+	ck_assert_str_eq(e->syn_value[0], "gzip");
+	dc(1, 2, "ownz", NULL, 0, 1, r);
+	e = find(r, "compression.type");
+	ck_assert_str_eq(e->value, "zstd");
+	ck_assert_int_eq(e->source, KAAS_CFG_SRC_TOPIC);
+	ck_assert_int_eq(e->syn_source[1], KAAS_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+	ck_assert_str_eq(e->syn_value[1], "gzip");
+	ck_assert_int_eq(iac(4, "", "compression.type", 0, "brotli", msg), KERR_INVALID_REQUEST);
+	ck_assert_msg(strstr(msg, "compression.type") && strstr(msg, "must be one of"), "%s", msg);
+	ck_assert_int_eq(kb_dyncfg_value(d, KB_DYN_COMPRESSION_TYPE), KS_COMPRESS_GZIP); /* unchanged */
+
 	/* AlterConfigs replaces the whole set: retention reverts, num.partitions moves. */
 	ck_assert_int_eq(ac(1, 4, "", "num.partitions", "3", 0, msg), KERR_NONE);
 	ck_assert_int_eq(retention_of("plain"), 604800000);
@@ -835,6 +877,7 @@ START_TEST(broker_dynamic_configs)
 	ck_assert_int_eq(info.partitions, 3);
 	ck_assert_int_eq(kt_topics_lookup(reg, "plain", -1, &ci), 0);
 	ck_assert_int_eq(ci.cfg.cleanup_compact, KS_CLEANUP_DELETE);
+	ck_assert_int_eq(ci.cfg.compression_type, KS_COMPRESS_PRODUCER); /* replaced away too */
 	free(r);
 	ctx.dyn = NULL;
 	kb_dyncfg_close(d);
