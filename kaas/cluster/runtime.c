@@ -102,7 +102,7 @@ static int heartbeat_once(kcl_rt *rt)
 	char err[256];
 	int64_t t_read = ku_mono_ns();
 	/* One writer per file: a newer incarnation of this id wins it. */
-	int r = kcl_hb_read(rt->b->cluster, rt->id, &own, err, sizeof(err));
+	int r = kcl_hb_read(rt->hbv, rt->id, &own, err, sizeof(err));
 	int64_t t_read_end = ku_mono_ns();
 	if (r == 0 && kcl_incarn_cmp(own.inc, rt->inc) > 0) {
 		char why[400];
@@ -117,7 +117,7 @@ static int heartbeat_once(kcl_rt *rt)
 	if (b == -ECANCELED)
 		return b;
 	int slot = kcl_wd_begin(&rt->wd, KCL_WD_HEARTBEAT, now);
-	int rc = kcl_hb_write(rt->b->cluster, &hb);
+	int rc = kcl_hb_write(rt->hbv, &hb);
 	int64_t end = ku_mono_ns();
 	kcl_wd_end(&rt->wd, slot, end);
 	int l = b ? b : kcl_lease_renew_end(&rt->lease, rc, end);
@@ -176,6 +176,28 @@ static void *wd_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* The heartbeat's own session (runtime_int.h, hbv).  One libnfs session
+ * carries one call at a time: the membership poll, the controller, the
+ * coordinator's group files and the take-over guard all go through
+ * b->cluster, and a take-over burst there held a heartbeat's own-file read
+ * for over half a second. */
+static int open_hb_volume(kcl_rt *rt, char *err, size_t errlen)
+{
+	sub_vfs *c = rt->b->cluster;
+	rt->hbv = c;
+	if (!c->url || strncmp(c->url, "nfs://", 6) != 0)
+		return 0;
+	char why[256];
+	int rc = sub_open_url(c->url, &rt->hbv, why, sizeof(why));
+	if (rc) {
+		rt->hbv = c;
+		snprintf(err, errlen, "opening the heartbeat's session to %s: %s", c->url, why);
+		return rc;
+	}
+	rt->hb_own = 1;
+	return 0;
 }
 
 /* ---- joining -------------------------------------------------------------------------- */
@@ -368,6 +390,8 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 	rt->tk_ok = 1;
 	kb_ptable_set_takeover_guard(b->parts, kcl_tkguard_fn, &rt->tk);
 	kb_ptable_set_io_hooks(b->parts, io_begin, io_end, rt);
+	if ((rc = open_hb_volume(rt, err, errlen)))
+		goto fail;
 	if ((rc = heartbeat_once(rt))) {
 		snprintf(err, errlen, "writing the first heartbeat brokers/%d.json: %s", rt->id, sub_strerror(rc));
 		goto fail;
@@ -455,7 +479,7 @@ void kcl_rt_finish(kcl_rt *rt)
 		kcl_lease_give_up(&rt->lease, "stopped");
 		kcl_hb hb;
 		fill_hb(rt, &hb);
-		int rc = kcl_hb_write(rt->b->cluster, &hb);
+		int rc = kcl_hb_write(rt->hbv, &hb);
 		if (rc)
 			KLOG_WARN("cluster", "writing the final heartbeat (stopped): %s", sub_strerror(rc));
 	}
@@ -472,6 +496,10 @@ void kcl_rt_finish(kcl_rt *rt)
 	rt->tk_ok = 0;
 	if (rt->token_fd >= 0)
 		close(rt->token_fd);
+	if (rt->hb_own)
+		sub_destroy(rt->hbv); /* every thread that used it is joined */
+	rt->hbv = NULL;
+	rt->hb_own = 0;
 	kcl__loop_free(rt);
 	if (rt->view_ok)
 		kcl_view_free(&rt->view);

@@ -85,6 +85,12 @@ struct kcl_rt {
 	int64_t log_quiet_until_ns;
 	unsigned refusals;
 	int gone_swept;     /* the id's older certificates were removed once */
+	/* The heartbeat writer's volume: a session of its own on an nfs://
+	 * cluster directory (hb_own), so that lease renewals never queue behind
+	 * this broker's other cluster-directory calls, which one libnfs session
+	 * serves one at a time; elsewhere b->cluster itself. */
+	sub_vfs *hbv;
+	int hb_own;
 	/* controller (loop thread) */
 	int64_t last_pub_gen;   /* this incarnation's last published generation */
 	int64_t noctl_since_ns; /* when this observer last saw no controller (0: one is known) */
