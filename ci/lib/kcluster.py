@@ -1,6 +1,8 @@
 """kcluster.py — raw Kafka requests the cluster tests need: Metadata v7 as
-one broker answers it, and a Produce v7 sent to one broker whatever it
-leads (so a test sees exactly what that broker says)."""
+one broker answers it, a Produce v7 sent to one broker whatever it
+leads (so a test sees exactly what that broker says), and one
+IncrementalAlterConfigs SET (the error code and message exactly as the
+broker gave them, which admin clients turn into exceptions)."""
 import sys
 
 sys.path.insert(0, "ci/lib")
@@ -55,3 +57,18 @@ def produce(port, topic, partition, values, acks=-1, host="127.0.0.1"):
     err, off = d.i16(), d.i64()
     c.s.close()
     return err, off
+
+
+def incremental_alter(port, rtype, name, key, value, host="127.0.0.1"):
+    """IncrementalAlterConfigs v1 with one SET of key=value on resource
+    (rtype: 2 topic, 4 broker; name "" for the cluster-wide default):
+    (error code, error message)."""
+    c = Conn(host, int(port), timeout=30)
+    e = Enc(True).array(1).i8(rtype).str(name).array(1).str(key).i8(0).str(value).tags().tags()
+    c.send(44, 1, e.i8(0).tags().done(), flex=True)
+    d = Dec(c.recv(flex_header=True)[1], True)
+    d.i32()
+    d.array()
+    err, msg = d.i16(), d.str()
+    c.close()
+    return err, msg

@@ -37,7 +37,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from kproto import Conn, Dec, Enc  # noqa: E402
+from kcluster import incremental_alter  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic  # noqa: E402
@@ -168,17 +168,8 @@ def src_of(entry):
 
 
 def iac_raw(rtype, name, key, value):
-    """IncrementalAlterConfigs v1, one SET: (error code, message)."""
     host, port = BROKER.rsplit(":", 1)
-    c = Conn(host, int(port), timeout=30)
-    e = Enc(True).array(1).i8(rtype).str(name).array(1).str(key).i8(0).str(value).tags().tags()
-    c.send(44, 1, e.i8(0).tags().done(), flex=True)
-    d = Dec(c.recv(flex_header=True)[1], True)
-    d.i32()
-    d.array()
-    err, msg = d.i16(), d.str()
-    c.close()
-    return err, msg
+    return incremental_alter(port, rtype, name, key, value, host=host)
 
 
 def topic_compression(a, topic):
@@ -275,16 +266,7 @@ read_ck("rc-zstd", expected(["ck-lz4", "ck-none", "kp-gzip", "kp-none"]))
 # producer, then IncrementalAlterConfigs to snappy.
 produce_ck("rc-alter", "lz4", "before")
 check_codecs("rc-alter", "lz4", N)
-host, port = BROKER.rsplit(":", 1)
-c = Conn(host, int(port), timeout=30)
-# IncrementalAlterConfigs v1: [resource type 2 (topic), name, [name, op 0 (SET), value]], validate_only
-e = Enc(True).array(1).i8(2).str("rc-alter").array(1).str("compression.type").i8(0).str("snappy").tags().tags()
-c.send(44, 1, e.i8(0).tags().done(), flex=True)
-d = Dec(c.recv(flex_header=True)[1], True)
-d.i32()
-d.array()
-err, msg = d.i16(), d.str()
-c.close()
+err, msg = iac_raw(2, "rc-alter", "compression.type", "snappy")
 if err != 0:
     fail("IncrementalAlterConfigs compression.type=snappy: error %d %s" % (err, msg))
 r = ConfigResource(ConfigResource.Type.TOPIC, "rc-alter")
@@ -305,14 +287,7 @@ if before != {"lz4"} or after != {"snappy"}:
 ok("rc-alter: batches before the alter stay lz4, later gzip batches are stored snappy")
 read_ck("rc-alter", expected(["before", "after"]))
 # An unknown value is refused by IncrementalAlterConfigs with the reason.
-c = Conn(host, int(port), timeout=30)
-e = Enc(True).array(1).i8(2).str("rc-alter").array(1).str("compression.type").i8(0).str("brotli").tags().tags()
-c.send(44, 1, e.i8(0).tags().done(), flex=True)
-d = Dec(c.recv(flex_header=True)[1], True)
-d.i32()
-d.array()
-err, msg = d.i16(), d.str()
-c.close()
+err, msg = iac_raw(2, "rc-alter", "compression.type", "brotli")
 if err != 40 or "String must be one of" not in (msg or ""):
     fail("IncrementalAlterConfigs compression.type=brotli: %d %r, want INVALID_CONFIG (40)" % (err, msg))
 ok("IncrementalAlterConfigs compression.type=brotli refused: %s" % msg)

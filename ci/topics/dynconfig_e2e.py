@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, "ci/lib")
 from kproto import Conn, Dec, Enc  # noqa: E402
-from kcluster import metadata  # noqa: E402
+from kcluster import incremental_alter, metadata  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 from kafka.admin import KafkaAdminClient  # noqa: E402
@@ -249,15 +249,7 @@ elif PHASE == "dropped":
     ok("broker 2's override removed: it describes the default and retention cut every partition of plain")
 elif PHASE == "race":
     def incremental(port, key, value):
-        c = Conn("127.0.0.1", port, timeout=30)
-        e = Enc(True).array(1).i8(4).str("").array(1).str(key).i8(0).str(value).tags().tags()
-        c.send(44, 1, e.i8(0).tags().done(), flex=True)
-        d = Dec(c.recv(flex_header=True)[1], True)
-        d.i32()
-        d.array()
-        err, msg = d.i16(), d.str()
-        c.close()
-        return err, msg
+        return incremental_alter(port, 4, "", key, value)
     errors = []
 
     def client(port, key, base):
