@@ -35,6 +35,17 @@ leader() { # "<broker> <epoch>" as a live broker answers
 	done
 	echo "? ?"
 }
+# "<broker> <epoch>" once a live broker names a leader (a broker that has
+# not yet seen the new topic answers "?"), up to 30 s.
+wait_leader() {
+	local l e
+	for _ in $(seq 1 300); do
+		read -r l e < <(leader)
+		[[ "$l" =~ ^[123]$ ]] && { echo "$l $e"; return 0; }
+		sleep 0.1
+	done
+	echo "? ?"
+}
 clean_epoch() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' "$D/clean.json" 2>/dev/null || echo -1; }
 # Waits until the partition is led by a live broker other than $1.
 moved_from() {
@@ -49,12 +60,19 @@ moved_from() {
 	done
 	return 1
 }
-# Waits for a pass in progress: the cleaner's temp file.
+# Waits for a pass in progress: the cleaner's temp file, which lives for
+# a pass's copy phase only (a fraction of a second when little is dirty).
+# The poll forks nothing (compgen is a builtin, the nap a read timeout on a
+# pipe nobody writes), so a loaded machine cannot stretch its period past
+# that window.
 mid_pass() {
-	for _ in $(seq 1 3000); do
-		ls "$D"/.*.tmp.clean >/dev/null 2>&1 && return 0
-		sleep 0.02
+	local nap end=$((SECONDS + 90))
+	exec {nap}<> <(:)
+	while [ "$SECONDS" -lt "$end" ]; do
+		if compgen -G "$D/.*.tmp.clean" >/dev/null; then exec {nap}>&-; return 0; fi
+		read -r -t 0.005 -u "$nap" _ || true
 	done
+	exec {nap}>&-
 	return 1
 }
 # Waits for broker $1 to log a clean of cc/0 after line $2 of its log.
@@ -71,7 +89,7 @@ cleaned_by() {
 $PY $H produce "$CL_BOOT" 1 "$S" >"$T/round1.log" 2>&1 &
 PR=$!
 e2e_on_exit "kill $PR 2>/dev/null || true"
-read -r L1 E1 < <(leader)
+read -r L1 E1 < <(wait_leader)
 [[ "$L1" =~ ^[123]$ ]] || fail_cl "no leader of cc/0"
 mid_pass || fail_cl "broker $L1 started no clean of cc/0"
 cluster_kill "$L1"
@@ -86,7 +104,7 @@ cluster_launch "$L1" || fail_cl "restarting broker $L1"
 $PY $H check "$CL_BOOT" "$S" || fail_cl "reading after the kill"
 
 # ---- 2. SIGSTOP mid-pass, continued after another broker cleaned ------------
-read -r L2 E2 < <(leader)
+read -r L2 E2 < <(wait_leader)
 $PY $H produce "$CL_BOOT" 2 "$S" >"$T/round2.log" 2>&1 &
 PR=$!
 e2e_on_exit "kill $PR 2>/dev/null || true"
@@ -111,7 +129,7 @@ if tail -n +"$MARK" "${CL_LOG[$L2]}" | grep "cc/0: cleaned \["; then
 fi
 E_NOW=$(clean_epoch)
 [ "$E_NOW" -ge "$E3" ] || fail_cl "clean.json went back to epoch $E_NOW (the stale leader's $E2?)"
-read -r LN EN < <(leader)
+read -r LN EN < <(wait_leader)
 [ "$E_NOW" = "$EN" ] || [ "$E_NOW" = "$E3" ] || fail_cl "clean.json of epoch $E_NOW, neither $E3 nor the leader's $EN"
 pass "broker $L2 resumed and swapped nothing: clean.json is of epoch $E_NOW (generation $GEN3 or later)"
 # A broker continued after its lease ran out gives it up and exits to start
@@ -151,7 +169,7 @@ for n in sorted(os.listdir(d)):
 print("ok %s: every cleaned file is named by clean.json, nothing below clean_end left" % d)
 PYEOF
 # Metrics of the partition's leader.
-read -r LN EN < <(leader)
+read -r LN EN < <(wait_leader)
 MURL=$(grep -o 'serving http://127.0.0.1:[0-9]*' "${CL_LOG[$LN]}" | tail -1 | sed 's/serving //')
 curl -fsS "$MURL/metrics" >"$T/metrics.txt" || fail_cl "scraping $MURL"
 $PY - "$T/metrics.txt" <<'PYEOF' || fail_cl "cleaner metrics"

@@ -233,12 +233,14 @@ cluster_logs() {
 	local i
 	for i in $(seq 1 "$CL_N"); do
 		echo "--- broker $i (tail) ---" >&2
-		tail -n "${1:-25}" "${CL_LOG[$i]}" 2>/dev/null | grep -v ' DEBUG ' >&2
+		tail -n "${1:-25}" "${CL_LOG[$i]}" 2>/dev/null | grep -v ' DEBUG ' >&2 || true
 	done
+	# "|| true": a broker with nothing to show must not end the caller
+	# (set -e, pipefail) before its fail message.
 	for i in $(seq 1 "$CL_N"); do
 		echo "--- broker $i (digest) ---" >&2
-		grep -E ' (WARN|ERROR) ' "${CL_LOG[$i]}" 2>/dev/null | grep -v -e 'Stale file handle' -e ' gate: ' |
-			tail -n 6 >&2
+		{ grep -E ' (WARN|ERROR) ' "${CL_LOG[$i]}" 2>/dev/null | grep -v -e 'Stale file handle' -e ' gate: ' |
+			tail -n 6 >&2; } || true
 	done
 }
 e2e_on_exit cluster_cleanup
