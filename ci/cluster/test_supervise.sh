@@ -177,6 +177,9 @@ sleep 3
 
 # ---- 3. a supervisor killed: its broker runs on, nobody certifies it -------------------
 w=$(( v % 3 + 1 ))
+# A bystander may have given up meanwhile (its watchdog on a slow fsync) and
+# be restarting under its supervisor: the step needs a running incarnation.
+cluster_sup_ready "$w" || fail_cl "broker $w's supervisor runs no ready broker"
 read -r WINC WHEX WNONCE WSEQ < <(inc "$w")
 C=$(cert "$w" "$WHEX" "$WNONCE")
 cluster_kill_supervisor "$w"

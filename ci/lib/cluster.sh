@@ -13,6 +13,7 @@
 #   cluster_wait_ready i  # wait for what cluster_spawn started to say ready
 #   cluster_alive i       # 0 when its process runs
 #   cluster_revive i      # restart broker i if it gave up leadership (76/77)
+#   cluster_sup_ready i   # supervised: wait until its supervisor runs a ready broker
 #   cluster_cleanup       # SIGTERM everything still running (e2e_on_exit does it)
 #   cluster_bpid i        # the broker's own pid (the supervisor's child when
 #                         #   supervised, else CL_PID[i])
@@ -149,6 +150,24 @@ cluster_kill() {
 }
 
 # kill -9 of broker i's supervisor only; its broker runs on (CL_ORPHAN[i]).
+# cluster_sup_ready i [timeout_s]: with CL_SUPERVISE=1, waits until broker
+# i's supervisor runs a child whose incarnation said "cluster: ready" (a
+# supervisor restarting a broker that gave up — a slow fsync on a loaded
+# machine is enough — has no child for a moment, then a joining one).
+cluster_sup_ready() {
+	local i=$1 end=$((SECONDS + ${2:-60})) log=${CL_LOG[$1]} from
+	while [ "$SECONDS" -lt "$end" ]; do
+		cluster_alive "$i" || return 1
+		from=$(grep -n "supervise: started the broker" "$log" | tail -1 | cut -d: -f1)
+		if [ -n "$from" ] && [ -n "$(pgrep -P "${CL_PID[$i]}" | head -1)" ] &&
+			tail -n +"$from" "$log" | grep -q "cluster: ready"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
 cluster_kill_supervisor() {
 	local i=$1
 	CL_ORPHAN[$i]=$(cluster_bpid "$i") || CL_ORPHAN[$i]=
