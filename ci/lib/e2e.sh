@@ -11,6 +11,9 @@
 #   BROKER_LOG        $T/broker.log (broker_start's log unless a call names another)
 #   PY                /usr/bin/python3, the interpreter with Debian's Kafka clients
 #   ci/lib/broker.sh  broker_start & co.; a started broker is stopped at exit
+#   an ERR trap       a command that ends the script under set -e is named on
+#                     stderr ("e2e: FILE:LINE: 'CMD' exited N"), with the
+#                     functions it was called from
 #
 # Libraries that set up on their own terms (conformance/test/lib.sh,
 # substrates/substrate-lib.sh) source it with --functions and get the
@@ -88,10 +91,30 @@ if [ -z "${_E2E_FUNCS:-}" ]; then
 	}
 
 	pass() { echo "ok: $*"; }
+
+	# A script under set -e that dies on a failed command says which one:
+	# without this, a command that fails outside an if or a || (an echo
+	# into a full disk, a wait on a child that died) ends the test with no
+	# word in its log.  Only when errexit is on: scripts that turn it off
+	# for a stretch (set +e) handle their failures themselves.
+	_e2e_err() {
+		local rc=$1 line=$2 cmd=$3 i
+		case $- in *e*) ;; *) return 0 ;; esac
+		{
+			echo "e2e: ${BASH_SOURCE[1]:-?}:$line: '$cmd' exited $rc; the script stops here (set -e)"
+			for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
+				[ "${FUNCNAME[i]}" != main ] || break
+				echo "e2e:   in ${FUNCNAME[i]} called from ${BASH_SOURCE[i + 1]:-?}:${BASH_LINENO[i]}"
+			done
+		} >&2
+		return 0
+	}
 fi
 
 if [ "${1:?source ci/lib/e2e.sh NAME (or --functions)}" != --functions ] && [ -z "${_E2E_TEST:-}" ]; then
 	_E2E_TEST=$1
+	set -E # errtrace: the ERR trap in functions and subshells too
+	trap '_e2e_err $? $LINENO "$BASH_COMMAND"' ERR
 	source ci/lib/broker.sh # registers broker_cleanup with e2e_on_exit at broker_start
 	PY=/usr/bin/python3
 	e2e_scratch T "kaas-$1" # first pushed: removed last

@@ -48,7 +48,12 @@ finish() {
 	local pid=$1 rc=$2 t=${name_of[$1]}
 	echo "== $t"
 	cat "${log_of[$pid]}"
-	[ "$rc" = 0 ] || { echo "FAILED: $t"; failed+=("$t"); }
+	if [ "$rc" != 0 ]; then
+		# The exit status, and the room left where the logs are: a script
+		# whose disk filled up may have had no room to say why.
+		echo "FAILED: $t (exit $rc; $(df -Ph "$logs" 2>/dev/null | awk 'NR==2 {print $4 " free on " $6}'))"
+		failed+=("$t")
+	fi
 	echo "-- $t: $(($(date +%s) - start[$pid])) s"
 	rm -f "${log_of[$pid]}"
 	unset "name_of[$pid]" "start[$pid]" "log_of[$pid]"

@@ -4,7 +4,8 @@
 # with the script's exit status kept and visible as E2E_RC; the scratch
 # directory goes last; fail exits 1 and shows the logs it was given; the
 # --functions form (conformance/test/lib.sh, substrates/substrate-lib.sh)
-# makes no scratch directory; substrate-lib.sh's start guard tears down only
+# makes no scratch directory; a command that fails under set -e is named
+# with its line and call chain; substrate-lib.sh's start guard tears down only
 # a failed start.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +36,16 @@ grep -q '^FAIL: on purpose$' "$T/fail.out" || fail "no FAIL line: $(cat "$T/fail
 grep -q '^the last words$' "$T/fail.out" || fail "log tail not shown: $(cat "$T/fail.out")"
 grep -q '^cleaned$' "$T/fail.out" || fail "cleanup did not run after fail"
 ! grep -q not-reached "$T/fail.out" || fail "fail did not exit"
+
+run errexit 'source ci/lib/e2e.sh h-errexit; quiet() { false || true; }; deep() { quiet; ( set +e; false; echo sub-ok ); false; }
+	deep; echo not-reached'
+[ "$(cat "$T/errexit.rc")" = 1 ] || fail "a failed command under set -e exited $(cat "$T/errexit.rc")"
+grep -q "^e2e: .*: 'false' exited 1; the script stops here (set -e)$" "$T/errexit.out" ||
+	fail "the failed command is not named: $(cat "$T/errexit.out")"
+grep -q '^e2e:   in deep called from ' "$T/errexit.out" || fail "no call chain: $(cat "$T/errexit.out")"
+[ "$(grep -c '^e2e: ' "$T/errexit.out")" = 2 ] || fail "handled failures reported too: $(cat "$T/errexit.out")"
+grep -q '^sub-ok$' "$T/errexit.out" || fail "set +e stretch cut short: $(cat "$T/errexit.out")"
+! grep -q not-reached "$T/errexit.out" || fail "set -e did not stop the script"
 
 run funcs 'source ci/lib/e2e.sh --functions; echo "T=${T:-unset}"; declare -F fail e2e_on_exit pass >/dev/null && echo defined'
 [ "$(cat "$T/funcs.out")" = "$(printf 'T=unset\ndefined')" ] || fail "--functions: $(cat "$T/funcs.out")"

@@ -19,7 +19,7 @@
 #   tmpfs  a tmpfs of its own: the server's storage is RAM, which no client
 #          can see (preflight on the client says "NFS"), and which survives
 #          a restart of ganesha (crash-restart.sh) but not a power cut;
-#   loop   ext4 on a loop device over a sparse image in STATEDIR: a disk
+#   loop   ext4 on a loop device over a 256 MiB image in STATEDIR: a disk
 #          whose power cut can be modelled.
 # With tmpfs and loop, SUB_POWER_LOSS_CMD is powerloss.sh STATEDIR: a
 # faithful model of a power cut of the server (ganesha killed, the export's
@@ -123,8 +123,10 @@ if [ "$FSAL" = vfs ] && [ "$EXPORT_ON" = tmpfs ]; then
 	state_set "$D" export_mount "$D/export"
 	mount -t tmpfs -o size=512m,mode=0755 "kaas-ganesha-ram" "$D/export"
 elif [ "$FSAL" = vfs ] && [ "$EXPORT_ON" = loop ]; then
-	truncate -s 256M "$D/export.img"
-	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$D/export.img"
+	# Allocated up front, not sparse: filling the export (a test's disk-full
+	# fault) must fill this image, never the disk that holds it.
+	fallocate -l 256M "$D/export.img" 2>/dev/null || truncate -s 256M "$D/export.img"
+	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1,nodiscard "$D/export.img"
 	dev=$(losetup -f --show "$D/export.img")
 	state_set "$D" export_loop "$dev"
 	state_set "$D" export_mount "$D/export"
