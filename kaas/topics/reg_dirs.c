@@ -186,6 +186,31 @@ int kt__stamp_write(kt_topics *reg, const kt_topic_info *t)
 	return sub_write_atomic(reg->o.data, path, buf, (size_t)n);
 }
 
+/* Is t still the incarnation CLUSTER/topics/<name>.json names, read now?
+ * Every caller of prepare got t from that file, but a broker paused since
+ * (or one whose registry view lags) would otherwise judge the directory of
+ * the incarnation registered after t — live data another broker leads — as
+ * foreign, and move it aside or restamp it.  Asked right before each such
+ * step; anything but "yes" leaves the directory alone (-ESTALE: the tick
+ * reads the registry again and re-drives).  Never on the common paths (the
+ * stamp is ours, or the directory is new): one read per judgement only. */
+static int still_registered(kt_topics *reg, const kt_topic_info *t)
+{
+	topic_ent *e = NULL;
+	sub_stat st;
+	char why[128];
+	int rc = kt__reg_read(reg, t->name, &e, &st, why, sizeof(why));
+	if (rc < 0)
+		return rc;
+	int same = rc == RF_OK && strcmp(e->info.id, t->id) == 0;
+	kt__ent_free(e);
+	if (!same)
+		KLOG_WARN("topics", "topic %s: id %s is no longer the registered incarnation (%s); leaving DATA/%s "
+			  "alone", t->name, t->id, rc == RF_OK ? "another id is" : "the entry is missing or unreadable",
+			  t->name);
+	return same ? 0 : -ESTALE;
+}
+
 /* DATA/<t->name> is stamped with another ID than the registered t->id.
  * Whether that is an earlier incarnation is decided on the whole evidence
  * (reg_ident.c, docs/topics.md "Identity"), never on the stamp alone:
@@ -221,6 +246,10 @@ static int foreign_stamp(kt_topics *reg, const kt_topic_info *t, trash_list *tl)
 		if (rc != -ENOENT)
 			return rc;
 	}
+	/* The verdict is about to move or restamp a directory: only for the
+	 * incarnation the volume registers now. */
+	if ((rc = still_registered(reg, t)))
+		return rc;
 	if (verdict == KT_VERDICT_RECLAIM) {
 		KLOG_INFO("topics", "topic %s: directory belongs to an earlier, deleted incarnation (%s); reclaiming it "
 			  "for id %s", t->name, why, t->id);
@@ -303,8 +332,11 @@ int kt__prepare_dir_locked(kt_topics *reg, const kt_topic_info *t, trash_list *t
 			/* Unknown identity: adopt, never delete.  Partition manifests
 			 * still carry their own topic IDs, which the storage engine
 			 * checks. */
+			int src = rc;
+			if ((rc = still_registered(reg, t)))
+				break;
 			KLOG_WARN("topics", "topic %s: adopting the %s directory DATA/%s (stamping it with id %s)",
-				  t->name, rc == -ENOENT ? "unstamped" : "unreadably stamped", t->name, t->id);
+				  t->name, src == -ENOENT ? "unstamped" : "unreadably stamped", t->name, t->id);
 			rc = kt__stamp_write(reg, t);
 			break;
 		}

@@ -319,6 +319,61 @@ START_TEST(consistent_foreign_id_not_recorded_deleted_is_quarantined)
 }
 END_TEST
 
+START_TEST(a_stale_view_never_moves_the_registered_incarnation_aside)
+{
+	/* Broker A read the registry when "pay" was id X.  Meanwhile another
+	 * broker deleted X and created the name again as OTHER_ID, whose
+	 * directory holds acknowledged records.  A, resuming with its old view
+	 * and X's directory not yet prepared, must not judge OTHER_ID's
+	 * directory foreign (its stamp and manifests agree on an ID not
+	 * recorded as deleted: quarantine) — the volume registers OTHER_ID. */
+	kt_topic_info t = topic_with_records("pay", 2);
+	kt_topics *reg = open_reg_ret(0);
+
+	ck_assert_int_eq(sub_remove_tree(data, "pay"), 0);
+	partition_with_data("pay", 0, OTHER_ID, "acknowledged records of pay/0");
+	partition_with_data("pay", 1, OTHER_ID, "acknowledged records of pay/1");
+	write_stamp("pay", OTHER_ID);
+	char path[SUB_PATH_MAX], *buf;
+	size_t len;
+	kt__reg_path(path, sizeof(path), "pay");
+	ck_assert_int_eq(sub_read_file(cluster, path, 1 << 20, &buf, &len), 0);
+	for (char *at = buf; (at = strstr(at, t.id)); at += strlen(OTHER_ID))
+		memcpy(at, OTHER_ID, strlen(OTHER_ID));
+	ck_assert_int_eq(sub_write_atomic(cluster, path, buf, len), 0);
+	free(buf);
+	char dpath[300];
+	snprintf(dpath, sizeof(dpath), "deleted-ids/%s.json", t.id);
+	put_str(cluster, dpath, "{}");
+
+	/* A's view: X registered, its directory not yet made ready. */
+	topic_ent *e = kt__mem_find(reg, "pay");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(e->info.id, t.id);
+	e->dir_ready = 0;
+	ck_assert_int_eq(kt_topics_prepare_dir(reg, &t), -ESTALE);
+	ck_assert_int_eq(count_prefix(data, "", "~quarantine-"), 0);
+	ck_assert_int_eq(count_prefix(data, "", "~trash-"), 0);
+	char sid[64];
+	stamp_of("pay", sid);
+	ck_assert_str_eq(sid, OTHER_ID);
+	assert_records_kept("pay", 2, "pay");
+	ck_assert(logged("WARN", "is no longer the registered incarnation"));
+
+	/* Once A reads the registry again it follows OTHER_ID, and the
+	 * directory is still where its leader left it. */
+	ck_assert_int_eq(kt_topics_tick(reg), 0);
+	kt_topic_info now;
+	ck_assert_int_eq(kt_topics_lookup(reg, "pay", 3, &now), 0);
+	ck_assert_str_eq(now.id, OTHER_ID);
+	ck_assert_int_eq(count_prefix(data, "", "~quarantine-"), 0);
+	stamp_of("pay", sid);
+	ck_assert_str_eq(sid, OTHER_ID);
+	assert_records_kept("pay", 2, "pay");
+	kt_topics_close(reg);
+}
+END_TEST
+
 START_TEST(mixed_manifests_are_quarantined)
 {
 	/* Manifests disagree among themselves and with the registry. */
@@ -740,6 +795,7 @@ int main(void)
 			  KTEST_LIST(rewritten_stamp_keeps_the_topic_and_logs_a_conflict,
 				     consistent_foreign_id_not_recorded_deleted_is_quarantined,
 				     mixed_manifests_are_quarantined,
+				     a_stale_view_never_moves_the_registered_incarnation_aside,
 				     proven_old_incarnation_goes_to_the_trash_and_stays,
 				     garbage_registry_file_is_rebuilt_from_the_volume,
 				     invalid_registry_entry_is_rebuilt_from_the_volume,
