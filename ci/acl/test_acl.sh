@@ -59,7 +59,7 @@ args=(--listen "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
 	--override sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
 	--override authorizer.class.name=kaas --override super.users=User:admin
 	--override kaas.acl.poll.ms=$POLL --override num.partitions=2
-	--override broker.session.timeout.ms=2000 --override group.initial.rebalance.delay.ms=100)
+	--override broker.session.timeout.ms=5000 --override group.initial.rebalance.delay.ms=100)
 # One after the other: two brokers starting at once can race on creating
 # the cluster's SASL secret (users/.secret.json), which is not this test's
 # subject.
@@ -186,7 +186,7 @@ CL_ARGS=(--listen "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SSL://12
 	--override sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256 --override "ssl.keystore.location=$CRT/server.keystore.pem"
 	--override "ssl.truststore.location=$CRT/ca.pem" --override ssl.client.auth=required
 	--override authorizer.class.name=kaas --override super.users=User:admin --override kaas.acl.poll.ms=$POLL
-	--override broker.session.timeout.ms=2000)
+	--override broker.session.timeout.ms=5000)
 CL_N=1
 cluster_launch 1 || fail_cl "a broker with an SSL listener"
 S1=127.0.0.1:$(sasl_port 1)
@@ -219,7 +219,7 @@ cluster_term 1
 
 # ---- 6. no authorizer ----------------------------------------------------------------
 CL_ARGS=(--listen "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0" --override sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
-	--override broker.session.timeout.ms=2000)
+	--override broker.session.timeout.ms=5000)
 CL_N=1
 cluster_launch 1 || fail_cl "a broker without authorizer"
 S1=127.0.0.1:$(sasl_port 1)

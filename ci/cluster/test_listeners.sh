@@ -16,12 +16,12 @@ fail_cl() { cluster_logs 30; fail "$@"; }
 
 two=(--listen "PLAINTEXT://127.0.0.1:0,OUTSIDE://127.0.0.1:0"
 	--override listener.security.protocol.map=OUTSIDE:PLAINTEXT
-	--override broker.session.timeout.ms=2000 --override num.partitions=6)
+	--override broker.session.timeout.ms=5000 --override num.partitions=6)
 cluster_start "$T/data" 2 "${two[@]}" || fail_cl "starting brokers 1 and 2"
 # Broker 3: PLAINTEXT only.
 CL_N=3
 CL_LOG[3]=$T/b3.log
-CL_ARGS=(--override broker.session.timeout.ms=2000 --override num.partitions=6)
+CL_ARGS=(--override broker.session.timeout.ms=5000 --override num.partitions=6)
 cluster_launch 3 || fail_cl "starting broker 3"
 _cl_boot
 outside() { grep -o 'listener OUTSIDE (PLAINTEXT) on 127.0.0.1:[0-9]*' "${CL_LOG[$1]}" | tail -1 | grep -o '[0-9]*$'; }

@@ -20,7 +20,7 @@ source ci/lib/e2e.sh cluster-shared
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
 
-cluster_start "$T/data" 2 --override broker.session.timeout.ms=2000 || fail_cl "starting two brokers"
+cluster_start "$T/data" 2 --override broker.session.timeout.ms=5000 || fail_cl "starting two brokers"
 echo "ok two brokers on one directory: $CL_BOOT"
 
 $PY - "${CL_PORT[1]}" "${CL_PORT[2]}" <<'PY' || fail_cl "the two-brokers scenario"
@@ -90,7 +90,7 @@ PY
 # A second process with an id in use: refused, with the reason.
 set +e
 "$BIN/kaas" --data "$T/data" --listen 127.0.0.1:0 --broker-id 1 --trust-unqualified \
-	--override broker.session.timeout.ms=2000 >"$T/dup.log" 2>&1
+	--override broker.session.timeout.ms=5000 >"$T/dup.log" 2>&1
 rc=$?
 set -e
 [ "$rc" != 0 ] || fail_cl "a second broker 1 started"

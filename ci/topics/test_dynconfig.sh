@@ -22,7 +22,7 @@ JS() { NODE_PATH=$T/js/node_modules timeout 120 node ci/topics/dynconfig_kafkajs
 PYD() { timeout 300 $PY ci/topics/dynconfig_e2e.py "$1" "${CL_PORT[1]}" "${CL_PORT[2]}" "${CL_PORT[3]}"; }
 
 cluster_start "$T/data" 3 --override log.retention.check.interval.ms=500 \
-	--override broker.session.timeout.ms=2000 || fail_cl "starting three brokers"
+	--override broker.session.timeout.ms=5000 || fail_cl "starting three brokers"
 echo "ok three brokers: $CL_BOOT"
 
 PYD setup || fail_cl "setup"
