@@ -536,6 +536,14 @@ static void open_authorizer(kb_broker *b)
 		die(1, "the authorizer: %s", strerror(-rc));
 }
 
+/* b->coord_settled: not before the coordinator is open. */
+static int coord_settled(void *arg)
+{
+	kb_broker *b = arg;
+	kg_coord *c = __atomic_load_n(&b->coord, __ATOMIC_ACQUIRE);
+	return c && kg_coord_settled(c);
+}
+
 /* Every partition of every registered topic, taken over at a fresh epoch. */
 static void start_partitions(kb_broker *b)
 {
@@ -646,6 +654,11 @@ int main(int argc, char **argv)
 	start_partitions(b);
 	advertise(b, srv);
 
+	/* The cluster says "ready" only once the coordinator serves the
+	 * shards it is given; it opens after the runtime (it needs the drain
+	 * hook), so until then it serves none. */
+	b->coord_settled = coord_settled;
+	b->coord_settled_arg = b;
 	kcl_rt *crt = NULL;
 	rc = kcl_rt_start(b, &crt, err, sizeof(err));
 	if (rc)
@@ -653,9 +666,11 @@ int main(int argc, char **argv)
 	b->drain = (void (*)(void *))kcl_rt_drain;
 	b->drain_arg = crt;
 
-	rc = kg_coord_open(b, &b->coord);
+	kg_coord *coord = NULL;
+	rc = kg_coord_open(b, &coord);
 	if (rc)
 		die(1, "group coordinator: %s", strerror(-rc));
+	__atomic_store_n(&b->coord, coord, __ATOMIC_RELEASE); /* the cluster thread reads it */
 
 	KLOG_INFO("kaas", "broker %d listening on %s:%d, advertised as %s:%d (cluster %s)", b->id,
 		  cfg->listen_host, kn_server_port(srv), b->host, b->port, b->cluster_id);

@@ -306,7 +306,10 @@ void kcl__driver_pass(kcl_rt *rt)
 		for (size_t i = 0; i < l2.n; i++)
 			leading += l2.v[i].state == 1;
 		led_free(&l2);
-		if (leading >= (size_t)wanted) {
+		/* And serves the groups the map gives it: a client that comes
+		 * once this says ready finds its coordinator loaded. */
+		kb_broker *b = rt->b;
+		if (leading >= (size_t)wanted && (!b->coord_settled || b->coord_settled(b->coord_settled_arg))) {
 			rt->ready = 1;
 			KLOG_INFO("cluster", "ready: broker %d leads %zu partition(s) of assignment epoch %" PRId64
 					     " generation %" PRId64 " (joined %lld ms ago)",

@@ -186,6 +186,16 @@ void kg_coord_expire_offsets(kg_coord *c);
  * go of shards lost, takes over (loads and claims) shards gained. */
 void kg_coord_load_groups(kg_coord *c);
 
+/* 1 when every shard the applied leader map gives this broker is served
+ * here (its groups read and claimed at the map's epoch); 0 while one is not
+ * yet (the map waits for its old owner, or the load is under way: the
+ * timer thread is woken to do it).  1 without a leader map and while the
+ * ack gate is closed (nothing is this broker's to serve then).  The
+ * cluster says "ready" only after it, so that a client which comes once
+ * the broker is ready finds its group rather than
+ * COORDINATOR_LOAD_IN_PROGRESS. */
+int kg_coord_settled(kg_coord *c);
+
 /* Counters for tests and the bench. */
 typedef struct kg_coord_stats {
 	uint64_t commits;        /* OffsetCommit requests that changed offsets */

@@ -13,6 +13,7 @@
  * and the argument.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,31 @@ void kg__shards_sync(kg_coord *c, kg_outbox *ob)
 	}
 	if (gained)
 		load_shards(c, want, ns);
+}
+
+int kg_coord_settled(kg_coord *c)
+{
+	if (!c || !c->cfg.leaders)
+		return 1;
+	pthread_mutex_lock(&c->mu);
+	int settled = 1;
+	if (gate_holds(c)) {
+		kb_leaders *m = c->cfg.leaders(c->cfg.leaders_arg);
+		int32_t ns = m && m->nshards <= KG_SHARDS_MAX ? m->nshards : 0;
+		for (int32_t s = 0; s < ns && settled; s++) {
+			if (m->shard_leader[s] != c->cfg.broker_id)
+				continue;
+			/* A map whose shard count this coordinator has not synced
+			 * to yet serves nothing of it. */
+			settled = ns == c->nshards && c->shards[s].state == KG_SH_READY &&
+				  c->shards[s].epoch == m->shard_epoch[s];
+		}
+		kb_leaders_put(m);
+		if (!settled)
+			kg__wake_timer(c); /* sync with the map now, not at the next tick */
+	}
+	pthread_mutex_unlock(&c->mu);
+	return settled;
 }
 
 /* ---- losing a group ----------------------------------------------------------------- */

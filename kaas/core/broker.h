@@ -253,6 +253,12 @@ typedef struct kb_broker {
 	 * move); returns when nothing is led here any more.  NULL: none. */
 	void (*drain)(void *arg);
 	void *drain_arg;
+	/* 1 once every group-coordinator shard the applied leader map gives
+	 * this broker is served here; the cluster's "ready" waits for it.
+	 * Set by the program before the cluster starts; NULL: nothing to
+	 * wait for. */
+	int (*coord_settled)(void *arg);
+	void *coord_settled_arg;
 	int joining;                  /* 1 from the cluster's start until this broker first
 	                                 leads its share (atomic: /readyz reads it) */
 	volatile int stopping;        /* set when SIGTERM/SIGINT arrives; read it with

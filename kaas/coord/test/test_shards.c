@@ -346,6 +346,40 @@ START_TEST(load_in_progress_until_the_shard_is_taken_over)
 }
 END_TEST
 
+/* The cluster says "ready" only after kg_coord_settled(): every shard the
+ * map gives this broker served at the map's epoch, whatever others own. */
+START_TEST(settled_only_once_every_given_shard_is_served)
+{
+	th t;
+	th_open(&t);
+	view v = {NULL, 1, 0};
+	/* B1 owns every shard but shard 5, which B2 owns; not clear yet. */
+	view_set(&v, B1, 3, 5, B2, 4, 0);
+	kg_coord *c = driven(&t, B1, &v);
+	kg_coord_tick(c);
+	ck_assert_int_eq(kg_coord_settled(c), 0);
+	/* Clear, but the coordinator has not synced with the map yet. */
+	view_set(&v, B1, 3, 5, B2, 4, 1);
+	ck_assert_int_eq(kg_coord_settled(c), 0);
+	kg_coord_tick(c);
+	ck_assert_int_eq(kg_coord_settled(c), 1); /* shard 5 is not B1's to serve */
+	/* A new epoch for B1's shards: not settled until they are taken again. */
+	view_set(&v, B1, 6, 5, B2, 4, 1);
+	ck_assert_int_eq(kg_coord_settled(c), 0);
+	kg_coord_tick(c);
+	ck_assert_int_eq(kg_coord_settled(c), 1);
+	/* A broker without its lease serves nothing: nothing to wait for. */
+	view_set(&v, B1, 7, 5, B2, 4, 1);
+	v.gate = 0;
+	ck_assert_int_eq(kg_coord_settled(c), 1);
+	kg_coord_close(c);
+	/* Without a leader map (one broker, the fuzz harness): always. */
+	ck_assert_int_eq(kg_coord_settled(t.c), 1);
+	kb_leaders_put(v.m);
+	th_close(&t);
+}
+END_TEST
+
 /* Readers take the highest epoch whose contents name the group (the legacy
  * name is epoch 0), claim it at their own epoch, and remove the older ones
  * — but never a file that names another group, nor one above their epoch. */
@@ -510,6 +544,7 @@ int main(void)
 			  KTEST_LIST(shard_hash_is_fnv1a_and_spreads,
 				     not_coordinator_on_a_shard_owned_elsewhere,
 				     load_in_progress_until_the_shard_is_taken_over,
+				     settled_only_once_every_given_shard_is_served,
 				     newest_epoch_wins,
 				     zombie_write_is_never_acknowledged_nor_read,
 				     losing_a_shard_answers_parked_requests_and_forgets));
