@@ -368,7 +368,8 @@ static int ready_fn(void *arg, char *why, size_t whylen)
 		return 0;
 	}
 	if (__atomic_load_n(&b->joining, __ATOMIC_ACQUIRE)) {
-		snprintf(why, whylen, "joining the cluster: waiting to lead the partitions it is given");
+		snprintf(why, whylen, "joining the cluster: waiting to lead the partitions and serve the group "
+				      "shards it is given");
 		return 0;
 	}
 	snprintf(why, whylen, "volume %s, partition table started, serving on port %d",
