@@ -4,6 +4,10 @@
  * reclaimed stays in the trash until its retention is over or it is
  * emptied by hand.  Partition manifests are the storage engine's own
  * (ks_partition_open writes them), segment logs are files with bytes.
+ *
+ * Length: one case per identity rule of docs/topics.md, all on the
+ * fixtures at the top (volumes, stamps, manifests with records); split,
+ * each half would carry its own copy of them.
  */
 #include <check.h>
 #include <errno.h>
