@@ -318,7 +318,7 @@ all_ready() { # every broker running and ready (started again if it is not)
 		reap
 		ok=1
 		for i in 1 2 3; do
-			if ! tail -n +"${CL_START[i]:-1}" "${CL_LOG[i]}" | grep -q 'cluster: ready'; then
+			if ! grep -q 'cluster: ready' <(tail -n +"${CL_START[i]:-1}" "${CL_LOG[i]}"); then
 				cluster_wait_ready "$i" 2>>"$OUT/nemesis.log" || ok=
 			fi
 		done

@@ -78,7 +78,7 @@ mid_pass() {
 # Waits for broker $1 to log a clean of cc/0 after line $2 of its log.
 cleaned_by() {
 	for _ in $(seq 1 900); do
-		tail -n +"$2" "${CL_LOG[$1]}" | grep -q "cc/0: cleaned \[" && return 0
+		grep -q "cc/0: cleaned \[" <(tail -n +"$2" "${CL_LOG[$1]}") && return 0
 		sleep 0.1
 	done
 	return 1
@@ -137,11 +137,11 @@ pass "broker $L2 resumed and swapped nothing: clean.json is of epoch $E_NOW (gen
 # (the lease guard or the epoch fence; kaas/storage/test/test_clean_fence.c
 # drives each of them deterministically).
 if cluster_alive "$L2"; then
-	tail -n +"$MARK" "${CL_LOG[$L2]}" | grep -q "cc/0: clean pass of generation [0-9]* not swapped in" ||
+	grep -q "cc/0: clean pass of generation [0-9]* not swapped in" <(tail -n +"$MARK" "${CL_LOG[$L2]}") ||
 		fail_cl "broker $L2 is still up and logged no refused swap of its stale pass"
 	pass "broker $L2 stayed up; its stale pass was refused: $(tail -n +"$MARK" "${CL_LOG[$L2]}" | grep -o 'not swapped in: .*' | head -1)"
 else
-	tail -n +"$MARK" "${CL_LOG[$L2]}" | grep -q "gives up leadership" ||
+	grep -q "gives up leadership" <(tail -n +"$MARK" "${CL_LOG[$L2]}") ||
 		fail_cl "broker $L2 exited without giving up its leadership"
 	pass "broker $L2 gave up its leadership on resuming and exited (to start again as a new incarnation)"
 fi

@@ -62,7 +62,7 @@ _broker_wait_ready() {
 		# In the cluster, a broker leads only after it has watched its peers
 		# for a session timeout and applied the assignment: "cluster: ready".
 		if [ -n "$line" ] && [ "${BROKER_WAIT_READY:-1}" = 1 ] &&
-			! tail -n +"$start" "$log" | grep -q 'cluster: ready'; then
+			! grep -q 'cluster: ready' <(tail -n +"$start" "$log"); then
 			line=
 		fi
 		if [ -n "$line" ]; then

@@ -58,7 +58,7 @@ _cl_wait() { # _cl_wait i start_line
 		fi
 		local line
 		line=$(tail -n +"$start" "$log" | grep -m1 -o 'listening on [^ ]*:[0-9]*,' || true)
-		if [ -n "$line" ] && tail -n +"$start" "$log" | grep -q 'cluster: ready'; then
+		if [ -n "$line" ] && grep -q 'cluster: ready' <(tail -n +"$start" "$log"); then
 			line=${line##*:}
 			CL_PORT[$i]=${line%,}
 			return 0
@@ -160,7 +160,7 @@ cluster_sup_ready() {
 		cluster_alive "$i" || return 1
 		from=$(grep -n "supervise: started the broker" "$log" | tail -1 | cut -d: -f1)
 		if [ -n "$from" ] && [ -n "$(pgrep -P "${CL_PID[$i]}" | head -1)" ] &&
-			tail -n +"$from" "$log" | grep -q "cluster: ready"; then
+			grep -q "cluster: ready" <(tail -n +"$from" "$log"); then
 			return 0
 		fi
 		sleep 0.1
