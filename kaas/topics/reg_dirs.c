@@ -203,11 +203,12 @@ static int still_registered(kt_topics *reg, const kt_topic_info *t)
 	if (rc < 0)
 		return rc;
 	int same = rc == RF_OK && strcmp(e->info.id, t->id) == 0;
-	kt__ent_free(e);
 	if (!same)
-		KLOG_WARN("topics", "topic %s: id %s is no longer the registered incarnation (%s); leaving DATA/%s "
-			  "alone", t->name, t->id, rc == RF_OK ? "another id is" : "the entry is missing or unreadable",
-			  t->name);
+		KLOG_WARN("topics", "topic %s: id %s is no longer the registered incarnation (%s%s); leaving DATA/%s "
+			  "alone", t->name, t->id,
+			  rc == RF_OK ? "the registry names " : "the entry is missing or unreadable",
+			  rc == RF_OK ? e->info.id : "", t->name);
+	kt__ent_free(e);
 	return same ? 0 : -ESTALE;
 }
 

@@ -362,7 +362,7 @@ START_TEST(a_stale_view_never_moves_the_registered_incarnation_aside)
 	stamp_of("pay", sid);
 	ck_assert_str_eq(sid, OTHER_ID);
 	assert_records_kept("pay", 2, "pay");
-	ck_assert(logged("WARN", "is no longer the registered incarnation"));
+	ck_assert(logged("WARN", "is no longer the registered incarnation (the registry names " OTHER_ID ")"));
 
 	/* Once A reads the registry again it follows OTHER_ID, and the
 	 * directory is still where its leader left it. */
