@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-badfiles
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; fail "$@"; }
-SESSION=2000
+SESSION=4000
 cluster_start "$T/data" 3 --override broker.session.timeout.ms=$SESSION || fail_cl "starting three brokers"
 C=$T/data/__cluster
 $PY - "$CL_BOOT" <<'EOF2' || fail_cl "creating the topic"

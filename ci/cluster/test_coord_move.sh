@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../.."
 source ci/lib/e2e.sh cluster-coord-move
 source ci/lib/cluster.sh
 fail_cl() { cluster_logs 30; [ -f "$T/run.log" ] && tail -5 "$T/run.log" >&2; fail "$@"; }
-SESSION=2000
+SESSION=4000
 NSHARDS=16 # KCL_NSHARDS: the shard count every assignment has
 TOPIC=cm
 GROUP=cmg

@@ -16,7 +16,7 @@ fail_cl() { cluster_logs 30; fail "$@"; }
 PARTS=6
 H=$T/history.jsonl
 : >"$H"
-SESSION=2000
+SESSION=4000
 cluster_start "$T/data" 3 --override broker.session.timeout.ms=$SESSION || fail_cl "starting three brokers"
 $PY - "$CL_BOOT" "$PARTS" <<'EOF2' || fail_cl "creating the topic"
 import sys

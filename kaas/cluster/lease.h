@@ -52,6 +52,12 @@
  * at least 2 * ppm * session (plus slack), never below KCL_DRIFT_MIN_MS. */
 int64_t kcl_drift_margin_ms(int64_t session_ms);
 
+/* The stall watchdog's bound: stall_ms when the operator set one, else half
+ * the session.  A bound that does not follow the session would make every
+ * longer session (set to ride out a slow volume) give up on the same 1.5 s
+ * fsync as the default one, and refuse sessions at or below it. */
+int64_t kcl_stall_bound_ms(int64_t stall_ms, int64_t session_ms);
+
 enum kcl_lease_st {
 	KCL_LEASE_NONE = 0,  /* never renewed (or restarted): holds nothing */
 	KCL_LEASE_VALID,     /* renewed; holds until valid_until */

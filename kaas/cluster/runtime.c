@@ -324,9 +324,16 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 	pthread_cond_init(&rt->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	int rc;
-	if (c->cluster_stall_timeout_ms >= c->broker_session_timeout_ms) {
+	int64_t stall_ms = kcl_stall_bound_ms(c->cluster_stall_timeout_ms, c->broker_session_timeout_ms);
+	if (c->cluster_stall_timeout_ms > 0 && c->cluster_stall_timeout_ms < 10) {
+		snprintf(err, errlen, "kaas.cluster.stall.timeout.ms (%lld) must be 0 (half the session) or at least 10",
+			 (long long)c->cluster_stall_timeout_ms);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (stall_ms >= c->broker_session_timeout_ms) {
 		snprintf(err, errlen, "kaas.cluster.stall.timeout.ms (%lld) must be below broker.session.timeout.ms (%lld)",
-			 (long long)c->cluster_stall_timeout_ms, (long long)c->broker_session_timeout_ms);
+			 (long long)stall_ms, (long long)c->broker_session_timeout_ms);
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -343,7 +350,7 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 		goto fail;
 	}
 	rt->lease_ok = 1;
-	if ((rc = kcl_wd_init(&rt->wd, c->cluster_stall_timeout_ms))) {
+	if ((rc = kcl_wd_init(&rt->wd, stall_ms))) {
 		snprintf(err, errlen, "watchdog: %s", strerror(-rc));
 		goto fail;
 	}
@@ -396,9 +403,9 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 		snprintf(err, errlen, "writing the first heartbeat brokers/%d.json: %s", rt->id, sub_strerror(rc));
 		goto fail;
 	}
-	KLOG_INFO("cluster", "broker %d joined as incarnation %llu (session %lld ms, heartbeat %lld ms%s)", rt->id,
-		  (unsigned long long)rt->inc.incarnation, (long long)c->broker_session_timeout_ms,
-		  (long long)c->broker_heartbeat_interval_ms,
+	KLOG_INFO("cluster", "broker %d joined as incarnation %llu (session %lld ms, heartbeat %lld ms, stall bound %lld ms%s)",
+		  rt->id, (unsigned long long)rt->inc.incarnation, (long long)c->broker_session_timeout_ms,
+		  (long long)c->broker_heartbeat_interval_ms, (long long)(rt->wd.bound_ns / 1000000),
 		  rt->pred_how == KCL_PRED_GONE      ? ", predecessor gone"
 		  : rt->pred_how == KCL_PRED_EXPIRED ? ", predecessor expired"
 						     : "");

@@ -104,6 +104,16 @@ START_TEST(give_up_is_final)
 }
 END_TEST
 
+START_TEST(stall_bound_follows_the_session_unless_set)
+{
+	ck_assert_int_eq(kcl_stall_bound_ms(0, 3000), 1500);
+	ck_assert_int_eq(kcl_stall_bound_ms(0, 6000), 3000);
+	ck_assert_int_eq(kcl_stall_bound_ms(0, 1000), 500);
+	ck_assert_int_eq(kcl_stall_bound_ms(4500, 6000), 4500);
+	ck_assert_int_eq(kcl_stall_bound_ms(100, 60000), 100);
+}
+END_TEST
+
 START_TEST(drift_margin)
 {
 	ck_assert_int_eq(kcl_drift_margin_ms(100), KCL_DRIFT_MIN_MS);
@@ -300,6 +310,6 @@ int main(void)
 	return ktest_main((struct ktest){ .suite = "cluster-lease", .tcase = "lease", .timeout = 120 },
 			  KTEST_LIST(renewal_arithmetic, a_late_confirmation_is_not_credited,
 				     failed_and_slow_writes, give_up_is_final, drift_margin,
-				     watchdog_reports_the_oldest_stall,
+				     watchdog_reports_the_oldest_stall, stall_bound_follows_the_session_unless_set,
 				     no_credited_lease_outlives_an_expiry_verdict));
 }
