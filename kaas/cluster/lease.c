@@ -16,9 +16,12 @@ int64_t kcl_drift_margin_ms(int64_t session_ms)
 	return m < KCL_DRIFT_MIN_MS ? KCL_DRIFT_MIN_MS : m;
 }
 
-int64_t kcl_stall_bound_ms(int64_t stall_ms, int64_t session_ms)
+int64_t kcl_stall_bound_ms(int64_t stall_ms, int64_t session_ms, int64_t heartbeat_ms)
 {
-	return stall_ms > 0 ? stall_ms : session_ms / 2;
+	if (stall_ms > 0)
+		return stall_ms;
+	int64_t b = session_ms - kcl_drift_margin_ms(session_ms) - 2 * heartbeat_ms;
+	return b < session_ms / 3 ? session_ms / 3 : b;
 }
 
 int kcl_lease_init(kcl_lease *l, int64_t session_ms, int64_t drift_ms)

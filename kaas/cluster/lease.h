@@ -52,11 +52,16 @@
  * at least 2 * ppm * session (plus slack), never below KCL_DRIFT_MIN_MS. */
 int64_t kcl_drift_margin_ms(int64_t session_ms);
 
-/* The stall watchdog's bound: stall_ms when the operator set one, else half
- * the session.  A bound that does not follow the session would make every
- * longer session (set to ride out a slow volume) give up on the same 1.5 s
- * fsync as the default one, and refuse sessions at or below it. */
-int64_t kcl_stall_bound_ms(int64_t stall_ms, int64_t session_ms);
+/* The stall watchdog's bound: stall_ms when the operator set one, else the
+ * latest that still fires before the lease could lapse with a heartbeat
+ * interval to spare, S - D - 2 * heartbeat (2475 ms at the defaults), and
+ * never below a third of S.  A heartbeat write that hangs began at most one
+ * interval after the last credited renewal, so the watchdog ends it before
+ * the lease would have.  Any earlier turns a slow fsync that would have
+ * completed into a restart and a take-over; a fixed bound would also make
+ * a longer session (set to ride out a slow volume) give up on the same
+ * fsync as the default one. */
+int64_t kcl_stall_bound_ms(int64_t stall_ms, int64_t session_ms, int64_t heartbeat_ms);
 
 enum kcl_lease_st {
 	KCL_LEASE_NONE = 0,  /* never renewed (or restarted): holds nothing */

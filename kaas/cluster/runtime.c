@@ -324,9 +324,10 @@ int kcl_rt_start(kb_broker *b, kcl_rt **out, char *err, size_t errlen)
 	pthread_cond_init(&rt->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	int rc;
-	int64_t stall_ms = kcl_stall_bound_ms(c->cluster_stall_timeout_ms, c->broker_session_timeout_ms);
+	int64_t stall_ms = kcl_stall_bound_ms(c->cluster_stall_timeout_ms, c->broker_session_timeout_ms,
+					      c->broker_heartbeat_interval_ms);
 	if (c->cluster_stall_timeout_ms > 0 && c->cluster_stall_timeout_ms < 10) {
-		snprintf(err, errlen, "kaas.cluster.stall.timeout.ms (%lld) must be 0 (half the session) or at least 10",
+		snprintf(err, errlen, "kaas.cluster.stall.timeout.ms (%lld) must be 0 (from the session) or at least 10",
 			 (long long)c->cluster_stall_timeout_ms);
 		rc = -EINVAL;
 		goto fail;

@@ -134,7 +134,7 @@ typedef struct kb_config {
 	/* the cluster (kaas/cluster/, docs/cluster.md) */
 	int64_t broker_heartbeat_interval_ms; /* broker.heartbeat.interval.ms (250) */
 	int64_t broker_session_timeout_ms;    /* broker.session.timeout.ms (3000) */
-	int64_t cluster_stall_timeout_ms;     /* kaas.cluster.stall.timeout.ms (0: session / 2) */
+	int64_t cluster_stall_timeout_ms;     /* kaas.cluster.stall.timeout.ms (0: from the session) */
 	int64_t cluster_poll_ms;              /* kaas.cluster.poll.ms (100): membership and assignment */
 	int64_t drain_timeout_ms;             /* kaas.drain.timeout.ms (30000): SIGTERM hand-offs */
 

@@ -182,7 +182,7 @@ const kb_config_key kb_config_keys[] = {
 	 "margin"},
 	{"kaas.cluster.stall.timeout.ms", KCFG_I64, OFF(cluster_stall_timeout_ms), 0, 600000, "0",
 	 "an fsync or heartbeat write outstanding this long makes the broker give up leadership and exit "
-	 "(0: half of broker.session.timeout.ms)"},
+	 "(0: broker.session.timeout.ms less the drift margin and two heartbeat intervals)"},
 	{"kaas.cluster.poll.ms", KCFG_I64, OFF(cluster_poll_ms), 10, 60000, "100",
 	 "how often peers' heartbeats, the controller and the assignment are read"},
 	{"kaas.drain.timeout.ms", KCFG_I64, OFF(drain_timeout_ms), 0, INT64_MAX, "30000",
@@ -265,7 +265,7 @@ void kb_config_defaults(kb_config *c)
 	c->shutdown_timeout_ms = 30000;
 	c->broker_heartbeat_interval_ms = 250;
 	c->broker_session_timeout_ms = 3000;
-	c->cluster_stall_timeout_ms = 0; /* half the session (kcl_stall_bound_ms) */
+	c->cluster_stall_timeout_ms = 0; /* from the session (kcl_stall_bound_ms) */
 	c->cluster_poll_ms = 100;
 	c->drain_timeout_ms = 30000;
 	c->group_initial_rebalance_delay_ms = 3000;

@@ -106,11 +106,21 @@ END_TEST
 
 START_TEST(stall_bound_follows_the_session_unless_set)
 {
-	ck_assert_int_eq(kcl_stall_bound_ms(0, 3000), 1500);
-	ck_assert_int_eq(kcl_stall_bound_ms(0, 6000), 3000);
-	ck_assert_int_eq(kcl_stall_bound_ms(0, 1000), 500);
-	ck_assert_int_eq(kcl_stall_bound_ms(4500, 6000), 4500);
-	ck_assert_int_eq(kcl_stall_bound_ms(100, 60000), 100);
+	ck_assert_int_eq(kcl_stall_bound_ms(0, 3000, 250), 3000 - 25 - 500);
+	ck_assert_int_eq(kcl_stall_bound_ms(0, 6000, 250), 6000 - 25 - 500);
+	ck_assert_int_eq(kcl_stall_bound_ms(0, 300, 100), 100); /* a third of S, at least */
+	ck_assert_int_eq(kcl_stall_bound_ms(4500, 6000, 250), 4500);
+	ck_assert_int_eq(kcl_stall_bound_ms(100, 60000, 250), 100);
+	/* Unset, it fires before the lease lapses, for every session and every
+	 * heartbeat interval the runtime accepts (at most a third of S): a
+	 * heartbeat write began at most one interval after the last renewal. */
+	for (int64_t s = 100; s <= 600000; s = s * 5 / 4)
+		for (int64_t hb = 10; hb * 3 <= s; hb = hb * 3 / 2 + 1) {
+			int64_t b = kcl_stall_bound_ms(0, s, hb);
+			ck_assert_int_ge(b, 10);
+			ck_assert_int_lt(b, s);
+			ck_assert_int_lt(hb + b, s - kcl_drift_margin_ms(s));
+		}
 }
 END_TEST
 
