@@ -118,6 +118,13 @@ echo "ok the stall bound follows the session unless set (4475 ms for 5 s); 5000 
 CL_N=3
 CL_LOG[3]=$T/b3.log
 cluster_launch 3 || fail_cl "broker 3"
+# Ready means it leads its share of an assignment that counts it: the
+# controller counts a joiner later than the joiner's own watch ends, and
+# the assignment before that gives it nothing.
+r=$(grep -o "ready: broker 3 leads [0-9]* partition(s)" "${CL_LOG[3]}" | tail -1)
+[ -n "$r" ] && [ "$(echo "$r" | awk '{print $5}')" -ge 1 ] ||
+	fail_cl "broker 3 said ready leading nothing of 4 partitions over 3 brokers: ${r:-no ready line}"
+echo "ok broker 3 said ready once it led its share: $r"
 $PY - "${CL_PORT[1]}" <<'PY' || fail_cl "the third broker's share"
 import sys, time
 sys.path.insert(0, "ci/lib")

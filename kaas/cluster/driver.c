@@ -250,7 +250,8 @@ void kcl__driver_pass(kcl_rt *rt)
 	/* 3. What it gained, once no other incarnation may still hold it. */
 	int wanted = 0, in_place = 0, waiting = 0;
 	const kcl_abroker *me = rt->have_cur ? kcl_assign_broker(&rt->cur, rt->id) : NULL;
-	if (me && kcl_incarn_cmp(me->inc, rt->inc) == 0) {
+	int named = me && kcl_incarn_cmp(me->inc, rt->inc) == 0;
+	if (named) {
 		int clear = kcl_view_clear_for(&rt->view, rt->inc, rt->id, rt->cur.gen, now) &&
 			    kcl_lease_holds(&rt->lease, now);
 		kb_takeover *want = NULL;
@@ -298,8 +299,12 @@ void kcl__driver_pass(kcl_rt *rt)
 	}
 	/* Ready only once membership() saw the view settled and swept this id's
 	 * older exit certificates (loop.c): settled alone can turn true between
-	 * that sweep and this pass, and "ready" promises both. */
-	if (!rt->ready && rt->have_cur && rt->gone_swept) {
+	 * that sweep and this pass, and "ready" promises both.  And only under
+	 * an assignment that names this incarnation: the controller counts a
+	 * joiner a session after it first saw its heartbeat, later than the
+	 * joiner's own watch ends, and an assignment made without it gives it
+	 * nothing to lead, which "leads its share" would otherwise satisfy. */
+	if (!rt->ready && rt->have_cur && rt->gone_swept && named) {
 		led_list l2 = {0};
 		kb_ptable_led(t, led_cb, &l2);
 		size_t leading = 0;
