@@ -11,8 +11,9 @@
 #      incarnation gone "by supervisor" — a line they only write for a peer
 #      they still judged alive, i.e. before any session-timeout verdict —
 #      and take its partitions over (a survivor that gave up on a slow
-#      fsync meanwhile and restarted is excused; the other is not); restarted, its next incarnation finds
-#      the predecessor certified instead of waiting it out.
+#      fsync meanwhile and restarted is excused; the other is not);
+#      restarted, its next incarnation finds the predecessor certified
+#      instead of waiting it out.
 #   2. SIGSTOP of a supervised leader: no certificate for it while it is
 #      stopped (its child lives), none of the survivors calls it gone, and
 #      its partitions still move (by the lease); after SIGCONT it exits
@@ -155,7 +156,7 @@ for i in 1 2 3; do
 	echo "note: broker $i gave up and restarted meanwhile: $(grep -o "gives up leadership: [^;]*" <(tail -n +"${at[i]}" "${CL_LOG[i]}") | tail -1)"
 done
 [ "$took" -ge 1 ] || fail_cl "no survivor took broker $v's incarnation $VINC as certified gone by its supervisor"
-echo "ok 1: kill -9 of broker $v (leader): $(basename "$C") by its supervisor, both survivors took it as gone by supervisor, partitions moved: $moved"
+echo "ok 1: kill -9 of broker $v (leader): $(basename "$C") by its supervisor, $took survivor(s) took it as gone by supervisor, partitions moved: $moved"
 cluster_launch "$v" || fail_cl "restarting broker $v"
 grep -q "the previous incarnation $VINC is gone (exit certificate by supervisor" <(tail -n +"${at[v]}" "${CL_LOG[v]}") ||
 	fail_cl "broker $v's next incarnation did not find its predecessor certified"
